@@ -1,0 +1,336 @@
+//! The journal through libsystemd (the `systemd` crate).
+//!
+//! The `sd_journal` handle is neither Send nor Sync, and libsystemd wants it
+//! created, used and freed on one thread (man sd_journal_open). So it lives
+//! on a dedicated OS thread that hands owned entries out in batches over a
+//! bounded channel: a slow consumer blocks the reader (backpressure), and the
+//! reader checks a stop flag between waits so it can always be told to end.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use systemd::journal::{Journal, JournalWaitResult, OpenDirectoryOptions, OpenFilesOptions, OpenOptions};
+
+use super::{Entry, EntryFilter, Item, Items, SourceError};
+
+/// Which journal to open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// The local system journal.
+    System,
+    /// A directory of journal files (a collector's `/var/log/journal/remote`).
+    Directory(PathBuf),
+    /// Given journal files.
+    Files(Vec<PathBuf>),
+    /// A journald namespace.
+    Namespace(String),
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::System => f.write_str("the system journal"),
+            Target::Directory(d) => write!(f, "{}", d.display()),
+            Target::Files(fs) => {
+                let names: Vec<String> = fs.iter().map(|p| p.display().to_string()).collect();
+                f.write_str(&names.join(", "))
+            }
+            Target::Namespace(n) => write!(f, "journal namespace {n:?}"),
+        }
+    }
+}
+
+/// Where reading starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    Head,
+    /// Only entries written from now on.
+    Tail,
+    /// Entries at or after this time (µs).
+    Realtime(u64),
+    /// Just after this cursor (resume).
+    After(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub target: Target,
+    pub filter: EntryFilter,
+    pub start: Start,
+    /// Keep waiting for new entries instead of ending at the tail.
+    pub follow: bool,
+    /// Entries per batch handed over the channel.
+    pub batch: usize,
+}
+
+/// What the reader thread sends.
+#[derive(Debug)]
+pub enum Msg {
+    Entries(Vec<Entry>),
+    /// Everything written so far has been sent (following only).
+    CaughtUp,
+    /// Reading failed; the thread has ended.
+    Failed(String),
+}
+
+fn journal_err(target: &Target, what: &str, e: &dyn std::fmt::Display) -> SourceError {
+    SourceError::Journal {
+        path: target.to_string(),
+        message: format!("{what}: {e}"),
+    }
+}
+
+fn open(spec: &Spec) -> Result<Journal, SourceError> {
+    let t = &spec.target;
+    let mut j = match t {
+        Target::System => OpenOptions::default().system(true).local_only(true).open(),
+        Target::Directory(d) => OpenDirectoryOptions::default().open_directory(d.as_os_str().as_encoded_bytes()),
+        Target::Files(fs) => {
+            OpenFilesOptions::default().open_files(fs.iter().map(|p| p.as_os_str().as_encoded_bytes()))
+        }
+        Target::Namespace(n) => OpenOptions::default().open_namespace(n.as_str()),
+    }
+    .map_err(|e| journal_err(t, "cannot open", &e))?;
+    // Opening without permission succeeds and shows nothing: say so instead.
+    if j.usage().map_err(|e| journal_err(t, "cannot read usage", &e))? == 0 {
+        return Err(SourceError::Journal {
+            path: t.to_string(),
+            message: "no readable journal files (none there, or no permission: the reading user \
+                      must be root or in the systemd-journal group)"
+                .into(),
+        });
+    }
+    j.set_data_threshold(0)
+        .map_err(|e| journal_err(t, "cannot set data threshold", &e))?;
+    add_matches(&mut j, &spec.filter).map_err(|e| journal_err(t, "cannot add matches", &e))?;
+    match &spec.start {
+        Start::Head => j.seek_head(),
+        Start::Tail => j.seek_tail().and_then(|()| j.previous().map(|_| ())),
+        Start::Realtime(us) => j.seek_realtime_usec(*us),
+        Start::After(c) => j.seek_cursor(c.as_str()),
+    }
+    .map_err(|e| journal_err(t, "cannot seek", &e))?;
+    Ok(j)
+}
+
+/// `_SYSTEMD_UNIT=u` OR (`_PID=1` AND `UNIT=u`) for each unit, OR
+/// `SYSLOG_IDENTIFIER=i` for each identifier: what `journalctl -u` does, so
+/// systemd's own start/stop/restart lines about the kubelet come along.
+fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
+    let mut first = true;
+    let mut or = |j: &mut Journal| -> systemd::Result<()> {
+        if !std::mem::replace(&mut first, false) {
+            j.match_or()?;
+        }
+        Ok(())
+    };
+    for u in &f.units {
+        or(j)?;
+        j.match_add("_SYSTEMD_UNIT", u.as_str())?;
+        or(j)?;
+        j.match_add("_PID", "1")?;
+        j.match_add("UNIT", u.as_str())?;
+    }
+    for i in &f.identifiers {
+        or(j)?;
+        j.match_add("SYSLOG_IDENTIFIER", i.as_str())?;
+    }
+    Ok(())
+}
+
+fn field(j: &mut Journal, name: &str) -> systemd::Result<Option<Vec<u8>>> {
+    Ok(j.get_data(name)?.and_then(|f| f.value().map(<[u8]>::to_vec)))
+}
+
+fn text(v: Option<Vec<u8>>) -> Option<String> {
+    v.map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+fn read_entry(j: &mut Journal) -> systemd::Result<Entry> {
+    let pid: Option<u32> = text(field(j, "_PID")?).and_then(|p| p.parse().ok());
+    let about_unit = text(field(j, "UNIT")?);
+    Ok(Entry {
+        at: Some(j.timestamp_usec()? as i64),
+        cursor: Some(j.cursor()?),
+        host: text(field(j, "_HOSTNAME")?),
+        unit: text(field(j, "_SYSTEMD_UNIT")?),
+        identifier: text(field(j, "SYSLOG_IDENTIFIER")?),
+        pid,
+        stream: text(field(j, "_STREAM_ID")?),
+        from_systemd: pid == Some(1) && about_unit.is_some(),
+        about_unit,
+        message: field(j, "MESSAGE")?.unwrap_or_default(),
+    })
+}
+
+fn pump(spec: &Spec, j: &mut Journal, tx: &SyncSender<Msg>, stop: &AtomicBool) -> Result<(), String> {
+    let mut skip_cursor = match &spec.start {
+        Start::After(c) => Some(c.clone()),
+        _ => None,
+    };
+    let mut batch = Vec::with_capacity(spec.batch);
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let n = j.next().map_err(|e| format!("reading the next entry: {e}"))?;
+        if n > 0 {
+            // After seek_cursor, next() lands on the cursor's entry when it
+            // still exists: that one was processed before the restart.
+            if let Some(c) = skip_cursor.take() {
+                if j.test_cursor(c.as_str()).unwrap_or(false) {
+                    continue;
+                }
+            }
+            batch.push(read_entry(j).map_err(|e| format!("reading an entry: {e}"))?);
+            if batch.len() >= spec.batch {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(spec.batch));
+                if tx.send(Msg::Entries(full)).is_err() {
+                    return Ok(());
+                }
+            }
+            continue;
+        }
+        if !batch.is_empty() {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(spec.batch));
+            if tx.send(Msg::Entries(full)).is_err() {
+                return Ok(());
+            }
+        }
+        if !spec.follow {
+            return Ok(());
+        }
+        if tx.send(Msg::CaughtUp).is_err() {
+            return Ok(());
+        }
+        // Bounded waits so the stop flag is seen; Invalidate (rotation, new
+        // files) just means: call next() again.
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            match j.wait(Some(Duration::from_millis(250))) {
+                Ok(JournalWaitResult::Nop) => {}
+                Ok(JournalWaitResult::Append | JournalWaitResult::Invalidate) => break,
+                Err(e) => return Err(format!("waiting for the journal: {e}")),
+            }
+        }
+    }
+}
+
+/// Starts the reader thread. Returns once the journal is open (or failed to
+/// open, with the reason).
+pub fn spawn(
+    spec: Spec,
+    stop: Arc<AtomicBool>,
+    capacity: usize,
+) -> Result<(Receiver<Msg>, JoinHandle<()>), SourceError> {
+    let (tx, rx) = mpsc::sync_channel::<Msg>(capacity);
+    let (opened_tx, opened_rx) = mpsc::sync_channel::<Result<(), SourceError>>(1);
+    let handle = std::thread::Builder::new()
+        .name("journal".into())
+        .spawn(move || {
+            // The handle is created, used and dropped on this thread only.
+            let mut j = match open(&spec) {
+                Ok(j) => {
+                    let _ = opened_tx.send(Ok(()));
+                    j
+                }
+                Err(e) => {
+                    let _ = opened_tx.send(Err(e));
+                    return;
+                }
+            };
+            if let Err(e) = pump(&spec, &mut j, &tx, &stop) {
+                let _ = tx.send(Msg::Failed(e));
+            }
+        })
+        .map_err(|e| SourceError::Journal {
+            path: "journal thread".into(),
+            message: e.to_string(),
+        })?;
+    match opened_rx.recv() {
+        Ok(Ok(())) => Ok((rx, handle)),
+        Ok(Err(e)) => {
+            let _ = handle.join();
+            Err(e)
+        }
+        Err(_) => Err(SourceError::Journal {
+            path: "journal thread".into(),
+            message: "the reader thread ended while opening".into(),
+        }),
+    }
+}
+
+/// Entries of a journal read once from head to tail, as an iterator.
+struct Drain {
+    rx: Receiver<Msg>,
+    buf: VecDeque<Entry>,
+    target: String,
+    _stop: StopOnDrop,
+}
+
+/// Tells the reader thread to end when the consumer goes away.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Iterator for Drain {
+    type Item = Result<Item, SourceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(e) = self.buf.pop_front() {
+                return Some(Ok(Item::Entry(e)));
+            }
+            match self.rx.recv().ok()? {
+                Msg::Entries(v) => self.buf.extend(v),
+                Msg::CaughtUp => {}
+                Msg::Failed(message) => {
+                    return Some(Err(SourceError::Journal {
+                        path: self.target.clone(),
+                        message,
+                    }));
+                }
+            }
+        }
+    }
+}
+
+/// Reads journal files or one directory from the head, with the kubelet
+/// matches applied by libsystemd.
+pub fn read_paths(paths: &[PathBuf], filter: &EntryFilter) -> Result<Items, SourceError> {
+    let target = match paths {
+        [one] if one.is_dir() => Target::Directory(one.clone()),
+        _ => Target::Files(paths.to_vec()),
+    };
+    read(target, filter)
+}
+
+/// Reads a whole journal once, from the head.
+pub fn read(target: Target, filter: &EntryFilter) -> Result<Items, SourceError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let spec = Spec {
+        target: target.clone(),
+        filter: filter.clone(),
+        start: Start::Head,
+        follow: false,
+        batch: 512,
+    };
+    let (rx, _handle) = spawn(spec, stop.clone(), 8)?;
+    Ok(Box::new(Drain {
+        rx,
+        buf: VecDeque::new(),
+        target: target.to_string(),
+        _stop: StopOnDrop(stop),
+    }))
+}

@@ -1,0 +1,3 @@
+pub mod journal;
+pub mod parse;
+pub mod time;

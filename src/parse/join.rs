@@ -1,0 +1,178 @@
+//! Continuation entries joined to the line they continue.
+//!
+//! journald makes one entry of every physical line, so a multi-line klog
+//! entry (legacy text with newlines, `key=<` blocks, Trace output) arrives as
+//! a header-bearing entry followed by header-less ones from the same stream
+//! (`klog-format.md` section 5). A line is held back until the next line of
+//! its stream shows it is complete, or until [`Joiner::flush`].
+
+use std::collections::HashMap;
+
+use crate::journal::Entry;
+use crate::time::Micros;
+
+use super::klog::starts_with_header;
+
+/// A line is never grown past this by continuations; what is cut is still
+/// counted.
+const MAX_JOINED: usize = 1 << 20;
+
+/// A complete logical line: the first entry (its message extended by the
+/// continuations) and how many continuation entries were joined to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Joined {
+    pub entry: Entry,
+    pub continuations: u32,
+    /// The cursor of the last entry joined, so a commit covers all of them.
+    pub last_cursor: Option<String>,
+    pub last_at: Option<Micros>,
+}
+
+/// What the joiner hands on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Out {
+    /// A line with a klog header or a JSON-format line, with its continuations.
+    Line(Joined),
+    /// A header-less entry that continues nothing: counted as unparsed.
+    Orphan(Entry),
+}
+
+#[derive(Debug, Default)]
+pub struct Joiner {
+    pending: HashMap<String, (u64, Joined)>,
+    seq: u64,
+}
+
+fn stream_key(e: &Entry) -> String {
+    if let Some(s) = &e.stream {
+        return s.clone();
+    }
+    format!(
+        "{}\u{0}{}\u{0}{}",
+        e.host.as_deref().unwrap_or(""),
+        e.identifier.as_deref().unwrap_or(""),
+        e.pid.unwrap_or(0)
+    )
+}
+
+/// Lines that start a record of their own although they carry no klog header:
+/// logrus (k3s), gRPC warnings, flag deprecation notices.
+fn is_foreign(m: &[u8]) -> bool {
+    m.starts_with(b"time=\"") || m.starts_with(b"WARNING: ") || m.starts_with(b"Flag --")
+}
+
+impl Joiner {
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes one kubelet entry; appends to `out` whatever is now complete.
+    pub fn push(&mut self, entry: Entry, out: &mut Vec<Out>) {
+        let key = stream_key(&entry);
+        let m = &entry.message;
+        if starts_with_header(m) {
+            if let Some((_, done)) = self.pending.remove(&key) {
+                out.push(Out::Line(done));
+            }
+            self.seq += 1;
+            let joined = Joined {
+                last_cursor: entry.cursor.clone(),
+                last_at: entry.at,
+                entry,
+                continuations: 0,
+            };
+            self.pending.insert(key, (self.seq, joined));
+            return;
+        }
+        if m.starts_with(b"{") || is_foreign(m) {
+            if let Some((_, done)) = self.pending.remove(&key) {
+                out.push(Out::Line(done));
+            }
+            if m.starts_with(b"{\"") {
+                out.push(Out::Line(Joined {
+                    last_cursor: entry.cursor.clone(),
+                    last_at: entry.at,
+                    entry,
+                    continuations: 0,
+                }));
+            } else {
+                out.push(Out::Orphan(entry));
+            }
+            return;
+        }
+        match self.pending.get_mut(&key) {
+            Some((_, j)) => {
+                if j.entry.message.len() + m.len() < MAX_JOINED {
+                    j.entry.message.push(b'\n');
+                    j.entry.message.extend_from_slice(m);
+                }
+                j.continuations += 1;
+                j.last_cursor = entry.cursor;
+                j.last_at = entry.at.or(j.last_at);
+            }
+            None => out.push(Out::Orphan(entry)),
+        }
+    }
+
+    /// Hands on every held line, oldest first (end of input, or a quiet
+    /// journal while following).
+    pub fn flush(&mut self, out: &mut Vec<Out>) {
+        let mut held: Vec<(u64, Joined)> = self.pending.drain().map(|(_, v)| v).collect();
+        held.sort_by_key(|(seq, _)| *seq);
+        out.extend(held.into_iter().map(|(_, j)| Out::Line(j)));
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.pending.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(stream: &str, msg: &str) -> Entry {
+        Entry {
+            stream: Some(stream.into()),
+            message: msg.as_bytes().to_vec(),
+            ..Entry::default()
+        }
+    }
+
+    #[test]
+    fn joins_per_stream_and_keeps_orphans() {
+        let mut j = Joiner::new();
+        let mut out = Vec::new();
+        j.push(entry("a", "Trace[1]: END"), &mut out);
+        j.push(entry("a", "E0610 02:55:28.185750   64201 aws.go:77] while getting"), &mut out);
+        j.push(entry("b", "I0610 02:55:28.185750   99 x.go:1] other stream"), &mut out);
+        j.push(entry("a", "\tFor verbose messaging see"), &mut out);
+        j.push(entry("a", "I0610 02:55:29.000000   64201 x.go:2] next"), &mut out);
+        j.flush(&mut out);
+        assert!(matches!(&out[0], Out::Orphan(_)));
+        let Out::Line(first) = &out[1] else { panic!() };
+        assert_eq!(first.continuations, 1);
+        assert_eq!(
+            String::from_utf8_lossy(&first.entry.message),
+            "E0610 02:55:28.185750   64201 aws.go:77] while getting\n\tFor verbose messaging see"
+        );
+        // Flushed in arrival order: stream b's line, then a's last line.
+        let Out::Line(b) = &out[2] else { panic!() };
+        assert!(b.entry.message.ends_with(b"other stream"));
+        assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn json_lines_and_logrus_are_complete_records() {
+        let mut j = Joiner::new();
+        let mut out = Vec::new();
+        j.push(entry("a", "I0101 00:00:00.000000 1 a.go:1] x"), &mut out);
+        j.push(entry("a", "time=\"2022\" level=info msg=\"k3s\""), &mut out);
+        j.push(entry("a", "{\"ts\":1,\"msg\":\"m\",\"caller\":\"a\"}"), &mut out);
+        assert_eq!(out.len(), 3);
+        assert!(matches!(&out[1], Out::Orphan(_)));
+        assert!(j.is_empty());
+    }
+}

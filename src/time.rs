@@ -1,0 +1,246 @@
+//! Time as the rest of the crate sees it: microseconds since the Unix epoch
+//! (UTC), as journald's `__REALTIME_TIMESTAMP` is, plus the conversions at the
+//! edges: durations in config and flags (`60s`, `10m`, `90d`), RFC 3339 output,
+//! and the year and zone that text logs leave out.
+
+use chrono::{DateTime, Datelike, Local, LocalResult, NaiveDate, NaiveDateTime, TimeZone, Utc};
+
+/// Microseconds since the Unix epoch, UTC.
+pub type Micros = i64;
+
+pub const SECOND: Micros = 1_000_000;
+
+/// A duration from config or the command line could not be read.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("invalid duration {input:?}: {reason} (examples: 500ms, 60s, 10m, 4h, 90d)")]
+pub struct DurationError {
+    pub input: String,
+    pub reason: &'static str,
+}
+
+/// Parses `500ms`, `60s`, `10m`, `4h`, `90d`, or several run together
+/// (`1h30m`). A bare `0` is allowed; other bare numbers are not, because a
+/// unit-less `60` is ambiguous to the person reading the config.
+pub fn parse_duration(input: &str) -> Result<Micros, DurationError> {
+    let err = |reason| DurationError {
+        input: input.to_string(),
+        reason,
+    };
+    let s = input.trim();
+    if s == "0" {
+        return Ok(0);
+    }
+    if s.is_empty() {
+        return Err(err("empty"));
+    }
+    let mut total: Micros = 0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(err("expected a number"));
+        }
+        let value: Micros = rest[..digits].parse().map_err(|_| err("number too large"))?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .bytes()
+            .take_while(u8::is_ascii_alphabetic)
+            .count();
+        let unit: Micros = match &rest[..unit_len] {
+            "us" => 1,
+            "ms" => 1_000,
+            "s" => SECOND,
+            "m" => 60 * SECOND,
+            "h" => 3600 * SECOND,
+            "d" => 86_400 * SECOND,
+            "" => return Err(err("missing unit")),
+            _ => return Err(err("unknown unit")),
+        };
+        rest = &rest[unit_len..];
+        total = value
+            .checked_mul(unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(|| err("too large"))?;
+    }
+    Ok(total)
+}
+
+/// Formats a duration the way a person writes it: `850ms`, `12s`, `3m`,
+/// `2h5m`.
+#[must_use]
+pub fn human_duration(us: Micros) -> String {
+    let ms = us / 1_000;
+    if ms < 1_000 {
+        return format!("{ms}ms");
+    }
+    let secs = ms / 1_000;
+    if secs < 60 {
+        return format!("{secs}s");
+    }
+    let (d, h, m, s) = (secs / 86_400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    let mut out = String::new();
+    for (v, u) in [(d, "d"), (h, "h"), (m, "m")] {
+        if v > 0 {
+            out.push_str(&format!("{v}{u}"));
+        }
+    }
+    if s > 0 && d == 0 && h == 0 {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}
+
+/// RFC 3339, UTC, milliseconds: the JSON contract's time format.
+#[must_use]
+pub fn rfc3339(us: Micros) -> String {
+    match Utc.timestamp_micros(us) {
+        LocalResult::Single(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
+        _ => format!("@{us}us"),
+    }
+}
+
+/// `HH:MM:SS.mmm` in UTC, for diagnoses and timelines.
+#[must_use]
+pub fn clock(us: Micros) -> String {
+    match Utc.timestamp_micros(us) {
+        LocalResult::Single(t) => t.format("%H:%M:%S%.3f").to_string(),
+        _ => format!("@{us}us"),
+    }
+}
+
+/// `YYYY-MM-DD HH:MM:SS` in UTC, for tables.
+#[must_use]
+pub fn short(us: Micros) -> String {
+    match Utc.timestamp_micros(us) {
+        LocalResult::Single(t) => t.format("%Y-%m-%d %H:%M:%S").to_string(),
+        _ => format!("@{us}us"),
+    }
+}
+
+/// Parses an RFC 3339 time (`2026-11-29T10:00:00Z`) into micros.
+pub fn parse_rfc3339(s: &str) -> Option<Micros> {
+    DateTime::parse_from_rfc3339(s.trim())
+        .ok()
+        .map(|t| t.timestamp_micros())
+}
+
+/// The current wall-clock time. Only the edges call this; the pure core gets
+/// time passed in.
+#[must_use]
+pub fn now() -> Micros {
+    Utc::now().timestamp_micros()
+}
+
+/// How to place a time of day that carries no year and no zone (klog headers,
+/// syslog prefixes) on the time line.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    /// Read wall times as UTC instead of the local zone.
+    pub utc: bool,
+    /// A fixed year instead of inferring one.
+    pub year: Option<i32>,
+    /// Lines may not be placed after this (plus a day of slack for zones).
+    pub now: Micros,
+}
+
+/// A calendar time without a year, as text logs write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WallTime {
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+    pub micros: u32,
+}
+
+impl Clock {
+    /// The time of `wall`, in the latest year that does not put it in the
+    /// future (with a day of slack for zone differences), or in the fixed year.
+    #[must_use]
+    pub fn place(&self, wall: WallTime) -> Option<Micros> {
+        let slack = 86_400 * SECOND;
+        if let Some(year) = self.year {
+            return self.resolve(year, wall);
+        }
+        let this_year = Utc
+            .timestamp_micros(self.now)
+            .single()
+            .map_or(1970, |t| t.year());
+        // Feb 29 may need to go back up to 8 years to find a leap year.
+        (this_year - 8..=this_year + 1)
+            .rev()
+            .filter_map(|y| self.resolve(y, wall))
+            .find(|&t| t <= self.now + slack)
+    }
+
+    fn resolve(&self, year: i32, w: WallTime) -> Option<Micros> {
+        let naive: NaiveDateTime = NaiveDate::from_ymd_opt(year, w.month, w.day)?
+            .and_hms_micro_opt(w.hour, w.minute, w.second.min(59), w.micros)?;
+        if self.utc {
+            return Some(naive.and_utc().timestamp_micros());
+        }
+        match Local.from_local_datetime(&naive) {
+            LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Some(t.timestamp_micros()),
+            // A wall time skipped by a DST change: read it as the hour before.
+            LocalResult::None => Local
+                .from_local_datetime(&(naive - chrono::Duration::hours(1)))
+                .earliest()
+                .map(|t| t.timestamp_micros() + 3600 * SECOND),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("60s"), Ok(60 * SECOND));
+        assert_eq!(parse_duration("10m"), Ok(600 * SECOND));
+        assert_eq!(parse_duration("1h30m"), Ok(5400 * SECOND));
+        assert_eq!(parse_duration("90d"), Ok(90 * 86_400 * SECOND));
+        assert_eq!(parse_duration("500ms"), Ok(500_000));
+        assert_eq!(parse_duration("0"), Ok(0));
+        assert!(parse_duration("60").is_err());
+        assert!(parse_duration("5 minutes").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("99999999999999999999d").is_err());
+    }
+
+    #[test]
+    fn human() {
+        assert_eq!(human_duration(7_000), "7ms");
+        assert_eq!(human_duration(12 * SECOND), "12s");
+        assert_eq!(human_duration(185 * SECOND), "3m5s");
+        assert_eq!(human_duration(7500 * SECOND), "2h5m");
+    }
+
+    #[test]
+    fn year_inference_never_puts_a_line_in_the_future() {
+        let now = parse_rfc3339("2026-03-01T00:00:00Z").unwrap();
+        let clock = Clock {
+            utc: true,
+            year: None,
+            now,
+        };
+        let wall = |month, day| WallTime {
+            month,
+            day,
+            hour: 12,
+            minute: 0,
+            second: 0,
+            micros: 0,
+        };
+        assert_eq!(rfc3339(clock.place(wall(2, 27)).unwrap()), "2026-02-27T12:00:00.000Z");
+        assert_eq!(rfc3339(clock.place(wall(12, 31)).unwrap()), "2025-12-31T12:00:00.000Z");
+        assert_eq!(rfc3339(clock.place(wall(2, 29)).unwrap()), "2024-02-29T12:00:00.000Z");
+        let fixed = Clock {
+            year: Some(2019),
+            ..clock
+        };
+        assert_eq!(rfc3339(fixed.place(wall(12, 31)).unwrap()), "2019-12-31T12:00:00.000Z");
+        assert_eq!(fixed.place(wall(2, 30)), None);
+    }
+}
