@@ -1,3 +1,4 @@
 pub mod journal;
 pub mod parse;
 pub mod time;
+pub mod signals;

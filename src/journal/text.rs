@@ -259,10 +259,15 @@ impl<R: BufRead> Iterator for TextReader<R> {
             drop(line);
             self.buf = buf;
             if let Some(mut e) = entry {
-                // Keep invalid UTF-8 as it was written.
-                if std::str::from_utf8(&self.buf).is_err() && e.message.len() <= self.buf.len() {
-                    let cut = self.buf.len() - e.message.len();
-                    e.message = self.buf[cut..].to_vec();
+                // Keep invalid UTF-8 as it was written: the prefix is ASCII,
+                // so the message starts at the same byte in both.
+                if std::str::from_utf8(&self.buf).is_err() {
+                    let lossy = String::from_utf8_lossy(&self.buf);
+                    if let Some(offset) = lossy.len().checked_sub(e.message.len()) {
+                        if self.buf.get(..offset) == Some(&lossy.as_bytes()[..offset]) {
+                            e.message = self.buf[offset..].to_vec();
+                        }
+                    }
                 }
                 return Some(Ok(Item::Entry(e)));
             }

@@ -285,8 +285,14 @@ pub fn body(i: &str) -> Body<'_> {
     let Ok((mut rest, msg)) = go_string(i) else {
         return Body::Legacy(Cow::Borrowed(i));
     };
-    if !(rest.is_empty() || rest.starts_with(char::is_whitespace)) {
-        // `"tokencleaner" is disabled`: a legacy line that starts with a quote.
+    // `"tokencleaner" is disabled`: a legacy line that starts with a quote.
+    // A structured message is followed by nothing, by pairs, or (in pasted
+    // logs) by a `#` comment.
+    let after = rest.trim_start();
+    let structured = rest.is_empty()
+        || (rest.starts_with(char::is_whitespace)
+            && (after.is_empty() || after.starts_with('#') || key(after).is_ok()));
+    if !structured {
         return Body::Legacy(Cow::Borrowed(i));
     }
     let mut kv: Vec<KeyValue<'_>> = Vec::new();

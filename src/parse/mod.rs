@@ -150,7 +150,7 @@ mod tests {
 
         #[test]
         fn structured_round_trip(msg in "[ -~]{0,40}", v in "[ -~\n]{0,40}") {
-            let quote = |s: &str| format!("{s:?}").replace("\\'", "'");
+            let quote = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n"));
             let text = format!("I0101 00:00:00.000000    1 a.go:1] {} err={}", quote(&msg), quote(&v));
             let line = parse_line(&text);
             prop_assert_eq!(line.message(), msg.as_str());
