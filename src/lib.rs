@@ -1,4 +1,9 @@
+pub mod cli;
 pub mod journal;
 pub mod parse;
-pub mod time;
+pub mod pipeline;
+pub mod report;
+pub mod scan;
 pub mod signals;
+pub mod time;
+pub mod tracker;

@@ -39,7 +39,9 @@ pub enum Role {
 impl SignalKind {
     #[must_use]
     pub fn role(self) -> Role {
-        use SignalKind::{LeaseFailed, ListerMiss, RegisterFailed, StatusExhausted, StatusRetry, WatchFailed};
+        use SignalKind::{
+            LeaseFailed, ListerMiss, RegisterFailed, StatusExhausted, StatusRetry, WatchFailed,
+        };
         match self {
             StatusRetry | StatusExhausted | ListerMiss | RegisterFailed => Role::Trouble,
             LeaseFailed | WatchFailed => Role::Supporting,
@@ -159,76 +161,280 @@ pub struct Row {
 }
 
 const fn row(kind: SignalKind, form: Form, versions: &'static str) -> Row {
-    Row { kind, form, versions }
+    Row {
+        kind,
+        form,
+        versions,
+    }
 }
 
-use Form::{LegacyContains, LegacyExact, LegacyNodeNotFound, LegacyPrefix, Structured, StructuredWith};
+use Form::{
+    LegacyContains, LegacyExact, LegacyNodeNotFound, LegacyPrefix, Structured, StructuredWith,
+};
 use SignalKind as K;
 
 /// Every recognised wording. First match wins, so more specific rows come
 /// before the rows whose text they extend.
 pub static TABLE: &[Row] = &[
     // §2 node status heartbeat.
-    row(K::StatusRetry, Structured("Error updating node status, will retry"), "1.21+"),
-    row(K::StatusRetry, Structured("Error updating node status, will retry with syncNodeStatus"), "1.27+"),
-    row(K::StatusRetry, LegacyPrefix("Error updating node status, will retry: "), "<=1.20"),
-    row(K::StatusRetry, LegacyPrefix("error updating node status, will retry: "), "2015"),
-    row(K::StatusExhausted, Structured("Unable to update node status"), "1.21+"),
-    row(K::StatusExhausted, LegacyPrefix("Unable to update node status: "), "<=1.20"),
-    row(K::StatusExhausted, LegacyPrefix("Update node status exceeds retry count"), "2015"),
+    row(
+        K::StatusRetry,
+        Structured("Error updating node status, will retry"),
+        "1.21+",
+    ),
+    row(
+        K::StatusRetry,
+        Structured("Error updating node status, will retry with syncNodeStatus"),
+        "1.27+",
+    ),
+    row(
+        K::StatusRetry,
+        LegacyPrefix("Error updating node status, will retry: "),
+        "<=1.20",
+    ),
+    row(
+        K::StatusRetry,
+        LegacyPrefix("error updating node status, will retry: "),
+        "2015",
+    ),
+    row(
+        K::StatusExhausted,
+        Structured("Unable to update node status"),
+        "1.21+",
+    ),
+    row(
+        K::StatusExhausted,
+        LegacyPrefix("Unable to update node status: "),
+        "<=1.20",
+    ),
+    row(
+        K::StatusExhausted,
+        LegacyPrefix("Update node status exceeds retry count"),
+        "2015",
+    ),
     // §3 the node is not in the lister.
     row(K::ListerMiss, Structured("Error getting node"), "1.21-1.26"),
-    row(K::ListerMiss, Structured("Error getting the current node from lister"), "1.27+"),
+    row(
+        K::ListerMiss,
+        Structured("Error getting the current node from lister"),
+        "1.27+",
+    ),
     row(K::ListerMiss, LegacyNodeNotFound, "1.12-1.20"),
-    row(K::ListerMiss, StructuredWith("Eviction manager: failed to get summary stats", "err", "failed to get node info"), "1.21+"),
-    row(K::ListerMiss, LegacyPrefix("eviction manager: unexpected err: failed to get node info: "), "<=1.20"),
-    row(K::ListerMiss, Structured("No need to create a mirror pod, since failed to get node info from the cluster"), "1.31+"),
-    row(K::ListerMiss, Structured("Failed to get node when trying to set owner ref to the node lease"), "1.21+"),
-    row(K::ListerMiss, LegacyContains("when trying to set owner ref to the node lease"), "1.13-1.20"),
+    row(
+        K::ListerMiss,
+        StructuredWith(
+            "Eviction manager: failed to get summary stats",
+            "err",
+            "failed to get node info",
+        ),
+        "1.21+",
+    ),
+    row(
+        K::ListerMiss,
+        LegacyPrefix("eviction manager: unexpected err: failed to get node info: "),
+        "<=1.20",
+    ),
+    row(
+        K::ListerMiss,
+        Structured(
+            "No need to create a mirror pod, since failed to get node info from the cluster",
+        ),
+        "1.31+",
+    ),
+    row(
+        K::ListerMiss,
+        Structured("Failed to get node when trying to set owner ref to the node lease"),
+        "1.21+",
+    ),
+    row(
+        K::ListerMiss,
+        LegacyContains("when trying to set owner ref to the node lease"),
+        "1.13-1.20",
+    ),
     // §1 registration.
-    row(K::RegisterFailed, Structured("Unable to register node with API server"), "1.21+"),
-    row(K::RegisterFailed, Structured("Unable to register node with API server, error getting existing node"), "1.21+"),
-    row(K::RegisterFailed, Structured("Unable to register node with API server, no node instance returned"), "1.21+"),
-    row(K::RegisterFailed, Structured("Unable to reconcile node with API server,error updating node"), "1.21+"),
-    row(K::RegisterFailed, Structured("Unable to construct v1.Node object for kubelet"), "1.21+"),
-    row(K::RegisterFailed, LegacyPrefix("Unable to register node "), "1.5-1.20"),
-    row(K::RegisterFailed, LegacyPrefix("Unable to reconcile node "), "1.5-1.20"),
-    row(K::RegisterFailed, LegacyPrefix("Unable to construct v1.Node object for kubelet: "), "<=1.20"),
-    row(K::RegisterFailed, LegacyPrefix("Unable to register "), "<=1.4"),
-    row(K::RegisterAttempt, Structured("Attempting to register node"), "1.21+"),
-    row(K::RegisterAttempt, LegacyPrefix("Attempting to register node "), "<=1.20"),
-    row(K::Registered, Structured("Successfully registered node"), "1.21+"),
-    row(K::Registered, LegacyPrefix("Successfully registered node "), "<=1.20"),
+    row(
+        K::RegisterFailed,
+        Structured("Unable to register node with API server"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterFailed,
+        Structured("Unable to register node with API server, error getting existing node"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterFailed,
+        Structured("Unable to register node with API server, no node instance returned"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterFailed,
+        Structured("Unable to reconcile node with API server,error updating node"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterFailed,
+        Structured("Unable to construct v1.Node object for kubelet"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("Unable to register node "),
+        "1.5-1.20",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("Unable to reconcile node "),
+        "1.5-1.20",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("Unable to construct v1.Node object for kubelet: "),
+        "<=1.20",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("Unable to register "),
+        "<=1.4",
+    ),
+    row(
+        K::RegisterAttempt,
+        Structured("Attempting to register node"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterAttempt,
+        LegacyPrefix("Attempting to register node "),
+        "<=1.20",
+    ),
+    row(
+        K::Registered,
+        Structured("Successfully registered node"),
+        "1.21+",
+    ),
+    row(
+        K::Registered,
+        LegacyPrefix("Successfully registered node "),
+        "<=1.20",
+    ),
     // §6 node lease.
-    row(K::LeaseFailed, Structured("Failed to ensure lease exists, will retry"), "1.27+"),
-    row(K::LeaseFailed, Structured("Failed to update lease"), "1.27+"),
-    row(K::LeaseFailed, Structured("Will retry updating lease"), "1.27+"),
-    row(K::LeaseFailed, Structured("Failed to prepare lease"), "1.29+"),
-    row(K::LeaseFailed, Structured("failed to update lease using latest lease, fallback to ensure lease"), "1.27+"),
-    row(K::LeaseFailed, LegacyPrefix("failed to ensure node lease exists, will retry in "), "1.13-1.19"),
-    row(K::LeaseFailed, LegacyPrefix("failed to ensure lease exists, will retry in "), "1.20-1.26"),
-    row(K::LeaseFailed, LegacyPrefix("failed to update node lease, error: "), "1.13-1.19"),
-    row(K::LeaseFailed, LegacyPrefix("failed to update lease, error: "), "1.20-1.26"),
-    row(K::LeaseFailed, LegacyPrefix("failed to update lease using latest lease, fallback to ensure lease, err: "), "1.20-1.26"),
-    row(K::LeaseFailed, LegacyContains("attempts to update node lease, will retry after "), "1.13-1.19"),
-    row(K::LeaseFailed, LegacyContains("attempts to update lease, will retry after "), "1.20-1.26"),
+    row(
+        K::LeaseFailed,
+        Structured("Failed to ensure lease exists, will retry"),
+        "1.27+",
+    ),
+    row(
+        K::LeaseFailed,
+        Structured("Failed to update lease"),
+        "1.27+",
+    ),
+    row(
+        K::LeaseFailed,
+        Structured("Will retry updating lease"),
+        "1.27+",
+    ),
+    row(
+        K::LeaseFailed,
+        Structured("Failed to prepare lease"),
+        "1.29+",
+    ),
+    row(
+        K::LeaseFailed,
+        Structured("failed to update lease using latest lease, fallback to ensure lease"),
+        "1.27+",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyPrefix("failed to ensure node lease exists, will retry in "),
+        "1.13-1.19",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyPrefix("failed to ensure lease exists, will retry in "),
+        "1.20-1.26",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyPrefix("failed to update node lease, error: "),
+        "1.13-1.19",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyPrefix("failed to update lease, error: "),
+        "1.20-1.26",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyPrefix("failed to update lease using latest lease, fallback to ensure lease, err: "),
+        "1.20-1.26",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyContains("attempts to update node lease, will retry after "),
+        "1.13-1.19",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyContains("attempts to update lease, will retry after "),
+        "1.20-1.26",
+    ),
     // §5 reflectors.
     row(K::WatchFailed, Structured("Failed to watch"), "1.33+"),
-    row(K::WatchFailed, StructuredWith("Unhandled Error", "err", ": Failed to watch *"), "1.31-1.32"),
-    row(K::WatchFailed, LegacyContains(": Failed to watch *"), "1.19-1.30"),
-    row(K::WatchFailed, LegacyContains(": Failed to list *"), "<=1.18"),
-    row(K::WatchFailed, LegacyContains(": failed to list *"), "1.23-1.32"),
+    row(
+        K::WatchFailed,
+        StructuredWith("Unhandled Error", "err", ": Failed to watch *"),
+        "1.31-1.32",
+    ),
+    row(
+        K::WatchFailed,
+        LegacyContains(": Failed to watch *"),
+        "1.19-1.30",
+    ),
+    row(
+        K::WatchFailed,
+        LegacyContains(": Failed to list *"),
+        "<=1.18",
+    ),
+    row(
+        K::WatchFailed,
+        LegacyContains(": failed to list *"),
+        "1.23-1.32",
+    ),
     // §3, §5 caches and the node informer.
     row(K::CachesSynced, Structured("Caches are synced"), "1.33+"),
-    row(K::CachesSynced, LegacyPrefix("Caches are synced for "), "<=1.32"),
-    row(K::CachesSynced, StructuredWith("Caches populated", "type", "*v1.Node"), "1.33+"),
-    row(K::CachesSynced, LegacyPrefix("Caches populated for *v1.Node from "), "1.29-1.32"),
+    row(
+        K::CachesSynced,
+        LegacyPrefix("Caches are synced for "),
+        "<=1.32",
+    ),
+    row(
+        K::CachesSynced,
+        StructuredWith("Caches populated", "type", "*v1.Node"),
+        "1.33+",
+    ),
+    row(
+        K::CachesSynced,
+        LegacyPrefix("Caches populated for *v1.Node from "),
+        "1.29-1.32",
+    ),
     row(K::CachesSynced, Structured("Watching apiserver"), "1.21+"),
     row(K::CachesSynced, LegacyExact("Watching apiserver"), "<=1.20"),
     // §2, §3 the node became Ready.
-    row(K::NodeReady, Structured("Fast updating node status as it just became ready"), "1.27+"),
-    row(K::NodeReady, StructuredWith("Recording event message for node", "event", "NodeReady"), "1.21+"),
-    row(K::NodeReady, LegacyPrefix("Recording NodeReady event message for node "), "<=1.20"),
+    row(
+        K::NodeReady,
+        Structured("Fast updating node status as it just became ready"),
+        "1.27+",
+    ),
+    row(
+        K::NodeReady,
+        StructuredWith("Recording event message for node", "event", "NodeReady"),
+        "1.21+",
+    ),
+    row(
+        K::NodeReady,
+        LegacyPrefix("Recording NodeReady event message for node "),
+        "<=1.20",
+    ),
     // §9 start-up.
     row(K::KubeletStarted, Structured("Kubelet version"), "1.21+"),
     row(K::KubeletStarted, Structured("Started kubelet"), "1.21+"),
@@ -415,8 +621,14 @@ fn not_found_class(text: &str) -> Option<Cause> {
         while let Some(rel) = text[search..].find(&pat) {
             let close = search + rel;
             search = close + pat.len();
-            let Some(open) = text[..close].rfind(quote) else { continue };
-            let word = text[..open].trim_end().rsplit([' ', ':', '(']).next().unwrap_or("");
+            let Some(open) = text[..close].rfind(quote) else {
+                continue;
+            };
+            let word = text[..open]
+                .trim_end()
+                .rsplit([' ', ':', '('])
+                .next()
+                .unwrap_or("");
             let class = match word {
                 "node" => Cause::ListerLag,
                 "nodes" | "minion" => Cause::NodeMissing,
@@ -440,152 +652,428 @@ mod tests {
     /// `fixtures/real-logs/` and `messages.md`.
     const CASES: &[(&str, Option<SignalKind>, Option<&str>, Option<Cause>)] = &[
         // 1.31+: the lister race on try 0.
-        (r#"E0715 16:24:50.198000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w1\": node \"w1\" not found""#,
-         Some(K::StatusRetry), Some("w1"), Some(Cause::ListerLag)),
+        (
+            r#"E0715 16:24:50.198000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w1\": node \"w1\" not found""#,
+            Some(K::StatusRetry),
+            Some("w1"),
+            Some(Cause::ListerLag),
+        ),
         // ≤1.20 legacy, node deleted (kubernetes#75607).
-        (r#"E0322 17:40:06.941770    1272 kubelet_node_status.go:390] Error updating node status, will retry: error getting node "ip-1.ec2.internal": nodes "ip-1.ec2.internal" not found"#,
-         Some(K::StatusRetry), Some("ip-1.ec2.internal"), Some(Cause::NodeMissing)),
-        (r#"E1110 14:52:31.756699    1891 kubelet_node_status.go:301] Error updating node status, will retry: error getting node "10.169.1.131": client: etcd cluster is unavailable or misconfigured"#,
-         Some(K::StatusRetry), Some("10.169.1.131"), Some(Cause::Etcd)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w2\": Get \"https://10.0.0.1:6443/api/v1/nodes/w2?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#,
-         Some(K::StatusRetry), Some("w2"), Some(Cause::ApiUnreachable)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w2\": Get \"https://10.0.0.1:6443/api/v1/nodes/w2?timeout=10s\": net/http: request canceled (Client.Timeout exceeded while awaiting headers)""#,
-         Some(K::StatusRetry), Some("w2"), Some(Cause::ApiTimeout)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w2\": Unauthorized""#,
-         Some(K::StatusRetry), Some("w2"), Some(Cause::Auth)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:535] Error updating node status, will retry: nodes "w3" cannot be updated: the object has been modified; please apply your changes to the latest version and try again"#,
-         Some(K::StatusRetry), Some("w3"), Some(Cause::Conflict)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w2\": http2: client connection lost""#,
-         Some(K::StatusRetry), Some("w2"), Some(Cause::ApiUnreachable)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:560] "Error updating node status, will retry with syncNodeStatus" err="failed to patch status"#,
-         Some(K::StatusRetry), None, Some(Cause::Unknown)),
-        (r#"E0322 17:40:06.941777    1272 kubelet_node_status.go:382] Unable to update node status: update node status exceeds retry count"#,
-         Some(K::StatusExhausted), None, Some(Cause::Unknown)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:522] "Unable to update node status" err="update node status exceeds retry count""#,
-         Some(K::StatusExhausted), None, Some(Cause::Unknown)),
+        (
+            r#"E0322 17:40:06.941770    1272 kubelet_node_status.go:390] Error updating node status, will retry: error getting node "ip-1.ec2.internal": nodes "ip-1.ec2.internal" not found"#,
+            Some(K::StatusRetry),
+            Some("ip-1.ec2.internal"),
+            Some(Cause::NodeMissing),
+        ),
+        (
+            r#"E1110 14:52:31.756699    1891 kubelet_node_status.go:301] Error updating node status, will retry: error getting node "10.169.1.131": client: etcd cluster is unavailable or misconfigured"#,
+            Some(K::StatusRetry),
+            Some("10.169.1.131"),
+            Some(Cause::Etcd),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w2\": Get \"https://10.0.0.1:6443/api/v1/nodes/w2?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#,
+            Some(K::StatusRetry),
+            Some("w2"),
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w2\": Get \"https://10.0.0.1:6443/api/v1/nodes/w2?timeout=10s\": net/http: request canceled (Client.Timeout exceeded while awaiting headers)""#,
+            Some(K::StatusRetry),
+            Some("w2"),
+            Some(Cause::ApiTimeout),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w2\": Unauthorized""#,
+            Some(K::StatusRetry),
+            Some("w2"),
+            Some(Cause::Auth),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:535] Error updating node status, will retry: nodes "w3" cannot be updated: the object has been modified; please apply your changes to the latest version and try again"#,
+            Some(K::StatusRetry),
+            Some("w3"),
+            Some(Cause::Conflict),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w2\": http2: client connection lost""#,
+            Some(K::StatusRetry),
+            Some("w2"),
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:560] "Error updating node status, will retry with syncNodeStatus" err="failed to patch status"#,
+            Some(K::StatusRetry),
+            None,
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"E0322 17:40:06.941777    1272 kubelet_node_status.go:382] Unable to update node status: update node status exceeds retry count"#,
+            Some(K::StatusExhausted),
+            None,
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:522] "Unable to update node status" err="update node status exceeds retry count""#,
+            Some(K::StatusExhausted),
+            None,
+            Some(Cause::Unknown),
+        ),
         // Lister misses of every version.
-        (r#"E0829 16:38:32.180978   30410 kubelet.go:2236] node "wtc2.example.net" not found"#,
-         Some(K::ListerMiss), Some("wtc2.example.net"), Some(Cause::ListerLag)),
-        (r#"E1121 08:21:42.526642    8228 kubelet.go:2424] "Error getting node" err="node \"master-1-uxmal\" not found""#,
-         Some(K::ListerMiss), Some("master-1-uxmal"), Some(Cause::ListerLag)),
-        (r#"E0418 22:07:55.432195    2425 kubelet_node_status.go:462] "Error getting the current node from lister" err="node \"kt2-master\" not found""#,
-         Some(K::ListerMiss), Some("kt2-master"), Some(Cause::ListerLag)),
-        (r#"E0322 17:40:09.644226    1272 eviction_manager.go:238] eviction manager: unexpected err: failed to get node info: node 'ip-1.ec2.internal' not found"#,
-         Some(K::ListerMiss), Some("ip-1.ec2.internal"), Some(Cause::ListerLag)),
-        (r#"E0101 00:00:00.000000    1 eviction_manager.go:256] "Eviction manager: failed to get summary stats" err="failed to get node info: node \"w4\" not found""#,
-         Some(K::ListerMiss), Some("w4"), Some(Cause::ListerLag)),
-        (r#"E0101 00:00:00.000000    1 eviction_manager.go:256] "Eviction manager: failed to get summary stats" err="failed to get imageFs info""#,
-         None, None, None),
-        (r#"E0101 00:00:00.000000    1 nodelease.go:49] "Failed to get node when trying to set owner ref to the node lease" err="nodes \"w5\" not found" node="w5""#,
-         Some(K::ListerMiss), Some("w5"), Some(Cause::NodeMissing)),
-        (r#"E0101 00:00:00.000000    1 kubelet.go:1900] "No need to create a mirror pod, since failed to get node info from the cluster" err="node \"w6\" not found" node="w6""#,
-         Some(K::ListerMiss), Some("w6"), Some(Cause::ListerLag)),
+        (
+            r#"E0829 16:38:32.180978   30410 kubelet.go:2236] node "wtc2.example.net" not found"#,
+            Some(K::ListerMiss),
+            Some("wtc2.example.net"),
+            Some(Cause::ListerLag),
+        ),
+        (
+            r#"E1121 08:21:42.526642    8228 kubelet.go:2424] "Error getting node" err="node \"master-1-uxmal\" not found""#,
+            Some(K::ListerMiss),
+            Some("master-1-uxmal"),
+            Some(Cause::ListerLag),
+        ),
+        (
+            r#"E0418 22:07:55.432195    2425 kubelet_node_status.go:462] "Error getting the current node from lister" err="node \"kt2-master\" not found""#,
+            Some(K::ListerMiss),
+            Some("kt2-master"),
+            Some(Cause::ListerLag),
+        ),
+        (
+            r#"E0322 17:40:09.644226    1272 eviction_manager.go:238] eviction manager: unexpected err: failed to get node info: node 'ip-1.ec2.internal' not found"#,
+            Some(K::ListerMiss),
+            Some("ip-1.ec2.internal"),
+            Some(Cause::ListerLag),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 eviction_manager.go:256] "Eviction manager: failed to get summary stats" err="failed to get node info: node \"w4\" not found""#,
+            Some(K::ListerMiss),
+            Some("w4"),
+            Some(Cause::ListerLag),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 eviction_manager.go:256] "Eviction manager: failed to get summary stats" err="failed to get imageFs info""#,
+            None,
+            None,
+            None,
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 nodelease.go:49] "Failed to get node when trying to set owner ref to the node lease" err="nodes \"w5\" not found" node="w5""#,
+            Some(K::ListerMiss),
+            Some("w5"),
+            Some(Cause::NodeMissing),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet.go:1900] "No need to create a mirror pod, since failed to get node info from the cluster" err="node \"w6\" not found" node="w6""#,
+            Some(K::ListerMiss),
+            Some("w6"),
+            Some(Cause::ListerLag),
+        ),
         // Registration.
-        (r#"I0830 11:17:55.780478    2417 kubelet_node_status.go:79] Attempting to register node localhost.localdomain"#,
-         Some(K::RegisterAttempt), Some("localhost.localdomain"), None),
-        (r#"E0830 11:17:55.780886    2417 kubelet_node_status.go:103] Unable to register node "localhost.localdomain" with API server: Post https://10.0.2.15:6443/api/v1/nodes: dial tcp 10.0.2.15:6443: connect: connection refused"#,
-         Some(K::RegisterFailed), Some("localhost.localdomain"), Some(Cause::ApiUnreachable)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:96] "Unable to register node with API server" err="nodes is forbidden: User \"system:anonymous\" cannot create resource \"nodes\"" node="w7""#,
-         Some(K::RegisterFailed), Some("w7"), Some(Cause::Auth)),
-        (r#"I0101 00:00:00.000000    1 kubelet_node_status.go:70] Unable to register ip-10-0-0-1 with the apiserver: Post https://api/api/v1/nodes: EOF"#,
-         Some(K::RegisterFailed), None, Some(Cause::ApiUnreachable)),
-        (r#"I0313 12:15:05.336940    2928 kubelet_node_status.go:70] "Attempting to register node" node="management-cluster-md-0-dt96n""#,
-         Some(K::RegisterAttempt), Some("management-cluster-md-0-dt96n"), None),
-        (r#"I0313 12:15:05.344291    2928 kubelet_node_status.go:73] "Successfully registered node" node="management-cluster-md-0-dt96n""#,
-         Some(K::Registered), Some("management-cluster-md-0-dt96n"), None),
-        (r#"I0101 00:00:00.000000    1 kubelet_node_status.go:73] Successfully registered node w8"#,
-         Some(K::Registered), Some("w8"), None),
+        (
+            r#"I0830 11:17:55.780478    2417 kubelet_node_status.go:79] Attempting to register node localhost.localdomain"#,
+            Some(K::RegisterAttempt),
+            Some("localhost.localdomain"),
+            None,
+        ),
+        (
+            r#"E0830 11:17:55.780886    2417 kubelet_node_status.go:103] Unable to register node "localhost.localdomain" with API server: Post https://10.0.2.15:6443/api/v1/nodes: dial tcp 10.0.2.15:6443: connect: connection refused"#,
+            Some(K::RegisterFailed),
+            Some("localhost.localdomain"),
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:96] "Unable to register node with API server" err="nodes is forbidden: User \"system:anonymous\" cannot create resource \"nodes\"" node="w7""#,
+            Some(K::RegisterFailed),
+            Some("w7"),
+            Some(Cause::Auth),
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 kubelet_node_status.go:70] Unable to register ip-10-0-0-1 with the apiserver: Post https://api/api/v1/nodes: EOF"#,
+            Some(K::RegisterFailed),
+            None,
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"I0313 12:15:05.336940    2928 kubelet_node_status.go:70] "Attempting to register node" node="management-cluster-md-0-dt96n""#,
+            Some(K::RegisterAttempt),
+            Some("management-cluster-md-0-dt96n"),
+            None,
+        ),
+        (
+            r#"I0313 12:15:05.344291    2928 kubelet_node_status.go:73] "Successfully registered node" node="management-cluster-md-0-dt96n""#,
+            Some(K::Registered),
+            Some("management-cluster-md-0-dt96n"),
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 kubelet_node_status.go:73] Successfully registered node w8"#,
+            Some(K::Registered),
+            Some("w8"),
+            None,
+        ),
         // Lease.
-        (r#"E0101 00:00:00.000000    1 controller.go:144] "Failed to ensure lease exists, will retry" err="Get \"https://10.0.0.1:6443/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/w9?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused" interval="7s""#,
-         Some(K::LeaseFailed), Some("w9"), Some(Cause::ApiUnreachable)),
-        (r#"E0101 00:00:00.000000    1 controller.go:115] failed to ensure node lease exists, will retry in 7s, error: Get https://api:6443/apis/coordination.k8s.io/v1beta1/namespaces/kube-node-lease/leases/w10?timeout=10s: context deadline exceeded"#,
-         Some(K::LeaseFailed), Some("w10"), Some(Cause::ApiTimeout)),
-        (r#"E0101 00:00:00.000000    1 controller.go:187] failed 5 attempts to update lease, will retry after 7s"#,
-         Some(K::LeaseFailed), None, Some(Cause::Unknown)),
+        (
+            r#"E0101 00:00:00.000000    1 controller.go:144] "Failed to ensure lease exists, will retry" err="Get \"https://10.0.0.1:6443/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/w9?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused" interval="7s""#,
+            Some(K::LeaseFailed),
+            Some("w9"),
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 controller.go:115] failed to ensure node lease exists, will retry in 7s, error: Get https://api:6443/apis/coordination.k8s.io/v1beta1/namespaces/kube-node-lease/leases/w10?timeout=10s: context deadline exceeded"#,
+            Some(K::LeaseFailed),
+            Some("w10"),
+            Some(Cause::ApiTimeout),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 controller.go:187] failed 5 attempts to update lease, will retry after 7s"#,
+            Some(K::LeaseFailed),
+            None,
+            Some(Cause::Unknown),
+        ),
         // Reflectors.
-        (r#"E0830 11:17:56.139911    2417 reflector.go:205] k8s.io/kubernetes/pkg/kubelet/config/apiserver.go:47: Failed to list *v1.Pod: Get https://10.0.2.15:6443/api/v1/pods?fieldSelector=spec.nodeName%3Dlocalhost.localdomain&limit=500&resourceVersion=0: dial tcp 10.0.2.15:6443: connect: connection refused"#,
-         Some(K::WatchFailed), None, Some(Cause::ApiUnreachable)),
-        (r#"W0101 00:00:00.000000    1 reflector.go:539] k8s.io/client-go/informers/factory.go:159: failed to list *v1.Node: Unauthorized"#,
-         Some(K::WatchFailed), None, Some(Cause::Auth)),
-        (r#"E0101 00:00:00.000000    1 reflector.go:158] "Unhandled Error" err="k8s.io/client-go/informers/factory.go:160: Failed to watch *v1.Node: failed to list *v1.Node: Get \"https://api:6443/api/v1/nodes?fieldSelector=metadata.name%3Dw11\": dial tcp: lookup api: no such host" logger="UnhandledError""#,
-         Some(K::WatchFailed), None, Some(Cause::ApiUnreachable)),
-        (r#"E0101 00:00:00.000000    1 reflector.go:166] "Failed to watch" err="failed to list *v1.Node: Unauthorized" logger="UnhandledError" reflector="k8s.io/client-go/informers/factory.go:160" type="*v1.Node""#,
-         Some(K::WatchFailed), None, Some(Cause::Auth)),
+        (
+            r#"E0830 11:17:56.139911    2417 reflector.go:205] k8s.io/kubernetes/pkg/kubelet/config/apiserver.go:47: Failed to list *v1.Pod: Get https://10.0.2.15:6443/api/v1/pods?fieldSelector=spec.nodeName%3Dlocalhost.localdomain&limit=500&resourceVersion=0: dial tcp 10.0.2.15:6443: connect: connection refused"#,
+            Some(K::WatchFailed),
+            None,
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"W0101 00:00:00.000000    1 reflector.go:539] k8s.io/client-go/informers/factory.go:159: failed to list *v1.Node: Unauthorized"#,
+            Some(K::WatchFailed),
+            None,
+            Some(Cause::Auth),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 reflector.go:158] "Unhandled Error" err="k8s.io/client-go/informers/factory.go:160: Failed to watch *v1.Node: failed to list *v1.Node: Get \"https://api:6443/api/v1/nodes?fieldSelector=metadata.name%3Dw11\": dial tcp: lookup api: no such host" logger="UnhandledError""#,
+            Some(K::WatchFailed),
+            None,
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 reflector.go:166] "Failed to watch" err="failed to list *v1.Node: Unauthorized" logger="UnhandledError" reflector="k8s.io/client-go/informers/factory.go:160" type="*v1.Node""#,
+            Some(K::WatchFailed),
+            None,
+            Some(Cause::Auth),
+        ),
         // Markers.
-        (r#"I0715 16:24:50.100 shared_informer.go:xxx] "Caches are synced"  # Cache thinks it's ready"#,
-         Some(K::CachesSynced), None, None),
-        (r#"I0410 21:18:24.000000    8158 shared_informer.go:247] Caches are synced for node "#,
-         Some(K::CachesSynced), None, None),
-        (r#"I0101 00:00:00.000000    1 reflector.go:368] Caches populated for *v1.Node from k8s.io/client-go/informers/factory.go:160"#,
-         Some(K::CachesSynced), None, None),
-        (r#"I0101 00:00:00.000000    1 reflector.go:376] "Caches populated" type="*v1.Node" reflector="k8s.io/client-go/informers/factory.go:160""#,
-         Some(K::CachesSynced), None, None),
-        (r#"I0101 00:00:00.000000    1 reflector.go:376] "Caches populated" type="*v1.Pod" reflector="x""#,
-         None, None, None),
-        (r#"I0313 12:15:05.821055    2928 apiserver.go:52] "Watching apiserver""#,
-         Some(K::CachesSynced), None, None),
-        (r#"I0313 12:15:05.665107    2928 kubelet_node_status.go:493] "Fast updating node status as it just became ready""#,
-         Some(K::NodeReady), None, None),
-        (r#"I0101 00:00:00.000000    1 kubelet_node_status.go:679] "Recording event message for node" node="w12" event="NodeReady""#,
-         Some(K::NodeReady), Some("w12"), None),
-        (r#"I0101 00:00:00.000000    1 kubelet_node_status.go:679] "Recording event message for node" node="w12" event="NodeHasSufficientMemory""#,
-         None, None, None),
-        (r#"I0101 00:00:00.000000    1 server.go:484] "Kubelet version" kubeletVersion="v1.31.0""#,
-         Some(K::KubeletStarted), None, None),
+        (
+            r#"I0715 16:24:50.100 shared_informer.go:xxx] "Caches are synced"  # Cache thinks it's ready"#,
+            Some(K::CachesSynced),
+            None,
+            None,
+        ),
+        (
+            r#"I0410 21:18:24.000000    8158 shared_informer.go:247] Caches are synced for node "#,
+            Some(K::CachesSynced),
+            None,
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 reflector.go:368] Caches populated for *v1.Node from k8s.io/client-go/informers/factory.go:160"#,
+            Some(K::CachesSynced),
+            None,
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 reflector.go:376] "Caches populated" type="*v1.Node" reflector="k8s.io/client-go/informers/factory.go:160""#,
+            Some(K::CachesSynced),
+            None,
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 reflector.go:376] "Caches populated" type="*v1.Pod" reflector="x""#,
+            None,
+            None,
+            None,
+        ),
+        (
+            r#"I0313 12:15:05.821055    2928 apiserver.go:52] "Watching apiserver""#,
+            Some(K::CachesSynced),
+            None,
+            None,
+        ),
+        (
+            r#"I0313 12:15:05.665107    2928 kubelet_node_status.go:493] "Fast updating node status as it just became ready""#,
+            Some(K::NodeReady),
+            None,
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 kubelet_node_status.go:679] "Recording event message for node" node="w12" event="NodeReady""#,
+            Some(K::NodeReady),
+            Some("w12"),
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 kubelet_node_status.go:679] "Recording event message for node" node="w12" event="NodeHasSufficientMemory""#,
+            None,
+            None,
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 server.go:484] "Kubelet version" kubeletVersion="v1.31.0""#,
+            Some(K::KubeletStarted),
+            None,
+            None,
+        ),
         // Wordings from messages.md without a real paste: one line each.
-        (r#"E0101 00:00:00.000000    1 kubelet.go:1000] error updating node status, will retry: error getting node "w1": Get https://api/api/v1/nodes/w1: EOF"#,
-         Some(K::StatusRetry), Some("w1"), Some(Cause::ApiUnreachable)),
-        (r#"E0101 00:00:00.000000    1 kubelet.go:1000] Update node status exceeds retry count"#,
-         Some(K::StatusExhausted), None, Some(Cause::Unknown)),
-        (r#"E0101 00:00:00.000000    1 controller.go:200] failed to get node "w5" when trying to set owner ref to the node lease: nodes "w5" not found"#,
-         Some(K::ListerMiss), Some("w5"), Some(Cause::NodeMissing)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:120] "Unable to register node with API server, error getting existing node" err="Get \"https://api/api/v1/nodes/w7\": context deadline exceeded" node="w7""#,
-         Some(K::RegisterFailed), Some("w7"), Some(Cause::ApiTimeout)),
-        (r#"I0101 00:00:00.000000    1 kubelet_node_status.go:125] "Unable to register node with API server, no node instance returned" node="w7""#,
-         Some(K::RegisterFailed), Some("w7"), Some(Cause::Unknown)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:133] "Unable to reconcile node with API server,error updating node" err="Unauthorized" node="w7""#,
-         Some(K::RegisterFailed), Some("w7"), Some(Cause::Auth)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:90] "Unable to construct v1.Node object for kubelet" err="failed to get instance ID from cloud provider: instance not found""#,
-         Some(K::RegisterFailed), None, Some(Cause::Unknown)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:133] Unable to reconcile node "w7" with API server: error updating node: Unauthorized"#,
-         Some(K::RegisterFailed), Some("w7"), Some(Cause::Auth)),
-        (r#"E0101 00:00:00.000000    1 kubelet_node_status.go:90] Unable to construct v1.Node object for kubelet: failed to get external ID from cloud provider"#,
-         Some(K::RegisterFailed), None, Some(Cause::Unknown)),
-        (r#"E0101 00:00:00.000000    1 controller.go:114] "Failed to update lease" err="Put \"https://api/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/w9?timeout=10s\": http2: client connection lost""#,
-         Some(K::LeaseFailed), Some("w9"), Some(Cause::ApiUnreachable)),
-        (r#"E0101 00:00:00.000000    1 controller.go:121] "Will retry updating lease" err="failed 5 attempts to update lease" interval="7s""#,
-         Some(K::LeaseFailed), None, Some(Cause::Unknown)),
-        (r#"E0101 00:00:00.000000    1 controller.go:140] "Failed to prepare lease" err="Unauthorized""#,
-         Some(K::LeaseFailed), None, Some(Cause::Auth)),
-        (r#"I0101 00:00:00.000000    1 controller.go:128] "failed to update lease using latest lease, fallback to ensure lease" err="the object has been modified; please apply your changes to the latest version and try again""#,
-         Some(K::LeaseFailed), None, Some(Cause::Conflict)),
-        (r#"E0101 00:00:00.000000    1 controller.go:144] failed to ensure lease exists, will retry in 7s, error: Get "https://api:6443/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/w9?timeout=10s": dial tcp 10.0.0.1:6443: connect: no route to host"#,
-         Some(K::LeaseFailed), Some("w9"), Some(Cause::ApiUnreachable)),
-        (r#"E0101 00:00:00.000000    1 controller.go:101] failed to update node lease, error: Operation cannot be fulfilled on leases.coordination.k8s.io "w9": the object has been modified; please apply your changes to the latest version and try again"#,
-         Some(K::LeaseFailed), None, Some(Cause::Conflict)),
-        (r#"E0101 00:00:00.000000    1 controller.go:101] failed to update lease, error: Put "https://api/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/w9?timeout=10s": context deadline exceeded"#,
-         Some(K::LeaseFailed), Some("w9"), Some(Cause::ApiTimeout)),
-        (r#"I0101 00:00:00.000000    1 controller.go:128] failed to update lease using latest lease, fallback to ensure lease, err: failed 5 attempts to update lease"#,
-         Some(K::LeaseFailed), None, Some(Cause::Unknown)),
-        (r#"E0101 00:00:00.000000    1 controller.go:87] failed 5 attempts to update node lease, will retry after 7s"#,
-         Some(K::LeaseFailed), None, Some(Cause::Unknown)),
-        (r#"E0101 00:00:00.000000    1 reflector.go:138] k8s.io/client-go/informers/factory.go:134: Failed to watch *v1.Node: failed to list *v1.Node: Get "https://api:6443/api/v1/nodes?fieldSelector=metadata.name%3Dw1&limit=500&resourceVersion=0": dial tcp 10.0.0.1:6443: connect: connection refused"#,
-         Some(K::WatchFailed), None, Some(Cause::ApiUnreachable)),
-        (r#"I0101 00:00:00.000000    1 apiserver.go:43] Watching apiserver"#,
-         Some(K::CachesSynced), None, None),
-        (r#"I0101 00:00:00.000000    1 kubelet_node_status.go:441] Recording NodeReady event message for node w12"#,
-         Some(K::NodeReady), Some("w12"), None),
-        (r#"I0101 00:00:00.000000    1 kubelet.go:1500] "Started kubelet""#,
-         Some(K::KubeletStarted), None, None),
-        (r#"I0101 00:00:00.000000    1 kubelet.go:1189] Started kubelet"#,
-         Some(K::KubeletStarted), None, None),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet.go:1000] error updating node status, will retry: error getting node "w1": Get https://api/api/v1/nodes/w1: EOF"#,
+            Some(K::StatusRetry),
+            Some("w1"),
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet.go:1000] Update node status exceeds retry count"#,
+            Some(K::StatusExhausted),
+            None,
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 controller.go:200] failed to get node "w5" when trying to set owner ref to the node lease: nodes "w5" not found"#,
+            Some(K::ListerMiss),
+            Some("w5"),
+            Some(Cause::NodeMissing),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:120] "Unable to register node with API server, error getting existing node" err="Get \"https://api/api/v1/nodes/w7\": context deadline exceeded" node="w7""#,
+            Some(K::RegisterFailed),
+            Some("w7"),
+            Some(Cause::ApiTimeout),
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 kubelet_node_status.go:125] "Unable to register node with API server, no node instance returned" node="w7""#,
+            Some(K::RegisterFailed),
+            Some("w7"),
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:133] "Unable to reconcile node with API server,error updating node" err="Unauthorized" node="w7""#,
+            Some(K::RegisterFailed),
+            Some("w7"),
+            Some(Cause::Auth),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:90] "Unable to construct v1.Node object for kubelet" err="failed to get instance ID from cloud provider: instance not found""#,
+            Some(K::RegisterFailed),
+            None,
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:133] Unable to reconcile node "w7" with API server: error updating node: Unauthorized"#,
+            Some(K::RegisterFailed),
+            Some("w7"),
+            Some(Cause::Auth),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 kubelet_node_status.go:90] Unable to construct v1.Node object for kubelet: failed to get external ID from cloud provider"#,
+            Some(K::RegisterFailed),
+            None,
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 controller.go:114] "Failed to update lease" err="Put \"https://api/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/w9?timeout=10s\": http2: client connection lost""#,
+            Some(K::LeaseFailed),
+            Some("w9"),
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 controller.go:121] "Will retry updating lease" err="failed 5 attempts to update lease" interval="7s""#,
+            Some(K::LeaseFailed),
+            None,
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 controller.go:140] "Failed to prepare lease" err="Unauthorized""#,
+            Some(K::LeaseFailed),
+            None,
+            Some(Cause::Auth),
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 controller.go:128] "failed to update lease using latest lease, fallback to ensure lease" err="the object has been modified; please apply your changes to the latest version and try again""#,
+            Some(K::LeaseFailed),
+            None,
+            Some(Cause::Conflict),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 controller.go:144] failed to ensure lease exists, will retry in 7s, error: Get "https://api:6443/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/w9?timeout=10s": dial tcp 10.0.0.1:6443: connect: no route to host"#,
+            Some(K::LeaseFailed),
+            Some("w9"),
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 controller.go:101] failed to update node lease, error: Operation cannot be fulfilled on leases.coordination.k8s.io "w9": the object has been modified; please apply your changes to the latest version and try again"#,
+            Some(K::LeaseFailed),
+            None,
+            Some(Cause::Conflict),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 controller.go:101] failed to update lease, error: Put "https://api/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/w9?timeout=10s": context deadline exceeded"#,
+            Some(K::LeaseFailed),
+            Some("w9"),
+            Some(Cause::ApiTimeout),
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 controller.go:128] failed to update lease using latest lease, fallback to ensure lease, err: failed 5 attempts to update lease"#,
+            Some(K::LeaseFailed),
+            None,
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 controller.go:87] failed 5 attempts to update node lease, will retry after 7s"#,
+            Some(K::LeaseFailed),
+            None,
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"E0101 00:00:00.000000    1 reflector.go:138] k8s.io/client-go/informers/factory.go:134: Failed to watch *v1.Node: failed to list *v1.Node: Get "https://api:6443/api/v1/nodes?fieldSelector=metadata.name%3Dw1&limit=500&resourceVersion=0": dial tcp 10.0.0.1:6443: connect: connection refused"#,
+            Some(K::WatchFailed),
+            None,
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 apiserver.go:43] Watching apiserver"#,
+            Some(K::CachesSynced),
+            None,
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 kubelet_node_status.go:441] Recording NodeReady event message for node w12"#,
+            Some(K::NodeReady),
+            Some("w12"),
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 kubelet.go:1500] "Started kubelet""#,
+            Some(K::KubeletStarted),
+            None,
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 kubelet.go:1189] Started kubelet"#,
+            Some(K::KubeletStarted),
+            None,
+            None,
+        ),
         // Not signals.
-        (r#"I0830 11:17:56.125521    2417 kubelet.go:1775] skipping pod synchronization - [container runtime is down]"#,
-         None, None, None),
-        (r#"I0322 17:40:11.534568    1272 kubelet_node_status.go:280] Setting node annotation to enable volume controller attach/detach"#,
-         None, None, None),
-        (r#"W0513 00:00:00.000000    1 controllermanager.go:512] "tokencleaner" is disabled"#,
-         None, None, None),
+        (
+            r#"I0830 11:17:56.125521    2417 kubelet.go:1775] skipping pod synchronization - [container runtime is down]"#,
+            None,
+            None,
+            None,
+        ),
+        (
+            r#"I0322 17:40:11.534568    1272 kubelet_node_status.go:280] Setting node annotation to enable volume controller attach/detach"#,
+            None,
+            None,
+            None,
+        ),
+        (
+            r#"W0513 00:00:00.000000    1 controllermanager.go:512] "tokencleaner" is disabled"#,
+            None,
+            None,
+            None,
+        ),
     ];
 
     #[test]
@@ -624,9 +1112,18 @@ mod tests {
 
     #[test]
     fn systemd_lines() {
-        assert_eq!(recognize_systemd("Started kubelet: The Kubernetes Node Agent.").unwrap().kind, K::KubeletStarted);
         assert_eq!(
-            recognize_systemd("kubelet.service: Main process exited, code=exited, status=1/FAILURE").unwrap().kind,
+            recognize_systemd("Started kubelet: The Kubernetes Node Agent.")
+                .unwrap()
+                .kind,
+            K::KubeletStarted
+        );
+        assert_eq!(
+            recognize_systemd(
+                "kubelet.service: Main process exited, code=exited, status=1/FAILURE"
+            )
+            .unwrap()
+            .kind,
             K::KubeletStopped
         );
         assert!(recognize_systemd("Reloading.").is_none());
@@ -634,11 +1131,26 @@ mod tests {
 
     #[test]
     fn causes() {
-        assert_eq!(classify(r#"error getting node "a": nodes "a" not found"#), Cause::NodeMissing);
-        assert_eq!(classify(r#"error getting node "a": node "a" not found"#), Cause::ListerLag);
-        assert_eq!(classify(r#"csinodes.storage.k8s.io "a" not found"#), Cause::Unknown);
-        assert_eq!(classify("x509: certificate has expired or is not yet valid"), Cause::Auth);
-        assert_eq!(classify("dial tcp 1.2.3.4:6443: i/o timeout"), Cause::ApiTimeout);
+        assert_eq!(
+            classify(r#"error getting node "a": nodes "a" not found"#),
+            Cause::NodeMissing
+        );
+        assert_eq!(
+            classify(r#"error getting node "a": node "a" not found"#),
+            Cause::ListerLag
+        );
+        assert_eq!(
+            classify(r#"csinodes.storage.k8s.io "a" not found"#),
+            Cause::Unknown
+        );
+        assert_eq!(
+            classify("x509: certificate has expired or is not yet valid"),
+            Cause::Auth
+        );
+        assert_eq!(
+            classify("dial tcp 1.2.3.4:6443: i/o timeout"),
+            Cause::ApiTimeout
+        );
         assert_eq!(classify("unexpected EOF"), Cause::ApiUnreachable);
         assert_eq!(classify("something else"), Cause::Unknown);
     }

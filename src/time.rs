@@ -40,12 +40,11 @@ pub fn parse_duration(input: &str) -> Result<Micros, DurationError> {
         if digits == 0 {
             return Err(err("expected a number"));
         }
-        let value: Micros = rest[..digits].parse().map_err(|_| err("number too large"))?;
+        let value: Micros = rest[..digits]
+            .parse()
+            .map_err(|_| err("number too large"))?;
         rest = &rest[digits..];
-        let unit_len = rest
-            .bytes()
-            .take_while(u8::is_ascii_alphabetic)
-            .count();
+        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
         let unit: Micros = match &rest[..unit_len] {
             "us" => 1,
             "ms" => 1_000,
@@ -233,14 +232,26 @@ mod tests {
             second: 0,
             micros: 0,
         };
-        assert_eq!(rfc3339(clock.place(wall(2, 27)).unwrap()), "2026-02-27T12:00:00.000Z");
-        assert_eq!(rfc3339(clock.place(wall(12, 31)).unwrap()), "2025-12-31T12:00:00.000Z");
-        assert_eq!(rfc3339(clock.place(wall(2, 29)).unwrap()), "2024-02-29T12:00:00.000Z");
+        assert_eq!(
+            rfc3339(clock.place(wall(2, 27)).unwrap()),
+            "2026-02-27T12:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339(clock.place(wall(12, 31)).unwrap()),
+            "2025-12-31T12:00:00.000Z"
+        );
+        assert_eq!(
+            rfc3339(clock.place(wall(2, 29)).unwrap()),
+            "2024-02-29T12:00:00.000Z"
+        );
         let fixed = Clock {
             year: Some(2019),
             ..clock
         };
-        assert_eq!(rfc3339(fixed.place(wall(12, 31)).unwrap()), "2019-12-31T12:00:00.000Z");
+        assert_eq!(
+            rfc3339(fixed.place(wall(12, 31)).unwrap()),
+            "2019-12-31T12:00:00.000Z"
+        );
         assert_eq!(fixed.place(wall(2, 30)), None);
     }
 }

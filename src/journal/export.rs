@@ -84,7 +84,9 @@ impl<R: BufRead> ExportReader<R> {
             }
             let mut data = vec![0u8; len as usize];
             let mut nl = [0u8; 1];
-            if self.reader.read_exact(&mut data).is_err() || self.reader.read_exact(&mut nl).is_err() {
+            if self.reader.read_exact(&mut data).is_err()
+                || self.reader.read_exact(&mut nl).is_err()
+            {
                 problem = Some(format!(
                     "binary field {} truncated ({len} bytes announced)",
                     String::from_utf8_lossy(&name)
@@ -186,7 +188,9 @@ mod tests {
         s.extend_from_slice(b"short");
         let items = read(&s);
         assert_eq!(items.len(), 2);
-        let Item::Malformed(m) = &items[1] else { panic!() };
+        let Item::Malformed(m) = &items[1] else {
+            panic!()
+        };
         assert_eq!(m.place, "t: entry 2");
         assert!(m.reason.contains("truncated"), "{}", m.reason);
     }
@@ -194,7 +198,9 @@ mod tests {
     #[test]
     fn systemd_lines_about_the_unit() {
         let s = b"_PID=1\nUNIT=kubelet.service\nSYSLOG_IDENTIFIER=systemd\nMESSAGE=Started kubelet.\n\n";
-        let Item::Entry(e) = &read(s)[0] else { panic!() };
+        let Item::Entry(e) = &read(s)[0] else {
+            panic!()
+        };
         assert!(e.from_systemd);
     }
 }

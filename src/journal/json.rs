@@ -30,9 +30,13 @@ impl<R: BufRead> JsonReader<R> {
 fn field_bytes(v: &Value) -> Option<Vec<u8>> {
     match v {
         Value::String(s) => Some(s.clone().into_bytes()),
-        Value::Array(items) if items.iter().all(Value::is_u64) => {
-            Some(items.iter().filter_map(Value::as_u64).map(|b| b as u8).collect())
-        }
+        Value::Array(items) if items.iter().all(Value::is_u64) => Some(
+            items
+                .iter()
+                .filter_map(Value::as_u64)
+                .map(|b| b as u8)
+                .collect(),
+        ),
         Value::Array(items) => items.first().and_then(field_bytes),
         _ => None,
     }
@@ -83,7 +87,8 @@ impl<R: BufRead> Iterator for JsonReader<R> {
                 Some(e) => Item::Entry(e),
                 None => Item::Malformed(Malformed {
                     place,
-                    reason: "no MESSAGE field (or MESSAGE null: over journalctl's size limit)".into(),
+                    reason: "no MESSAGE field (or MESSAGE null: over journalctl's size limit)"
+                        .into(),
                 }),
             }));
         }
@@ -113,7 +118,9 @@ mod tests {
         assert_eq!(e.at, Some(1_700_000_000_000_001));
         let Item::Entry(e) = &items[1] else { panic!() };
         assert_eq!(e.message, b"h\xff\ni");
-        let Item::Malformed(m) = &items[2] else { panic!() };
+        let Item::Malformed(m) = &items[2] else {
+            panic!()
+        };
         assert_eq!(m.place, "j:4");
         assert!(matches!(&items[3], Item::Malformed(_)));
     }

@@ -194,7 +194,8 @@ pub fn open_input(path: &str, opts: &ReadOptions) -> Result<Items, SourceError> 
     let head = reader.fill_buf().map_err(io_err)?.to_vec();
     if head.starts_with(GZIP_MAGIC) {
         let inner = flate2::read::MultiGzDecoder::new(reader);
-        let mut reader = BufReader::with_capacity(256 * 1024, Box::new(inner) as Box<dyn Read + Send>);
+        let mut reader =
+            BufReader::with_capacity(256 * 1024, Box::new(inner) as Box<dyn Read + Send>);
         let head = reader.fill_buf().map_err(io_err)?.to_vec();
         return open_stream(path, reader, &head, opts);
     }
@@ -242,7 +243,9 @@ pub fn detect(head: &[u8]) -> Format {
         .find(|l| !l.trim().is_empty())
         .unwrap_or("")
         .trim_start();
-    if first.starts_with('{') && (first.contains("\"MESSAGE\"") || first.contains("\"__REALTIME_TIMESTAMP\"")) {
+    if first.starts_with('{')
+        && (first.contains("\"MESSAGE\"") || first.contains("\"__REALTIME_TIMESTAMP\""))
+    {
         return Format::Json;
     }
     let is_field = |l: &str| {
@@ -264,11 +267,23 @@ mod tests {
 
     #[test]
     fn detects_formats() {
-        assert_eq!(detect(b"__CURSOR=s=1\n__REALTIME_TIMESTAMP=1\nMESSAGE=x\n\n"), Format::Export);
-        assert_eq!(detect(b"{\"__REALTIME_TIMESTAMP\":\"1\",\"MESSAGE\":\"x\"}\n"), Format::Json);
-        assert_eq!(detect(b"{\"ts\":1753121331919.7622,\"msg\":\"x\"}\n"), Format::Text);
+        assert_eq!(
+            detect(b"__CURSOR=s=1\n__REALTIME_TIMESTAMP=1\nMESSAGE=x\n\n"),
+            Format::Export
+        );
+        assert_eq!(
+            detect(b"{\"__REALTIME_TIMESTAMP\":\"1\",\"MESSAGE\":\"x\"}\n"),
+            Format::Json
+        );
+        assert_eq!(
+            detect(b"{\"ts\":1753121331919.7622,\"msg\":\"x\"}\n"),
+            Format::Text
+        );
         assert_eq!(detect(b"I0715 16:24:50.100 a.go:1] x\n"), Format::Text);
-        assert_eq!(detect(b"-- Logs begin at x --\nMar 22 17:40:06 h kubelet[1]: x\n"), Format::Text);
+        assert_eq!(
+            detect(b"-- Logs begin at x --\nMar 22 17:40:06 h kubelet[1]: x\n"),
+            Format::Text
+        );
     }
 
     #[test]

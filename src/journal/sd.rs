@@ -8,13 +8,15 @@
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use systemd::journal::{Journal, JournalWaitResult, OpenDirectoryOptions, OpenFilesOptions, OpenOptions};
+use systemd::journal::{
+    Journal, JournalWaitResult, OpenDirectoryOptions, OpenFilesOptions, OpenOptions,
+};
 
 use super::{Entry, EntryFilter, Item, Items, SourceError};
 
@@ -89,15 +91,19 @@ fn open(spec: &Spec) -> Result<Journal, SourceError> {
     let t = &spec.target;
     let mut j = match t {
         Target::System => OpenOptions::default().system(true).local_only(true).open(),
-        Target::Directory(d) => OpenDirectoryOptions::default().open_directory(d.as_os_str().as_encoded_bytes()),
-        Target::Files(fs) => {
-            OpenFilesOptions::default().open_files(fs.iter().map(|p| p.as_os_str().as_encoded_bytes()))
+        Target::Directory(d) => {
+            OpenDirectoryOptions::default().open_directory(d.as_os_str().as_encoded_bytes())
         }
+        Target::Files(fs) => OpenFilesOptions::default()
+            .open_files(fs.iter().map(|p| p.as_os_str().as_encoded_bytes())),
         Target::Namespace(n) => OpenOptions::default().open_namespace(n.as_str()),
     }
     .map_err(|e| journal_err(t, "cannot open", &e))?;
     // Opening without permission succeeds and shows nothing: say so instead.
-    if j.usage().map_err(|e| journal_err(t, "cannot read usage", &e))? == 0 {
+    if j.usage()
+        .map_err(|e| journal_err(t, "cannot read usage", &e))?
+        == 0
+    {
         return Err(SourceError::Journal {
             path: t.to_string(),
             message: "no readable journal files (none there, or no permission: the reading user \
@@ -144,7 +150,8 @@ fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
 }
 
 fn field(j: &mut Journal, name: &str) -> systemd::Result<Option<Vec<u8>>> {
-    Ok(j.get_data(name)?.and_then(|f| f.value().map(<[u8]>::to_vec)))
+    Ok(j.get_data(name)?
+        .and_then(|f| f.value().map(<[u8]>::to_vec)))
 }
 
 fn text(v: Option<Vec<u8>>) -> Option<String> {
@@ -168,7 +175,12 @@ fn read_entry(j: &mut Journal) -> systemd::Result<Entry> {
     })
 }
 
-fn pump(spec: &Spec, j: &mut Journal, tx: &SyncSender<Msg>, stop: &AtomicBool) -> Result<(), String> {
+fn pump(
+    spec: &Spec,
+    j: &mut Journal,
+    tx: &SyncSender<Msg>,
+    stop: &AtomicBool,
+) -> Result<(), String> {
     let mut skip_cursor = match &spec.start {
         Start::After(c) => Some(c.clone()),
         _ => None,
@@ -178,7 +190,9 @@ fn pump(spec: &Spec, j: &mut Journal, tx: &SyncSender<Msg>, stop: &AtomicBool) -
         if stop.load(Ordering::Relaxed) {
             return Ok(());
         }
-        let n = j.next().map_err(|e| format!("reading the next entry: {e}"))?;
+        let n = j
+            .next()
+            .map_err(|e| format!("reading the next entry: {e}"))?;
         if n > 0 {
             // After seek_cursor, next() lands on the cursor's entry when it
             // still exists: that one was processed before the restart.

@@ -7,11 +7,11 @@
 
 use std::io::BufRead;
 
-use nom::bytes::complete::{tag, take_till1, take_while1, take_while_m_n};
+use nom::IResult;
+use nom::bytes::complete::{tag, take_till1, take_while_m_n, take_while1};
 use nom::character::complete::{char, digit1, space0, space1};
 use nom::combinator::{map_res, opt, recognize};
 use nom::sequence::{delimited, preceded, terminated, tuple};
-use nom::IResult;
 
 use super::{Entry, Item, SourceError};
 use crate::parse::klog::{split_header, starts_with_header};
@@ -62,7 +62,10 @@ fn month(i: &str) -> IResult<&str, u32> {
     let (rest, m) = take_while_m_n(3, 3, |c: char| c.is_ascii_alphabetic())(i)?;
     match MONTHS.iter().position(|x| *x == m) {
         Some(n) => Ok((rest, n as u32 + 1)),
-        None => Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Tag))),
+        None => Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Tag,
+        ))),
     }
 }
 
@@ -117,7 +120,10 @@ fn iso_stamp(i: &str) -> IResult<&str, Stamp> {
         .or_else(|_| chrono::DateTime::parse_from_rfc3339(s));
     match parsed {
         Ok(t) => Ok((rest, Stamp::Absolute(t.timestamp_micros()))),
-        Err(_) => Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Verify))),
+        Err(_) => Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Verify,
+        ))),
     }
 }
 
@@ -139,18 +145,49 @@ fn prefix(i: &str) -> IResult<&str, Prefix<'_>> {
     let (i, at) = nom::branch::alt((syslog_stamp, iso_stamp))(i)?;
     let (i, _) = space1(i)?;
     let (i, (host, ident, pid)) = host_ident(i)?;
-    Ok((i, Prefix { at, host, ident, pid }))
+    Ok((
+        i,
+        Prefix {
+            at,
+            host,
+            ident,
+            pid,
+        },
+    ))
 }
 
 /// `10.200.1.3: {"ts":...}` or `node-1: I0101 ...`: a collecting tool's
 /// host prefix in front of a kubelet line.
 fn host_tag(i: &str) -> IResult<&str, &str> {
-    let (rest, host) = terminated(take_till1(|c: char| c == ':' || c.is_whitespace()), tag(": "))(i)?;
+    let (rest, host) = terminated(
+        take_till1(|c: char| c == ':' || c.is_whitespace()),
+        tag(": "),
+    )(i)?;
     let (rest, _) = space0(rest)?;
     if rest.starts_with("{\"") || starts_with_header(rest.as_bytes()) {
         Ok((rest, host))
     } else {
-        Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Verify)))
+        Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Verify,
+        )))
+    }
+}
+
+/// A syslog prefix has whole seconds; the klog header inside has
+/// microseconds. Where both agree on the minute and second (the hour may
+/// differ: a kubelet in a container often logs UTC), take the fraction from
+/// the header, so timelines keep their millisecond gaps.
+fn with_klog_fraction(w: WallTime, msg: &str) -> WallTime {
+    if w.micros != 0 {
+        return w;
+    }
+    match split_header(msg) {
+        Some((h, _)) if h.wall.minute == w.minute && h.wall.second == w.second => WallTime {
+            micros: h.wall.micros,
+            ..w
+        },
+        _ => w,
     }
 }
 
@@ -183,7 +220,7 @@ impl<R: BufRead> TextReader<R> {
         }
         if let Ok((msg, p)) = prefix(line) {
             let at = match p.at {
-                Stamp::Wall(w) => self.clock.place(w),
+                Stamp::Wall(w) => self.clock.place(with_klog_fraction(w, msg)),
                 Stamp::Absolute(t) => Some(t),
             }
             .or_else(|| self.own_time(msg));
@@ -299,7 +336,9 @@ mod tests {
 
     #[test]
     fn journal_short_formats() {
-        let e = &read("Mar 22 17:40:06 ip-172-20-47-6 kubelet[1272]: E0322 17:40:06.941770    1272 a.go:1] x\n")[0];
+        let e = &read(
+            "Mar 22 17:40:06 ip-172-20-47-6 kubelet[1272]: E0322 17:40:06.941770    1272 a.go:1] x\n",
+        )[0];
         assert_eq!(e.host.as_deref(), Some("ip-172-20-47-6"));
         assert_eq!(e.identifier.as_deref(), Some("kubelet"));
         assert_eq!(e.pid, Some(1272));
@@ -333,7 +372,8 @@ mod tests {
 
     #[test]
     fn indented_lines_continue_the_prefixed_line() {
-        let es = read("Mar 22 17:40:06 h kubelet[1]: I0322 17:40:06.000000 1 a.go:1] \"m\" k=<\n\tv\n");
+        let es =
+            read("Mar 22 17:40:06 h kubelet[1]: I0322 17:40:06.000000 1 a.go:1] \"m\" k=<\n\tv\n");
         assert_eq!(es[1].identifier.as_deref(), Some("kubelet"));
         assert_eq!(es[1].message, b"\tv");
     }
@@ -341,7 +381,11 @@ mod tests {
     #[test]
     fn invalid_utf8_kept() {
         let input = b"Mar 22 17:40:06 h kubelet[1]: bad \xff byte\n";
-        let e = match TextReader::new("t", &input[..], clock()).next().unwrap().unwrap() {
+        let e = match TextReader::new("t", &input[..], clock())
+            .next()
+            .unwrap()
+            .unwrap()
+        {
             Item::Entry(e) => e,
             Item::Malformed(_) => panic!(),
         };

@@ -146,10 +146,22 @@ mod tests {
         let mut j = Joiner::new();
         let mut out = Vec::new();
         j.push(entry("a", "Trace[1]: END"), &mut out);
-        j.push(entry("a", "E0610 02:55:28.185750   64201 aws.go:77] while getting"), &mut out);
-        j.push(entry("b", "I0610 02:55:28.185750   99 x.go:1] other stream"), &mut out);
+        j.push(
+            entry(
+                "a",
+                "E0610 02:55:28.185750   64201 aws.go:77] while getting",
+            ),
+            &mut out,
+        );
+        j.push(
+            entry("b", "I0610 02:55:28.185750   99 x.go:1] other stream"),
+            &mut out,
+        );
         j.push(entry("a", "\tFor verbose messaging see"), &mut out);
-        j.push(entry("a", "I0610 02:55:29.000000   64201 x.go:2] next"), &mut out);
+        j.push(
+            entry("a", "I0610 02:55:29.000000   64201 x.go:2] next"),
+            &mut out,
+        );
         j.flush(&mut out);
         assert!(matches!(&out[0], Out::Orphan(_)));
         let Out::Line(first) = &out[1] else { panic!() };
@@ -170,7 +182,10 @@ mod tests {
         let mut out = Vec::new();
         j.push(entry("a", "I0101 00:00:00.000000 1 a.go:1] x"), &mut out);
         j.push(entry("a", "time=\"2022\" level=info msg=\"k3s\""), &mut out);
-        j.push(entry("a", "{\"ts\":1,\"msg\":\"m\",\"caller\":\"a\"}"), &mut out);
+        j.push(
+            entry("a", "{\"ts\":1,\"msg\":\"m\",\"caller\":\"a\"}"),
+            &mut out,
+        );
         assert_eq!(out.len(), 3);
         assert!(matches!(&out[1], Out::Orphan(_)));
         assert!(j.is_empty());

@@ -78,7 +78,10 @@ mod tests {
         assert_eq!(l.value("node"), Some("w1"));
         let l = parse(r#"{"ts":2,"caller":"x.go:1","msg":"Error updating node status, will retry","err":"error getting node \"w1\": node \"w1\" not found"}"#).unwrap();
         assert_eq!(l.severity, Some(Severity::Error));
-        assert_eq!(l.value("err"), Some(r#"error getting node "w1": node "w1" not found"#));
+        assert_eq!(
+            l.value("err"),
+            Some(r#"error getting node "w1": node "w1" not found"#)
+        );
         assert!(parse(r#"{"MESSAGE":"x"}"#).is_none());
         assert!(parse("{").is_none());
     }

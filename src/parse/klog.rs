@@ -4,12 +4,12 @@
 
 use std::borrow::Cow;
 
+use nom::IResult;
 use nom::branch::alt;
-use nom::bytes::complete::{tag, take_till1, take_while1, take_while_m_n};
+use nom::bytes::complete::{tag, take_till1, take_while_m_n, take_while1};
 use nom::character::complete::{char, digit1, one_of, space1};
 use nom::combinator::{map_res, opt, recognize};
 use nom::sequence::{preceded, terminated, tuple};
-use nom::IResult;
 
 use super::{Body, KeyValue, Severity};
 use crate::time::WallTime;
@@ -26,7 +26,10 @@ pub struct Header<'a> {
 }
 
 fn two_digits(i: &str) -> IResult<&str, u32> {
-    map_res(take_while_m_n(2, 2, |c: char| c.is_ascii_digit()), str::parse)(i)
+    map_res(
+        take_while_m_n(2, 2, |c: char| c.is_ascii_digit()),
+        str::parse,
+    )(i)
 }
 
 fn fraction_micros(digits: &str) -> u32 {
@@ -141,7 +144,11 @@ pub fn unquote(s: &str) -> String {
     let b = s.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(b.len());
     let mut i = 0;
-    let hex = |h: &[u8]| std::str::from_utf8(h).ok().and_then(|h| u32::from_str_radix(h, 16).ok());
+    let hex = |h: &[u8]| {
+        std::str::from_utf8(h)
+            .ok()
+            .and_then(|h| u32::from_str_radix(h, 16).ok())
+    };
     while i < b.len() {
         if b[i] != b'\\' || i + 1 >= b.len() {
             out.push(b[i]);
@@ -185,7 +192,9 @@ pub fn unquote(s: &str) -> String {
                     continue;
                 }
             } else if b[i..i + width].iter().all(|d| (b'0'..=b'7').contains(d)) {
-                let v = u32::from(c - b'0') * 64 + u32::from(b[i] - b'0') * 8 + u32::from(b[i + 1] - b'0');
+                let v = u32::from(c - b'0') * 64
+                    + u32::from(b[i] - b'0') * 8
+                    + u32::from(b[i + 1] - b'0');
                 out.push(v as u8);
                 i += width;
                 continue;
@@ -232,7 +241,10 @@ fn block(i: &str) -> IResult<&str, Cow<'_, str>> {
 fn bracketed(i: &str) -> IResult<&str, Cow<'_, str>> {
     let b = i.as_bytes();
     if !matches!(b.first(), Some(b'{' | b'[')) {
-        return Err(nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Char)));
+        return Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Char,
+        )));
     }
     let mut depth = 0i32;
     let mut in_str = false;
@@ -259,7 +271,9 @@ fn bracketed(i: &str) -> IResult<&str, Cow<'_, str>> {
 /// the end of the line.
 fn bare(i: &str) -> IResult<&str, Cow<'_, str>> {
     let end_of_line = i.find('\n').unwrap_or(i.len());
-    let mut end = i[..end_of_line].find(char::is_whitespace).unwrap_or(end_of_line);
+    let mut end = i[..end_of_line]
+        .find(char::is_whitespace)
+        .unwrap_or(end_of_line);
     // `%+v` values may contain spaces: extend while what follows the space
     // is not itself a `key=`.
     while end < end_of_line {
@@ -298,8 +312,12 @@ pub fn body(i: &str) -> Body<'_> {
     let mut kv: Vec<KeyValue<'_>> = Vec::new();
     loop {
         let trimmed = rest.trim_start();
-        let Ok((after_key, k)) = key(trimmed) else { break };
-        let Ok((after_value, v)) = value(after_key) else { break };
+        let Ok((after_key, k)) = key(trimmed) else {
+            break;
+        };
+        let Ok((after_value, v)) = value(after_key) else {
+            break;
+        };
         kv.push((Cow::Borrowed(k), v));
         rest = after_value;
     }
@@ -312,23 +330,24 @@ mod tests {
 
     #[test]
     fn header_widths() {
-        let (h, body) = split_header(
-            "E0324 10:11:08.612801 1133518 mirror_client.go:132] boom",
-        )
-        .unwrap();
+        let (h, body) =
+            split_header("E0324 10:11:08.612801 1133518 mirror_client.go:132] boom").unwrap();
         assert_eq!(h.pid, Some(1_133_518));
         assert_eq!(h.severity, Severity::Error);
         assert_eq!(h.source, "mirror_client.go:132");
         assert_eq!(body, "boom");
-        let (h, _) = split_header("I0830 11:17:55.780478    2417 kubelet_node_status.go:79] x").unwrap();
+        let (h, _) =
+            split_header("I0830 11:17:55.780478    2417 kubelet_node_status.go:79] x").unwrap();
         assert_eq!(h.pid, Some(2417));
         assert_eq!(h.wall.micros, 780_478);
         // k3s 1.17/1.18: no PID field.
-        let (h, body) = split_header("I0513 02:01:02.423525 shared_informer.go:197] Waiting").unwrap();
+        let (h, body) =
+            split_header("I0513 02:01:02.423525 shared_informer.go:197] Waiting").unwrap();
         assert_eq!(h.pid, None);
         assert_eq!(body, "Waiting");
         // Pasted with milliseconds and a non-numeric line.
-        let (h, _) = split_header("I0715 16:24:50.1 shared_informer.go:xxx] \"Caches are synced\"").unwrap();
+        let (h, _) =
+            split_header("I0715 16:24:50.1 shared_informer.go:xxx] \"Caches are synced\"").unwrap();
         assert_eq!(h.wall.micros, 100_000);
         assert_eq!(h.source, "shared_informer.go:xxx");
         let (h, _) = split_header("W0101 00:00:00.123456789       1 a.go:1] x").unwrap();
@@ -369,7 +388,8 @@ mod tests {
             panic!()
         };
         assert_eq!(kv[1].1, "{Type:Ready Status:False Reason:KubeletNotReady}");
-        let Body::Structured { kv, .. } = body(r#""m" status=Phase:Running Ready:true pod="a""#) else {
+        let Body::Structured { kv, .. } = body(r#""m" status=Phase:Running Ready:true pod="a""#)
+        else {
             panic!()
         };
         assert_eq!(kv[0].1, "Phase:Running Ready:true");
@@ -390,8 +410,14 @@ mod tests {
 
     #[test]
     fn legacy_and_lookalikes() {
-        assert!(matches!(body("Attempting to register node n1"), Body::Legacy(_)));
-        assert!(matches!(body("\"tokencleaner\" is disabled"), Body::Legacy(_)));
+        assert!(matches!(
+            body("Attempting to register node n1"),
+            Body::Legacy(_)
+        ));
+        assert!(matches!(
+            body("\"tokencleaner\" is disabled"),
+            Body::Legacy(_)
+        ));
         assert!(matches!(body(r#"node "n1" not found"#), Body::Legacy(_)));
         // A pasted line with a trailing comment and a hard-wrapped pair.
         let Body::Structured { msg, kv } =

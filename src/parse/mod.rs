@@ -64,7 +64,9 @@ impl<'a> Line<'a> {
     #[must_use]
     pub fn value(&self, key: &str) -> Option<&str> {
         match &self.body {
-            Body::Structured { kv, .. } => kv.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_ref()),
+            Body::Structured { kv, .. } => {
+                kv.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_ref())
+            }
             _ => None,
         }
     }
@@ -120,10 +122,14 @@ mod tests {
 
     #[test]
     fn lines_of_each_kind() {
-        let l = parse_line(r#"E0418 22:07:55.432195    2425 kubelet_node_status.go:462] "Error getting the current node from lister" err="node \"kt2\" not found""#);
+        let l = parse_line(
+            r#"E0418 22:07:55.432195    2425 kubelet_node_status.go:462] "Error getting the current node from lister" err="node \"kt2\" not found""#,
+        );
         assert_eq!(l.message(), "Error getting the current node from lister");
         assert_eq!(l.value("err"), Some(r#"node "kt2" not found"#));
-        let l = parse_line("E0322 17:40:06.941777    1272 kubelet_node_status.go:382] Unable to update node status: update node status exceeds retry count");
+        let l = parse_line(
+            "E0322 17:40:06.941777    1272 kubelet_node_status.go:382] Unable to update node status: update node status exceeds retry count",
+        );
         assert!(matches!(l.body, Body::Legacy(_)));
         let l = parse_line("Trace[390565971]: [10.94521331s] [10.94521331s] END");
         assert!(!l.is_parsed());
@@ -160,7 +166,9 @@ mod tests {
 
     #[test]
     fn huge_and_invalid_input() {
-        let mut big = b"E0101 00:00:00.000000    1 a.go:1] \"Error updating node status, will retry\" err=\"".to_vec();
+        let mut big =
+            b"E0101 00:00:00.000000    1 a.go:1] \"Error updating node status, will retry\" err=\""
+                .to_vec();
         big.extend(std::iter::repeat_n(b'\\', 1 << 20));
         big.extend_from_slice(b"\xff\xfe");
         let text = String::from_utf8_lossy(&big);

@@ -1,0 +1,221 @@
+//! Entries in, decisions out: the filter, the continuation joiner, the
+//! parser, the signal table and the tracker, wired once for every caller
+//! (`scan`, and the service's catch-up and live following).
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::journal::{Entry, EntryFilter, Item, Malformed};
+use crate::parse::join::{Joined, Joiner, Out};
+use crate::parse::parse_line;
+use crate::signals::{self, Signal};
+use crate::time::Micros;
+use crate::tracker::{Decision, Observation, Settings, Tracker};
+
+/// What was read, for the summary and the metrics. Every kubelet entry is
+/// counted once as a line, a continuation, or unparsed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Entries read from the input (all of them for streams; the matched ones
+    /// for journals, where libsystemd applies the match).
+    pub entries: u64,
+    /// Entries that belong to the kubelet.
+    pub kubelet_lines: u64,
+    /// Kubelet lines with a klog header or in the JSON format, and systemd's
+    /// lines about the unit.
+    pub lines: u64,
+    /// Entries joined to the line they continue.
+    pub continuations: u64,
+    /// Lines that are a signal.
+    pub recognized: u64,
+    /// Kubelet entries that are neither a line nor a continuation.
+    pub unparsed: u64,
+    /// Records of the input that could not be read as entries.
+    pub malformed: u64,
+    pub first_at: Option<Micros>,
+    pub last_at: Option<Micros>,
+    /// Nodes named or resolved by recognised lines.
+    pub nodes: BTreeSet<String>,
+}
+
+pub struct Pipeline {
+    filter: EntryFilter,
+    joiner: Joiner,
+    tracker: Tracker,
+    summary: Summary,
+    out: Vec<Out>,
+    /// Malformed records, for the caller to report.
+    pub malformed: Vec<Malformed>,
+}
+
+/// Bound on malformed records kept for reporting; the rest are only counted.
+const MALFORMED_KEPT: usize = 20;
+
+impl Pipeline {
+    #[must_use]
+    pub fn new(filter: EntryFilter, settings: Settings) -> Self {
+        Self::with_tracker(filter, Tracker::new(settings))
+    }
+
+    #[must_use]
+    pub fn with_tracker(filter: EntryFilter, tracker: Tracker) -> Self {
+        Self {
+            filter,
+            joiner: Joiner::new(),
+            tracker,
+            summary: Summary::default(),
+            out: Vec::new(),
+            malformed: Vec::new(),
+        }
+    }
+
+    #[must_use]
+    pub fn tracker(&self) -> &Tracker {
+        &self.tracker
+    }
+
+    pub fn tracker_mut(&mut self) -> &mut Tracker {
+        &mut self.tracker
+    }
+
+    #[must_use]
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// Takes one item of a source.
+    pub fn push_item(&mut self, item: Item, decisions: &mut Vec<Decision>) {
+        match item {
+            Item::Entry(e) => self.push(e, decisions),
+            Item::Malformed(m) => {
+                self.summary.malformed += 1;
+                if self.malformed.len() < MALFORMED_KEPT {
+                    self.malformed.push(m);
+                }
+            }
+        }
+    }
+
+    /// Takes one entry.
+    pub fn push(&mut self, mut entry: Entry, decisions: &mut Vec<Decision>) {
+        self.summary.entries += 1;
+        // Entries without a time of their own (a text line with no prefix and
+        // no header) take the last one seen.
+        match entry.at {
+            Some(at) => self.see_time(at),
+            None => entry.at = self.summary.last_at,
+        }
+        if !self.filter.matches(&entry) {
+            return;
+        }
+        self.summary.kubelet_lines += 1;
+        if entry.from_systemd || entry.identifier.as_deref() == Some("systemd") {
+            self.summary.lines += 1;
+            let text = String::from_utf8_lossy(&entry.message);
+            match signals::recognize_systemd(&text) {
+                Some(sig) => {
+                    self.summary.recognized += 1;
+                    let at = entry.at.unwrap_or(0);
+                    self.observe(&sig, at, &entry, None, &text, decisions);
+                }
+                None => self.summary.unparsed += 1,
+            }
+            return;
+        }
+        let mut out = std::mem::take(&mut self.out);
+        self.joiner.push(entry, &mut out);
+        self.drain(&mut out, decisions);
+        self.out = out;
+    }
+
+    /// Hands on lines held for continuations (end of input, or a quiet
+    /// journal while following).
+    pub fn flush(&mut self, decisions: &mut Vec<Decision>) {
+        let mut out = std::mem::take(&mut self.out);
+        self.joiner.flush(&mut out);
+        self.drain(&mut out, decisions);
+        self.out = out;
+    }
+
+    /// True when lines are held back waiting for continuations.
+    #[must_use]
+    pub fn holds_lines(&self) -> bool {
+        !self.joiner.is_empty()
+    }
+
+    /// Moves the tracker's time forward.
+    pub fn advance(&mut self, now: Micros, decisions: &mut Vec<Decision>) {
+        self.tracker.advance(now, decisions);
+    }
+
+    /// End of input: flush, then let time reach the last entry read.
+    pub fn finish(&mut self, decisions: &mut Vec<Decision>) {
+        self.flush(decisions);
+        if let Some(last) = self.summary.last_at {
+            self.tracker.advance(last, decisions);
+        }
+    }
+
+    fn see_time(&mut self, at: Micros) {
+        let s = &mut self.summary;
+        s.first_at = Some(s.first_at.map_or(at, |f| f.min(at)));
+        s.last_at = Some(s.last_at.map_or(at, |l| l.max(at)));
+    }
+
+    fn drain(&mut self, out: &mut Vec<Out>, decisions: &mut Vec<Decision>) {
+        for o in out.drain(..) {
+            match o {
+                Out::Orphan(_) => self.summary.unparsed += 1,
+                Out::Line(j) => self.line(&j, decisions),
+            }
+        }
+    }
+
+    fn line(&mut self, j: &Joined, decisions: &mut Vec<Decision>) {
+        self.summary.continuations += u64::from(j.continuations);
+        let text = String::from_utf8_lossy(&j.entry.message);
+        let line = parse_line(&text);
+        if !line.is_parsed() {
+            // A `{` line that was not the JSON format.
+            self.summary.unparsed += 1 + u64::from(j.continuations);
+            self.summary.continuations -= u64::from(j.continuations);
+            return;
+        }
+        self.summary.lines += 1;
+        let Some(sig) = signals::recognize(&line) else {
+            return;
+        };
+        self.summary.recognized += 1;
+        let at = j.entry.at.or(line.ts).unwrap_or(0);
+        if line.ts.is_some() && j.entry.at.is_none() {
+            self.see_time(at);
+        }
+        let cursor = j.last_cursor.as_deref();
+        self.observe(&sig, at, &j.entry, cursor, &text, decisions);
+    }
+
+    fn observe(
+        &mut self,
+        sig: &Signal,
+        at: Micros,
+        entry: &Entry,
+        cursor: Option<&str>,
+        text: &str,
+        decisions: &mut Vec<Decision>,
+    ) {
+        let host = entry.host.as_deref();
+        let node = self.tracker.node_for(sig, host.unwrap_or(""));
+        if !self.summary.nodes.contains(&node) {
+            self.summary.nodes.insert(node);
+        }
+        let obs = Observation {
+            signal: sig,
+            at,
+            host,
+            cursor: cursor.or(entry.cursor.as_deref()),
+            text,
+        };
+        self.tracker.observe(&obs, decisions);
+    }
+}

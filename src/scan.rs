@@ -1,0 +1,82 @@
+//! `kubelet-sentinel scan`: offline analysis of journals and saved logs.
+//! Touches no store; every input goes through one pipeline, so a node's
+//! lines spread over several files make one history.
+
+use crate::journal::{self, Item, Malformed, ReadOptions, SourceError};
+use crate::pipeline::{Pipeline, Summary};
+use crate::tracker::{Decision, Incident, Settings};
+
+/// Where to read from.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// A path (file or directory), or `-` for standard input.
+    Path(String),
+    /// The local system journal.
+    System,
+    /// A journald namespace.
+    Namespace(String),
+}
+
+#[derive(Debug)]
+pub struct ScanResult {
+    pub summary: Summary,
+    /// Oldest first; resolved and still open.
+    pub incidents: Vec<Incident>,
+    /// Records that could not be read, with their place (the first few).
+    pub malformed: Vec<Malformed>,
+    /// Inputs that could not be opened or read to the end.
+    pub failed: Vec<SourceError>,
+}
+
+/// Reads every input through one pipeline and returns what it found.
+#[must_use]
+pub fn scan(inputs: &[Input], read: &ReadOptions, settings: Settings) -> ScanResult {
+    let mut pipeline = Pipeline::new(read.filter.clone(), settings);
+    let mut decisions: Vec<Decision> = Vec::new();
+    let mut failed = Vec::new();
+    for input in inputs {
+        let items = match input {
+            Input::Path(p) => journal::open_input(p, read),
+            Input::System => journal::sd::read(journal::sd::Target::System, &read.filter),
+            Input::Namespace(n) => {
+                journal::sd::read(journal::sd::Target::Namespace(n.clone()), &read.filter)
+            }
+        };
+        let items = match items {
+            Ok(items) => items,
+            Err(e) => {
+                failed.push(e);
+                continue;
+            }
+        };
+        for item in items {
+            match item {
+                Ok(item) => pipeline.push_item(item, &mut decisions),
+                Err(e) => {
+                    // Keep what was read before the failure.
+                    failed.push(e);
+                    break;
+                }
+            }
+            // Scan keeps no decisions: the incidents are read at the end.
+            decisions.clear();
+        }
+        // Lines held for continuations do not continue into the next file.
+        pipeline.flush(&mut decisions);
+    }
+    pipeline.finish(&mut decisions);
+    let mut incidents = pipeline.tracker_mut().take_resolved();
+    incidents.extend(pipeline.tracker().open_incidents().cloned());
+    crate::report::sort(&mut incidents);
+    ScanResult {
+        summary: pipeline.summary().clone(),
+        incidents,
+        malformed: std::mem::take(&mut pipeline.malformed),
+        failed,
+    }
+}
+
+/// Reads one item source fully (tests and tools).
+pub fn collect_items(items: journal::Items) -> Result<Vec<Item>, SourceError> {
+    items.collect()
+}

@@ -1,0 +1,373 @@
+//! One incident: its counters, the evidence kept, and what is derived from
+//! them (status, verdict, cause, diagnosis). Verdict and cause are computed,
+//! never stored, so they cannot disagree with the counters.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::Settings;
+use crate::signals::{Cause, SignalKind};
+use crate::time::{Micros, clock, human_duration};
+
+/// Evidence lines kept at the start and at the end of an incident: bounded,
+/// so a retry storm does not grow memory or the store.
+pub const EVIDENCE_HEAD: usize = 8;
+pub const EVIDENCE_TAIL: usize = 8;
+/// Longest evidence text kept, in bytes.
+pub const EVIDENCE_TEXT: usize = 2000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Open,
+    Resolved,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    StartupRace,
+    Transient,
+    Persistent,
+    Undetermined,
+}
+
+impl Verdict {
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::StartupRace => "startup-race",
+            Verdict::Transient => "transient",
+            Verdict::Persistent => "persistent",
+            Verdict::Undetermined => "undetermined",
+        }
+    }
+}
+
+/// How an incident ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resolution {
+    /// A node-ready marker for the node.
+    NodeReady,
+    /// No trouble signal for `resolve_after`.
+    Quiet,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub at: Micros,
+    pub cursor: Option<String>,
+    pub signal: SignalKind,
+    pub text: String,
+}
+
+impl Evidence {
+    #[must_use]
+    pub fn new(at: Micros, cursor: Option<&str>, signal: SignalKind, text: &str) -> Self {
+        let mut end = text.len().min(EVIDENCE_TEXT);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let mut kept = text[..end].to_string();
+        if end < text.len() {
+            kept.push('…');
+        }
+        Self {
+            at,
+            cursor: cursor.map(str::to_string),
+            signal,
+            text: kept,
+        }
+    }
+}
+
+/// The marker an incident's start is measured from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Anchor {
+    pub kind: SignalKind,
+    pub at: Micros,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Incident {
+    pub id: String,
+    pub node: String,
+    pub host: Option<String>,
+    pub opened_at: Micros,
+    pub last_signal_at: Micros,
+    pub last_trouble_at: Micros,
+    pub resolved_at: Option<Micros>,
+    pub resolution: Option<Resolution>,
+    pub retries: u64,
+    pub exhausted: u64,
+    pub lister_misses: u64,
+    pub register_failures: u64,
+    pub lease_failures: u64,
+    pub watch_failures: u64,
+    /// When the threshold was first crossed.
+    pub over_threshold_at: Option<Micros>,
+    /// When an alert was last raised for it (opened or repeat).
+    pub last_alert_at: Option<Micros>,
+    /// When the first alert mail was delivered (set by the service).
+    pub alerted_at: Option<Micros>,
+    /// The registration (or kubelet start) that preceded it.
+    pub anchor: Option<Anchor>,
+    /// The last cache-sync marker before the anchor.
+    pub caches_synced_at: Option<Micros>,
+    /// When and what the first trouble signal was.
+    pub first_trouble: SignalKind,
+    /// Trouble and supporting signals by cause.
+    pub causes: BTreeMap<Cause, u64>,
+    /// Trouble signals whose cause was not the local lister.
+    pub non_lister_trouble: u64,
+    /// Times of the last `retries + 1` counted retries (status retries and
+    /// failed registrations), for the threshold window.
+    pub recent: VecDeque<Micros>,
+    pub evidence_head: Vec<Evidence>,
+    pub evidence_tail: VecDeque<Evidence>,
+    pub evidence_dropped: u64,
+}
+
+impl Incident {
+    #[must_use]
+    pub fn status(&self) -> Status {
+        if self.resolved_at.is_some() {
+            Status::Resolved
+        } else {
+            Status::Open
+        }
+    }
+
+    /// Status retries and failed registrations: what the threshold counts.
+    #[must_use]
+    pub fn counted_retries(&self) -> u64 {
+        self.retries + self.register_failures
+    }
+
+    /// Design section 5: persistent once over threshold; the start-up race
+    /// when it began within `race_window` of a registration or kubelet start,
+    /// only ever missed the node in the local lister, never exhausted a retry
+    /// cycle and never crossed the threshold; transient when it ended
+    /// otherwise; undetermined while open and neither.
+    #[must_use]
+    pub fn verdict(&self, s: &Settings) -> Verdict {
+        if self.over_threshold_at.is_some() {
+            return Verdict::Persistent;
+        }
+        let soon_after_start = self
+            .anchor
+            .is_some_and(|a| self.opened_at - a.at <= s.race_window && self.opened_at >= a.at);
+        if soon_after_start && self.non_lister_trouble == 0 && self.exhausted == 0 {
+            return Verdict::StartupRace;
+        }
+        match self.status() {
+            Status::Resolved => Verdict::Transient,
+            Status::Open => Verdict::Undetermined,
+        }
+    }
+
+    /// The most frequent cause class; ties go to the more serious one.
+    #[must_use]
+    pub fn cause(&self) -> Cause {
+        self.causes
+            .iter()
+            .filter(|(c, n)| **c != Cause::Unknown && **n > 0)
+            .max_by_key(|(c, n)| (**n, c.severity_rank()))
+            .map_or(Cause::Unknown, |(c, _)| *c)
+    }
+
+    pub(super) fn add_evidence(&mut self, e: Evidence) {
+        if self.evidence_head.len() < EVIDENCE_HEAD {
+            self.evidence_head.push(e);
+            return;
+        }
+        self.evidence_tail.push_back(e);
+        if self.evidence_tail.len() > EVIDENCE_TAIL {
+            self.evidence_tail.pop_front();
+            self.evidence_dropped += 1;
+        }
+    }
+
+    /// Evidence in time order: the first lines, then the last.
+    pub fn evidence(&self) -> impl Iterator<Item = &Evidence> {
+        self.evidence_head.iter().chain(self.evidence_tail.iter())
+    }
+
+    /// The first trouble line kept, for the diagnosis.
+    fn first_error(&self) -> Option<&Evidence> {
+        self.evidence()
+            .find(|e| e.signal.role() != crate::signals::Role::Marker)
+    }
+
+    /// One paragraph for a person.
+    #[must_use]
+    pub fn diagnosis(&self, s: &Settings) -> String {
+        let verdict = self.verdict(s);
+        let cause = self.cause();
+        if verdict == Verdict::StartupRace {
+            return self.race_diagnosis();
+        }
+        let mut parts = Vec::new();
+        let mut counts = Vec::new();
+        for (n, one, many) in [
+            (self.retries, "status retry", "status retries"),
+            (
+                self.exhausted,
+                "exhausted retry cycle",
+                "exhausted retry cycles",
+            ),
+            (
+                self.register_failures,
+                "failed registration",
+                "failed registrations",
+            ),
+            (self.lister_misses, "lister miss", "lister misses"),
+            (self.lease_failures, "lease failure", "lease failures"),
+            (self.watch_failures, "watch failure", "watch failures"),
+        ] {
+            if n > 0 {
+                counts.push(format!("{n} {}", if n == 1 { one } else { many }));
+            }
+        }
+        let span = self.last_signal_at - self.opened_at;
+        parts.push(format!(
+            "{} on node {} from {} over {}.",
+            counts.join(", "),
+            self.node,
+            clock(self.opened_at),
+            human_duration(span)
+        ));
+        parts.push(format!(
+            "The errors point at {}: {}.",
+            cause.as_str(),
+            cause_explanation(cause)
+        ));
+        if let Some(at) = self.over_threshold_at {
+            parts.push(format!(
+                "It crossed the alert threshold (more than {} retries within {}) at {}.",
+                s.retries,
+                human_duration(s.window),
+                clock(at)
+            ));
+        }
+        if let Some(a) = self.anchor {
+            let gap = self.opened_at - a.at;
+            if gap >= 0 && gap <= s.race_window {
+                let why = if self.exhausted > 0 {
+                    "it exhausted a retry cycle"
+                } else {
+                    "its errors were not all local-lister misses"
+                };
+                parts.push(format!(
+                    "It began {} ms after the kubelet {} but is not the start-up race: {why}.",
+                    gap / 1000,
+                    anchor_words(a.kind)
+                ));
+            }
+        }
+        match self.resolution {
+            Some(Resolution::NodeReady) => parts.push(format!(
+                "Resolved at {} when the node reported Ready.",
+                clock(self.resolved_at.unwrap_or(self.last_signal_at))
+            )),
+            Some(Resolution::Quiet) => parts.push(format!(
+                "Resolved after {} without trouble (last at {}).",
+                human_duration(s.resolve_after),
+                clock(self.last_trouble_at)
+            )),
+            None => {}
+        }
+        if let Some(e) = self.first_error() {
+            parts.push(format!("First error: {}", one_line(&e.text, 300)));
+        }
+        parts.join(" ")
+    }
+
+    fn race_diagnosis(&self) -> String {
+        let Some(a) = self.anchor else {
+            return String::new();
+        };
+        let mut s = format!(
+            "{} at {}; the lister missed the node {} ms later",
+            match a.kind {
+                SignalKind::Registered => "Registered",
+                _ => "The kubelet started",
+            },
+            clock(a.at),
+            (self.opened_at - a.at) / 1000
+        );
+        match self.caches_synced_at {
+            Some(c) if c <= a.at => s.push_str(&format!(
+                "; caches reported synced {} ms before {}: the informer had not yet seen the node's watch event",
+                (a.at - c) / 1000,
+                if a.kind == SignalKind::Registered { "registration" } else { "the start" }
+            )),
+            _ => s.push_str("; the informer had not yet seen the node's watch event"),
+        }
+        let mut counts = Vec::new();
+        for (n, one, many) in [
+            (self.retries, "status retry", "status retries"),
+            (self.lister_misses, "lister miss", "lister misses"),
+        ] {
+            if n > 0 {
+                counts.push(format!("{n} {}", if n == 1 { one } else { many }));
+            }
+        }
+        s.push_str(&format!(
+            ". {}, no exhausted retry cycle: the kubelet found the node once its informer caught up. \
+             This is the harmless start-up race; nothing to do.",
+            counts.join(" and ")
+        ));
+        s
+    }
+}
+
+fn anchor_words(kind: SignalKind) -> &'static str {
+    match kind {
+        SignalKind::Registered => "registered",
+        _ => "started",
+    }
+}
+
+/// What a cause class means, in plain words.
+#[must_use]
+pub fn cause_explanation(c: Cause) -> &'static str {
+    match c {
+        Cause::ListerLag => {
+            "the kubelet's local node lister (its informer cache) did not have the Node yet"
+        }
+        Cause::NodeMissing => {
+            "the API server says the Node object does not exist: it was deleted or never registered, and a running kubelet does not re-register"
+        }
+        Cause::ApiUnreachable => {
+            "the kubelet cannot reach the API server (connection refused or reset, no route, lost connection)"
+        }
+        Cause::ApiTimeout => "requests to the API server time out",
+        Cause::Auth => {
+            "the API server rejects the kubelet's credentials (expired or invalid certificate, or RBAC)"
+        }
+        Cause::Conflict => "status updates conflict with concurrent writes to the Node",
+        Cause::Etcd => "the API server reports its etcd cluster unavailable",
+        Cause::Unknown => "no known error class; read the evidence lines",
+    }
+}
+
+/// Text on one line, at most `max` bytes.
+#[must_use]
+pub fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut end = flat.len().min(max);
+    while !flat.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < flat.len() {
+        format!("{}…", &flat[..end])
+    } else {
+        flat
+    }
+}

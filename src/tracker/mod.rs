@@ -1,0 +1,451 @@
+//! The incident state machine (design section 5). Pure: no clock, no I/O.
+//! [`Tracker::observe`] takes a recognised line with its entry time and
+//! [`Tracker::advance`] takes the current time; both return decisions. So
+//! `scan`, catch-up and live following give the same incidents for the same
+//! entries, and a test replays a day in a millisecond.
+//!
+//! The rules, in one place:
+//! - a trouble signal for a node with no open incident opens one; trouble and
+//!   supporting signals for that node join it and count;
+//! - it resolves at a node-ready marker for the node, or once no trouble
+//!   signal has come for `resolve_after` (resolved at last trouble +
+//!   `resolve_after`); a kubelet restart does not resolve it;
+//! - over threshold: more than `retries` status retries and failed
+//!   registrations within `window`; that raises an alert once, a reminder
+//!   every `repeat_interval` while over threshold, and a resolved notice
+//!   (if `send_resolved`) when it ends;
+//! - verdict and cause: see [`Incident::verdict`] and [`Incident::cause`].
+
+mod incident;
+
+use std::collections::{BTreeMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+pub use incident::{
+    Anchor, Evidence, Incident, Resolution, Status, Verdict, cause_explanation, one_line,
+};
+
+use crate::signals::{Cause, Role, Signal, SignalKind};
+use crate::time::{Micros, SECOND};
+
+/// The tracker's settings; all can change at run time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settings {
+    pub resolve_after: Micros,
+    pub race_window: Micros,
+    pub retries: u32,
+    pub window: Micros,
+    pub repeat_interval: Micros,
+    pub send_resolved: bool,
+    /// `[node] name`: the node when neither the line nor the host's
+    /// registration says.
+    pub node_name: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            resolve_after: 60 * SECOND,
+            race_window: 10 * SECOND,
+            retries: 5,
+            window: 600 * SECOND,
+            repeat_interval: 4 * 3600 * SECOND,
+            send_resolved: true,
+            node_name: None,
+        }
+    }
+}
+
+/// One recognised line, as the tracker sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Observation<'a> {
+    pub signal: &'a Signal,
+    pub at: Micros,
+    pub host: Option<&'a str>,
+    pub cursor: Option<&'a str>,
+    /// The line's text, kept as evidence when the incident keeps it.
+    pub text: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AlertKind {
+    Opened,
+    Repeat,
+    Resolved,
+}
+
+/// What the tracker decided; the caller persists and acts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    OpenIncident {
+        id: String,
+    },
+    UpdateIncident {
+        id: String,
+    },
+    /// The incident is now in [`Tracker::take_resolved`].
+    ResolveIncident {
+        id: String,
+    },
+    QueueAlert {
+        id: String,
+        kind: AlertKind,
+        at: Micros,
+    },
+}
+
+/// What one kubelet (one host) told us lately.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Origin {
+    /// The node this host's kubelet last registered (or tried to) as.
+    registered_node: Option<String>,
+    /// The node its lines last named.
+    named_node: Option<String>,
+    started_at: Option<Micros>,
+    caches_synced_at: Option<Micros>,
+    /// Recent markers, kept as evidence for an incident that opens soon after.
+    markers: VecDeque<Evidence>,
+}
+
+const ORIGIN_MARKERS: usize = 8;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tracker {
+    settings: Settings,
+    origins: BTreeMap<String, Origin>,
+    /// When each node last registered.
+    registered_at: BTreeMap<String, Micros>,
+    /// Open incidents by node.
+    open: BTreeMap<String, Incident>,
+    /// Resolved and not yet taken by the caller.
+    resolved: Vec<Incident>,
+    /// No open incident can resolve on quiet time before this.
+    next_due: Option<Micros>,
+}
+
+/// A deterministic id: the same entries give the same ids in `scan`, catch-up
+/// and live following.
+fn incident_id(node: &str, opened_at: Micros) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in node.bytes().chain(opened_at.to_le_bytes()) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{:012x}", h >> 16)
+}
+
+impl Tracker {
+    #[must_use]
+    pub fn new(settings: Settings) -> Self {
+        Self {
+            settings,
+            ..Self::default()
+        }
+    }
+
+    #[must_use]
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// New settings (SIGHUP); open incidents are judged by them from now on.
+    pub fn set_settings(&mut self, settings: Settings) {
+        self.settings = settings;
+        self.next_due = None;
+    }
+
+    /// Open incidents, by node.
+    pub fn open_incidents(&self) -> impl Iterator<Item = &Incident> {
+        self.open.values()
+    }
+
+    #[must_use]
+    pub fn incident(&self, id: &str) -> Option<&Incident> {
+        self.open
+            .values()
+            .chain(self.resolved.iter())
+            .find(|i| i.id == id)
+    }
+
+    /// Incidents resolved since the last call.
+    pub fn take_resolved(&mut self) -> Vec<Incident> {
+        std::mem::take(&mut self.resolved)
+    }
+
+    /// Records that the first alert for an incident was delivered.
+    pub fn mark_alerted(&mut self, id: &str, at: Micros) {
+        if let Some(i) = self.open.values_mut().find(|i| i.id == id) {
+            i.alerted_at.get_or_insert(at);
+        }
+    }
+
+    /// The node a signal is about: named in the line, else the node this
+    /// host's kubelet registered as (or last named), else `[node] name`, else
+    /// the host.
+    #[must_use]
+    pub fn node_for(&self, sig: &Signal, host: &str) -> String {
+        if let Some(n) = &sig.node {
+            return n.clone();
+        }
+        let origin = self.origins.get(host);
+        origin
+            .and_then(|o| o.registered_node.clone().or_else(|| o.named_node.clone()))
+            .or_else(|| self.settings.node_name.clone())
+            .or_else(|| (!host.is_empty()).then(|| host.to_string()))
+            .unwrap_or_else(|| "unknown".to_string())
+    }
+
+    /// Takes one recognised line.
+    pub fn observe(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) {
+        let host = obs.host.unwrap_or("");
+        let sig = obs.signal;
+        let node = self.node_for(sig, host);
+        let at = obs.at;
+        let origin = self.origins.entry(host.to_string()).or_default();
+        if sig.node.is_some() {
+            origin.named_node = Some(node.clone());
+        }
+        match sig.kind.role() {
+            Role::Marker => self.marker(obs, node, out),
+            Role::Trouble => {
+                self.expire(&node, at, out);
+                if !self.open.contains_key(&node) {
+                    self.open_incident(obs, &node, out);
+                }
+                self.count(obs, &node, out);
+            }
+            Role::Supporting => {
+                self.expire(&node, at, out);
+                if self.open.contains_key(&node) {
+                    self.count(obs, &node, out);
+                }
+            }
+        }
+    }
+
+    fn marker(&mut self, obs: &Observation<'_>, node: String, out: &mut Vec<Decision>) {
+        let at = obs.at;
+        let origin = self
+            .origins
+            .entry(obs.host.unwrap_or("").to_string())
+            .or_default();
+        match obs.signal.kind {
+            SignalKind::RegisterAttempt => origin.registered_node = Some(node.clone()),
+            SignalKind::Registered => {
+                origin.registered_node = Some(node.clone());
+                self.registered_at.insert(node.clone(), at);
+            }
+            SignalKind::KubeletStarted => origin.started_at = Some(at),
+            SignalKind::CachesSynced => origin.caches_synced_at = Some(at),
+            _ => {}
+        }
+        let evidence = Evidence::new(at, obs.cursor, obs.signal.kind, obs.text);
+        origin.markers.push_back(evidence.clone());
+        if origin.markers.len() > ORIGIN_MARKERS {
+            origin.markers.pop_front();
+        }
+        self.expire(&node, at, out);
+        if let Some(inc) = self.open.get_mut(&node) {
+            inc.add_evidence(evidence);
+            inc.last_signal_at = inc.last_signal_at.max(at);
+            if obs.signal.kind == SignalKind::NodeReady {
+                self.resolve(&node, at, Resolution::NodeReady, out);
+            } else {
+                out.push(Decision::UpdateIncident { id: inc.id.clone() });
+            }
+        }
+    }
+
+    fn open_incident(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
+        let at = obs.at;
+        let host = obs.host.unwrap_or("");
+        let origin = self.origins.get(host).cloned().unwrap_or_default();
+        // The registration or kubelet start this trouble came after.
+        let registered = self
+            .registered_at
+            .get(node)
+            .copied()
+            .filter(|&t| t <= at)
+            .map(|t| Anchor {
+                kind: SignalKind::Registered,
+                at: t,
+            });
+        let started = origin.started_at.filter(|&t| t <= at).map(|t| Anchor {
+            kind: SignalKind::KubeletStarted,
+            at: t,
+        });
+        let anchor = match (registered, started) {
+            (Some(r), Some(s)) => Some(if s.at > r.at { s } else { r }),
+            (r, s) => r.or(s),
+        };
+        let caches_synced_at = origin
+            .caches_synced_at
+            .filter(|&c| anchor.is_none_or(|a| c <= a.at));
+        let lookback = self.settings.race_window.max(60 * SECOND);
+        let mut inc = Incident {
+            id: incident_id(node, at),
+            node: node.to_string(),
+            host: obs.host.map(str::to_string),
+            opened_at: at,
+            last_signal_at: at,
+            last_trouble_at: at,
+            resolved_at: None,
+            resolution: None,
+            retries: 0,
+            exhausted: 0,
+            lister_misses: 0,
+            register_failures: 0,
+            lease_failures: 0,
+            watch_failures: 0,
+            over_threshold_at: None,
+            last_alert_at: None,
+            alerted_at: None,
+            anchor,
+            caches_synced_at,
+            first_trouble: obs.signal.kind,
+            causes: BTreeMap::new(),
+            non_lister_trouble: 0,
+            recent: VecDeque::new(),
+            evidence_head: Vec::new(),
+            evidence_tail: VecDeque::new(),
+            evidence_dropped: 0,
+        };
+        for m in origin
+            .markers
+            .iter()
+            .filter(|m| m.at <= at && at - m.at <= lookback)
+        {
+            inc.add_evidence(m.clone());
+        }
+        out.push(Decision::OpenIncident { id: inc.id.clone() });
+        self.open.insert(node.to_string(), inc);
+    }
+
+    fn count(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
+        let s = &self.settings;
+        let Some(inc) = self.open.get_mut(node) else {
+            return;
+        };
+        let at = obs.at;
+        let sig = obs.signal;
+        inc.last_signal_at = inc.last_signal_at.max(at);
+        let cause = sig.cause.unwrap_or(Cause::Unknown);
+        *inc.causes.entry(cause).or_default() += 1;
+        let mut counted_retry = false;
+        match sig.kind {
+            SignalKind::StatusRetry => {
+                inc.retries += 1;
+                counted_retry = true;
+            }
+            SignalKind::RegisterFailed => {
+                inc.register_failures += 1;
+                counted_retry = true;
+            }
+            SignalKind::StatusExhausted => inc.exhausted += 1,
+            SignalKind::ListerMiss => inc.lister_misses += 1,
+            SignalKind::LeaseFailed => inc.lease_failures += 1,
+            SignalKind::WatchFailed => inc.watch_failures += 1,
+            _ => {}
+        }
+        if sig.kind.role() == Role::Trouble {
+            inc.last_trouble_at = inc.last_trouble_at.max(at);
+            // The exhausted line carries no error of its own ("exceeds retry
+            // count"), so it says nothing about the lister.
+            if cause != Cause::ListerLag && sig.kind != SignalKind::StatusExhausted {
+                inc.non_lister_trouble += 1;
+            }
+        }
+        inc.add_evidence(Evidence::new(at, obs.cursor, sig.kind, obs.text));
+        let id = inc.id.clone();
+        out.push(Decision::UpdateIncident { id: id.clone() });
+        if counted_retry {
+            inc.recent.push_back(at);
+            while inc.recent.len() > s.retries as usize + 1 {
+                inc.recent.pop_front();
+            }
+            let over = inc.recent.len() > s.retries as usize
+                && inc
+                    .recent
+                    .front()
+                    .is_some_and(|&first| at - first <= s.window);
+            if over {
+                if inc.over_threshold_at.is_none() {
+                    inc.over_threshold_at = Some(at);
+                    inc.last_alert_at = Some(at);
+                    out.push(Decision::QueueAlert {
+                        id,
+                        kind: AlertKind::Opened,
+                        at,
+                    });
+                } else if inc
+                    .last_alert_at
+                    .is_some_and(|last| at - last >= s.repeat_interval)
+                {
+                    inc.last_alert_at = Some(at);
+                    out.push(Decision::QueueAlert {
+                        id,
+                        kind: AlertKind::Repeat,
+                        at,
+                    });
+                }
+            }
+        }
+        let deadline = at + s.resolve_after;
+        self.next_due = Some(self.next_due.map_or(deadline, |d| d.min(deadline)));
+    }
+
+    /// Resolves `node`'s incident if it has been quiet for `resolve_after`
+    /// by `now`.
+    fn expire(&mut self, node: &str, now: Micros, out: &mut Vec<Decision>) {
+        let resolve_after = self.settings.resolve_after;
+        if let Some(inc) = self.open.get(node) {
+            if now - inc.last_trouble_at >= resolve_after {
+                let at = inc.last_trouble_at + resolve_after;
+                self.resolve(node, at, Resolution::Quiet, out);
+            }
+        }
+    }
+
+    fn resolve(&mut self, node: &str, at: Micros, how: Resolution, out: &mut Vec<Decision>) {
+        let Some(mut inc) = self.open.remove(node) else {
+            return;
+        };
+        inc.resolved_at = Some(at.max(inc.last_signal_at));
+        inc.resolution = Some(how);
+        out.push(Decision::ResolveIncident { id: inc.id.clone() });
+        if inc.over_threshold_at.is_some() && self.settings.send_resolved {
+            out.push(Decision::QueueAlert {
+                id: inc.id.clone(),
+                kind: AlertKind::Resolved,
+                at,
+            });
+        }
+        self.resolved.push(inc);
+    }
+
+    /// Moves time forward: resolves incidents quiet for `resolve_after`.
+    pub fn advance(&mut self, now: Micros, out: &mut Vec<Decision>) {
+        if self.next_due.is_some_and(|d| now < d) || self.open.is_empty() {
+            return;
+        }
+        let due: Vec<String> = self
+            .open
+            .iter()
+            .filter(|(_, i)| now - i.last_trouble_at >= self.settings.resolve_after)
+            .map(|(n, _)| n.clone())
+            .collect();
+        for node in due {
+            self.expire(&node, now, out);
+        }
+        self.next_due = self
+            .open
+            .values()
+            .map(|i| i.last_trouble_at + self.settings.resolve_after)
+            .min();
+    }
+}
+
+#[cfg(test)]
+mod tests;
