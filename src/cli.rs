@@ -86,7 +86,7 @@ pub struct ScanArgs {
     /// The kubelet's unit (repeatable).
     #[arg(long = "unit", default_values_t = vec!["kubelet.service".to_string()])]
     pub units: Vec<String>,
-    /// Extra SYSLOG_IDENTIFIERs to read as the kubelet (repeatable), e.g. kubenswrapper, k3s.
+    /// Extra `SYSLOG_IDENTIFIER`s to read as the kubelet (repeatable), e.g. kubenswrapper, k3s.
     #[arg(long = "identifier")]
     pub identifiers: Vec<String>,
     /// The node name when neither the line nor the host's registration says.

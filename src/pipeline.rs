@@ -205,9 +205,10 @@ impl Pipeline {
         decisions: &mut Vec<Decision>,
     ) {
         let host = entry.host.as_deref();
-        let node = self.tracker.node_for(sig, host.unwrap_or(""));
-        if !self.summary.nodes.contains(&node) {
-            self.summary.nodes.insert(node);
+        if let Some(node) = self.tracker.node_for(sig, host.unwrap_or("")) {
+            if !self.summary.nodes.contains(&node) {
+                self.summary.nodes.insert(node);
+            }
         }
         let obs = Observation {
             signal: sig,

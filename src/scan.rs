@@ -37,9 +37,9 @@ pub fn scan(inputs: &[Input], read: &ReadOptions, settings: Settings) -> ScanRes
     for input in inputs {
         let items = match input {
             Input::Path(p) => journal::open_input(p, read),
-            Input::System => journal::sd::read(journal::sd::Target::System, &read.filter),
+            Input::System => journal::sd::read(&journal::sd::Target::System, &read.filter),
             Input::Namespace(n) => {
-                journal::sd::read(journal::sd::Target::Namespace(n.clone()), &read.filter)
+                journal::sd::read(&journal::sd::Target::Namespace(n.clone()), &read.filter)
             }
         };
         let items = match items {

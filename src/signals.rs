@@ -560,7 +560,7 @@ fn node_of(line: &Line<'_>, kind: SignalKind) -> Option<String> {
             if let Some(start) = t.find(needle) {
                 let rest = &t[start + needle.len()..];
                 let end = rest
-                    .find(|c: char| matches!(c, '?' | '"' | '/' | ':' | ' ' | '\\'))
+                    .find(['?', '"', '/', ':', ' ', '\\'])
                     .unwrap_or(rest.len());
                 if let Some(name) = plausible_node(&rest[..end]) {
                     return Some(name);
@@ -626,7 +626,7 @@ fn not_found_class(text: &str) -> Option<Cause> {
             };
             let word = text[..open]
                 .trim_end()
-                .rsplit([' ', ':', '('])
+                .rsplit(|c: char| c.is_whitespace() || c == ':' || c == '(')
                 .next()
                 .unwrap_or("");
             let class = match word {
@@ -650,7 +650,13 @@ mod tests {
 
     /// (line, kind, node, cause): one row per real line shape, most from
     /// `fixtures/real-logs/` and `messages.md`.
-    const CASES: &[(&str, Option<SignalKind>, Option<&str>, Option<Cause>)] = &[
+    type Case = (
+        &'static str,
+        Option<SignalKind>,
+        Option<&'static str>,
+        Option<Cause>,
+    );
+    const CASES: &[Case] = &[
         // 1.31+: the lister race on try 0.
         (
             r#"E0715 16:24:50.198000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w1\": node \"w1\" not found""#,

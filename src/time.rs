@@ -117,6 +117,7 @@ pub fn short(us: Micros) -> String {
 }
 
 /// Parses an RFC 3339 time (`2026-11-29T10:00:00Z`) into micros.
+#[must_use]
 pub fn parse_rfc3339(s: &str) -> Option<Micros> {
     DateTime::parse_from_rfc3339(s.trim())
         .ok()

@@ -48,7 +48,7 @@ pub struct EntryFilter {
 }
 
 /// Identifiers a kubelet is known to log under when a saved text log has no
-/// unit to go by (`klog-format.md`, SYSLOG_IDENTIFIER row).
+/// unit to go by (`klog-format.md`, `SYSLOG_IDENTIFIER` row).
 pub const KNOWN_KUBELET_IDENTIFIERS: &[&str] = &[
     "kubelet",
     "kubelet-wrapper",

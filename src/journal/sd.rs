@@ -1,7 +1,7 @@
 //! The journal through libsystemd (the `systemd` crate).
 //!
 //! The `sd_journal` handle is neither Send nor Sync, and libsystemd wants it
-//! created, used and freed on one thread (man sd_journal_open). So it lives
+//! created, used and freed on one thread (man `sd_journal_open`). So it lives
 //! on a dedicated OS thread that hands owned entries out in batches over a
 //! bounded channel: a slow consumer blocks the reader (backpressure), and the
 //! reader checks a stop flag between waits so it can always be told to end.
@@ -327,11 +327,11 @@ pub fn read_paths(paths: &[PathBuf], filter: &EntryFilter) -> Result<Items, Sour
         [one] if one.is_dir() => Target::Directory(one.clone()),
         _ => Target::Files(paths.to_vec()),
     };
-    read(target, filter)
+    read(&target, filter)
 }
 
 /// Reads a whole journal once, from the head.
-pub fn read(target: Target, filter: &EntryFilter) -> Result<Items, SourceError> {
+pub fn read(target: &Target, filter: &EntryFilter) -> Result<Items, SourceError> {
     let stop = Arc::new(AtomicBool::new(false));
     let spec = Spec {
         target: target.clone(),

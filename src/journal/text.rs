@@ -342,7 +342,7 @@ mod tests {
         assert_eq!(e.host.as_deref(), Some("ip-172-20-47-6"));
         assert_eq!(e.identifier.as_deref(), Some("kubelet"));
         assert_eq!(e.pid, Some(1272));
-        assert_eq!(rfc3339(e.at.unwrap()), "2026-03-22T17:40:06.000Z");
+        assert_eq!(rfc3339(e.at.unwrap()), "2026-03-22T17:40:06.941Z");
         assert!(e.message.starts_with(b"E0322"));
         let e = &read("Apr 18 22:07:55.432265 kt2-master kubelet[2425]: I0418 x\n")[0];
         assert_eq!(rfc3339(e.at.unwrap()), "2026-04-18T22:07:55.432Z");

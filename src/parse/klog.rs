@@ -140,6 +140,7 @@ fn go_string(i: &str) -> IResult<&str, Cow<'_, str>> {
 /// `\xNN` (a byte, possibly invalid UTF-8), octal `\NNN`, `\uNNNN`,
 /// `\UNNNNNNNN`. Unknown escapes are kept as written.
 #[must_use]
+#[allow(clippy::many_single_char_names)] // b/i/c/v as in Go's strconv.Unquote
 pub fn unquote(s: &str) -> String {
     let b = s.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(b.len());
@@ -223,7 +224,13 @@ fn block(i: &str) -> IResult<&str, Cow<'_, str>> {
         if let Some(after) = rest.strip_prefix(" >") {
             return Ok((after, Cow::Owned(lines.join("\n"))));
         }
-        let Some(body) = rest.strip_prefix('\t') else {
+        // One TAB as klog writes it; spaces where `journalctl` expanded the
+        // TAB or a paste lost it.
+        let body = if let Some(b) = rest.strip_prefix('\t') {
+            b
+        } else if rest.starts_with(' ') && !rest.trim_start_matches(' ').starts_with('>') {
+            rest.trim_start_matches(' ')
+        } else {
             // Unterminated (the entry was cut): keep what there is.
             return Ok((rest, Cow::Owned(lines.join("\n"))));
         };
@@ -252,7 +259,7 @@ fn bracketed(i: &str) -> IResult<&str, Cow<'_, str>> {
     while n < b.len() {
         match (in_str, b[n]) {
             (true, b'\\') => n += 1,
-            (true, b'"') | (false, b'"') => in_str = !in_str,
+            (_, b'"') => in_str = !in_str,
             (false, b'{' | b'[') => depth += 1,
             (false, b'}' | b']') => {
                 depth -= 1;
@@ -269,6 +276,7 @@ fn bracketed(i: &str) -> IResult<&str, Cow<'_, str>> {
 
 /// A bare value (`statusVersion=4`, `%+v` text): up to the next ` key=`, or
 /// the end of the line.
+#[allow(clippy::unnecessary_wraps)] // the shape `alt` takes
 fn bare(i: &str) -> IResult<&str, Cow<'_, str>> {
     let end_of_line = i.find('\n').unwrap_or(i.len());
     let mut end = i[..end_of_line]
@@ -406,6 +414,14 @@ mod tests {
         assert_eq!(msg, "using InfoS with\nthe message");
         assert_eq!(kv[1].1, "long: Multiple\nlines");
         assert_eq!(kv[2].1, "another value");
+        // As `journalctl` shows it: TABs expanded to spaces.
+        let Body::Structured { kv, .. } =
+            body("\"m\" k=<\n        line one\n        line two\n > x=1")
+        else {
+            panic!()
+        };
+        assert_eq!(kv[0].1, "line one\nline two");
+        assert_eq!(kv[1].1, "1");
     }
 
     #[test]

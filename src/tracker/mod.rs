@@ -111,6 +111,9 @@ struct Origin {
 
 const ORIGIN_MARKERS: usize = 8;
 
+/// The node of trouble that nothing names (a bare log with no host).
+pub const UNKNOWN_NODE: &str = "unknown";
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tracker {
     settings: Settings,
@@ -184,31 +187,33 @@ impl Tracker {
     /// The node a signal is about: named in the line, else the node this
     /// host's kubelet registered as (or last named), else `[node] name`, else
     /// the host.
+    /// `None` when nothing says (a bare log with no host).
     #[must_use]
-    pub fn node_for(&self, sig: &Signal, host: &str) -> String {
+    pub fn node_for(&self, sig: &Signal, host: &str) -> Option<String> {
         if let Some(n) = &sig.node {
-            return n.clone();
+            return Some(n.clone());
         }
         let origin = self.origins.get(host);
         origin
             .and_then(|o| o.registered_node.clone().or_else(|| o.named_node.clone()))
             .or_else(|| self.settings.node_name.clone())
             .or_else(|| (!host.is_empty()).then(|| host.to_string()))
-            .unwrap_or_else(|| "unknown".to_string())
     }
 
     /// Takes one recognised line.
     pub fn observe(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) {
         let host = obs.host.unwrap_or("");
         let sig = obs.signal;
-        let node = self.node_for(sig, host);
+        let node = self
+            .node_for(sig, host)
+            .unwrap_or_else(|| UNKNOWN_NODE.to_string());
         let at = obs.at;
         let origin = self.origins.entry(host.to_string()).or_default();
         if sig.node.is_some() {
             origin.named_node = Some(node.clone());
         }
         match sig.kind.role() {
-            Role::Marker => self.marker(obs, node, out),
+            Role::Marker => self.marker(obs, &node, out),
             Role::Trouble => {
                 self.expire(&node, at, out);
                 if !self.open.contains_key(&node) {
@@ -225,17 +230,17 @@ impl Tracker {
         }
     }
 
-    fn marker(&mut self, obs: &Observation<'_>, node: String, out: &mut Vec<Decision>) {
+    fn marker(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
         let at = obs.at;
         let origin = self
             .origins
             .entry(obs.host.unwrap_or("").to_string())
             .or_default();
         match obs.signal.kind {
-            SignalKind::RegisterAttempt => origin.registered_node = Some(node.clone()),
+            SignalKind::RegisterAttempt => origin.registered_node = Some(node.to_string()),
             SignalKind::Registered => {
-                origin.registered_node = Some(node.clone());
-                self.registered_at.insert(node.clone(), at);
+                origin.registered_node = Some(node.to_string());
+                self.registered_at.insert(node.to_string(), at);
             }
             SignalKind::KubeletStarted => origin.started_at = Some(at),
             SignalKind::CachesSynced => origin.caches_synced_at = Some(at),
@@ -246,12 +251,12 @@ impl Tracker {
         if origin.markers.len() > ORIGIN_MARKERS {
             origin.markers.pop_front();
         }
-        self.expire(&node, at, out);
-        if let Some(inc) = self.open.get_mut(&node) {
+        self.expire(node, at, out);
+        if let Some(inc) = self.open.get_mut(node) {
             inc.add_evidence(evidence);
             inc.last_signal_at = inc.last_signal_at.max(at);
             if obs.signal.kind == SignalKind::NodeReady {
-                self.resolve(&node, at, Resolution::NodeReady, out);
+                self.resolve(node, at, Resolution::NodeReady, out);
             } else {
                 out.push(Decision::UpdateIncident { id: inc.id.clone() });
             }

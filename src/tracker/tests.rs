@@ -1,1 +1,339 @@
+//! Scenario tests: kubelet lines replayed through the pipeline into the
+//! tracker, with time injected (a day replays in a millisecond).
 
+use super::*;
+use crate::journal::{Entry, EntryFilter};
+use crate::pipeline::Pipeline;
+use crate::signals::Cause;
+
+const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
+
+/// A kubelet line at `ms` after T0 from `host`.
+type Line<'a> = (i64, &'a str, &'a str);
+
+struct Replay {
+    incidents: Vec<Incident>,
+    alerts: Vec<(AlertKind, String)>,
+    settings: Settings,
+}
+
+fn replay_with(lines: &[Line<'_>], settings: Settings, end_ms: i64) -> Replay {
+    let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
+    let mut decisions = Vec::new();
+    for (ms, host, text) in lines {
+        let e = Entry {
+            at: Some(T0 + ms * 1000),
+            host: Some((*host).to_string()),
+            unit: Some("kubelet.service".into()),
+            identifier: Some(
+                if text.starts_with("kubelet.service") || text.starts_with("Started") {
+                    "systemd".into()
+                } else {
+                    "kubelet".into()
+                },
+            ),
+            message: text.as_bytes().to_vec(),
+            ..Entry::default()
+        };
+        p.push(e, &mut decisions);
+    }
+    p.flush(&mut decisions);
+    p.advance(T0 + end_ms * 1000, &mut decisions);
+    let alerts = decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::QueueAlert { id, kind, .. } => Some((*kind, id.clone())),
+            _ => None,
+        })
+        .collect();
+    let mut incidents = p.tracker_mut().take_resolved();
+    incidents.extend(p.tracker().open_incidents().cloned());
+    incidents.sort_by_key(|i| (i.opened_at, i.node.clone()));
+    Replay {
+        incidents,
+        alerts,
+        settings,
+    }
+}
+
+fn replay(lines: &[Line<'_>], end_ms: i64) -> Replay {
+    replay_with(lines, Settings::default(), end_ms)
+}
+
+const REFUSED: &str = r#"E0715 16:24:50.000000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w2\": Get \"https://10.0.0.1:6443/api/v1/nodes/w2?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#;
+const EXHAUSTED: &str = r#"E0715 16:24:50.000000    2425 kubelet_node_status.go:522] "Unable to update node status" err="update node status exceeds retry count""#;
+const DELETED: &str = r#"E0322 17:40:06.941770    1272 kubelet_node_status.go:390] Error updating node status, will retry: error getting node "w3": nodes "w3" not found"#;
+
+/// One failing status cycle: 5 tries back to back, then "exhausted".
+fn cycle<'a>(at_ms: i64, host: &'a str, retry: &'a str) -> Vec<Line<'a>> {
+    let mut v: Vec<Line<'a>> = (0..5).map(|n| (at_ms + n, host, retry)).collect();
+    v.push((at_ms + 5, host, EXHAUSTED));
+    v
+}
+
+#[test]
+fn startup_race_is_recognised_and_never_alerts() {
+    let r = replay(
+        &[
+            (
+                0,
+                "w1",
+                r#"I0715 16:24:50.000000    2425 server.go:484] "Kubelet version" kubeletVersion="v1.31.0""#,
+            ),
+            (
+                100,
+                "w1",
+                r#"I0715 16:24:50.100000    2425 shared_informer.go:320] "Caches are synced" controller="node""#,
+            ),
+            (
+                191,
+                "w1",
+                r#"I0715 16:24:50.191000    2425 kubelet_node_status.go:72] "Attempting to register node" node="w1""#,
+            ),
+            (
+                198,
+                "w1",
+                r#"I0715 16:24:50.198000    2425 kubelet_node_status.go:75] "Successfully registered node" node="w1""#,
+            ),
+            (
+                198,
+                "w1",
+                r#"E0715 16:24:50.198000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w1\": node \"w1\" not found""#,
+            ),
+        ],
+        120_000,
+    );
+    assert_eq!(r.incidents.len(), 1);
+    let i = &r.incidents[0];
+    assert_eq!(i.node, "w1");
+    assert_eq!(i.retries, 1);
+    assert_eq!(i.verdict(&r.settings), Verdict::StartupRace);
+    assert_eq!(i.cause(), Cause::ListerLag);
+    assert_eq!(i.status(), Status::Resolved);
+    assert_eq!(i.resolution, Some(Resolution::Quiet));
+    assert_eq!(i.resolved_at, Some(T0 + 198_000 + 60 * SECOND));
+    let d = i.diagnosis(&r.settings);
+    assert!(
+        d.contains("Registered at 16:24:50.198; the lister missed the node 0 ms later"),
+        "{d}"
+    );
+    assert!(
+        d.contains("caches reported synced 98 ms before registration"),
+        "{d}"
+    );
+    // Markers before the opening are kept as evidence.
+    let kinds: Vec<_> = i.evidence().map(|e| e.signal).collect();
+    assert_eq!(
+        kinds,
+        [
+            SignalKind::KubeletStarted,
+            SignalKind::CachesSynced,
+            SignalKind::RegisterAttempt,
+            SignalKind::Registered,
+            SignalKind::StatusRetry
+        ]
+    );
+    assert!(r.alerts.is_empty());
+}
+
+#[test]
+fn persistent_outage_alerts_once_then_resolves_with_a_notice() {
+    let mut lines = Vec::new();
+    for c in 0..3 {
+        lines.extend(cycle(c * 10_000, "w2", REFUSED));
+    }
+    let r = replay(&lines, 200_000);
+    assert_eq!(r.incidents.len(), 1);
+    let i = &r.incidents[0];
+    assert_eq!((i.retries, i.exhausted), (15, 3));
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+    assert_eq!(i.cause(), Cause::ApiUnreachable);
+    // The 6th retry (more than 5) crossed the threshold: in the second cycle.
+    assert_eq!(i.over_threshold_at, Some(T0 + 10_000_000));
+    assert_eq!(i.status(), Status::Resolved);
+    let kinds: Vec<AlertKind> = r.alerts.iter().map(|(k, _)| *k).collect();
+    assert_eq!(kinds, [AlertKind::Opened, AlertKind::Resolved]);
+    assert!(
+        i.diagnosis(&r.settings)
+            .contains("crossed the alert threshold")
+    );
+}
+
+#[test]
+fn reminders_repeat_while_over_threshold() {
+    let mut lines = Vec::new();
+    for c in 0..10 {
+        lines.extend(cycle(c * 10_000, "w2", REFUSED));
+    }
+    let settings = Settings {
+        repeat_interval: 30 * SECOND,
+        ..Settings::default()
+    };
+    let r = replay_with(&lines, settings, 95_000);
+    let kinds: Vec<AlertKind> = r.alerts.iter().map(|(k, _)| *k).collect();
+    // Over at 10 s; reminders at 40 s and 70 s; still open at the end.
+    assert_eq!(
+        kinds,
+        [AlertKind::Opened, AlertKind::Repeat, AlertKind::Repeat]
+    );
+    assert_eq!(r.incidents[0].status(), Status::Open);
+}
+
+#[test]
+fn deleted_node_is_node_missing() {
+    let mut lines = Vec::new();
+    for c in 0..4 {
+        lines.extend(cycle(c * 10_000, "ip-1", DELETED));
+    }
+    let r = replay(&lines, 40_000);
+    let i = &r.incidents[0];
+    assert_eq!(i.node, "w3");
+    assert_eq!(i.host.as_deref(), Some("ip-1"));
+    assert_eq!(i.cause(), Cause::NodeMissing);
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+    // The exhausted lines name no node: they go to the node the host's lines named.
+    assert_eq!(i.exhausted, 4);
+}
+
+#[test]
+fn flapping_makes_separate_transient_incidents() {
+    let lines = [
+        (0, "w2", REFUSED),
+        (1, "w2", REFUSED),
+        (90_000, "w2", REFUSED),
+        (180_000, "w2", REFUSED),
+    ];
+    let r = replay(&lines, 400_000);
+    assert_eq!(r.incidents.len(), 3);
+    for i in &r.incidents {
+        assert_eq!(i.verdict(&r.settings), Verdict::Transient);
+        assert_eq!(i.status(), Status::Resolved);
+    }
+    assert_eq!(r.incidents[0].retries, 2);
+    assert!(r.alerts.is_empty());
+}
+
+#[test]
+fn two_nodes_interleaved_stay_apart() {
+    let mut lines = vec![(
+        0,
+        "a",
+        r#"I0715 16:24:50.000000    1 kubelet_node_status.go:75] "Successfully registered node" node="a""#,
+    )];
+    for c in 0..3 {
+        lines.extend(cycle(c * 10_000 + 3, "b", DELETED));
+        if c == 0 {
+            lines.push((40, "a", r#"E0715 16:24:50.040000    1 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"a\": node \"a\" not found""#));
+        }
+    }
+    lines.sort_by_key(|l| l.0);
+    let r = replay(&lines, 30_000);
+    assert_eq!(r.incidents.len(), 2);
+    let a = r.incidents.iter().find(|i| i.node == "a").unwrap();
+    let b = r.incidents.iter().find(|i| i.node == "w3").unwrap();
+    assert_eq!(a.verdict(&r.settings), Verdict::StartupRace);
+    assert_eq!(a.retries, 1);
+    assert_eq!(b.retries, 15);
+    assert_eq!(b.verdict(&r.settings), Verdict::Persistent);
+    assert!(a.evidence().all(|e| !e.text.contains("w3")));
+}
+
+#[test]
+fn kubelet_restart_does_not_resolve() {
+    let mut lines = cycle(0, "w2", REFUSED);
+    lines.push((
+        5_000,
+        "w2",
+        "kubelet.service: Main process exited, code=exited, status=1/FAILURE",
+    ));
+    lines.push((6_000, "w2", "Started kubelet: The Kubernetes Node Agent."));
+    lines.push((6_500, "w2", r#"I0715 16:24:56.500000    2500 server.go:484] "Kubelet version" kubeletVersion="v1.31.0""#));
+    lines.extend(cycle(20_000, "w2", REFUSED));
+    let r = replay(&lines, 30_000);
+    assert_eq!(r.incidents.len(), 1);
+    let i = &r.incidents[0];
+    assert_eq!(i.status(), Status::Open);
+    assert_eq!((i.retries, i.exhausted), (10, 2));
+    // Over threshold across the restart.
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+}
+
+#[test]
+fn node_ready_resolves_at_once() {
+    let r = replay(
+        &[
+            (
+                0,
+                "w4",
+                r#"I0418 22:07:55.000000    2425 server.go:484] "Kubelet version" kubeletVersion="v1.30.0""#,
+            ),
+            (
+                400,
+                "w4",
+                r#"E0418 22:07:55.432195    2425 kubelet_node_status.go:462] "Error getting the current node from lister" err="node \"w4\" not found""#,
+            ),
+            (
+                500,
+                "w4",
+                r#"E0418 22:07:55.533052    2425 kubelet_node_status.go:462] "Error getting the current node from lister" err="node \"w4\" not found""#,
+            ),
+            (
+                600,
+                "w4",
+                r#"I0418 22:07:55.600000    2425 kubelet_node_status.go:73] "Successfully registered node" node="w4""#,
+            ),
+            (
+                900,
+                "w4",
+                r#"I0418 22:07:55.900000    2425 kubelet_node_status.go:493] "Fast updating node status as it just became ready""#,
+            ),
+        ],
+        1_000,
+    );
+    let i = &r.incidents[0];
+    assert_eq!(i.lister_misses, 2);
+    assert_eq!(i.resolution, Some(Resolution::NodeReady));
+    assert_eq!(i.resolved_at, Some(T0 + 900_000));
+    // Anchored to the kubelet start: the pre-registration wait is the race.
+    assert_eq!(i.verdict(&r.settings), Verdict::StartupRace);
+}
+
+#[test]
+fn failed_registrations_count_toward_the_threshold() {
+    let line = r#"E0830 11:17:55.780886    2417 kubelet_node_status.go:103] Unable to register node "n1" with API server: Post https://10.0.2.15:6443/api/v1/nodes: dial tcp 10.0.2.15:6443: connect: connection refused"#;
+    let lines: Vec<Line<'_>> = [0, 100, 300, 700, 1500, 3100, 6300]
+        .iter()
+        .map(|&ms| (ms, "n1", line))
+        .collect();
+    let r = replay(&lines, 7_000);
+    let i = &r.incidents[0];
+    assert_eq!(i.register_failures, 7);
+    assert_eq!(i.retries, 0);
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+    assert_eq!(r.alerts.len(), 1);
+}
+
+#[test]
+fn evidence_is_bounded_in_a_retry_storm() {
+    let lines: Vec<Line<'_>> = (0..5000).map(|n| (n * 10, "w2", REFUSED)).collect();
+    let r = replay(&lines, 50_000);
+    let i = &r.incidents[0];
+    assert_eq!(i.retries, 5000);
+    assert_eq!(
+        i.evidence().count(),
+        incident::EVIDENCE_HEAD + incident::EVIDENCE_TAIL
+    );
+    assert_eq!(i.evidence_dropped, 5000 - 16);
+    assert_eq!(i.recent.len(), 6);
+}
+
+#[test]
+fn ids_are_deterministic_and_state_round_trips() {
+    let lines = cycle(0, "w2", REFUSED);
+    let a = replay(&lines, 1_000);
+    let b = replay(&lines, 1_000);
+    assert_eq!(a.incidents[0].id, b.incidents[0].id);
+    let t = Tracker::new(Settings::default());
+    let json = serde_json::to_string(&t).unwrap();
+    assert_eq!(serde_json::from_str::<Tracker>(&json).unwrap(), t);
+}

@@ -1,0 +1,151 @@
+//! Black-box tests of the command line: exit codes, output shapes, inputs.
+
+use std::io::Write;
+
+use crate::support::{bin, fixture, run};
+
+#[test]
+fn scan_json_follows_the_contract() {
+    let out = run(
+        bin()
+            .args(["scan", "--utc", "--year", "2025", "--output", "json"])
+            .arg(fixture("sync-guide/problematic.log")),
+        None,
+    );
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in [
+        "entries",
+        "kubelet_lines",
+        "recognized",
+        "unparsed",
+        "first_at",
+        "last_at",
+        "nodes",
+    ] {
+        assert!(v["summary"].get(key).is_some(), "summary.{key}");
+    }
+    let i = &v["incidents"][0];
+    for key in [
+        "id",
+        "node",
+        "host",
+        "status",
+        "verdict",
+        "cause",
+        "opened_at",
+        "last_signal_at",
+        "resolved_at",
+        "retries",
+        "exhausted",
+        "lister_misses",
+        "register_failures",
+        "lease_failures",
+        "watch_failures",
+        "alerted_at",
+        "diagnosis",
+        "evidence",
+    ] {
+        assert!(i.get(key).is_some(), "incident.{key}");
+    }
+    assert_eq!(i["opened_at"], "2025-07-15T16:24:50.198Z");
+    assert_eq!(v["summary"]["nodes"], serde_json::json!(["nuvlrknpcimn01"]));
+    for key in ["at", "cursor", "signal", "text"] {
+        assert!(i["evidence"][0].get(key).is_some(), "evidence.{key}");
+    }
+}
+
+#[test]
+fn table_and_details() {
+    let out = run(
+        bin()
+            .args(["scan", "--utc", "--year", "2025", "--details"])
+            .arg(fixture("sync-guide/problematic.log")),
+        None,
+    );
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("ID "), "{text}");
+    assert!(
+        text.contains("nuvlrknpcimn01  open    startup-race  lister-lag  1"),
+        "{text}"
+    );
+    assert!(text.contains("1 incident (1 open) on 1 node"), "{text}");
+    assert!(
+        text.contains("-98ms  16:24:50.100  caches-synced"),
+        "{text}"
+    );
+    assert!(text.contains("+0ms  16:24:50.198  status-retry"), "{text}");
+}
+
+#[test]
+fn several_paths_gzip_and_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let gz = dir.path().join("coreos.log.gz");
+    let raw = std::fs::read(fixture("real-logs/coreos-bugs-1650.txt")).unwrap();
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).unwrap(),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(&raw).unwrap();
+    enc.finish().unwrap();
+    let out = run(
+        bin()
+            .args(["scan", "--utc", "-o", "json"])
+            .arg(&gz)
+            .arg(fixture("real-logs/kubernetes-kubernetes-75607.txt")),
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["incidents"].as_array().unwrap().len(), 2);
+    let out = run(bin().args(["scan", "--utc", "-o", "json", "-"]), Some(&raw));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["incidents"][0]["cause"], "etcd");
+}
+
+#[test]
+fn errors_say_what_and_where() {
+    let out = run(bin().args(["scan", "/nonexistent/kubelet.log"]), None);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent/kubelet.log"), "{err}");
+
+    let out = run(bin().args(["scan", "--retries", "many"]), None);
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(bin().args(["scan", "--window", "10"]), None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing unit"));
+
+    // A broken JSON line is skipped with its place; the rest is read.
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("k.json");
+    std::fs::write(
+        &p,
+        concat!(
+            r#"{"__REALTIME_TIMESTAMP":"1752596690198000","_SYSTEMD_UNIT":"kubelet.service","_HOSTNAME":"w1","MESSAGE":"E0715 16:24:50.198000    1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"w1\\\": Unauthorized\""}"#,
+            "\n{\"__REALTIME_TIMESTAMP\":\n"
+        ),
+    )
+    .unwrap();
+    let out = run(bin().args(["scan", "-o", "json"]).arg(&p), None);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("{}:2", p.display())), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["malformed"], 1);
+    assert_eq!(v["incidents"][0]["cause"], "auth");
+}
+
+#[test]
+fn help_and_version() {
+    let out = run(bin().arg("--version"), None);
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("kubelet-sentinel "));
+    let out = run(bin().args(["scan", "--help"]), None);
+    assert!(out.status.success());
+}

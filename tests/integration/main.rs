@@ -1,0 +1,9 @@
+//! The one integration test binary. Tests start the real components they
+//! need themselves (journal files written by `systemd-journal-remote`,
+//! `journalctl` for the export/json/text renderings).
+
+mod cli;
+mod formats;
+mod real_logs;
+mod robustness;
+mod support;
