@@ -155,15 +155,16 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
         Output::Json => out
             .write_all(report::scan_json(&result.summary, &result.incidents, &settings).as_bytes()),
         Output::Table => {
+            let views = report::views(&result.incidents, &settings);
             let mut text = String::new();
-            if !result.incidents.is_empty() {
-                text.push_str(&report::table(&result.incidents, &settings));
+            if !views.is_empty() {
+                text.push_str(&report::table(&views));
             }
             text.push_str(&report::summary_line(&result.summary, &result.incidents));
             if args.details {
-                for i in &result.incidents {
+                for v in &views {
                     text.push('\n');
-                    text.push_str(&report::details(i, &settings));
+                    text.push_str(&report::details(v));
                 }
             }
             out.write_all(text.as_bytes())

@@ -1,9 +1,11 @@
 pub mod cli;
+pub mod config;
 pub mod journal;
 pub mod parse;
 pub mod pipeline;
 pub mod report;
 pub mod scan;
 pub mod signals;
+pub mod store;
 pub mod time;
 pub mod tracker;

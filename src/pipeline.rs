@@ -39,6 +39,16 @@ pub struct Summary {
     pub nodes: BTreeSet<String>,
 }
 
+/// Everything the pipeline carries from one entry to the next: committed with
+/// the cursor, so a restart continues exactly where the last commit left off.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PipelineState {
+    pub tracker: Tracker,
+    /// Lines held for continuations.
+    pub joiner: Joiner,
+    pub summary: Summary,
+}
+
 pub struct Pipeline {
     filter: EntryFilter,
     joiner: Joiner,
@@ -67,6 +77,29 @@ impl Pipeline {
             summary: Summary::default(),
             out: Vec::new(),
             malformed: Vec::new(),
+        }
+    }
+
+    /// Resumes from a committed state (the filter is the current config's).
+    #[must_use]
+    pub fn from_state(filter: EntryFilter, state: PipelineState) -> Self {
+        Self {
+            filter,
+            joiner: state.joiner,
+            tracker: state.tracker,
+            summary: state.summary,
+            out: Vec::new(),
+            malformed: Vec::new(),
+        }
+    }
+
+    /// The state to commit.
+    #[must_use]
+    pub fn state(&self) -> PipelineState {
+        PipelineState {
+            tracker: self.tracker.clone(),
+            joiner: self.joiner.clone(),
+            summary: self.summary.clone(),
         }
     }
 

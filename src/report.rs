@@ -4,11 +4,17 @@
 
 use std::fmt::Write as _;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::pipeline::Summary;
 use crate::time::{Micros, clock, human_duration, rfc3339, short};
 use crate::tracker::{Incident, Settings, Status, one_line};
+
+/// The JSON views of incidents.
+#[must_use]
+pub fn views(incidents: &[Incident], s: &Settings) -> Vec<IncidentOut> {
+    incidents.iter().map(|i| IncidentOut::new(i, s)).collect()
+}
 
 #[derive(Debug, Serialize)]
 pub struct SummaryOut {
@@ -42,22 +48,24 @@ impl SummaryOut {
     }
 }
 
-#[derive(Debug, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct EvidenceOut {
     pub at: String,
     pub cursor: Option<String>,
-    pub signal: &'static str,
+    pub signal: String,
     pub text: String,
 }
 
-#[derive(Debug, Serialize, PartialEq, Eq)]
+/// One incident as the JSON contract shows it; tables and details render
+/// from this too, so the socket and the direct store path print the same.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IncidentOut {
     pub id: String,
     pub node: String,
     pub host: Option<String>,
-    pub status: &'static str,
-    pub verdict: &'static str,
-    pub cause: &'static str,
+    pub status: String,
+    pub verdict: String,
+    pub cause: String,
     pub opened_at: String,
     pub last_signal_at: String,
     pub resolved_at: Option<String>,
@@ -82,9 +90,10 @@ impl IncidentOut {
             status: match i.status() {
                 Status::Open => "open",
                 Status::Resolved => "resolved",
-            },
-            verdict: i.verdict(s).as_str(),
-            cause: i.cause().as_str(),
+            }
+            .to_string(),
+            verdict: i.verdict(s).as_str().to_string(),
+            cause: i.cause().as_str().to_string(),
             opened_at: rfc3339(i.opened_at),
             last_signal_at: rfc3339(i.last_signal_at),
             resolved_at: i.resolved_at.map(rfc3339),
@@ -101,7 +110,7 @@ impl IncidentOut {
                 .map(|e| EvidenceOut {
                     at: rfc3339(e.at),
                     cursor: e.cursor.clone(),
-                    signal: e.signal.as_str(),
+                    signal: e.signal.as_str().to_string(),
                     text: e.text.clone(),
                 })
                 .collect(),
@@ -129,13 +138,47 @@ pub fn scan_json(summary: &Summary, incidents: &[Incident], s: &Settings) -> Str
     serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"
 }
 
-fn duration_of(i: &Incident) -> Micros {
-    i.resolved_at.unwrap_or(i.last_signal_at) - i.opened_at
+fn micros(t: &str) -> Micros {
+    crate::time::parse_rfc3339(t).unwrap_or(0)
+}
+
+fn duration_of(i: &IncidentOut) -> Micros {
+    micros(i.resolved_at.as_deref().unwrap_or(&i.last_signal_at)) - micros(&i.opened_at)
+}
+
+/// Aligned columns, the last one free.
+#[must_use]
+pub fn columns(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: &[&str]| {
+        let mut l = String::new();
+        for (n, (cell, w)) in cells.iter().zip(&widths).enumerate() {
+            if n + 1 == cells.len() {
+                l.push_str(cell);
+            } else {
+                let _ = write!(l, "{cell:<w$}  ");
+            }
+        }
+        out.push_str(l.trim_end());
+        out.push('\n');
+    };
+    line(header);
+    for r in rows {
+        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
+        line(&cells);
+    }
+    out
 }
 
 /// One row per incident.
 #[must_use]
-pub fn table(incidents: &[Incident], s: &Settings) -> String {
+pub fn table(incidents: &[IncidentOut]) -> String {
     let header = [
         "ID",
         "NODE",
@@ -146,47 +189,22 @@ pub fn table(incidents: &[Incident], s: &Settings) -> String {
         "OPENED (UTC)",
         "DURATION",
     ];
-    let rows: Vec<[String; 8]> = incidents
+    let rows: Vec<Vec<String>> = incidents
         .iter()
-        .map(|i| {
-            let o = IncidentOut::new(i, s);
-            [
-                o.id,
+        .map(|o| {
+            vec![
+                o.id.clone(),
                 one_line(&o.node, 60),
-                o.status.to_string(),
-                o.verdict.to_string(),
-                o.cause.to_string(),
-                i.counted_retries().to_string(),
-                short(i.opened_at),
-                human_duration(duration_of(i)),
+                o.status.clone(),
+                o.verdict.clone(),
+                o.cause.clone(),
+                (o.retries + o.register_failures).to_string(),
+                short(micros(&o.opened_at)),
+                human_duration(duration_of(o)),
             ]
         })
         .collect();
-    let mut widths = header.map(str::len);
-    for r in &rows {
-        for (w, cell) in widths.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    let mut line = |cells: &[&str]| {
-        let mut l = String::new();
-        for (n, (cell, w)) in cells.iter().zip(widths).enumerate() {
-            if n + 1 == cells.len() {
-                l.push_str(cell);
-            } else {
-                let _ = write!(l, "{cell:<w$}  ");
-            }
-        }
-        out.push_str(l.trim_end());
-        out.push('\n');
-    };
-    line(&header);
-    for r in &rows {
-        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
-        line(&cells);
-    }
-    out
+    columns(&header, &rows)
 }
 
 #[must_use]
@@ -221,8 +239,7 @@ pub fn summary_line(summary: &Summary, incidents: &[Incident]) -> String {
 /// The diagnosis and the timeline of one incident, with millisecond deltas
 /// from its opening.
 #[must_use]
-pub fn details(i: &Incident, s: &Settings) -> String {
-    let o = IncidentOut::new(i, s);
+pub fn details(o: &IncidentOut) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -255,17 +272,21 @@ pub fn details(i: &Incident, s: &Settings) -> String {
     );
     let _ = writeln!(out, "  diagnosis: {}", o.diagnosis);
     let _ = writeln!(out, "  timeline:");
-    for (n, e) in i.evidence().enumerate() {
-        if n == i.evidence_head.len() && i.evidence_dropped > 0 {
-            let _ = writeln!(out, "    … {} lines not kept …", i.evidence_dropped);
+    let opened = micros(&o.opened_at);
+    let mut last: Option<Micros> = None;
+    for e in &o.evidence {
+        let at = micros(&e.at);
+        // Evidence keeps the first and the last lines; say where it skips.
+        if last.is_some_and(|l| at < l) {
+            let _ = writeln!(out, "    …");
         }
-        let delta = (e.at - i.opened_at) / 1000;
+        last = Some(at);
         let _ = writeln!(
             out,
             "    {:>+9}ms  {}  {:<16}  {}",
-            delta,
-            clock(e.at),
-            e.signal.as_str(),
+            (at - opened) / 1000,
+            clock(at),
+            e.signal,
             one_line(&e.text, 240)
         );
     }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use crate::time::{Clock, Micros};
 
 /// One journal entry, or one line of a saved log.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
     /// `__REALTIME_TIMESTAMP`, or the line's own time for text logs; `None`
     /// when a text line carries no time at all.

@@ -19,7 +19,7 @@ const MAX_JOINED: usize = 1 << 20;
 
 /// A complete logical line: the first entry (its message extended by the
 /// continuations) and how many continuation entries were joined to it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Joined {
     pub entry: Entry,
     pub continuations: u32,
@@ -37,7 +37,7 @@ pub enum Out {
     Orphan(Entry),
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Joiner {
     pending: HashMap<String, (u64, Joined)>,
     seq: u64,

@@ -182,7 +182,7 @@ fn real_logs_give_the_expected_incidents() {
             assert_eq!(g.node, e.node, "{file}");
             assert_eq!(g.host.as_deref(), e.host, "{file} {}", e.node);
             assert_eq!(
-                (g.status, g.verdict, g.cause),
+                (g.status.as_str(), g.verdict.as_str(), g.cause.as_str()),
                 (e.status, e.verdict, e.cause),
                 "{file} {}",
                 e.node
