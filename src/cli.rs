@@ -2,13 +2,18 @@
 //! and shell completions are generated from.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::api::{self, ClientError, Request, Response};
+use crate::config::{self, Config};
+use crate::daemon::{self, Control, RunOptions};
 use crate::journal::{EntryFilter, Format, ReadOptions};
-use crate::report;
+use crate::report::{self, IncidentOut};
 use crate::scan::{Input, scan};
+use crate::store::{Filter, Store, StoreError};
 use crate::time::{Clock, Micros, parse_duration};
 use crate::tracker::Settings;
 
@@ -38,6 +43,9 @@ impl From<Exit> for ExitCode {
                   (API server unreachable, Node deleted, credentials expired)."
 )]
 pub struct Cli {
+    /// The config file.
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -47,6 +55,50 @@ pub enum Command {
     /// Analyse journal files or directories, `journalctl -o export|json` output or saved
     /// text logs, and print the incidents found. Touches no store.
     Scan(ScanArgs),
+    /// The service: follow the kubelet's journal, keep incident history, answer queries.
+    Run {
+        /// Process everything available, then exit.
+        #[arg(long)]
+        once: bool,
+    },
+    /// List incident history (from the running service, or the store when it is stopped).
+    Incidents(IncidentsArgs),
+    /// One incident: counters, verdict, cause, diagnosis and timeline.
+    Show {
+        id: String,
+        #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+    /// One row per node: incidents, open, retries, last trouble, last verdict.
+    Nodes {
+        #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+    /// The service: journal position and lag, entries read, open incidents.
+    Status {
+        #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+    /// Validate the config file and print the effective settings.
+    CheckConfig,
+}
+
+#[derive(Debug, Args)]
+pub struct IncidentsArgs {
+    #[arg(long)]
+    pub node: Option<String>,
+    /// Only incidents still open.
+    #[arg(long)]
+    pub open: bool,
+    /// Incidents with trouble since then: a duration (24h) or an RFC 3339 time.
+    #[arg(long)]
+    pub since: Option<String>,
+    #[arg(long, value_parser = ["startup-race", "transient", "persistent", "undetermined"])]
+    pub verdict: Option<String>,
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    pub output: Output,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -177,6 +229,197 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
     }
 }
 
+fn load_config(path: Option<&PathBuf>, err: &mut dyn Write) -> Result<Config, Exit> {
+    let (p, explicit) = match path {
+        Some(p) => (p.clone(), true),
+        None => (PathBuf::from(config::DEFAULT_PATH), false),
+    };
+    Config::load(&p, explicit).map_err(|e| {
+        let _ = writeln!(err, "kubelet-sentinel: {e}");
+        Exit::Config
+    })
+}
+
+fn init_tracing() {
+    use tracing_subscriber::prelude::*;
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Under systemd, stderr is connected to the journal: log there natively.
+    if std::env::var_os("JOURNAL_STREAM").is_some() {
+        if let Ok(layer) = tracing_journald::layer() {
+            tracing_subscriber::registry()
+                .with(filter)
+                .with(layer)
+                .init();
+            return;
+        }
+    }
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_target(false),
+        )
+        .init();
+}
+
+/// Runs the service.
+pub fn run_service(config_path: Option<&PathBuf>, once: bool, err: &mut dyn Write) -> Exit {
+    let config = match load_config(config_path, err) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    init_tracing();
+    let control = match Control::from_signals() {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!("cannot install signal handlers: {e}");
+            return Exit::Failure;
+        }
+    };
+    let opts = RunOptions {
+        once,
+        config_path: Some(
+            config_path
+                .cloned()
+                .unwrap_or_else(|| PathBuf::from(config::DEFAULT_PATH)),
+        ),
+    };
+    match daemon::run(config, &control, &opts) {
+        Ok(()) => Exit::Ok,
+        Err(e) => {
+            tracing::error!("{e}");
+            Exit::Failure
+        }
+    }
+}
+
+/// Asks the running service, or reads the store when it is not running.
+fn query(config: &Config, req: &Request) -> Result<Response, String> {
+    let socket = PathBuf::from(&config.api.socket);
+    let not_running = match api::ask(&socket, req) {
+        Ok(r) => return Ok(r),
+        Err(ClientError::PermissionDenied(p)) => {
+            return Err(format!(
+                "permission denied on the query socket {}: join the systemd-journal group (or run as root)",
+                p.display()
+            ));
+        }
+        Err(ClientError::Other(e)) => return Err(e),
+        Err(ClientError::NotRunning(e)) => e,
+    };
+    let path = config.store_path();
+    match Store::open_existing(&path) {
+        Ok(Some(store)) => Ok(api::answer(&store, None, req)),
+        Ok(None) => Err(format!(
+            "the service is not running (socket {}: {not_running}) and there is no store yet at {}",
+            socket.display(),
+            path.display()
+        )),
+        Err(StoreError::Locked { .. }) => Err(format!(
+            "the service does not answer on {} ({not_running}) and the store {} is locked by another process",
+            socket.display(),
+            path.display()
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn render(req: &Request, r: &Response, output: Output) -> Result<String, String> {
+    if r.code != 200 {
+        let msg = serde_json::from_str::<serde_json::Value>(&r.body)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_string))
+            .unwrap_or_else(|| r.body.clone());
+        return Err(msg);
+    }
+    if output == Output::Json || *req == Request::Metrics {
+        return Ok(r.body.clone());
+    }
+    let v: serde_json::Value =
+        serde_json::from_str(&r.body).map_err(|e| format!("malformed answer: {e}"))?;
+    let bad = |e: serde_json::Error| format!("malformed answer: {e}");
+    Ok(match req {
+        Request::Incidents(_) => {
+            let list: Vec<IncidentOut> =
+                serde_json::from_value(v["incidents"].clone()).map_err(bad)?;
+            if list.is_empty() {
+                "no incidents\n".to_string()
+            } else {
+                report::table(&list)
+            }
+        }
+        Request::Incident(_) => report::details(&serde_json::from_value(v).map_err(bad)?),
+        Request::Nodes => {
+            let rows: Vec<api::NodeRow> =
+                serde_json::from_value(v["nodes"].clone()).map_err(bad)?;
+            let rows: Vec<Vec<String>> = rows
+                .into_iter()
+                .map(|r| {
+                    vec![
+                        r.node,
+                        r.incidents.to_string(),
+                        r.open.to_string(),
+                        r.retries.to_string(),
+                        r.last_trouble_at.unwrap_or_default(),
+                        r.last_verdict.unwrap_or_default(),
+                    ]
+                })
+                .collect();
+            report::columns(
+                &[
+                    "NODE",
+                    "INCIDENTS",
+                    "OPEN",
+                    "RETRIES",
+                    "LAST TROUBLE",
+                    "LAST VERDICT",
+                ],
+                &rows,
+            )
+        }
+        Request::Status | Request::Metrics => {
+            let mut out = String::new();
+            for (k, val) in v.as_object().into_iter().flatten() {
+                let shown = match val {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Null => "-".to_string(),
+                    other => other.to_string(),
+                };
+                out.push_str(&format!("{k:<15} {shown}\n"));
+            }
+            out
+        }
+    })
+}
+
+/// Runs a query command.
+pub fn run_query(
+    config_path: Option<&PathBuf>,
+    req: &Request,
+    output: Output,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Exit {
+    let config = match load_config(config_path, err) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    match query(&config, req).and_then(|r| render(req, &r, output)) {
+        Ok(text) => {
+            if out.write_all(text.as_bytes()).is_err() {
+                return Exit::Failure;
+            }
+            Exit::Ok
+        }
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            Exit::Failure
+        }
+    }
+}
+
 /// Parses the command line and runs the command.
 #[must_use]
 pub fn main() -> ExitCode {
@@ -194,7 +437,53 @@ pub fn main() -> ExitCode {
     };
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    match cli.command {
-        Command::Scan(args) => run_scan(&args, &mut stdout.lock(), &mut stderr.lock()).into(),
-    }
+    let (mut out, mut err) = (stdout.lock(), stderr.lock());
+    let config = cli.config.as_ref();
+    let exit = match cli.command {
+        Command::Scan(args) => run_scan(&args, &mut out, &mut err),
+        Command::Run { once } => run_service(config, once, &mut err),
+        Command::Incidents(a) => {
+            let since = match a
+                .since
+                .as_deref()
+                .map(|s| api::parse_since(s, crate::time::now()))
+                .transpose()
+            {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = writeln!(err, "kubelet-sentinel: {e}");
+                    return Exit::Usage.into();
+                }
+            };
+            let filter = Filter {
+                node: a.node,
+                open: a.open,
+                since,
+                verdict: a.verdict,
+                limit: Some(a.limit),
+            };
+            run_query(
+                config,
+                &Request::Incidents(filter),
+                a.output,
+                &mut out,
+                &mut err,
+            )
+        }
+        Command::Show { id, output } => {
+            run_query(config, &Request::Incident(id), output, &mut out, &mut err)
+        }
+        Command::Nodes { output } => run_query(config, &Request::Nodes, output, &mut out, &mut err),
+        Command::Status { output } => {
+            run_query(config, &Request::Status, output, &mut out, &mut err)
+        }
+        Command::CheckConfig => match load_config(config, &mut err) {
+            Ok(c) => {
+                let _ = writeln!(out, "# effective settings\n{}", c.to_toml());
+                Exit::Ok
+            }
+            Err(e) => e,
+        },
+    };
+    exit.into()
 }

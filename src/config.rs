@@ -240,8 +240,7 @@ pub struct Config {
 
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|h| h.trim().to_string())
-        .unwrap_or_else(|_| "localhost".to_string())
+        .map_or_else(|_| "localhost".to_string(), |h| h.trim().to_string())
 }
 
 impl Config {

@@ -1,5 +1,7 @@
+pub mod api;
 pub mod cli;
 pub mod config;
+pub mod daemon;
 pub mod journal;
 pub mod parse;
 pub mod pipeline;

@@ -3,8 +3,8 @@
 //! | tree | key | value |
 //! |---|---|---|
 //! | `incidents` | incident id (12 hex digits) | JSON [`Incident`] |
-//! | `by_node` | node, `0x00`, opened_at (8 bytes, big-endian, sign-flipped), id | empty |
-//! | `by_time` | opened_at (8 bytes, as above), id | empty |
+//! | `by_node` | node, `0x00`, `opened_at` (8 bytes, big-endian, sign-flipped), id | empty |
+//! | `by_time` | `opened_at` (8 bytes, as above), id | empty |
 //! | `meta` | `schema` | `1` |
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed |
 //! | | `state` | JSON [`PipelineState`]: tracker (open incidents), held lines, counters |
@@ -24,6 +24,9 @@ use crate::time::Micros;
 use crate::tracker::Incident;
 
 pub const SCHEMA: &[u8] = b"1";
+
+/// One incident ready to write: id, value, `by_node` key, `by_time` key.
+type Record = (String, Vec<u8>, Vec<u8>, Vec<u8>);
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -213,7 +216,7 @@ impl Store {
             .state
             .as_ref()
             .map(|s| serde_json::to_vec(s).unwrap_or_default());
-        let records: Vec<(String, Vec<u8>, Vec<u8>, Vec<u8>)> = batch
+        let records: Vec<Record> = batch
             .incidents
             .iter()
             .map(|i| {
@@ -307,7 +310,7 @@ impl Store {
     /// Removes resolved incidents that ended before `before`. Returns how many.
     pub fn prune(&self, before: Micros) -> Result<usize, StoreError> {
         let mut removed = 0;
-        for kv in self.by_time.iter() {
+        for kv in &self.by_time {
             let (k, _) = kv.map_err(|e| self.err(e))?;
             let id = String::from_utf8_lossy(&k[8..]).into_owned();
             let Some(i) = self.incident(&id)? else {

@@ -76,8 +76,83 @@ pub enum Msg {
     Entries(Vec<Entry>),
     /// Everything written so far has been sent (following only).
     CaughtUp,
+    /// Entries (of any unit) that rotation or vacuum removed before the
+    /// reader got to them.
+    Lost(u64),
     /// Reading failed; the thread has ended.
     Failed(String),
+}
+
+/// `s=` (sequence number id) and `i=` (sequence number) of a cursor.
+fn seqnum(cursor: &str) -> Option<(String, u64)> {
+    let mut id = None;
+    let mut n = None;
+    for part in cursor.split(';') {
+        if let Some(v) = part.strip_prefix("s=") {
+            id = Some(v.to_string());
+        } else if let Some(v) = part.strip_prefix("i=") {
+            n = u64::from_str_radix(v, 16).ok();
+        }
+    }
+    Some((id?, n?))
+}
+
+/// An unfiltered second handle on the same journal: it tells the sequence
+/// numbers at the head and the tail, which the filtered reader cannot see.
+struct Probe {
+    j: Journal,
+}
+
+impl Probe {
+    fn open(spec: &Spec) -> Option<Self> {
+        let unfiltered = Spec {
+            filter: EntryFilter {
+                units: Vec::new(),
+                identifiers: Vec::new(),
+            },
+            start: Start::Head,
+            ..spec.clone()
+        };
+        open(&unfiltered).ok().map(|j| Self { j })
+    }
+
+    fn head(&mut self) -> Option<(String, u64)> {
+        self.j.seek_head().ok()?;
+        (self.j.next().ok()? > 0).then_some(())?;
+        seqnum(&self.j.cursor().ok()?)
+    }
+
+    fn tail(&mut self) -> Option<(String, u64)> {
+        self.j.seek_tail().ok()?;
+        (self.j.previous().ok()? > 0).then_some(())?;
+        seqnum(&self.j.cursor().ok()?)
+    }
+}
+
+/// How far the reader has got, in sequence numbers: everything up to here
+/// was read or skipped by the match.
+#[derive(Default)]
+struct Progress {
+    upto: Option<(String, u64)>,
+}
+
+impl Progress {
+    fn advance(&mut self, to: Option<(String, u64)>) {
+        if let Some((id, n)) = to {
+            match &self.upto {
+                Some((cur, m)) if *cur == id && *m >= n => {}
+                _ => self.upto = Some((id, n)),
+            }
+        }
+    }
+
+    /// Entries between what was read and the journal's head: removed unread.
+    fn lost_before(&self, head: Option<(String, u64)>) -> u64 {
+        match (&self.upto, head) {
+            (Some((id, upto)), Some((hid, h))) if *id == hid && h > upto + 1 => h - upto - 1,
+            _ => 0,
+        }
+    }
 }
 
 fn journal_err(target: &Target, what: &str, e: &dyn std::fmt::Display) -> SourceError {
@@ -185,6 +260,16 @@ fn pump(
         Start::After(c) => Some(c.clone()),
         _ => None,
     };
+    // Loss accounting only matters while following.
+    let mut probe = if spec.follow { Probe::open(spec) } else { None };
+    let mut progress = Progress::default();
+    if let (Some(p), Some(c)) = (probe.as_mut(), &skip_cursor) {
+        progress.advance(seqnum(c));
+        let lost = progress.lost_before(p.head());
+        if lost > 0 && tx.send(Msg::Lost(lost)).is_err() {
+            return Ok(());
+        }
+    }
     let mut batch = Vec::with_capacity(spec.batch);
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -201,7 +286,11 @@ fn pump(
                     continue;
                 }
             }
-            batch.push(read_entry(j).map_err(|e| format!("reading an entry: {e}"))?);
+            let entry = read_entry(j).map_err(|e| format!("reading an entry: {e}"))?;
+            if probe.is_some() {
+                progress.advance(entry.cursor.as_deref().and_then(seqnum));
+            }
+            batch.push(entry);
             if batch.len() >= spec.batch {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(spec.batch));
                 if tx.send(Msg::Entries(full)).is_err() {
@@ -219,6 +308,11 @@ fn pump(
         if !spec.follow {
             return Ok(());
         }
+        // At the end of the filtered view, everything up to the tail was
+        // read or skipped.
+        if let Some(p) = probe.as_mut() {
+            progress.advance(p.tail());
+        }
         if tx.send(Msg::CaughtUp).is_err() {
             return Ok(());
         }
@@ -230,7 +324,22 @@ fn pump(
             }
             match j.wait(Some(Duration::from_millis(250))) {
                 Ok(JournalWaitResult::Nop) => {}
-                Ok(JournalWaitResult::Append | JournalWaitResult::Invalidate) => break,
+                Ok(JournalWaitResult::Append) => break,
+                Ok(JournalWaitResult::Invalidate) => {
+                    // Files were added or removed (rotation, vacuum).
+                    if let Some(p) = probe.as_mut() {
+                        let _ = p.j.wait(Some(Duration::ZERO));
+                        let head = p.head();
+                        let lost = progress.lost_before(head.clone());
+                        if lost > 0 {
+                            progress.advance(head);
+                            if tx.send(Msg::Lost(lost)).is_err() {
+                                return Ok(());
+                            }
+                        }
+                    }
+                    break;
+                }
                 Err(e) => return Err(format!("waiting for the journal: {e}")),
             }
         }
@@ -308,7 +417,7 @@ impl Iterator for Drain {
             }
             match self.rx.recv().ok()? {
                 Msg::Entries(v) => self.buf.extend(v),
-                Msg::CaughtUp => {}
+                Msg::CaughtUp | Msg::Lost(_) => {}
                 Msg::Failed(message) => {
                     return Some(Err(SourceError::Journal {
                         path: self.target.clone(),
@@ -347,4 +456,22 @@ pub fn read(target: &Target, filter: &EntryFilter) -> Result<Items, SourceError>
         target: target.to_string(),
         _stop: StopOnDrop(stop),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_seqnums_and_loss() {
+        let c = "s=1f2e;i=1a;b=00;m=0;t=5f;x=9";
+        assert_eq!(seqnum(c), Some(("1f2e".into(), 26)));
+        let mut p = Progress::default();
+        p.advance(seqnum(c));
+        assert_eq!(p.lost_before(Some(("1f2e".into(), 27))), 0);
+        assert_eq!(p.lost_before(Some(("1f2e".into(), 40))), 13);
+        assert_eq!(p.lost_before(Some(("other".into(), 40))), 0);
+        p.advance(Some(("1f2e".into(), 10)));
+        assert_eq!(p.upto, Some(("1f2e".into(), 26)));
+    }
 }

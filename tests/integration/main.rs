@@ -6,4 +6,5 @@ mod cli;
 mod formats;
 mod real_logs;
 mod robustness;
+mod service;
 mod support;

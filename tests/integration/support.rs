@@ -113,3 +113,244 @@ pub fn journalctl(args: &[&str]) -> Vec<u8> {
     );
     out.stdout
 }
+
+/// A `systemd-journald` in a private namespace, started by the test (as
+/// root; never the default instance) and removed again on drop.
+pub struct Journald {
+    pub name: String,
+    child: std::process::Child,
+    conf: PathBuf,
+}
+
+impl Journald {
+    pub fn start(tag: &str) -> Self {
+        let name = format!("kst{}{tag}", std::process::id());
+        let conf = PathBuf::from(format!("/etc/systemd/journald@{name}.conf"));
+        std::fs::create_dir_all("/etc/systemd").unwrap();
+        // Volatile storage, no rate limit: tests write bursts.
+        std::fs::write(
+            &conf,
+            "[Journal]\nStorage=volatile\nRateLimitBurst=0\nRateLimitIntervalSec=0\n",
+        )
+        .unwrap();
+        let child = Command::new(systemd_tool("systemd-journald"))
+            .arg(&name)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start systemd-journald");
+        let j = Self { name, child, conf };
+        wait_for(
+            Duration::from_secs(10),
+            || j.socket().exists(),
+            "journald's socket",
+        );
+        // The first entry makes the journal file exist (and readable).
+        j.send(&[
+            ("MESSAGE", "kubelet-sentinel test journal"),
+            ("SYSLOG_IDENTIFIER", "test"),
+        ]);
+        wait_for(
+            Duration::from_secs(10),
+            || !j.files().is_empty(),
+            "journald's file",
+        );
+        j
+    }
+
+    pub fn socket(&self) -> PathBuf {
+        PathBuf::from(format!("/run/systemd/journal.{}/socket", self.name))
+    }
+
+    /// The journal files of this namespace.
+    pub fn files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for root in ["/run/log/journal", "/var/log/journal"] {
+            let Ok(dirs) = std::fs::read_dir(root) else {
+                continue;
+            };
+            for d in dirs.flatten() {
+                if d.file_name()
+                    .to_string_lossy()
+                    .ends_with(&format!(".{}", self.name))
+                {
+                    if let Ok(files) = std::fs::read_dir(d.path()) {
+                        out.extend(files.flatten().map(|f| f.path()));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Sends one entry over the native protocol.
+    pub fn send(&self, fields: &[(&str, &str)]) {
+        let mut dgram = Vec::new();
+        for (k, v) in fields {
+            dgram.extend_from_slice(format!("{k}={v}\n").as_bytes());
+        }
+        let sock = std::os::unix::net::UnixDatagram::unbound().unwrap();
+        sock.send_to(&dgram, self.socket())
+            .expect("send to journald");
+    }
+
+    /// Sends kubelet lines.
+    pub fn kubelet(&self, lines: &[String]) {
+        for l in lines {
+            self.send(&[
+                ("MESSAGE", l),
+                ("SYSLOG_IDENTIFIER", "kubelet"),
+                ("PRIORITY", "6"),
+            ]);
+        }
+    }
+
+    pub fn journalctl(&self, args: &[&str]) {
+        let ns = format!("--namespace={}", self.name);
+        let mut all = vec![ns.as_str()];
+        all.extend_from_slice(args);
+        journalctl(&all);
+    }
+}
+
+impl Drop for Journald {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.conf);
+        let _ = std::fs::remove_dir_all(format!("/run/systemd/journal.{}", self.name));
+        for root in ["/run/log/journal", "/var/log/journal"] {
+            let Ok(dirs) = std::fs::read_dir(root) else {
+                continue;
+            };
+            for d in dirs.flatten() {
+                if d.file_name()
+                    .to_string_lossy()
+                    .ends_with(&format!(".{}", self.name))
+                {
+                    let _ = std::fs::remove_dir_all(d.path());
+                }
+            }
+        }
+    }
+}
+
+/// Polls `ok` until it holds, failing the test after `deadline`.
+pub fn wait_for(deadline: Duration, mut ok: impl FnMut() -> bool, what: &str) {
+    let end = std::time::Instant::now() + deadline;
+    while std::time::Instant::now() < end {
+        if ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out after {deadline:?} waiting for {what}");
+}
+
+/// A kubelet-sentinel service with its own config, store and socket.
+pub struct Service {
+    pub dir: tempfile::TempDir,
+    child: Option<std::process::Child>,
+}
+
+impl Service {
+    /// `extra` is appended to a config that points the store and socket into
+    /// the service's own directory.
+    pub fn new(journal_section: &str, extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let config = format!(
+            "[journal]\n{journal_section}\nstart_at = \"all\"\n\n[store]\npath = \"{d}/store\"\n\n[api]\nsocket = \"{d}/query.sock\"\n\n{extra}\n",
+            d = dir.path().display()
+        );
+        std::fs::write(dir.path().join("config.toml"), config).unwrap();
+        Self { dir, child: None }
+    }
+
+    pub fn config(&self) -> PathBuf {
+        self.dir.path().join("config.toml")
+    }
+
+    pub fn start(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("service.log"))
+            .unwrap();
+        let child = bin()
+            .arg("--config")
+            .arg(self.config())
+            .arg("run")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let sock = self.dir.path().join("query.sock");
+        wait_for(
+            Duration::from_secs(20),
+            || std::os::unix::net::UnixStream::connect(&sock).is_ok(),
+            "the query socket to answer",
+        );
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("service.log")).unwrap_or_default()
+    }
+
+    /// Sends a signal and waits for the exit; returns the exit code.
+    pub fn signal(&mut self, sig: &str) -> Option<i32> {
+        let mut child = self.child.take().expect("running");
+        run(
+            Command::new("kill").args([&format!("-{sig}"), &child.id().to_string()]),
+            None,
+        );
+        let end = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st.code();
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "the service did not exit on SIG{sig}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn run_once(&self) -> Output {
+        run(
+            bin()
+                .arg("--config")
+                .arg(self.config())
+                .args(["run", "--once"]),
+            None,
+        )
+    }
+
+    /// A query command; its stdout.
+    pub fn query(&self, args: &[&str]) -> Output {
+        run(bin().arg("--config").arg(self.config()).args(args), None)
+    }
+
+    pub fn incidents(&self) -> serde_json::Value {
+        let out = self.query(&["incidents", "-o", "json"]);
+        assert!(
+            out.status.success(),
+            "incidents: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()["incidents"].clone()
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+pub use std::time::Duration;

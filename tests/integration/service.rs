@@ -1,0 +1,364 @@
+//! The service against real components: a `systemd-journald` in a private
+//! namespace (written to over its native socket), journal files from
+//! `systemd-journal-remote`, and a real sled store in a temp dir. Polls with
+//! deadlines; no fixed sleeps where a condition can be waited for.
+
+use std::process::Command;
+
+use crate::support::{Duration, Journald, Service, export_entry, journal_remote, run, wait_for};
+
+/// A klog line with the current time in its header.
+fn klog(sev: char, file: &str, body: &str) -> String {
+    let t = chrono::Utc::now();
+    format!(
+        "{sev}{} {:>7} {file}] {body}",
+        t.format("%m%d %H:%M:%S%.6f"),
+        4242
+    )
+}
+
+fn refused(node: &str) -> String {
+    klog(
+        'E',
+        "kubelet_node_status.go:535",
+        &format!(
+            r#""Error updating node status, will retry" err="error getting node \"{node}\": Get \"https://10.0.0.1:6443/api/v1/nodes/{node}?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#
+        ),
+    )
+}
+
+fn namespace_service(j: &Journald, extra: &str) -> Service {
+    Service::new(
+        &format!("namespace = \"{}\"\nidentifiers = [\"kubelet\"]", j.name),
+        extra,
+    )
+}
+
+fn retries_of(svc: &Service, node: &str) -> u64 {
+    svc.incidents()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["node"] == node)
+        .map(|i| i["retries"].as_u64().unwrap())
+        .sum()
+}
+
+#[test]
+fn follows_a_live_journal_and_resolves_on_quiet_time() {
+    let j = Journald::start("live");
+    let mut svc = namespace_service(&j, "[incidents]\nresolve_after = \"3s\"\n");
+    svc.start();
+    j.kubelet(&[
+        klog(
+            'I',
+            "kubelet_node_status.go:75",
+            r#""Successfully registered node" node="live-1""#,
+        ),
+        refused("live-1"),
+        refused("live-1"),
+        refused("live-1"),
+    ]);
+    wait_for(
+        Duration::from_secs(5),
+        || retries_of(&svc, "live-1") == 3,
+        "the incident through `incidents`",
+    );
+    let i = &svc.incidents()[0];
+    assert_eq!(i["status"], "open");
+    assert_eq!(i["cause"], "api-unreachable");
+    assert!(
+        i["evidence"][0]["cursor"]
+            .as_str()
+            .unwrap()
+            .starts_with("s=")
+    );
+    // No more lines: wall-clock time resolves it while the service idles.
+    wait_for(
+        Duration::from_secs(15),
+        || svc.incidents()[0]["status"] == "resolved",
+        "resolution on quiet time",
+    );
+    assert_eq!(svc.incidents()[0]["verdict"], "transient");
+    // The socket and the store print the same JSON.
+    let through_socket = svc.query(&["incidents", "-o", "json"]).stdout;
+    let status = svc.query(&["status", "-o", "json"]);
+    let st: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(st["service"], "running");
+    assert_eq!(st["caught_up"], true);
+    let metrics = String::from_utf8(svc.query(&["status"]).stdout).unwrap();
+    assert!(metrics.contains("service"), "{metrics}");
+    assert_eq!(svc.signal("TERM"), Some(0));
+    let from_store = svc.query(&["incidents", "-o", "json"]);
+    assert!(from_store.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&from_store.stdout),
+        String::from_utf8_lossy(&through_socket)
+    );
+    let st: serde_json::Value =
+        serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap();
+    assert_eq!(st["service"], "not running");
+}
+
+#[test]
+fn restart_mid_stream_counts_every_line_once() {
+    let j = Journald::start("restart");
+    let mut svc = namespace_service(&j, "[incidents]\nresolve_after = \"1h\"\n");
+    svc.start();
+    let total = 400;
+    let writer = {
+        let lines: Vec<String> = (0..total).map(|_| refused("rs-1")).collect();
+        let name = j.name.clone();
+        std::thread::spawn(move || {
+            let sock = format!("/run/systemd/journal.{name}/socket");
+            let s = std::os::unix::net::UnixDatagram::unbound().unwrap();
+            for l in lines {
+                s.send_to(
+                    format!("MESSAGE={l}\nSYSLOG_IDENTIFIER=kubelet\n").as_bytes(),
+                    &sock,
+                )
+                .unwrap();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    wait_for(
+        Duration::from_secs(10),
+        || retries_of(&svc, "rs-1") >= 50,
+        "the first lines",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0), "SIGTERM exits cleanly");
+    let seen_before = retries_of(&svc, "rs-1");
+    assert!(seen_before < total, "stopped mid-stream");
+    std::thread::sleep(Duration::from_millis(300)); // lines keep coming while it is down
+    svc.start();
+    writer.join().unwrap();
+    wait_for(
+        Duration::from_secs(20),
+        || retries_of(&svc, "rs-1") >= total,
+        "every line",
+    );
+    // Settle, then check that nothing was counted twice.
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(retries_of(&svc, "rs-1"), total);
+    assert_eq!(svc.incidents().as_array().unwrap().len(), 1);
+    assert!(svc.log().contains("from cursor"), "{}", svc.log());
+}
+
+#[test]
+fn rotation_and_vacuum_lose_nothing_that_still_exists() {
+    let j = Journald::start("rot");
+    let mut svc = namespace_service(&j, "[incidents]\nresolve_after = \"1h\"\n");
+    svc.start();
+    let batch = |n: usize| -> Vec<String> { (0..n).map(|_| refused("rot-1")).collect() };
+    j.kubelet(&batch(20));
+    wait_for(
+        Duration::from_secs(5),
+        || retries_of(&svc, "rot-1") == 20,
+        "batch 1",
+    );
+    j.journalctl(&["--rotate"]);
+    j.kubelet(&batch(20));
+    wait_for(
+        Duration::from_secs(5),
+        || retries_of(&svc, "rot-1") == 40,
+        "batch 2 after rotation",
+    );
+    j.journalctl(&["--rotate"]);
+    j.journalctl(&["--vacuum-files=1"]);
+    j.kubelet(&batch(20));
+    wait_for(
+        Duration::from_secs(5),
+        || retries_of(&svc, "rot-1") == 60,
+        "batch 3 after vacuum",
+    );
+    let metrics = String::from_utf8(svc.query(&["status", "-o", "json"]).stdout).unwrap();
+    let st: serde_json::Value = serde_json::from_str(&metrics).unwrap();
+    assert_eq!(st["entries_lost"], 0, "nothing unread was vacuumed");
+
+    // Now entries vacuumed before they were read: the service is down while
+    // they are written, rotated into an archive and vacuumed away.
+    assert_eq!(svc.signal("TERM"), Some(0));
+    j.kubelet(&batch(25));
+    j.journalctl(&["--rotate"]);
+    j.journalctl(&["--vacuum-files=1"]);
+    j.kubelet(&batch(5));
+    svc.start();
+    wait_for(
+        Duration::from_secs(10),
+        || retries_of(&svc, "rot-1") >= 65,
+        "the lines that still exist",
+    );
+    let st: serde_json::Value =
+        serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap();
+    assert!(st["entries_lost"].as_u64().unwrap() >= 25, "{st}");
+    assert!(
+        svc.log().contains("vacuumed away before they were read"),
+        "{}",
+        svc.log()
+    );
+    let out = run(
+        Command::new("sh").arg("-c").arg(format!(
+            "{} --config {} status -o json",
+            env!("CARGO_BIN_EXE_kubelet-sentinel"),
+            svc.config().display()
+        )),
+        None,
+    );
+    assert!(out.status.success());
+}
+
+/// A journal of `n` entries: three nodes' kubelets (a race, an outage with
+/// the retry rhythm, a deleted node) amid other units' chatter.
+fn big_journal_export(n: usize) -> Vec<u8> {
+    let t0: u64 = 1_795_856_400_000_000;
+    let mut out = Vec::with_capacity(n * 300);
+    for k in 0..n {
+        let at = (t0 + k as u64 * 2_000).to_string();
+        let (host, unit, msg) = match k % 10 {
+            0 => ("n1", "kubelet.service", "E1128 09:00:00.000000    1111 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"n1\\\": dial tcp 10.0.0.1:6443: connect: connection refused\"".to_string()),
+            1 if k % 100 == 1 => ("n2", "kubelet.service", "E1128 09:00:00.000000    2222 kubelet_node_status.go:535] Error updating node status, will retry: error getting node \"n2\": nodes \"n2\" not found".to_string()),
+            2 if k % 7000 == 2 => ("n3", "kubelet.service", "I1128 09:00:00.000000    3333 kubelet_node_status.go:75] \"Successfully registered node\" node=\"n3\"".to_string()),
+            3 if k % 7000 == 3 => ("n3", "kubelet.service", "E1128 09:00:00.000000    3333 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"n3\\\": node \\\"n3\\\" not found\"".to_string()),
+            4 | 5 => ("n1", "kubelet.service", format!("I1128 09:00:00.000000    1111 kubelet.go:2400] \"SyncLoop (PLEG): event for pod\" pod=\"default/p{k}\"")),
+            _ => ("n2", "containerd.service", format!("time=\"2026-11-28T09:00:00Z\" level=info msg=\"event {k}\"")),
+        };
+        let stream = format!("{host}-{unit}");
+        export_entry(
+            &mut out,
+            &[
+                ("__REALTIME_TIMESTAMP", &at),
+                ("_HOSTNAME", host),
+                ("_SYSTEMD_UNIT", unit),
+                ("SYSLOG_IDENTIFIER", unit.trim_end_matches(".service")),
+                ("_STREAM_ID", &stream),
+                ("MESSAGE", &msg),
+            ],
+        );
+    }
+    out
+}
+
+#[test]
+fn kill_9_during_catch_up_gives_the_same_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let jdir = dir.path().join("journal");
+    std::fs::create_dir(&jdir).unwrap();
+    journal_remote(&big_journal_export(100_000), &jdir.join("big.journal"));
+    let section = format!("directory = \"{}\"", jdir.display());
+    let extra = "[incidents]\nresolve_after = \"30s\"\n";
+
+    let reference = Service::new(&section, extra);
+    let out = reference.run_once();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected = reference.incidents();
+    assert!(expected.as_array().unwrap().len() >= 3, "{expected:#}");
+
+    let mut crashed = Service::new(&section, extra);
+    let mut killed_at = Vec::new();
+    // `entries` counts the kubelet's (the journal match), about 31k of the 100k.
+    for threshold in [5_000u64, 14_000, 24_000] {
+        crashed.start();
+        // Kill it once it is past the threshold but before it is done.
+        let end = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let st = crashed.query(&["status", "-o", "json"]);
+            let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap_or_default();
+            let read = v["entries"].as_u64().unwrap_or(0);
+            if read >= threshold || v["caught_up"] == true || std::time::Instant::now() > end {
+                killed_at.push((read, v["caught_up"] == true));
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let code = crashed.signal("KILL");
+        assert_eq!(code, None, "killed by the signal; log: {}", crashed.log());
+    }
+    eprintln!("killed at (entries committed, caught up): {killed_at:?}");
+    // The kills landed mid catch-up (on a very slow or fast machine one may not).
+    assert!(
+        killed_at
+            .iter()
+            .filter(|(read, done)| !done && *read < 31_000)
+            .count()
+            >= 2,
+        "{killed_at:?}"
+    );
+    let out = crashed.run_once();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        crashed.incidents(),
+        expected,
+        "history after kill -9 x3 differs from an uninterrupted run"
+    );
+    // Every entry counted exactly once across the crashes.
+    let status = |svc: &Service| -> serde_json::Value {
+        serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap()
+    };
+    let (a, b) = (status(&reference), status(&crashed));
+    for key in ["entries", "kubelet_lines", "recognized", "unparsed"] {
+        assert_eq!(a[key], b[key], "{key}");
+    }
+    assert!(a["kubelet_lines"].as_u64().unwrap() > 30_000, "{a}");
+}
+
+#[test]
+fn bad_config_exits_78_naming_key_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.toml");
+    std::fs::write(&p, "[alert]\nretries = 5\nrepeat_intervall = \"4h\"\n").unwrap();
+    let out = run(
+        crate::support::bin()
+            .arg("--config")
+            .arg(&p)
+            .arg("check-config"),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(78));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("repeat_intervall") && err.contains("line 3"),
+        "{err}"
+    );
+    let out = run(
+        crate::support::bin()
+            .arg("--config")
+            .arg(&p)
+            .args(["run", "--once"]),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(78));
+    let out = run(
+        crate::support::bin()
+            .arg("--config")
+            .arg(dir.path().join("missing.toml"))
+            .arg("check-config"),
+        None,
+    );
+    assert_eq!(out.status.code(), Some(78));
+}
+
+#[test]
+fn queries_say_why_when_there_is_nothing_to_ask() {
+    let svc = Service::new("directory = \"/nonexistent\"", "");
+    let out = svc.query(&["incidents"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not running") && err.contains("no store yet"),
+        "{err}"
+    );
+    // The journal is unreadable: run says which, and exits 1.
+    let out = svc.run_once();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/nonexistent"), "{err}");
+}
