@@ -14,13 +14,18 @@ build: deps
 	cargo build --bins --examples
 
 # Writes a sample journal (examples/sample_journal.rs through
-# systemd-journal-remote) into $(SCRATCH) and reads it back.
+# systemd-journal-remote) into $(SCRATCH), runs the service over it once with
+# its store under $(SCRATCH), and shows what it recorded.
 demo: build
 	@rm -rf $(SCRATCH) && mkdir -p $(SCRATCH)/journal
 	target/debug/examples/sample_journal > $(SCRATCH)/sample.export
 	$(JOURNAL_REMOTE) --output=$(SCRATCH)/journal/sample.journal - < $(SCRATCH)/sample.export
-	$(BIN) scan $(SCRATCH)/journal
-	$(BIN) scan --details $(SCRATCH)/journal | sed -n '/^incident /,/^$$/p' | head -20
+	@printf '[journal]\ndirectory = "%s"\nstart_at = "all"\n[store]\npath = "%s"\n[api]\nsocket = "%s"\n' \
+		$(SCRATCH)/journal $(SCRATCH)/store $(SCRATCH)/query.sock > $(SCRATCH)/config.toml
+	$(BIN) --config $(SCRATCH)/config.toml run --once
+	$(BIN) --config $(SCRATCH)/config.toml incidents
+	$(BIN) --config $(SCRATCH)/config.toml nodes
+	$(BIN) --config $(SCRATCH)/config.toml show $$($(BIN) --config $(SCRATCH)/config.toml incidents --verdict startup-race --limit 1 | awk 'NR==2 {print $$1}')
 
 lint:
 	cargo fmt --all -- --check

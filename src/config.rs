@@ -518,6 +518,46 @@ mod tests {
     }
 
     #[test]
+    fn the_shipped_config_is_valid_and_names_every_key() {
+        let text = include_str!("../packaging/config.toml");
+        let shipped = Config::parse(text, "packaging/config.toml").unwrap();
+        assert_eq!(shipped, Config::parse("", "t").unwrap());
+        // Uncommented, it is still valid and still the defaults (but `from`,
+        // whose default is computed).
+        let uncommented: String = text
+            .lines()
+            .map(|l| {
+                l.strip_prefix('#')
+                    .filter(|r| r.contains(" = "))
+                    .unwrap_or(l)
+            })
+            .filter(|l| !l.starts_with("from ="))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let c = Config::parse(&uncommented, "uncommented").unwrap();
+        assert_eq!(c, Config::parse("", "t").unwrap());
+        // Every key the config knows appears in the shipped file.
+        let toml: toml::Value = toml::from_str(&shipped.to_toml()).unwrap();
+        for (section, table) in toml.as_table().unwrap() {
+            for (key, value) in table.as_table().unwrap() {
+                if let Some(sub) = value.as_table() {
+                    for k in sub.keys() {
+                        assert!(
+                            text.contains(&format!("#{k} =")),
+                            "[{section}.{key}] {k} missing"
+                        );
+                    }
+                } else {
+                    assert!(
+                        text.contains(&format!("#{key} =")),
+                        "[{section}] {key} missing"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn restart_needed_for_journal_store_and_api() {
         let a = Config::parse("", "t").unwrap();
         let b = Config::parse("[journal]\nnamespace = \"x\"\n[alert]\nretries = 9\n", "t").unwrap();
