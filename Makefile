@@ -20,12 +20,15 @@ demo: build
 	@rm -rf $(SCRATCH) && mkdir -p $(SCRATCH)/journal
 	target/debug/examples/sample_journal > $(SCRATCH)/sample.export
 	$(JOURNAL_REMOTE) --output=$(SCRATCH)/journal/sample.journal - < $(SCRATCH)/sample.export
-	@printf '[journal]\ndirectory = "%s"\nstart_at = "all"\n[store]\npath = "%s"\n[api]\nsocket = "%s"\n' \
-		$(SCRATCH)/journal $(SCRATCH)/store $(SCRATCH)/query.sock > $(SCRATCH)/config.toml
+	@# The sample journal is dated 2026-11-28: max_age is widened so its alerts are mailed.
+	@printf '[journal]\ndirectory = "%s"\nstart_at = "all"\n[store]\npath = "%s"\n[api]\nsocket = "%s"\n[alert]\nto = ["oncall@example.com"]\ntransport = "file"\nmax_age = "3650d"\n[alert.file]\ndirectory = "%s"\n' \
+		$(SCRATCH)/journal $(SCRATCH)/store $(SCRATCH)/query.sock $(SCRATCH)/mail > $(SCRATCH)/config.toml
+	@mkdir -p $(SCRATCH)/mail
 	$(BIN) --config $(SCRATCH)/config.toml run --once
 	$(BIN) --config $(SCRATCH)/config.toml incidents
 	$(BIN) --config $(SCRATCH)/config.toml nodes
 	$(BIN) --config $(SCRATCH)/config.toml show $$($(BIN) --config $(SCRATCH)/config.toml incidents --verdict startup-race --limit 1 | awk 'NR==2 {print $$1}')
+	@echo; echo "Alert emails (file transport):"; for f in $(SCRATCH)/mail/*.eml; do echo "  $$f: $$(grep -m1 '^Subject:' $$f)"; done
 
 lint:
 	cargo fmt --all -- --check

@@ -42,6 +42,20 @@ pub struct Live {
     pub entries_lost: u64,
     pub reader_restarts: u64,
     pub settings: Settings,
+    pub mail: MailStats,
+}
+
+/// The mailer's view, for `status` and `/metrics`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct MailStats {
+    /// False when `[alert] to` is empty: nothing is mailed.
+    pub enabled: bool,
+    pub outbox: u64,
+    pub oldest_queued_at: Option<Micros>,
+    pub sent: u64,
+    pub failed: u64,
+    pub last_result: Option<String>,
+    pub last_at: Option<Micros>,
 }
 
 pub type SharedLive = Arc<Mutex<Live>>;
@@ -280,8 +294,13 @@ pub struct StatusOut {
     pub open_incidents: u64,
     pub incidents: u64,
     pub entries_lost: u64,
+    pub mail: String,
     pub outbox: u64,
+    pub outbox_oldest_seconds: Option<f64>,
+    pub mails_sent: u64,
+    pub mails_failed: u64,
     pub last_delivery: Option<String>,
+    pub last_delivery_at: Option<String>,
     pub store: String,
     pub store_bytes: u64,
 }
@@ -295,6 +314,7 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
         None => state.map(|s| s.summary).unwrap_or_default(),
     };
     let now = crate::time::now();
+    let outbox = store.outbox()?;
     Ok(StatusOut {
         service: if live.is_some() {
             "running"
@@ -315,8 +335,21 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
         open_incidents: open,
         incidents: all.len() as u64,
         entries_lost: live.map_or(0, |l| l.entries_lost),
-        outbox: 0,
-        last_delivery: None,
+        mail: match live {
+            Some(l) if l.mail.enabled => "enabled".into(),
+            Some(_) => "disabled ([alert] to is empty)".into(),
+            None => "-".into(),
+        },
+        outbox: outbox.len() as u64,
+        outbox_oldest_seconds: outbox
+            .iter()
+            .map(|e| e.queued_at)
+            .min()
+            .map(|t| (now - t).max(0) as f64 / SECOND as f64),
+        mails_sent: live.map_or(0, |l| l.mail.sent),
+        mails_failed: live.map_or(0, |l| l.mail.failed),
+        last_delivery: live.and_then(|l| l.mail.last_result.clone()),
+        last_delivery_at: live.and_then(|l| l.mail.last_at).map(rfc3339),
         store: store.path().display().to_string(),
         store_bytes: store.size_on_disk(),
     })
@@ -435,6 +468,38 @@ fn metrics(store: &Store, live: Option<&Live>, settings: &Settings) -> Result<St
             String::new(),
             s.last_at.map_or(0.0, |t| t as f64 / SECOND as f64),
         )],
+    );
+    let outbox = store.outbox()?;
+    metric(
+        "outbox_length",
+        "gauge",
+        "Alerts waiting for delivery.",
+        &one(outbox.len() as u64),
+    );
+    metric(
+        "outbox_oldest_age_seconds",
+        "gauge",
+        "Age of the oldest alert waiting for delivery.",
+        &[(
+            String::new(),
+            outbox
+                .iter()
+                .map(|e| e.queued_at)
+                .min()
+                .map_or(0.0, |t| (now - t).max(0) as f64 / SECOND as f64),
+        )],
+    );
+    metric(
+        "mails_sent_total",
+        "counter",
+        "Alert mails the transport accepted.",
+        &one(l.mail.sent),
+    );
+    metric(
+        "mail_failures_total",
+        "counter",
+        "Failed delivery attempts.",
+        &one(l.mail.failed),
     );
     metric(
         "up",

@@ -81,6 +81,8 @@ pub enum Command {
     },
     /// Validate the config file and print the effective settings.
     CheckConfig,
+    /// Send a sample alert through the configured transport and say exactly what failed.
+    TestEmail,
 }
 
 #[derive(Debug, Args)]
@@ -420,6 +422,46 @@ pub fn run_query(
     }
 }
 
+/// Sends a sample alert.
+pub fn test_email(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
+    let config = match load_config(config_path, err) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let delivery = match crate::notify::Delivery::from_config(&config.alert) {
+        Ok(Some(d)) => d,
+        Ok(None) => {
+            let _ = writeln!(
+                err,
+                "kubelet-sentinel: [alert] to is empty: there is nobody to send to"
+            );
+            return Exit::Config;
+        }
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            return Exit::Config;
+        }
+    };
+    let settings = config.tracker_settings();
+    let incident = crate::notify::sample_incident(crate::time::now(), &settings);
+    let mut rendered =
+        crate::notify::render(&[&incident], crate::tracker::AlertKind::Opened, &settings);
+    rendered.subject =
+        rendered
+            .subject
+            .replacen("[kubelet-sentinel]", "[kubelet-sentinel] test:", 1);
+    match delivery.send(&rendered) {
+        Ok(to) => {
+            let _ = writeln!(out, "test alert sent: {to}");
+            Exit::Ok
+        }
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: test alert not sent: {e}");
+            Exit::Failure
+        }
+    }
+}
+
 /// Parses the command line and runs the command.
 #[must_use]
 pub fn main() -> ExitCode {
@@ -477,6 +519,7 @@ pub fn main() -> ExitCode {
         Command::Status { output } => {
             run_query(config, &Request::Status, output, &mut out, &mut err)
         }
+        Command::TestEmail => test_email(config, &mut out, &mut err),
         Command::CheckConfig => match load_config(config, &mut err) {
             Ok(c) => {
                 let _ = writeln!(out, "# effective settings\n{}", c.to_toml());

@@ -131,6 +131,7 @@ struct RawAlert {
     to: Option<Vec<String>>,
     from: Option<String>,
     transport: Option<Transport>,
+    retry_max: Option<Duration>,
     #[serde(default)]
     smtp: RawSmtp,
     #[serde(default)]
@@ -145,6 +146,8 @@ struct RawSmtp {
     tls: Option<Tls>,
     username: Option<String>,
     password_file: Option<String>,
+    ca_file: Option<String>,
+    timeout: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -194,6 +197,8 @@ pub struct SmtpConfig {
     pub tls: Tls,
     pub username: String,
     pub password_file: String,
+    pub ca_file: String,
+    pub timeout: Duration,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -212,6 +217,7 @@ pub struct AlertConfig {
     pub to: Vec<String>,
     pub from: String,
     pub transport: Transport,
+    pub retry_max: Duration,
     pub smtp: SmtpConfig,
     pub file: FileConfig,
 }
@@ -434,12 +440,15 @@ fn validate(raw: RawConfig, path: &str) -> Result<Config, ConfigError> {
                 .from
                 .unwrap_or_else(|| format!("kubelet-sentinel@{}", hostname())),
             transport: a.transport.unwrap_or(Transport::Smtp),
+            retry_max: a.retry_max.unwrap_or(Duration(300 * SECOND)),
             smtp: SmtpConfig {
                 host,
                 port: smtp.port.unwrap_or(25),
                 tls,
                 username: smtp.username.unwrap_or_default(),
                 password_file: smtp.password_file.unwrap_or_default(),
+                ca_file: smtp.ca_file.unwrap_or_default(),
+                timeout: smtp.timeout.unwrap_or(Duration(30 * SECOND)),
             },
             file: FileConfig {
                 directory: a

@@ -20,6 +20,7 @@ use crate::api::{self, Live, SharedLive};
 use crate::config::{Config, StartAt};
 use crate::journal::SourceError;
 use crate::journal::sd::{self, Msg, Spec, Start, Target};
+use crate::notify::{Delivered, Delivery, Mailer, OutboxEntry};
 use crate::pipeline::Pipeline;
 use crate::store::{Batch, Store, StoreError};
 use crate::time::{Micros, SECOND, now};
@@ -45,6 +46,8 @@ pub enum DaemonError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Alert(#[from] crate::notify::SetupError),
     #[error("metrics listener {addr}: {source}")]
     Metrics {
         addr: String,
@@ -162,6 +165,9 @@ struct Service {
     live: SharedLive,
     decisions: Vec<Decision>,
     changed: BTreeSet<String>,
+    /// Alerts raised since the last commit.
+    alerts: Vec<OutboxEntry>,
+    mail_enabled: bool,
     /// The cursor of the last entry pushed into the pipeline.
     cursor: Option<String>,
     uncommitted: u64,
@@ -171,16 +177,67 @@ struct Service {
 
 impl Service {
     fn take_decisions(&mut self) {
-        for d in self.decisions.drain(..) {
+        let decisions = std::mem::take(&mut self.decisions);
+        for d in decisions {
             match d {
                 Decision::OpenIncident { id }
                 | Decision::UpdateIncident { id }
                 | Decision::ResolveIncident { id } => {
                     self.changed.insert(id);
                 }
-                // Alerts are the outbox's (issue: email alerts); the
-                // incident history records everything they would say.
-                Decision::QueueAlert { .. } => {}
+                Decision::QueueAlert { id, kind, at } => self.queue_alert(id, kind, at),
+            }
+        }
+    }
+
+    fn queue_alert(&mut self, id: String, kind: crate::tracker::AlertKind, at: Micros) {
+        let node = self
+            .pipeline
+            .tracker()
+            .incident(&id)
+            .map(|i| i.node.clone())
+            .unwrap_or_default();
+        if !self.mail_enabled {
+            tracing::info!(
+                "alert for {node} ({kind:?}) recorded; [alert] to is empty, nothing is mailed"
+            );
+            return;
+        }
+        let t = now();
+        if t - at > self.config.alert.max_age.0 {
+            tracing::info!(
+                "alert for {node} ({kind:?}) is older than [alert] max_age: recorded, not mailed"
+            );
+            return;
+        }
+        self.changed.insert(id.clone());
+        self.alerts.push(OutboxEntry {
+            seq: 0,
+            kind,
+            incident: id,
+            node,
+            raised_at: at,
+            queued_at: t,
+            attempts: 0,
+            next_attempt_at: t,
+            last_error: None,
+        });
+    }
+
+    /// The mailer delivered: record when (open incidents through the
+    /// tracker, so the next commit keeps it; resolved ones directly).
+    fn delivered(&mut self, d: Delivered) {
+        for id in d.incidents {
+            if self
+                .pipeline
+                .tracker()
+                .incident(&id)
+                .is_some_and(|i| i.resolved_at.is_none())
+            {
+                self.pipeline.tracker_mut().mark_alerted(&id, d.at);
+                self.changed.insert(id);
+            } else if let Err(e) = self.store.mark_alerted(&id, d.at) {
+                tracing::warn!("recording the delivery for {id}: {e}");
             }
         }
     }
@@ -207,6 +264,7 @@ impl Service {
             cursor: self.cursor.clone(),
             state: Some(self.pipeline.state()),
             incidents,
+            alerts: std::mem::take(&mut self.alerts),
         };
         self.store.commit(&batch)?;
         self.changed.clear();
@@ -353,6 +411,35 @@ pub fn run(config: Config, control: &Control, opts: &RunOptions) -> Result<(), D
         }
     }
     let retention = config.incidents.retention.0;
+    let delivery = Delivery::from_config(&config.alert)?;
+    if delivery.is_none() {
+        tracing::warn!("[alert] to is empty: incidents are recorded, nothing is mailed");
+    }
+    let (delivered_tx, delivered_rx) = std::sync::mpsc::channel::<Delivered>();
+    let mailer = delivery.map(|d| Mailer {
+        store: store.clone(),
+        delivery: d,
+        group_wait: config.alert.group_wait.0,
+        retry_max: config.alert.retry_max.0,
+        live: live.clone(),
+        delivered: delivered_tx,
+    });
+    if let Ok(mut l) = live.lock() {
+        l.mail.enabled = mailer.is_some();
+    }
+    let live_settings = {
+        let live = live.clone();
+        move || live.lock().map(|l| l.settings.clone()).unwrap_or_default()
+    };
+    let mailer = mailer.map(Arc::new);
+    let mailer_stop = Arc::new(AtomicBool::new(false));
+    let mailer_thread = match (&mailer, opts.once) {
+        (Some(m), false) => {
+            let (m, stop, settings) = (m.clone(), mailer_stop.clone(), live_settings.clone());
+            Some(std::thread::spawn(move || m.run(&stop, &settings)))
+        }
+        _ => None,
+    };
     let mut svc = Service {
         config,
         store,
@@ -360,6 +447,8 @@ pub fn run(config: Config, control: &Control, opts: &RunOptions) -> Result<(), D
         live,
         decisions: Vec::new(),
         changed: BTreeSet::new(),
+        alerts: Vec::new(),
+        mail_enabled: mailer.is_some(),
         cursor,
         uncommitted: 0,
         last_commit: Instant::now(),
@@ -383,6 +472,7 @@ pub fn run(config: Config, control: &Control, opts: &RunOptions) -> Result<(), D
         &mut reader,
         control,
         opts,
+        &delivered_rx,
         &mut |svc| {
             if let Some(every) = watchdog {
                 if last_ping.elapsed() >= every {
@@ -405,6 +495,20 @@ pub fn run(config: Config, control: &Control, opts: &RunOptions) -> Result<(), D
     reader.stop();
     // Whatever was read is committed before exit, also after an error.
     let committed = svc.commit();
+    mailer_stop.store(true, Ordering::Relaxed);
+    if let Some(t) = mailer_thread {
+        let _ = t.join();
+    }
+    if let (Some(m), true, Ok(())) = (&mailer, opts.once, &committed) {
+        let failed = m.deliver_all_once(&live_settings);
+        while let Ok(d) = delivered_rx.try_recv() {
+            svc.delivered(d);
+        }
+        let _ = svc.commit();
+        if failed > 0 {
+            tracing::warn!("{failed} alert mails could not be delivered; they stay in the outbox");
+        }
+    }
     api_stop.store(true, Ordering::Relaxed);
     for t in api_threads {
         let _ = t.join();
@@ -420,6 +524,7 @@ fn main_loop(
     reader: &mut Reader,
     control: &Control,
     opts: &RunOptions,
+    delivered: &Receiver<Delivered>,
     tick: &mut dyn FnMut(&Service),
     last_entry: &mut Instant,
 ) -> Result<(), DaemonError> {
@@ -485,6 +590,9 @@ fn main_loop(
                 svc.pipeline.flush(&mut svc.decisions);
             }
             svc.pipeline.advance(now(), &mut svc.decisions);
+        }
+        while let Ok(d) = delivered.try_recv() {
+            svc.delivered(d);
         }
         svc.take_decisions();
         if svc.uncommitted >= BATCH_ENTRIES

@@ -3,6 +3,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod journal;
+pub mod notify;
 pub mod parse;
 pub mod pipeline;
 pub mod report;

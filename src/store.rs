@@ -5,6 +5,7 @@
 //! | `incidents` | incident id (12 hex digits) | JSON [`Incident`] |
 //! | `by_node` | node, `0x00`, `opened_at` (8 bytes, big-endian, sign-flipped), id | empty |
 //! | `by_time` | `opened_at` (8 bytes, as above), id | empty |
+//! | `outbox` | sequence number (8 bytes, big-endian) | JSON [`OutboxEntry`] |
 //! | `meta` | `schema` | `1` |
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed |
 //! | | `state` | JSON [`PipelineState`]: tracker (open incidents), held lines, counters |
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
+use crate::notify::OutboxEntry;
 use crate::pipeline::PipelineState;
 use crate::time::Micros;
 use crate::tracker::Incident;
@@ -58,6 +60,8 @@ pub struct Batch {
     pub state: Option<PipelineState>,
     /// Incidents opened, changed or resolved in the batch.
     pub incidents: Vec<Incident>,
+    /// Alerts they raised (their `seq` is assigned here).
+    pub alerts: Vec<OutboxEntry>,
 }
 
 /// Query filters (design section 3.1, `incidents`).
@@ -79,6 +83,7 @@ pub struct Store {
     by_node: sled::Tree,
     by_time: sled::Tree,
     meta: sled::Tree,
+    outbox: sled::Tree,
 }
 
 /// Big-endian with the sign bit flipped: byte order is time order.
@@ -143,6 +148,7 @@ impl Store {
             by_node: tree("by_node")?,
             by_time: tree("by_time")?,
             meta: tree("meta")?,
+            outbox: tree("outbox")?,
             path: path.to_path_buf(),
             db,
         };
@@ -228,24 +234,37 @@ impl Store {
                 )
             })
             .collect();
-        // The closure may run again on conflict: it only writes.
-        let result: Result<(), TransactionError<()>> =
-            (&self.incidents, &self.by_node, &self.by_time, &self.meta).transaction(
-                |(inc, by_node, by_time, meta)| {
-                    for (id, value, nk, tk) in &records {
-                        inc.insert(id.as_bytes(), value.as_slice())?;
-                        by_node.insert(nk.as_slice(), &[] as &[u8])?;
-                        by_time.insert(tk.as_slice(), &[] as &[u8])?;
-                    }
-                    if let Some(s) = &state {
-                        meta.insert("state", s.as_slice())?;
-                    }
-                    if let Some(c) = &batch.cursor {
-                        meta.insert("cursor", c.as_bytes())?;
-                    }
-                    Ok::<(), ConflictableTransactionError<()>>(())
-                },
-            );
+        // The closure may run again on conflict: it only writes. The alerts
+        // go in with the incident changes that raised them.
+        let result: Result<(), TransactionError<()>> = (
+            &self.incidents,
+            &self.by_node,
+            &self.by_time,
+            &self.meta,
+            &self.outbox,
+        )
+            .transaction(|(inc, by_node, by_time, meta, outbox)| {
+                for a in &batch.alerts {
+                    let seq = outbox.generate_id()?;
+                    let entry = OutboxEntry { seq, ..a.clone() };
+                    outbox.insert(
+                        &seq.to_be_bytes(),
+                        serde_json::to_vec(&entry).unwrap_or_default(),
+                    )?;
+                }
+                for (id, value, nk, tk) in &records {
+                    inc.insert(id.as_bytes(), value.as_slice())?;
+                    by_node.insert(nk.as_slice(), &[] as &[u8])?;
+                    by_time.insert(tk.as_slice(), &[] as &[u8])?;
+                }
+                if let Some(s) = &state {
+                    meta.insert("state", s.as_slice())?;
+                }
+                if let Some(c) = &batch.cursor {
+                    meta.insert("cursor", c.as_bytes())?;
+                }
+                Ok::<(), ConflictableTransactionError<()>>(())
+            });
         match result {
             Ok(()) => {}
             Err(TransactionError::Storage(e)) => return Err(self.err(e)),
@@ -342,6 +361,54 @@ impl Store {
             self.db.flush().map_err(|e| self.err(e))?;
         }
         Ok(removed)
+    }
+
+    /// The outbox, oldest first.
+    pub fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        let mut out = Vec::new();
+        for kv in &self.outbox {
+            let (k, v) = kv.map_err(|e| self.err(e))?;
+            out.push(serde_json::from_slice(&v).map_err(|e| self.corrupt(&k, &e))?);
+        }
+        Ok(out)
+    }
+
+    /// Rewrites outbox entries (attempts, next attempt, last error).
+    pub fn outbox_update(&self, entries: &[OutboxEntry]) -> Result<(), StoreError> {
+        let mut b = sled::Batch::default();
+        for e in entries {
+            b.insert(
+                &e.seq.to_be_bytes(),
+                serde_json::to_vec(e).unwrap_or_default(),
+            );
+        }
+        self.outbox.apply_batch(b).map_err(|e| self.err(e))?;
+        self.flush()
+    }
+
+    /// Removes delivered entries; durable before it returns.
+    pub fn outbox_remove(&self, seqs: &[u64]) -> Result<(), StoreError> {
+        let mut b = sled::Batch::default();
+        for s in seqs {
+            b.remove(&s.to_be_bytes());
+        }
+        self.outbox.apply_batch(b).map_err(|e| self.err(e))?;
+        self.flush()
+    }
+
+    /// Records the first delivery of an alert for a resolved incident (open
+    /// ones are the tracker's and are written with the next batch).
+    pub fn mark_alerted(&self, id: &str, at: Micros) -> Result<(), StoreError> {
+        let Some(mut i) = self.incident(id)? else {
+            return Ok(());
+        };
+        if i.alerted_at.is_none() {
+            i.alerted_at = Some(at);
+            self.incidents
+                .insert(id.as_bytes(), serde_json::to_vec(&i).unwrap_or_default())
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
     }
 
     pub fn flush(&self) -> Result<(), StoreError> {

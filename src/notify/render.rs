@@ -1,0 +1,354 @@
+//! The alert email (design section 3.4): subject, text and HTML. Pure.
+//!
+//! Anything taken from a log line (node names, error texts) is stripped of
+//! control characters where it goes into a header and HTML-escaped where it
+//! goes into markup: a node name from a log line can never add a header or
+//! markup.
+
+use std::fmt::Write as _;
+
+use crate::signals::Cause;
+use crate::time::{Micros, clock, human_duration, rfc3339};
+use crate::tracker::{AlertKind, Incident, Settings, Status, Verdict, cause_explanation};
+
+/// A rendered alert, before it becomes a MIME message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+}
+
+/// Header-safe: no control characters, bounded length.
+#[must_use]
+pub fn header_text(s: &str, max: usize) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut out: String = flat.chars().take(max).collect();
+    if flat.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+/// Escapes text for HTML element content and attribute values.
+#[must_use]
+pub fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn verdict_words(v: Verdict, s: &Settings) -> String {
+    match v {
+        Verdict::StartupRace => "the harmless start-up race".into(),
+        Verdict::Transient => "transient trouble that ended by itself".into(),
+        Verdict::Persistent => format!(
+            "persistent: more than {} retries within {}",
+            s.retries,
+            human_duration(s.window)
+        ),
+        Verdict::Undetermined => "not yet determined".into(),
+    }
+}
+
+/// The commands an operator runs next, for the cause.
+#[must_use]
+pub fn next_steps(i: &Incident) -> Vec<String> {
+    let node = shell_word(&i.node);
+    let since = short_local(i.opened_at - 60_000_000);
+    let mut steps = vec![
+        format!("kubectl get node {node} -o wide"),
+        format!(
+            "journalctl -u kubelet --since \"{since} UTC\" (on {})",
+            shell_word(i.host.as_deref().unwrap_or(&i.node))
+        ),
+    ];
+    match i.cause() {
+        Cause::ApiUnreachable => {
+            steps.push("from the node: curl -sk https://<api-server>:6443/healthz (the address is in the error lines)".into());
+            steps.push("kubectl get --raw='/readyz?verbose' from a machine that reaches the API server; check its load balancer and firewall".into());
+        }
+        Cause::ApiTimeout => {
+            steps.push("kubectl get --raw='/readyz?verbose'; API server load and latency (apiserver_request_duration_seconds)".into());
+            steps.push("the network path from the node to the API server (MTU, packet loss)".into());
+        }
+        Cause::NodeMissing => {
+            steps.push(format!("kubectl get node {node}: NotFound means the Node was deleted; systemctl restart kubelet on the node re-registers it"));
+            steps.push("who deleted it: the API server audit log, cluster-autoscaler, the cloud controller manager".into());
+        }
+        Cause::Auth => {
+            steps.push("openssl x509 -noout -dates -in /var/lib/kubelet/pki/kubelet-client-current.pem (on the node)".into());
+            steps.push("kubectl get csr (pending kubelet client certificate requests)".into());
+        }
+        Cause::Etcd => steps.push("kubectl get --raw='/readyz/etcd'; etcdctl endpoint health".into()),
+        Cause::Conflict => steps.push("other writers of the Node's status (controllers, admission webhooks)".into()),
+        Cause::ListerLag => steps.push("usually nothing: the kubelet's informer catches up; if it repeats, API server watch latency".into()),
+        Cause::Unknown => steps.push("read the evidence lines below and the kubelet's journal around them".into()),
+    }
+    steps
+}
+
+/// A word safe to paste into a shell: node names are DNS names, anything
+/// else is quoted.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", header_text(s, 253).replace('\'', "'\\''"))
+    }
+}
+
+fn short_local(us: Micros) -> String {
+    crate::time::short(us)
+}
+
+fn counters(i: &Incident) -> String {
+    let mut parts = Vec::new();
+    for (n, what) in [
+        (i.retries, "status retries"),
+        (i.exhausted, "exhausted retry cycles"),
+        (i.register_failures, "failed registrations"),
+        (i.lister_misses, "lister misses"),
+        (i.lease_failures, "lease failures"),
+        (i.watch_failures, "watch failures"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    parts.join(", ")
+}
+
+fn span(i: &Incident) -> Micros {
+    i.resolved_at.unwrap_or(i.last_signal_at) - i.opened_at
+}
+
+fn subject_one(i: &Incident, kind: AlertKind) -> String {
+    let node = header_text(&i.node, 100);
+    let cause = i.cause().as_str();
+    match kind {
+        AlertKind::Resolved => format!(
+            "[kubelet-sentinel] resolved: {node} after {} ({cause})",
+            human_duration(span(i))
+        ),
+        AlertKind::Repeat => format!(
+            "[kubelet-sentinel] still failing: {node}: {} node status retries in {} ({cause})",
+            i.counted_retries(),
+            human_duration(span(i))
+        ),
+        AlertKind::Opened => format!(
+            "[kubelet-sentinel] {node}: {} node status retries in {} ({cause})",
+            i.counted_retries(),
+            human_duration(span(i))
+        ),
+    }
+}
+
+fn group_cause(incidents: &[&Incident]) -> String {
+    let first = incidents[0].cause();
+    if incidents.iter().all(|i| i.cause() == first) {
+        first.as_str().to_string()
+    } else {
+        "mixed causes".to_string()
+    }
+}
+
+/// Renders one email for alerts of one kind raised together. `incidents` is
+/// never empty.
+#[must_use]
+pub fn render(incidents: &[&Incident], kind: AlertKind, s: &Settings) -> Rendered {
+    let subject = if incidents.len() == 1 {
+        subject_one(incidents[0], kind)
+    } else {
+        match kind {
+            AlertKind::Resolved => format!(
+                "[kubelet-sentinel] resolved: {} nodes ({})",
+                incidents.len(),
+                group_cause(incidents)
+            ),
+            _ => format!(
+                "[kubelet-sentinel] {} nodes: node status retries ({})",
+                incidents.len(),
+                group_cause(incidents)
+            ),
+        }
+    };
+    let mut text = String::new();
+    let mut html =
+        String::from("<!DOCTYPE html>\n<html><body style=\"font-family: sans-serif\">\n");
+    if incidents.len() > 1 {
+        let _ = writeln!(
+            text,
+            "{} nodes at once: when many nodes fail together, look at the API server first.\n",
+            incidents.len()
+        );
+        html.push_str(&format!(
+            "<p>{} nodes at once: when many nodes fail together, look at the API server first.</p>\n",
+            incidents.len()
+        ));
+        html.push_str("<table border=\"1\" cellpadding=\"4\" cellspacing=\"0\">\n<tr><th>node</th><th>host</th><th>status</th><th>verdict</th><th>cause</th><th>retries</th><th>since</th></tr>\n");
+        let _ = writeln!(
+            text,
+            "{:<30} {:<10} {:<13} {:<16} {:>7}  since",
+            "node", "status", "verdict", "cause", "retries"
+        );
+        for i in incidents {
+            let v = i.verdict(s);
+            let _ = writeln!(
+                text,
+                "{:<30} {:<10} {:<13} {:<16} {:>7}  {}",
+                header_text(&i.node, 60),
+                status_word(i),
+                v.as_str(),
+                i.cause().as_str(),
+                i.counted_retries(),
+                rfc3339(i.opened_at)
+            );
+            html.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td align=\"right\">{}</td><td>{}</td></tr>\n",
+                html_escape(&i.node),
+                html_escape(i.host.as_deref().unwrap_or("-")),
+                status_word(i),
+                v.as_str(),
+                i.cause().as_str(),
+                i.counted_retries(),
+                rfc3339(i.opened_at)
+            ));
+        }
+        html.push_str("</table>\n");
+        text.push('\n');
+    }
+    for i in incidents {
+        section(&mut text, &mut html, i, s);
+    }
+    text.push_str("-- \nkubelet-sentinel: `kubelet-sentinel show <id>` on the collector shows the whole timeline.\n");
+    html.push_str("<p style=\"color:#666\">kubelet-sentinel: <code>kubelet-sentinel show &lt;id&gt;</code> shows the whole timeline.</p>\n</body></html>\n");
+    Rendered {
+        subject: header_text(&subject, 200),
+        text,
+        html,
+    }
+}
+
+fn status_word(i: &Incident) -> &'static str {
+    match i.status() {
+        Status::Open => "open",
+        Status::Resolved => "resolved",
+    }
+}
+
+fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
+    let v = i.verdict(s);
+    let c = i.cause();
+    let host = i.host.as_deref().unwrap_or("-");
+    let until = i.resolved_at.unwrap_or(i.last_signal_at);
+    let _ = writeln!(
+        text,
+        "Node {} (host {}), incident {}",
+        header_text(&i.node, 253),
+        header_text(host, 253),
+        i.id
+    );
+    let _ = writeln!(
+        text,
+        "  from {} to {} ({})",
+        rfc3339(i.opened_at),
+        rfc3339(until),
+        human_duration(span(i))
+    );
+    let _ = writeln!(text, "  status:   {}", status_word(i));
+    let _ = writeln!(text, "  verdict:  {}", verdict_words(v, s));
+    let _ = writeln!(text, "  cause:    {}: {}", c.as_str(), cause_explanation(c));
+    let _ = writeln!(text, "  counters: {}", counters(i));
+    let _ = writeln!(text, "\n  Diagnosis: {}\n", i.diagnosis(s));
+    html.push_str(&format!(
+        "<h3>Node {} <small>(host {}, incident {})</small></h3>\n<table cellpadding=\"2\">\n",
+        html_escape(&i.node),
+        html_escape(host),
+        html_escape(&i.id)
+    ));
+    for (k, val) in [
+        (
+            "time",
+            format!(
+                "{} to {} ({})",
+                rfc3339(i.opened_at),
+                rfc3339(until),
+                human_duration(span(i))
+            ),
+        ),
+        ("status", status_word(i).to_string()),
+        ("verdict", verdict_words(v, s)),
+        ("cause", format!("{}: {}", c.as_str(), cause_explanation(c))),
+        ("counters", counters(i)),
+    ] {
+        html.push_str(&format!(
+            "<tr><th align=\"left\">{k}</th><td>{}</td></tr>\n",
+            html_escape(&val)
+        ));
+    }
+    html.push_str("</table>\n");
+    html.push_str(&format!(
+        "<p><b>Diagnosis:</b> {}</p>\n",
+        html_escape(&i.diagnosis(s))
+    ));
+    let evidence: Vec<_> = i
+        .evidence()
+        .filter(|e| e.signal.role() != crate::signals::Role::Marker)
+        .collect();
+    if let (Some(first), Some(last)) = (evidence.first(), evidence.last()) {
+        let _ = writeln!(
+            text,
+            "  First evidence ({}):\n    {}",
+            clock(first.at),
+            one(&first.text)
+        );
+        html.push_str(&format!(
+            "<p><b>First evidence</b> ({}):</p>\n<pre>{}</pre>\n",
+            clock(first.at),
+            html_escape(&one(&first.text))
+        ));
+        if !std::ptr::eq(*first, *last) {
+            let _ = writeln!(
+                text,
+                "  Last evidence ({}):\n    {}",
+                clock(last.at),
+                one(&last.text)
+            );
+            html.push_str(&format!(
+                "<p><b>Last evidence</b> ({}):</p>\n<pre>{}</pre>\n",
+                clock(last.at),
+                html_escape(&one(&last.text))
+            ));
+        }
+    }
+    let _ = writeln!(text, "\n  What to check next:");
+    html.push_str("<p><b>What to check next:</b></p>\n<ul>\n");
+    for step in next_steps(i) {
+        let _ = writeln!(text, "  - {step}");
+        html.push_str(&format!("<li><code>{}</code></li>\n", html_escape(&step)));
+    }
+    html.push_str("</ul>\n");
+    text.push('\n');
+}
+
+/// Evidence on one line, bounded.
+fn one(t: &str) -> String {
+    crate::tracker::one_line(t, 1000)
+}
