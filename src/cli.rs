@@ -479,11 +479,16 @@ pub fn main() -> ExitCode {
     };
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    let (mut out, mut err) = (stdout.lock(), stderr.lock());
     let config = cli.config.as_ref();
+    if let Command::Run { once } = cli.command {
+        // No stderr lock held here: the service's threads log to stderr, and
+        // a lock held by this thread would block them forever.
+        return run_service(config, once, &mut std::io::stderr()).into();
+    }
+    let (mut out, mut err) = (stdout.lock(), stderr.lock());
     let exit = match cli.command {
         Command::Scan(args) => run_scan(&args, &mut out, &mut err),
-        Command::Run { once } => run_service(config, once, &mut err),
+        Command::Run { .. } => unreachable!("handled above"),
         Command::Incidents(a) => {
             let since = match a
                 .since

@@ -259,7 +259,12 @@ impl Delivery {
             source = s.source();
         }
         let lower = detail.to_ascii_lowercase();
-        if e.is_timeout() || lower.contains("timed out") || lower.contains("would block") {
+        // A socket read timeout surfaces as EAGAIN ("temporarily unavailable").
+        if e.is_timeout()
+            || lower.contains("timed out")
+            || lower.contains("would block")
+            || lower.contains("temporarily unavailable")
+        {
             return DeliveryError::Timeout {
                 server,
                 seconds: self.timeout.as_secs(),

@@ -44,7 +44,8 @@ pub fn html_escape(s: &str) -> String {
             '>' => out.push_str("&gt;"),
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
-            c if c.is_control() && c != '\n' && c != '\t' => out.push(' '),
+            // Values are single-line: a log line cannot break the layout.
+            c if c.is_control() => out.push(' '),
             c => out.push(c),
         }
     }
@@ -276,7 +277,11 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     let _ = writeln!(text, "  verdict:  {}", verdict_words(v, s));
     let _ = writeln!(text, "  cause:    {}: {}", c.as_str(), cause_explanation(c));
     let _ = writeln!(text, "  counters: {}", counters(i));
-    let _ = writeln!(text, "\n  Diagnosis: {}\n", i.diagnosis(s));
+    let _ = writeln!(
+        text,
+        "\n  Diagnosis: {}\n",
+        crate::tracker::one_line(&i.diagnosis(s), 4000)
+    );
     html.push_str(&format!(
         "<h3>Node {} <small>(host {}, incident {})</small></h3>\n<table cellpadding=\"2\">\n",
         html_escape(&i.node),

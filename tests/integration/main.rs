@@ -3,6 +3,7 @@
 //! `journalctl` for the export/json/text renderings).
 
 mod cli;
+mod email;
 mod formats;
 mod real_logs;
 mod robustness;

@@ -301,6 +301,7 @@ impl Service {
     /// Sends a signal and waits for the exit; returns the exit code.
     pub fn signal(&mut self, sig: &str) -> Option<i32> {
         let mut child = self.child.take().expect("running");
+        let log_path = self.dir.path().join("service.log");
         run(
             Command::new("kill").args([&format!("-{sig}"), &child.id().to_string()]),
             None,
@@ -310,10 +311,13 @@ impl Service {
             if let Some(st) = child.try_wait().unwrap() {
                 return st.code();
             }
-            assert!(
-                std::time::Instant::now() < end,
-                "the service did not exit on SIG{sig}"
-            );
+            if std::time::Instant::now() >= end {
+                let _ = child.kill();
+                panic!(
+                    "the service did not exit on SIG{sig}; its log:\n{}",
+                    std::fs::read_to_string(&log_path).unwrap_or_default()
+                );
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -354,3 +358,165 @@ impl Drop for Service {
 }
 
 pub use std::time::Duration;
+
+/// A free TCP port on loopback.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A real SMTP server on loopback: Debian's aiosmtpd with the Maildir handler.
+pub struct Smtpd {
+    child: std::process::Child,
+    pub port: u16,
+    pub maildir: PathBuf,
+}
+
+impl Smtpd {
+    pub fn aiosmtpd(port: u16, maildir: &Path, extra: &[&str]) -> Self {
+        let child = Command::new("/usr/bin/aiosmtpd")
+            // Server options go before `-c`: what follows it is the handler's.
+            .args(["-n", "-l", &format!("127.0.0.1:{port}")])
+            .args(extra)
+            .args(["-c", "aiosmtpd.handlers.Mailbox"])
+            .arg(maildir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start /usr/bin/aiosmtpd (python3-aiosmtpd)");
+        // Implicit TLS greets only after the handshake: a connect must do.
+        let greets = !extra.contains(&"--smtpscert");
+        Self::ready(child, port, maildir, greets)
+    }
+
+    /// An aiosmtpd controller that requires AUTH (login `alerts`, password
+    /// `s3cret`); the CLI has no authenticator option.
+    pub fn with_auth(port: u16, maildir: &Path) -> Self {
+        let script = maildir.with_extension("py");
+        std::fs::write(
+            &script,
+            r#"import sys, time
+from aiosmtpd.controller import Controller
+from aiosmtpd.handlers import Mailbox
+from aiosmtpd.smtp import AuthResult, LoginPassword
+def auth(server, session, envelope, mechanism, data):
+    ok = isinstance(data, LoginPassword) and data.login == b"alerts" and data.password == b"s3cret"
+    return AuthResult(success=ok, handled=False)
+c = Controller(Mailbox(sys.argv[2]), hostname="127.0.0.1", port=int(sys.argv[1]),
+               authenticator=auth, auth_require_tls=False, auth_required=True)
+c.start()
+while True:
+    time.sleep(3600)
+"#,
+        )
+        .unwrap();
+        let child = Command::new("/usr/bin/python3")
+            .arg(&script)
+            .arg(port.to_string())
+            .arg(maildir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Self::ready(child, port, maildir, true)
+    }
+
+    fn ready(child: std::process::Child, port: u16, maildir: &Path, greets: bool) -> Self {
+        let s = Self {
+            child,
+            port,
+            maildir: maildir.to_path_buf(),
+        };
+        // Ready when it greets, not merely when it accepts.
+        wait_for(
+            Duration::from_secs(15),
+            || {
+                use std::io::Read;
+                let Ok(mut c) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                    return false;
+                };
+                if !greets {
+                    return true;
+                }
+                let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+                let mut buf = [0u8; 3];
+                c.read_exact(&mut buf).is_ok() && &buf == b"220"
+            },
+            "aiosmtpd to greet",
+        );
+        s
+    }
+
+    /// Delivered mails, in arrival order.
+    pub fn mails(&self) -> Vec<String> {
+        mails_in(&self.maildir)
+    }
+}
+
+pub fn mails_in(maildir: &Path) -> Vec<String> {
+    let Ok(rd) = std::fs::read_dir(maildir.join("new")) else {
+        return Vec::new();
+    };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = rd
+        .flatten()
+        .map(|e| (e.metadata().and_then(|m| m.modified()).unwrap(), e.path()))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|(_, p)| std::fs::read_to_string(p).unwrap())
+        .collect()
+}
+
+/// The Subject header of a raw mail, unfolded and decoded enough to compare.
+pub fn subject(mail: &str) -> String {
+    let mut lines = mail.lines();
+    let mut subject = String::new();
+    while let Some(l) = lines.next() {
+        if let Some(s) = l.strip_prefix("Subject: ") {
+            subject.push_str(s);
+            for cont in lines.by_ref() {
+                if cont.starts_with([' ', '\t']) {
+                    subject.push_str(cont);
+                } else {
+                    break;
+                }
+            }
+            break;
+        }
+    }
+    subject
+}
+
+impl Drop for Smtpd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A throwaway CA and a leaf for localhost/127.0.0.1 signed by it:
+/// (dir, ca.pem, cert.pem, key.pem).
+pub fn throwaway_tls() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sh = format!(
+        "set -e; cd {d}
+openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj '/CN=kubelet-sentinel test CA' 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -keyout key.pem -out leaf.csr -subj /CN=localhost 2>/dev/null
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > ext.cnf
+openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cert.pem -days 2 -extfile ext.cnf 2>/dev/null",
+        d = d.display()
+    );
+    let out = run(Command::new("sh").arg("-c").arg(sh), None);
+    assert!(
+        out.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (ca, cert, key) = (d.join("ca.pem"), d.join("cert.pem"), d.join("key.pem"));
+    (dir, ca, cert, key)
+}

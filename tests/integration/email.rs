@@ -1,0 +1,513 @@
+//! Alerts: rendering (golden files, adversarial input) and delivery through
+//! real SMTP servers on loopback (Debian's aiosmtpd), including STARTTLS and
+//! implicit TLS with a throwaway CA, AUTH, a server that never answers, and
+//! an outage across a service restart.
+
+use std::path::Path;
+use std::time::Instant;
+
+use kubelet_sentinel::journal::{Entry, EntryFilter};
+use kubelet_sentinel::notify::render;
+use kubelet_sentinel::pipeline::Pipeline;
+use kubelet_sentinel::tracker::{AlertKind, Incident, Settings};
+
+use crate::support::{
+    Duration, Journald, Service, Smtpd, bin, fixture, free_port, run, subject, throwaway_tls,
+    wait_for,
+};
+
+const T0: i64 = 1_795_856_400_000_000; // 2026-11-28T09:00:00Z
+
+/// Incidents from kubelet lines at fixed times: (ms, host, line).
+fn incidents(lines: &[(i64, &str, String)], end_ms: i64) -> Vec<Incident> {
+    let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+    let mut d = Vec::new();
+    for (ms, host, text) in lines {
+        p.push(
+            Entry {
+                at: Some(T0 + ms * 1000),
+                host: Some((*host).to_string()),
+                unit: Some("kubelet.service".into()),
+                message: text.as_bytes().to_vec(),
+                ..Entry::default()
+            },
+            &mut d,
+        );
+    }
+    p.flush(&mut d);
+    p.advance(T0 + end_ms * 1000, &mut d);
+    let mut all = p.tracker_mut().take_resolved();
+    all.extend(p.tracker().open_incidents().cloned());
+    all.sort_by_key(|i| i.opened_at);
+    all
+}
+
+fn outage(
+    node: &str,
+    host: &'static str,
+    cycles: i64,
+    from_ms: i64,
+) -> Vec<(i64, &'static str, String)> {
+    let mut v = Vec::new();
+    for c in 0..cycles {
+        for n in 0..5 {
+            v.push((from_ms + c * 10_000 + n, host, format!(r#"E1128 09:00:00.000000    3117 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"{node}\": Get \"https://10.0.0.10:6443/api/v1/nodes/{node}?timeout=10s\": dial tcp 10.0.0.10:6443: connect: connection refused""#)));
+        }
+        v.push((from_ms + c * 10_000 + 5, host, r#"E1128 09:00:00.000000    3117 kubelet_node_status.go:522] "Unable to update node status" err="update node status exceeds retry count""#.to_string()));
+    }
+    v
+}
+
+fn deleted(
+    node: &str,
+    host: &'static str,
+    cycles: i64,
+    from_ms: i64,
+) -> Vec<(i64, &'static str, String)> {
+    let mut v = Vec::new();
+    for c in 0..cycles {
+        for n in 0..5 {
+            v.push((from_ms + c * 10_000 + n, host, format!(r#"E1128 09:00:00.000000    1272 kubelet_node_status.go:535] Error updating node status, will retry: error getting node "{node}": nodes "{node}" not found"#)));
+        }
+    }
+    v
+}
+
+fn golden(name: &str, got: &str) {
+    let path = fixture(&format!("golden/{name}"));
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, got).unwrap();
+    }
+    let want = std::fs::read_to_string(&path)
+        .unwrap_or_else(|_| panic!("{}: run with UPDATE_GOLDEN=1 to create", path.display()));
+    assert_eq!(
+        got, want,
+        "{name} differs from its golden file (UPDATE_GOLDEN=1 rewrites it; review the diff)"
+    );
+}
+
+fn as_file(r: &render::Rendered) -> String {
+    format!("Subject: {}\n\n{}", r.subject, r.text)
+}
+
+#[test]
+fn golden_emails() {
+    let s = Settings::default();
+    let one = incidents(&outage("worker-02", "worker-02", 3, 5_000), 40_000);
+    let r = render(&[&one[0]], AlertKind::Opened, &s);
+    assert_eq!(
+        r.subject,
+        "[kubelet-sentinel] worker-02: 15 node status retries in 20s (api-unreachable)"
+    );
+    golden("single.txt", &as_file(&r));
+    golden("single.html", &r.html);
+
+    let mut lines = outage("worker-02", "worker-02", 2, 0);
+    lines.extend(deleted("worker-03", "worker-03", 2, 1_000));
+    lines.extend(outage("worker-04", "worker-04", 2, 2_000));
+    lines.sort_by_key(|l| l.0);
+    let group = incidents(&lines, 30_000);
+    let refs: Vec<&Incident> = group.iter().collect();
+    let r = render(&refs, AlertKind::Opened, &s);
+    assert_eq!(
+        r.subject,
+        "[kubelet-sentinel] 3 nodes: node status retries (mixed causes)"
+    );
+    golden("group.txt", &as_file(&r));
+    golden("group.html", &r.html);
+
+    let resolved = incidents(&outage("worker-02", "worker-02", 2, 0), 200_000);
+    let r = render(&[&resolved[0]], AlertKind::Resolved, &s);
+    assert_eq!(
+        r.subject,
+        "[kubelet-sentinel] resolved: worker-02 after 1m10s (api-unreachable)"
+    );
+    golden("resolved.txt", &as_file(&r));
+}
+
+#[test]
+fn adversarial_names_and_texts_add_no_header_or_markup() {
+    let s = Settings::default();
+    let mut i = incidents(&outage("evil", "evil", 2, 0), 30_000).remove(0);
+    let long = "x".repeat(10 * 1024);
+    i.node = format!("evil\r\nBcc: victim@example.com\r\n<script>alert(1)</script>{long}");
+    i.host = Some("h\nX-Injected: 1".into());
+    for e in &mut i.evidence_head {
+        e.text = format!("</pre><script>steal()</script>\r\nSubject: spoofed {long}");
+    }
+    let r = render(&[&i], AlertKind::Opened, &s);
+    assert!(!r.subject.contains(['\r', '\n']), "{:?}", r.subject);
+    assert!(r.subject.chars().count() < 260);
+    assert!(
+        !r.html.contains("<script"),
+        "markup from a log line reached the HTML"
+    );
+    assert!(r.html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+
+    // Through a real transport: the written message's header block has
+    // exactly the headers we set.
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = kubelet_sentinel::config::Config::parse(
+        &format!(
+            "[alert]\nto = [\"ops@example.com\"]\ntransport = \"file\"\n[alert.file]\ndirectory = \"{}\"\n",
+            dir.path().display()
+        ),
+        "t",
+    )
+    .unwrap();
+    let d = kubelet_sentinel::notify::Delivery::from_config(&cfg.alert)
+        .unwrap()
+        .unwrap();
+    let path = d.send(&r).unwrap();
+    let raw = std::fs::read_to_string(path).unwrap();
+    let head = raw.split("\r\n\r\n").next().unwrap();
+    let names: Vec<&str> = head
+        .split("\r\n")
+        .filter(|l| !l.starts_with([' ', '\t']))
+        .map(|l| l.split(':').next().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "From",
+            "Subject",
+            "To",
+            "MIME-Version",
+            "Date",
+            "Content-Type"
+        ],
+        "{head}"
+    );
+    for bad in ["\r\nBcc:", "\r\nX-Injected:"] {
+        if let Some(at) = raw.find(bad) {
+            panic!(
+                "{bad:?} at {at}: …{}…",
+                &raw[at.saturating_sub(300)..(at + 100).min(raw.len())]
+            );
+        }
+    }
+}
+
+fn mail_config(port: u16, dir: &Path, extra_smtp: &str, extra_alert: &str) -> std::path::PathBuf {
+    let p = dir.join("config.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "[alert]\nto = [\"oncall@example.com\"]\nfrom = \"sentinel@example.com\"\n{extra_alert}\n[alert.smtp]\nhost = \"127.0.0.1\"\nport = {port}\ntls = \"none\"\n{}{extra_smtp}\n",
+            if extra_smtp.contains("timeout") { "" } else { "timeout = \"5s\"\n" }
+        ),
+    )
+    .unwrap();
+    p
+}
+
+fn test_email(config: &Path) -> (Option<i32>, String, String) {
+    let out = run(bin().arg("--config").arg(config).arg("test-email"), None);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn test_email_plain_and_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::aiosmtpd(free_port(), &dir.path().join("md"), &[]);
+    let cfg = mail_config(smtp.port, dir.path(), "", "");
+    let (code, out, err) = test_email(&cfg);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("test alert sent"), "{out}");
+    let mails = smtp.mails();
+    assert_eq!(mails.len(), 1);
+    assert!(
+        subject(&mails[0])
+            .starts_with("[kubelet-sentinel] test: sample-node: 6 node status retries"),
+        "{}",
+        subject(&mails[0])
+    );
+    assert!(mails[0].contains("X-RcptTo: oncall@example.com"));
+    assert!(mails[0].contains("Content-Type: text/html"));
+
+    let closed = mail_config(free_port(), &dir.path().join("x").tap_mkdir(), "", "");
+    let (code, _, err) = test_email(&closed);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("cannot connect to 127.0.0.1:") && err.contains("refused"),
+        "{err}"
+    );
+}
+
+trait TapMkdir {
+    fn tap_mkdir(self) -> Self;
+}
+
+impl TapMkdir for std::path::PathBuf {
+    fn tap_mkdir(self) -> Self {
+        std::fs::create_dir_all(&self).unwrap();
+        self
+    }
+}
+
+#[test]
+fn starttls_and_implicit_tls_with_a_throwaway_ca() {
+    let (_tls_dir, ca, cert, key) = throwaway_tls();
+    let dir = tempfile::tempdir().unwrap();
+    let (c, k) = (cert.display().to_string(), key.display().to_string());
+    let starttls = Smtpd::aiosmtpd(
+        free_port(),
+        &dir.path().join("md1"),
+        &["--tlscert", &c, "--tlskey", &k],
+    );
+    let smtps = Smtpd::aiosmtpd(
+        free_port(),
+        &dir.path().join("md2"),
+        &["--smtpscert", &c, "--smtpskey", &k],
+    );
+    let ca_line = format!("ca_file = \"{}\"", ca.display());
+
+    let cfg = mail_config(
+        starttls.port,
+        &dir.path().join("a").tap_mkdir(),
+        &format!("{ca_line}\ntls = \"starttls\"\nhost = \"localhost\""),
+        "",
+    );
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("host = \"127.0.0.1\"\n", "")
+        .replace("tls = \"none\"\n", "");
+    std::fs::write(&cfg, text).unwrap();
+    let (code, _, err) = test_email(&cfg);
+    assert_eq!(code, Some(0), "STARTTLS: {err}");
+    assert_eq!(starttls.mails().len(), 1);
+
+    let cfg = mail_config(
+        smtps.port,
+        &dir.path().join("b").tap_mkdir(),
+        &format!("{ca_line}\ntls = \"tls\"\nhost = \"localhost\""),
+        "",
+    );
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("host = \"127.0.0.1\"\n", "")
+        .replace("tls = \"none\"\n", "");
+    std::fs::write(&cfg, text).unwrap();
+    let (code, _, err) = test_email(&cfg);
+    assert_eq!(code, Some(0), "implicit TLS: {err}");
+    assert_eq!(smtps.mails().len(), 1);
+
+    // Without the CA the certificate is not trusted: a TLS error, said so.
+    let cfg = mail_config(
+        starttls.port,
+        &dir.path().join("c").tap_mkdir(),
+        "tls = \"starttls\"\nhost = \"localhost\"",
+        "",
+    );
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("host = \"127.0.0.1\"\n", "")
+        .replace("tls = \"none\"\n", "");
+    std::fs::write(&cfg, text).unwrap();
+    let (code, _, err) = test_email(&cfg);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("TLS with localhost:"), "{err}");
+}
+
+#[test]
+fn auth_right_and_wrong_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::with_auth(free_port(), &dir.path().join("md"));
+    std::fs::write(dir.path().join("good"), "s3cret\n").unwrap();
+    std::fs::write(dir.path().join("bad"), "wrong\n").unwrap();
+    let good = mail_config(
+        smtp.port,
+        &dir.path().join("g").tap_mkdir(),
+        &format!(
+            "username = \"alerts\"\npassword_file = \"{}\"",
+            dir.path().join("good").display()
+        ),
+        "",
+    );
+    let (code, _, err) = test_email(&good);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(smtp.mails().len(), 1);
+    let bad = mail_config(
+        smtp.port,
+        &dir.path().join("b").tap_mkdir(),
+        &format!(
+            "username = \"alerts\"\npassword_file = \"{}\"",
+            dir.path().join("bad").display()
+        ),
+        "",
+    );
+    let (code, _, err) = test_email(&bad);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("rejected the login"), "{err}");
+    assert!(
+        !err.contains("wrong"),
+        "the password must never be printed: {err}"
+    );
+    assert_eq!(smtp.mails().len(), 1);
+}
+
+#[test]
+fn a_server_that_never_answers_does_not_stall() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        // Accept and hold connections without a word.
+        let mut conns = Vec::new();
+        for c in listener.incoming().take(2) {
+            conns.push(c);
+        }
+        std::thread::sleep(Duration::from_secs(20));
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = mail_config(port, dir.path(), "timeout = \"1s\"", "");
+    let start = Instant::now();
+    let (code, _, err) = test_email(&cfg);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("did not answer"), "{err}");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        start.elapsed()
+    );
+    drop(held);
+}
+
+fn refused_line(node: &str) -> String {
+    let t = chrono::Utc::now();
+    format!(
+        r#"E{} {:>7} kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"{node}\": Get \"https://10.0.0.1:6443/api/v1/nodes/{node}?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#,
+        t.format("%m%d %H:%M:%S%.6f"),
+        4242
+    )
+}
+
+fn mail_service(j: &Journald, port: u16, extra: &str) -> Service {
+    Service::new(
+        &format!("namespace = \"{}\"\nidentifiers = [\"kubelet\"]", j.name),
+        &format!(
+            "[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"0s\"\nretry_max = \"1s\"\n{extra}\n[alert.smtp]\nhost = \"127.0.0.1\"\nport = {port}\ntls = \"none\"\ntimeout = \"2s\"\n"
+        ),
+    )
+}
+
+#[test]
+fn an_outage_mails_once_the_race_never_and_resolution_follows() {
+    let j = Journald::start("mail");
+    let dir = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::aiosmtpd(free_port(), &dir.path().join("md"), &[]);
+    let mut svc = mail_service(&j, smtp.port, "[incidents]\nresolve_after = \"3s\"\n");
+    svc.start();
+    // The race on one node, a persistent outage on another.
+    let now = chrono::Utc::now().format("%m%d %H:%M:%S%.6f");
+    j.kubelet(&[
+        format!(r#"I{now}    4242 kubelet_node_status.go:75] "Successfully registered node" node="race-1""#),
+        format!(r#"E{now}    4242 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"race-1\": node \"race-1\" not found""#),
+    ]);
+    j.kubelet(&(0..8).map(|_| refused_line("down-1")).collect::<Vec<_>>());
+    wait_for(
+        Duration::from_secs(10),
+        || !smtp.mails().is_empty(),
+        "the alert mail",
+    );
+    let first = subject(&smtp.mails()[0]);
+    // Rendered when sent: 6 (the crossing) to 8 retries, as far as the service had read.
+    assert!(
+        ["6", "7", "8"].iter().any(|n| first.starts_with(&format!(
+            "[kubelet-sentinel] down-1: {n} node status retries in"
+        ))),
+        "{first}"
+    );
+    assert!(first.ends_with("(api-unreachable)"), "{first}");
+    let body = &smtp.mails()[0];
+    assert!(body.contains("kubectl get node down-1"), "{body}");
+    // Quiet: the resolved notice follows; the race never mails.
+    wait_for(
+        Duration::from_secs(20),
+        || smtp.mails().len() >= 2,
+        "the resolved notice",
+    );
+    assert!(subject(&smtp.mails()[1]).starts_with("[kubelet-sentinel] resolved: down-1 after"));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(smtp.mails().len(), 2);
+    assert!(smtp.mails().iter().all(|m| !m.contains("race-1")));
+    let st: serde_json::Value =
+        serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap();
+    assert_eq!(st["mails_sent"], 2, "{st}");
+    assert_eq!(st["outbox"], 0, "{st}");
+    let inc = svc.incidents();
+    let down = inc
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["node"] == "down-1")
+        .unwrap();
+    assert!(down["alerted_at"].is_string(), "{down}");
+}
+
+#[test]
+fn smtp_outage_and_a_restart_lose_no_alert() {
+    let j = Journald::start("outage");
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut svc = mail_service(&j, port, "[incidents]\nresolve_after = \"1h\"\n");
+    svc.start();
+    let outbox = |svc: &Service| -> u64 {
+        let st: serde_json::Value =
+            serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap();
+        st["outbox"].as_u64().unwrap_or(0)
+    };
+    // SMTP is down while three incidents cross the threshold.
+    j.kubelet(&(0..6).map(|_| refused_line("out-1")).collect::<Vec<_>>());
+    wait_for(
+        Duration::from_secs(10),
+        || outbox(&svc) == 1,
+        "the first alert queued",
+    );
+    j.kubelet(&(0..6).map(|_| refused_line("out-2")).collect::<Vec<_>>());
+    wait_for(
+        Duration::from_secs(10),
+        || outbox(&svc) == 2,
+        "the second alert queued",
+    );
+    // The service restarts in between; the outbox is in the store.
+    assert_eq!(svc.signal("TERM"), Some(0));
+    svc.start();
+    assert_eq!(outbox(&svc), 2);
+    j.kubelet(&(0..6).map(|_| refused_line("out-3")).collect::<Vec<_>>());
+    wait_for(
+        Duration::from_secs(10),
+        || outbox(&svc) == 3,
+        "the third alert queued",
+    );
+    let st: serde_json::Value =
+        serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap();
+    assert!(
+        st["last_delivery"]
+            .as_str()
+            .unwrap()
+            .contains("cannot connect"),
+        "{st}"
+    );
+    // SMTP is back: every alert arrives, oldest first.
+    let smtp = Smtpd::aiosmtpd(port, &dir.path().join("md"), &[]);
+    wait_for(
+        Duration::from_secs(20),
+        || smtp.mails().len() >= 3,
+        "all three alerts",
+    );
+    let subjects: Vec<String> = smtp.mails().iter().map(|m| subject(m)).collect();
+    for (n, s) in subjects.iter().enumerate() {
+        assert!(
+            s.starts_with(&format!("[kubelet-sentinel] out-{}:", n + 1)),
+            "{subjects:?}"
+        );
+    }
+    assert_eq!(outbox(&svc), 0);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(smtp.mails().len(), 3, "no duplicates");
+}
