@@ -5,7 +5,7 @@ SCRATCH ?= $(CURDIR)/target/demo
 JOURNAL_REMOTE := $(firstword $(wildcard /lib/systemd/systemd-journal-remote /usr/lib/systemd/systemd-journal-remote))
 BIN := target/debug/kubelet-sentinel
 
-.PHONY: deps build demo test lint clean
+.PHONY: deps build demo test lint clean release assets tools deb rpm test-packages test-system
 
 deps:
 	@bash .ci/deps
@@ -36,6 +36,39 @@ lint:
 
 test: deps lint
 	cargo test
+	$(MAKE) --no-print-directory test-packages
+	$(MAKE) --no-print-directory test-system
+
+# Packages: the release binary, the man page and completions generated from
+# the CLI definition, the unit, the default config.
+release: deps
+	cargo build --release --locked
+	strip -s target/release/kubelet-sentinel
+
+assets: build
+	target/debug/examples/gen_assets target/assets
+
+tools:
+	@command -v cargo-deb >/dev/null || cargo install --locked cargo-deb
+	@command -v cargo-generate-rpm >/dev/null || cargo install --locked cargo-generate-rpm
+
+deb: tools release assets
+	@mkdir -p target/debian
+	cargo deb --no-build --no-strip -o target/debian/
+
+rpm: tools release assets
+	cargo generate-rpm
+
+# Package contents, the unit's checks, install/reinstall/purge of the .deb
+# and an .rpm install into a scratch root (tests/packages.sh).
+test-packages: deb rpm
+	bash tests/packages.sh
+
+# systemd as PID 1 in a container (debootstrap + systemd-nspawn; the Debian
+# root is cached in /var/cache/kubelet-sentinel-test): install, run, query,
+# restart, purge (tests/system.sh).
+test-system: deb
+	bash tests/system.sh $$(ls -t target/debian/kubelet-sentinel_*.deb | head -1)
 
 clean:
 	cargo clean

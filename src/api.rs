@@ -574,8 +574,13 @@ pub fn bind_socket(path: &Path) -> std::io::Result<UnixListener> {
     }
     let listener = UnixListener::bind(path)?;
     if let Some(gid) = group_id("systemd-journal") {
-        // Fails harmlessly when we are not in the group (not under systemd).
-        let _ = std::os::unix::fs::chown(path, None, Some(gid));
+        // Not in the group (run by hand, not as root): only we may query.
+        if let Err(e) = std::os::unix::fs::chown(path, None, Some(gid)) {
+            tracing::warn!(
+                "query socket {}: cannot give it group systemd-journal ({e}); only this user and root can query",
+                path.display()
+            );
+        }
     }
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
     Ok(listener)

@@ -96,24 +96,27 @@ pub struct Delivery {
 }
 
 /// The SMTP password: `password_file`, else the systemd credential
-/// `smtp-password`; never from the config itself, never logged.
+/// `smtp-password` (or `smtp_password`, what the shipped unit's directory
+/// credential makes of `credentials/password`); never from the config itself,
+/// never logged. An empty file means no password.
 fn password(cfg: &AlertConfig) -> Result<Option<String>, SetupError> {
     let path = if cfg.smtp.password_file.is_empty() {
-        match std::env::var_os("CREDENTIALS_DIRECTORY") {
-            Some(dir) => {
-                let p = PathBuf::from(dir).join("smtp-password");
-                if !p.exists() {
-                    return Ok(None);
-                }
-                p
-            }
+        let Some(dir) = std::env::var_os("CREDENTIALS_DIRECTORY") else {
+            return Ok(None);
+        };
+        let found = ["smtp-password", "smtp_password"]
+            .iter()
+            .map(|n| PathBuf::from(&dir).join(n))
+            .find(|p| p.exists());
+        match found {
+            Some(p) => p,
             None => return Ok(None),
         }
     } else {
         PathBuf::from(&cfg.smtp.password_file)
     };
     std::fs::read_to_string(&path)
-        .map(|s| Some(s.trim_end_matches(['\r', '\n']).to_string()))
+        .map(|s| Some(s.trim_end_matches(['\r', '\n']).to_string()).filter(|p| !p.is_empty()))
         .map_err(|e| SetupError::Password {
             path: path.display().to_string(),
             detail: e.to_string(),

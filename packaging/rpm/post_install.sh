@@ -1,0 +1,9 @@
+# Where the SMTP password goes (the unit loads it as a credential).
+mkdir -p -m 0700 /etc/kubelet-sentinel/credentials
+# %systemd_post kubelet-sentinel.service
+if [ $1 -eq 1 ] && [ -d /run/systemd/system ]; then
+    systemctl --no-reload preset kubelet-sentinel.service >/dev/null 2>&1 || :
+fi
+if [ -d /run/systemd/system ]; then
+    systemctl daemon-reload >/dev/null 2>&1 || :
+fi

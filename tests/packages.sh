@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Checks the built packages and the unit. Run by `make test-packages` (part of
+# `make test`), as root: it installs and purges the .deb on this machine and
+# installs the .rpm into a scratch root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail() { echo "FAIL: $*" >&2; exit 1; }
+pass=0
+ok() { echo "ok - $*"; pass=$((pass + 1)); }
+
+deb=$(ls -t target/debian/kubelet-sentinel_*.deb | head -1)
+rpm=$(ls -t target/generate-rpm/kubelet-sentinel-*.rpm | head -1)
+unit=systemd/kubelet-sentinel.service
+
+# --- the unit, offline ------------------------------------------------------
+# verify checks that ExecStart exists: check a copy pointing at /bin/true.
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+sed 's#^ExecStart=/usr/bin/kubelet-sentinel#ExecStart=/bin/true#' "$unit" > "$tmp/kubelet-sentinel.service"
+err=$(systemd-analyze verify --man=no "$tmp/kubelet-sentinel.service" 2>&1 >/dev/null) || fail "systemd-analyze verify: $err"
+[ -z "$err" ] || fail "systemd-analyze verify printed: $err"   # it exits 0 on unknown keys
+ok "systemd-analyze verify: nothing on stderr"
+score_line=$(systemd-analyze security --offline=yes --no-pager "$tmp/kubelet-sentinel.service" 2>&1 | grep 'Overall exposure level')
+score=$(echo "$score_line" | grep -oE '[0-9]+\.[0-9]+' | head -1)
+echo "   $score_line"
+systemd-analyze security --offline=yes --no-pager --threshold=20 "$tmp/kubelet-sentinel.service" >/dev/null 2>&1 \
+  || fail "exposure $score is above 2.0"
+ok "systemd-analyze security --offline: $score (threshold 2.0)"
+
+# --- .deb contents ----------------------------------------------------------
+contents=$(dpkg-deb -c "$deb")
+expect_deb() { # mode path
+  echo "$contents" | grep -qE "^$1 .* \./$2\$" || fail "$deb lacks $1 $2"
+}
+expect_deb '-rwxr-xr-x' 'usr/bin/kubelet-sentinel'
+expect_deb '-rw-r--r--' 'etc/kubelet-sentinel/config.toml'
+expect_deb '-rw-r--r--' 'usr/lib/systemd/system/kubelet-sentinel.service'
+expect_deb '-rw-r--r--' 'usr/share/man/man1/kubelet-sentinel.1.gz'
+expect_deb '-rw-r--r--' 'usr/share/bash-completion/completions/kubelet-sentinel'
+expect_deb '-rw-r--r--' 'usr/share/zsh/vendor-completions/_kubelet-sentinel'
+expect_deb '-rw-r--r--' 'usr/share/fish/vendor_completions.d/kubelet-sentinel.fish'
+info=$(dpkg-deb -I "$deb")
+echo "$info" | grep -qE '^ Depends:.*libsystemd0' || fail "Depends lacks libsystemd0"
+echo "$info" | grep -qE '^ Depends:.*\bsystemd\b' || fail "Depends lacks systemd"
+dpkg-deb -f "$deb" Depends
+mkdir "$tmp/ctl" && dpkg-deb -e "$deb" "$tmp/ctl"
+grep -qx '/etc/kubelet-sentinel/config.toml' "$tmp/ctl/conffiles" || fail "config.toml is not a conffile"
+grep -q 'deb-systemd-helper' "$tmp/ctl/postinst" || fail "postinst lacks the systemd snippets"
+grep -q 'rm -rf /var/lib/private/kubelet-sentinel' "$tmp/ctl/postrm" || fail "postrm does not purge the state"
+grep -q 'mkdir -p -m 0700 /etc/kubelet-sentinel/credentials' "$tmp/ctl/postinst" || fail "postinst does not create the credentials directory"
+ok ".deb: binary, unit, conffile, man page, completions, modes, dependencies, scripts"
+
+# --- .rpm contents ----------------------------------------------------------
+list=$(rpm -qlp "$rpm" 2>/dev/null)
+for f in /usr/bin/kubelet-sentinel /etc/kubelet-sentinel/config.toml /usr/lib/systemd/system/kubelet-sentinel.service \
+         /usr/share/man/man1/kubelet-sentinel.1.gz /usr/share/bash-completion/completions/kubelet-sentinel \
+         /usr/share/zsh/site-functions/_kubelet-sentinel /usr/share/fish/vendor_completions.d/kubelet-sentinel.fish; do
+  echo "$list" | grep -qx "$f" || fail "$rpm lacks $f"
+done
+[ "$(rpm -qcp "$rpm" 2>/dev/null)" = "/etc/kubelet-sentinel/config.toml" ] || fail "rpm config files: $(rpm -qcp "$rpm")"
+modes=$(rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILEMODES:perms} %{FILENAMES}\n]' "$rpm" 2>/dev/null)
+echo "$modes" | grep -qE '^cn -rw-r--r-- /etc/kubelet-sentinel/config.toml$' || fail "config is not %config(noreplace) 0644: $modes"
+echo "$modes" | grep -qE ' -rwxr-xr-x /usr/bin/kubelet-sentinel$' || fail "binary mode: $modes"
+scripts=$(rpm -qp --scripts "$rpm" 2>/dev/null)
+for s in 'postinstall scriptlet' 'preuninstall scriptlet' 'postuninstall scriptlet' 'try-restart kubelet-sentinel.service' 'disable --now kubelet-sentinel.service'; do
+  echo "$scripts" | grep -q "$s" || fail "rpm scripts lack: $s"
+done
+requires=$(rpm -qpR "$rpm" 2>/dev/null)
+echo "$requires" | grep -q '^systemd' || fail "rpm requires lack systemd: $requires"
+echo "$requires" | grep -q 'libsystemd.so.0' || fail "rpm requires lack libsystemd.so.0: $requires"
+ok ".rpm: files, %config(noreplace), modes, scriptlets, requires"
+
+# --- .deb install, reinstall keeps an edited config, purge removes it all ----
+dpkg -P kubelet-sentinel >/dev/null 2>&1 || true
+dpkg -i "$deb" >/dev/null
+kubelet-sentinel --version | grep -q '^kubelet-sentinel ' || fail "--version"
+man -w kubelet-sentinel >/dev/null || fail "man -w kubelet-sentinel"
+kubelet-sentinel --config /etc/kubelet-sentinel/config.toml check-config >/dev/null || fail "check-config on the installed config"
+[ "$(stat -c %a /etc/kubelet-sentinel/credentials)" = 700 ] || fail "credentials directory mode"
+systemd-analyze verify --man=no /usr/lib/systemd/system/kubelet-sentinel.service 2>&1 | tee "$tmp/verify"
+[ ! -s "$tmp/verify" ] || fail "verify of the installed unit printed something"
+echo '# edited by the test' >> /etc/kubelet-sentinel/config.toml
+dpkg -i --force-confold "$deb" >/dev/null
+grep -q '^# edited by the test$' /etc/kubelet-sentinel/config.toml || fail "the edited config did not survive a reinstall"
+dpkg -P kubelet-sentinel >/dev/null
+[ ! -e /usr/bin/kubelet-sentinel ] && [ ! -e /etc/kubelet-sentinel ] && [ ! -e /usr/lib/systemd/system/kubelet-sentinel.service ] \
+  || fail "dpkg -P left files behind"
+ok ".deb: installs, --version, man -w, edited config survives reinstall, purge removes it all"
+
+# --- .rpm into a scratch root -------------------------------------------------
+root="$tmp/rpmroot"
+rpm --root="$root" --initdb
+rpm --root="$root" -ivh --nodeps --noscripts "$rpm" >/dev/null 2>&1
+[ -x "$root/usr/bin/kubelet-sentinel" ] && [ -f "$root/etc/kubelet-sentinel/config.toml" ] || fail "rpm --root install"
+ok ".rpm: installs into a scratch root"
+
+echo "$pass passed, 0 failed"

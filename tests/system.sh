@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# The system test on a real systemd: boots Debian 12 with systemd as PID 1 in
+# a container (debootstrap + systemd-nspawn), installs the .deb with apt, and
+# checks the service as an operator would: Type=notify under DynamicUser with
+# its sandboxing, the alert mail, queries through the socket for root and a
+# systemd-journal member (and refused for others), a restart that keeps the
+# history, the live security score, purge. Cleans up also on failure.
+# Usage: tests/system.sh path/to/kubelet-sentinel_*.deb   (as root)
+set -euo pipefail
+deb=$(readlink -f "$1")
+cache=/var/cache/kubelet-sentinel-test
+mkdir -p "$cache"
+root=$(mktemp -d /var/tmp/ks-system.XXXXXX)
+nspawn_pid=""
+cleanup() {
+  if [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null; then
+    [ -n "${pid1:-}" ] && nsenter -t "$pid1" -a systemctl --no-block poweroff >/dev/null 2>&1 || true
+    for _ in $(seq 50); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$nspawn_pid" 2>/dev/null || true
+  fi
+  umount -R "$root" 2>/dev/null || true
+  rm -rf "$root"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [ -n "${pid1:-}" ] && inside journalctl -u kubelet-sentinel --no-pager -n 40 >&2 || true; exit 1; }
+pass=0
+ok() { echo "ok - $*"; pass=$((pass + 1)); }
+
+# --- a Debian root with systemd, cached between runs --------------------------
+if [ -f "$cache/bookworm.tar" ]; then
+  tar -xf "$cache/bookworm.tar" -C "$root"
+else
+  debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,python3-aiosmtpd,passwd,util-linux \
+    bookworm "$root" >"$cache/debootstrap.log" 2>&1 || { tail -20 "$cache/debootstrap.log"; fail "debootstrap"; }
+  tar -cf "$cache/bookworm.tar" -C "$root" .
+fi
+# mktemp (and the cached tar's own root) make "/" 0700: no other user could
+# traverse it, and the service's dynamic user fails at CHDIR.
+chmod 755 "$root"
+ok "Debian root ready"
+
+# The stand-in kubelet: real kubelet lines from a unit named kubelet.service,
+# so the entries carry a genuine _SYSTEMD_UNIT=kubelet.service.
+cat > "$root/usr/local/bin/fake-kubelet" <<'SH'
+#!/bin/sh
+ts() { date -u +%m%d\ %H:%M:%S.%6N; }
+echo "I$(ts)     777 kubelet_node_status.go:75] \"Successfully registered node\" node=\"sys-node\"" >&2
+i=0
+while [ $i -lt 12 ]; do
+  echo "E$(ts)     777 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"sys-node\\\": Get \\\"https://10.0.0.1:6443/api/v1/nodes/sys-node?timeout=10s\\\": dial tcp 10.0.0.1:6443: connect: connection refused\"" >&2
+  i=$((i + 1))
+  sleep 0.2
+done
+exec sleep infinity
+SH
+chmod 755 "$root/usr/local/bin/fake-kubelet"
+cat > "$root/etc/systemd/system/kubelet.service" <<'UNIT'
+[Unit]
+Description=stand-in kubelet for the kubelet-sentinel system test
+[Service]
+ExecStart=/usr/local/bin/fake-kubelet
+UNIT
+cat > "$root/etc/systemd/system/smtp-test.service" <<'UNIT'
+[Unit]
+Description=SMTP server on loopback for the system test
+[Service]
+ExecStart=/usr/bin/python3 -m aiosmtpd -n -l 127.0.0.1:2525 -c aiosmtpd.handlers.Mailbox /var/mail/ks
+UNIT
+mkdir -p "$root/etc/kubelet-sentinel"
+cat > "$root/etc/kubelet-sentinel/config.toml" <<'TOML'
+[journal]
+start_at = "all"
+[alert]
+to = ["oncall@example.com"]
+group_wait = "0s"
+[alert.smtp]
+host = "127.0.0.1"
+port = 2525
+tls = "none"
+TOML
+cp "$deb" "$root/root/kubelet-sentinel.deb"
+
+# --- boot it --------------------------------------------------------------------
+systemd-nspawn -D "$root" --register=no --keep-unit -b -q >"$cache/nspawn.log" 2>&1 &
+nspawn_pid=$!
+pid1=""
+for _ in $(seq 150); do
+  pid1=$(pgrep -P "$nspawn_pid" -x systemd || true)
+  [ -n "$pid1" ] && break
+  kill -0 "$nspawn_pid" 2>/dev/null || { cat "$cache/nspawn.log"; fail "systemd-nspawn exited"; }
+  sleep 0.2
+done
+[ -n "$pid1" ] || fail "no systemd in the container"
+inside() { nsenter -t "$pid1" -a "$@"; }
+state=""
+for _ in $(seq 150); do
+  state=$(inside systemctl is-system-running 2>/dev/null || true)
+  case "$state" in running|degraded) break ;; esac
+  sleep 0.2
+done
+echo "   container systemd: $state"
+ok "systemd booted inside the container (PID $pid1 on the host)"
+
+inside systemctl start smtp-test.service kubelet.service
+inside env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Options::=--force-confold /root/kubelet-sentinel.deb >"$cache/apt.log" 2>&1 \
+  || { tail -20 "$cache/apt.log"; fail "apt-get install ./kubelet-sentinel.deb"; }
+inside systemctl enable --now kubelet-sentinel >/dev/null 2>&1 || true
+for _ in $(seq 100); do [ "$(inside systemctl is-active kubelet-sentinel)" = active ] && break; sleep 0.2; done
+[ "$(inside systemctl show -p Type --value kubelet-sentinel)" = notify ] || fail "Type"
+[ "$(inside systemctl show -p ActiveState,SubState --value kubelet-sentinel | paste -sd' ')" = "active running" ] \
+  || fail "kubelet-sentinel is $(inside systemctl show -p ActiveState,SubState --value kubelet-sentinel | paste -sd' ')"
+[ "$(inside systemctl show -p DynamicUser --value kubelet-sentinel)" = yes ] || fail "DynamicUser"
+mainpid=$(inside systemctl show -p MainPID --value kubelet-sentinel)
+inside grep -q '^Groups:.*' "/proc/$mainpid/status"
+ok "active (running) through Type=notify, DynamicUser, sandboxed; started without an smtp-password credential file"
+
+# --- the alert arrives ----------------------------------------------------------
+for _ in $(seq 150); do inside sh -c 'ls /var/mail/ks/new 2>/dev/null | grep -q .' && break; sleep 0.2; done
+inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/*' | grep -q 'sys-node: .* node status retries' || fail "no alert mail for sys-node"
+ok "the alert mail arrived: $(inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/* | head -1')"
+
+# --- queries through the socket -------------------------------------------------
+inside kubelet-sentinel status -o json | grep -q '"service": "running"' || fail "root's status did not come through the socket"
+inside kubelet-sentinel incidents -o json | grep -q '"node": "sys-node"' || fail "root's incidents"
+inside useradd -M -G systemd-journal alice
+inside useradd -M bob
+inside runuser -u alice -- kubelet-sentinel status -o json | grep -q '"service": "running"' || fail "alice (systemd-journal) cannot query"
+if err=$(inside runuser -u bob -- kubelet-sentinel incidents 2>&1); then fail "bob (not inside systemd-journal) could query"; fi
+echo "$err" | grep -q 'permission denied on the query socket' || fail "bob's refusal says: $err"
+ok "incidents through the socket: root and a systemd-journal member yes, others refused ($err)"
+
+# --- restart keeps the history, counts nothing twice ----------------------------
+for _ in $(seq 100); do
+  r=$(inside kubelet-sentinel incidents -o json | grep -o '"retries": [0-9]*' | head -1 | grep -o '[0-9]*$')
+  [ "$r" = 12 ] && break; sleep 0.2
+done
+[ "$r" = 12 ] || fail "retries before restart: $r"
+before=$(inside kubelet-sentinel incidents -o json | grep -vE '"(alerted_at|diagnosis)"')
+inside systemctl restart kubelet-sentinel
+for _ in $(seq 100); do inside kubelet-sentinel status -o json 2>/dev/null | grep -q '"caught_up": true' && break; sleep 0.2; done
+after=$(inside kubelet-sentinel incidents -o json | grep -vE '"(alerted_at|diagnosis)"')
+[ "$before" = "$after" ] || fail "history changed across the restart: $(diff <(echo "$before") <(echo "$after"))"
+ok "systemctl restart keeps the history and counts nothing twice (12 retries)"
+
+# --- the SMTP password arrives as a credential, never in the config ------------
+inside sh -c 'umask 077; echo s3cret > /etc/kubelet-sentinel/credentials/password'
+inside systemctl restart kubelet-sentinel
+[ "$(inside systemctl is-active kubelet-sentinel)" = active ] || fail "not active with a password credential"
+inside ls /run/credentials/kubelet-sentinel.service/ | grep -qx smtp_password || fail "no smtp_password credential"
+ok "credentials/password is loaded as the credential smtp_password"
+
+# --- the live security score agrees with the offline one ------------------------
+live=$(inside systemd-analyze security --no-pager kubelet-sentinel 2>&1 | grep -oE 'Overall exposure level for kubelet-sentinel.service: [0-9.]+' | grep -oE '[0-9.]+$')
+offline=$(systemd-analyze security --offline=yes --no-pager "$root/usr/lib/systemd/system/kubelet-sentinel.service" 2>&1 | grep -oE 'Overall exposure level for kubelet-sentinel.service: [0-9.]+' | grep -oE '[0-9.]+$')
+[ -n "$live" ] && [ "$live" = "$offline" ] || fail "live score $live, offline $offline"
+ok "systemd-analyze security: live $live = offline $offline"
+
+# --- purge stops and removes it -------------------------------------------------
+inside env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q kubelet-sentinel >"$cache/purge.log" 2>&1 || fail "apt-get purge"
+[ "$(inside systemctl is-active kubelet-sentinel 2>/dev/null)" != active ] || fail "still active after purge"
+for f in /usr/bin/kubelet-sentinel /etc/kubelet-sentinel /usr/lib/systemd/system/kubelet-sentinel.service /var/lib/private/kubelet-sentinel; do
+  inside test ! -e "$f" || fail "$f left after purge"
+done
+ok "apt-get purge stops and removes it"
+
+echo "$pass passed, 0 failed"
