@@ -126,15 +126,15 @@ pub fn entry_from_fields<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>)
             b"MESSAGE" => message = Some(v.to_vec()),
             b"__REALTIME_TIMESTAMP" => e.at = text(v).trim().parse().ok(),
             b"__CURSOR" => e.cursor = Some(text(v)),
-            b"_HOSTNAME" => e.host = Some(text(v)),
-            b"_SYSTEMD_UNIT" => e.unit = Some(text(v)),
-            b"SYSLOG_IDENTIFIER" => e.identifier = Some(text(v)),
+            b"_HOSTNAME" => e.host = Some(text(v).into()),
+            b"_SYSTEMD_UNIT" => e.unit = Some(text(v).into()),
+            b"SYSLOG_IDENTIFIER" => e.identifier = Some(text(v).into()),
             b"_PID" => {
                 e.pid = text(v).trim().parse().ok();
                 pid1 = e.pid == Some(1);
             }
-            b"_STREAM_ID" => e.stream = Some(text(v)),
-            b"UNIT" => e.about_unit = Some(text(v)),
+            b"_STREAM_ID" => e.stream = Some(text(v).into()),
+            b"UNIT" => e.about_unit = Some(text(v).into()),
             _ => {}
         }
     }

@@ -14,6 +14,10 @@ use std::path::{Path, PathBuf};
 
 use crate::time::{Clock, Micros};
 
+/// A field value that repeats across entries (host, unit, identifier,
+/// stream): shared, not copied per entry.
+pub type Text = std::sync::Arc<str>;
+
 /// One journal entry, or one line of a saved log.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
@@ -23,19 +27,19 @@ pub struct Entry {
     /// `__CURSOR`; journal sources only.
     pub cursor: Option<String>,
     /// `_HOSTNAME`, or the host field of a syslog-style prefix.
-    pub host: Option<String>,
+    pub host: Option<Text>,
     /// `_SYSTEMD_UNIT`.
-    pub unit: Option<String>,
+    pub unit: Option<Text>,
     /// `SYSLOG_IDENTIFIER`, or the tag of a syslog-style prefix.
-    pub identifier: Option<String>,
+    pub identifier: Option<Text>,
     /// `_PID`.
     pub pid: Option<u32>,
     /// `_STREAM_ID`: continuation entries share it with the line they continue.
-    pub stream: Option<String>,
+    pub stream: Option<Text>,
     /// True for systemd's own lines about a unit (`_PID=1` with `UNIT=`).
     pub from_systemd: bool,
     /// `UNIT=` on systemd's own lines.
-    pub about_unit: Option<String>,
+    pub about_unit: Option<Text>,
     /// MESSAGE, as bytes: it may be binary or invalid UTF-8.
     pub message: Vec<u8>,
 }
@@ -77,26 +81,26 @@ impl EntryFilter {
     #[must_use]
     pub fn matches(&self, e: &Entry) -> bool {
         if let Some(unit) = &e.unit {
-            if self.units.iter().any(|u| u == unit) {
+            if self.units.iter().any(|u| **u == **unit) {
                 return true;
             }
         }
         if e.from_systemd {
             if let Some(about) = &e.about_unit {
-                return self.units.iter().any(|u| u == about);
+                return self.units.iter().any(|u| **u == **about);
             }
         }
         let Some(ident) = &e.identifier else {
             // A bare klog line (no prefix, no fields): a saved kubelet log.
             return e.unit.is_none() && !e.from_systemd;
         };
-        if self.identifiers.iter().any(|i| i == ident) {
+        if self.identifiers.iter().any(|i| **i == **ident) {
             return true;
         }
         if e.unit.is_some() {
             return false;
         }
-        if ident == "systemd" {
+        if &**ident == "systemd" {
             let msg = String::from_utf8_lossy(&e.message);
             return self.units.iter().any(|u| {
                 let stem = u.strip_suffix(".service").unwrap_or(u);
@@ -106,11 +110,11 @@ impl EntryFilter {
                     || msg.starts_with(&format!("Stopping {stem}"))
             });
         }
-        KNOWN_KUBELET_IDENTIFIERS.contains(&ident.as_str())
+        KNOWN_KUBELET_IDENTIFIERS.contains(&&**ident)
             || self
                 .units
                 .iter()
-                .any(|u| u.strip_suffix(".service") == Some(ident))
+                .any(|u| u.strip_suffix(".service") == Some(&**ident))
     }
 }
 

@@ -18,7 +18,7 @@ use systemd::journal::{
     Journal, JournalWaitResult, OpenDirectoryOptions, OpenFilesOptions, OpenOptions,
 };
 
-use super::{Entry, EntryFilter, Item, Items, SourceError};
+use super::{Entry, EntryFilter, Item, Items, SourceError, Text};
 
 /// Which journal to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -224,30 +224,80 @@ fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
     Ok(())
 }
 
-fn field(j: &mut Journal, name: &str) -> systemd::Result<Option<Vec<u8>>> {
-    Ok(j.get_data(name)?
-        .and_then(|f| f.value().map(<[u8]>::to_vec)))
+/// Shares repeated field values (host, unit, identifier, stream) between
+/// entries instead of allocating them anew for each.
+#[derive(Default)]
+struct Interner {
+    values: std::collections::HashMap<Vec<u8>, Text>,
 }
 
-fn text(v: Option<Vec<u8>>) -> Option<String> {
-    v.map(|b| String::from_utf8_lossy(&b).into_owned())
+impl Interner {
+    fn get(&mut self, v: &[u8]) -> Text {
+        if let Some(t) = self.values.get(v) {
+            return t.clone();
+        }
+        // Stream ids change with every kubelet restart: stay bounded.
+        if self.values.len() > 4096 {
+            self.values.clear();
+        }
+        let t: Text = String::from_utf8_lossy(v).into();
+        self.values.insert(v.to_vec(), t.clone());
+        t
+    }
 }
 
-fn read_entry(j: &mut Journal) -> systemd::Result<Entry> {
-    let pid: Option<u32> = text(field(j, "_PID")?).and_then(|p| p.parse().ok());
-    let about_unit = text(field(j, "UNIT")?);
-    Ok(Entry {
+/// Whether an entry's message may become evidence (and so needs its cursor):
+/// a kubelet error or warning, or one of the info lines that are markers.
+/// The cursor of every other entry would be formatted for nothing; the
+/// committed position is the last entry of each batch, which always gets one.
+fn may_be_evidence(m: &[u8]) -> bool {
+    if m.first() != Some(&b'I') {
+        // Errors and warnings, the JSON format, systemd's lines: keep.
+        return true;
+    }
+    let body = &m[m.len().min(30)..];
+    [
+        &b"node"[..],
+        b"Caches",
+        b"Watching",
+        b"Kubelet version",
+        b"Started kubelet",
+    ]
+    .iter()
+    .any(|needle| body.windows(needle.len()).any(|w| w == *needle))
+}
+
+/// Reads the current entry in one pass over its fields.
+fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Entry> {
+    let mut e = Entry {
         at: Some(j.timestamp_usec()? as i64),
-        cursor: Some(j.cursor()?),
-        host: text(field(j, "_HOSTNAME")?),
-        unit: text(field(j, "_SYSTEMD_UNIT")?),
-        identifier: text(field(j, "SYSLOG_IDENTIFIER")?),
-        pid,
-        stream: text(field(j, "_STREAM_ID")?),
-        from_systemd: pid == Some(1) && about_unit.is_some(),
-        about_unit,
-        message: field(j, "MESSAGE")?.unwrap_or_default(),
-    })
+        ..Entry::default()
+    };
+    let mut message = None;
+    j.restart_data();
+    while let Some(f) = j.enumerate_data()? {
+        let d = f.data();
+        let Some(eq) = d.iter().position(|&b| b == b'=') else {
+            continue;
+        };
+        let (k, v) = (&d[..eq], &d[eq + 1..]);
+        match k {
+            b"MESSAGE" => message = Some(v.to_vec()),
+            b"_HOSTNAME" => e.host = Some(names.get(v)),
+            b"_SYSTEMD_UNIT" => e.unit = Some(names.get(v)),
+            b"SYSLOG_IDENTIFIER" => e.identifier = Some(names.get(v)),
+            b"_STREAM_ID" => e.stream = Some(names.get(v)),
+            b"UNIT" => e.about_unit = Some(names.get(v)),
+            b"_PID" => e.pid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
+            _ => {}
+        }
+    }
+    e.from_systemd = e.pid == Some(1) && e.about_unit.is_some();
+    e.message = message.unwrap_or_default();
+    if may_be_evidence(&e.message) {
+        e.cursor = Some(j.cursor()?);
+    }
+    Ok(e)
 }
 
 fn pump(
@@ -271,6 +321,7 @@ fn pump(
         }
     }
     let mut batch = Vec::with_capacity(spec.batch);
+    let mut names = Interner::default();
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
@@ -286,7 +337,13 @@ fn pump(
                     continue;
                 }
             }
-            let entry = read_entry(j).map_err(|e| format!("reading an entry: {e}"))?;
+            let mut entry =
+                read_entry(j, &mut names).map_err(|e| format!("reading an entry: {e}"))?;
+            // The last entry of a batch is where a commit may land: it
+            // always carries its cursor.
+            if batch.len() + 1 >= spec.batch && entry.cursor.is_none() {
+                entry.cursor = Some(j.cursor().map_err(|e| format!("reading a cursor: {e}"))?);
+            }
             if probe.is_some() {
                 progress.advance(entry.cursor.as_deref().and_then(seqnum));
             }
@@ -300,6 +357,15 @@ fn pump(
             continue;
         }
         if !batch.is_empty() {
+            // A short batch at the end of what is there: its last entry is
+            // the one a commit lands on.
+            if let Some(last) = batch.last_mut() {
+                if last.cursor.is_none() {
+                    // next() found nothing: the read pointer is still on it.
+                    last.cursor = Some(j.cursor().map_err(|e| format!("reading a cursor: {e}"))?);
+                    progress.advance(last.cursor.as_deref().and_then(seqnum));
+                }
+            }
             let full = std::mem::replace(&mut batch, Vec::with_capacity(spec.batch));
             if tx.send(Msg::Entries(full)).is_err() {
                 return Ok(());
@@ -473,5 +539,38 @@ mod tests {
         assert_eq!(p.lost_before(Some(("other".into(), 40))), 0);
         p.advance(Some(("1f2e".into(), 10)));
         assert_eq!(p.upto, Some(("1f2e".into(), 26)));
+    }
+}
+
+#[cfg(test)]
+mod eof_cursor {
+    use systemd::journal::OpenFilesOptions;
+
+    /// After `next()` finds nothing more, the read pointer stays on the last
+    /// entry: its cursor can still be read (the reader relies on it).
+    #[test]
+    fn cursor_after_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.journal");
+        let export = b"__REALTIME_TIMESTAMP=1\nMESSAGE=a\n\n__REALTIME_TIMESTAMP=2\nMESSAGE=b\n\n";
+        let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
+            .arg(format!("--output={}", file.display()))
+            .arg("-")
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), export).unwrap();
+        assert!(child.wait().unwrap().success());
+        let mut j = OpenFilesOptions::default()
+            .open_files([file.as_os_str().as_encoded_bytes()])
+            .unwrap();
+        j.seek_head().unwrap();
+        let mut last = String::new();
+        while j.next().unwrap() > 0 {
+            last = j.cursor().unwrap();
+        }
+        assert_eq!(j.cursor().unwrap(), last);
+        assert!(j.test_cursor(last.as_str()).unwrap());
     }
 }

@@ -226,8 +226,8 @@ impl<R: BufRead> TextReader<R> {
             .or_else(|| self.own_time(msg));
             let e = Entry {
                 at,
-                host: Some(p.host.to_string()),
-                identifier: Some(p.ident.to_string()),
+                host: Some(p.host.into()),
+                identifier: Some(p.ident.into()),
                 pid: p.pid,
                 message: msg.as_bytes().to_vec(),
                 ..Entry::default()
@@ -241,7 +241,7 @@ impl<R: BufRead> TextReader<R> {
         if let Ok((msg, host)) = host_tag(line) {
             let e = Entry {
                 at: self.own_time(msg),
-                host: Some(host.to_string()),
+                host: Some(host.into()),
                 message: msg.as_bytes().to_vec(),
                 ..Entry::default()
             };

@@ -45,7 +45,7 @@ pub struct Joiner {
 
 fn stream_key(e: &Entry) -> String {
     if let Some(s) = &e.stream {
-        return s.clone();
+        return s.to_string();
     }
     format!(
         "{}\u{0}{}\u{0}{}",

@@ -23,7 +23,7 @@ fn replay_with(lines: &[Line<'_>], settings: Settings, end_ms: i64) -> Replay {
     for (ms, host, text) in lines {
         let e = Entry {
             at: Some(T0 + ms * 1000),
-            host: Some((*host).to_string()),
+            host: Some((*host).into()),
             unit: Some("kubelet.service".into()),
             identifier: Some(
                 if text.starts_with("kubelet.service") || text.starts_with("Started") {

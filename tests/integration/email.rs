@@ -26,7 +26,7 @@ fn incidents(lines: &[(i64, &str, String)], end_ms: i64) -> Vec<Incident> {
         p.push(
             Entry {
                 at: Some(T0 + ms * 1000),
-                host: Some((*host).to_string()),
+                host: Some((*host).into()),
                 unit: Some("kubelet.service".into()),
                 message: text.as_bytes().to_vec(),
                 ..Entry::default()
