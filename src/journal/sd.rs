@@ -275,13 +275,13 @@ fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Entry> {
     };
     let mut message = None;
     j.restart_data();
-    while let Some(f) = j.enumerate_data()? {
-        let d = f.data();
-        let Some(eq) = d.iter().position(|&b| b == b'=') else {
+    while let Some(field) = j.enumerate_data()? {
+        let data = field.data();
+        let Some(eq) = data.iter().position(|&b| b == b'=') else {
             continue;
         };
-        let (k, v) = (&d[..eq], &d[eq + 1..]);
-        match k {
+        let (name, v) = (&data[..eq], &data[eq + 1..]);
+        match name {
             b"MESSAGE" => message = Some(v.to_vec()),
             b"_HOSTNAME" => e.host = Some(names.get(v)),
             b"_SYSTEMD_UNIT" => e.unit = Some(names.get(v)),
