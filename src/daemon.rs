@@ -31,7 +31,9 @@ const BATCH_ENTRIES: u64 = 20_000;
 /// …or this long after the previous commit, whichever comes first.
 const BATCH_INTERVAL: Duration = Duration::from_millis(500);
 /// A line held for continuations is complete once its stream is this quiet.
-const HOLD_LINES: Duration = Duration::from_millis(500);
+/// journald stores the lines of one kubelet write together, so the
+/// continuations of a caught-up reader's last line come within this.
+const HOLD_LINES: Duration = Duration::from_millis(50);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 
 #[derive(Debug, thiserror::Error)]
@@ -168,6 +170,8 @@ struct Service {
     /// Alerts raised since the last commit.
     alerts: Vec<OutboxEntry>,
     mail_enabled: bool,
+    /// Tells the mailer an alert was committed.
+    wake_mailer: Option<std::sync::mpsc::Sender<()>>,
     /// The cursor of the last entry pushed into the pipeline.
     cursor: Option<String>,
     uncommitted: u64,
@@ -433,10 +437,13 @@ pub fn run(config: Config, control: &Control, opts: &RunOptions) -> Result<(), D
     };
     let mailer = mailer.map(Arc::new);
     let mailer_stop = Arc::new(AtomicBool::new(false));
+    let (wake_tx, wake_rx) = std::sync::mpsc::channel::<()>();
     let mailer_thread = match (&mailer, opts.once) {
         (Some(m), false) => {
             let (m, stop, settings) = (m.clone(), mailer_stop.clone(), live_settings.clone());
-            Some(std::thread::spawn(move || m.run(&stop, &settings)))
+            Some(std::thread::spawn(move || {
+                m.run(&stop, &settings, &wake_rx)
+            }))
         }
         _ => None,
     };
@@ -449,6 +456,7 @@ pub fn run(config: Config, control: &Control, opts: &RunOptions) -> Result<(), D
         changed: BTreeSet::new(),
         alerts: Vec::new(),
         mail_enabled: mailer.is_some(),
+        wake_mailer: mailer.is_some().then_some(wake_tx),
         cursor,
         uncommitted: 0,
         last_commit: Instant::now(),
@@ -539,7 +547,10 @@ fn main_loop(
                 svc.reload(p);
             }
         }
-        match reader.rx.recv_timeout(Duration::from_millis(100)) {
+        // While a line is held for continuations, tick fast enough to hand it
+        // on after HOLD_LINES.
+        let tick_every = if svc.pipeline.holds_lines() { 10 } else { 100 };
+        match reader.rx.recv_timeout(Duration::from_millis(tick_every)) {
             Ok(Msg::Entries(entries)) => {
                 let n = entries.len() as u64;
                 for e in entries {
@@ -595,10 +606,19 @@ fn main_loop(
             svc.delivered(d);
         }
         svc.take_decisions();
-        if svc.uncommitted >= BATCH_ENTRIES
+        // An alert commits at once (then the mailer is woken): alert latency
+        // is the one thing the batch interval must not add to.
+        let alerting = !svc.alerts.is_empty();
+        if alerting
+            || svc.uncommitted >= BATCH_ENTRIES
             || (svc.dirty() && svc.last_commit.elapsed() >= BATCH_INTERVAL)
         {
             svc.commit()?;
+            if alerting {
+                if let Some(w) = &svc.wake_mailer {
+                    let _ = w.send(());
+                }
+            }
         } else {
             svc.update_live(false);
         }

@@ -322,6 +322,7 @@ fn pump(
     }
     let mut batch = Vec::with_capacity(spec.batch);
     let mut names = Interner::default();
+    let mut announced = false;
     loop {
         if stop.load(Ordering::Relaxed) {
             return Ok(());
@@ -337,6 +338,7 @@ fn pump(
                     continue;
                 }
             }
+            announced = false;
             let mut entry =
                 read_entry(j, &mut names).map_err(|e| format!("reading an entry: {e}"))?;
             // The last entry of a batch is where a commit may land: it
@@ -375,12 +377,15 @@ fn pump(
             return Ok(());
         }
         // At the end of the filtered view, everything up to the tail was
-        // read or skipped.
-        if let Some(p) = probe.as_mut() {
-            progress.advance(p.tail());
-        }
-        if tx.send(Msg::CaughtUp).is_err() {
-            return Ok(());
+        // read or skipped. Said once per stretch of reading, not per poll.
+        if !announced {
+            if let Some(p) = probe.as_mut() {
+                progress.advance(p.tail());
+            }
+            if tx.send(Msg::CaughtUp).is_err() {
+                return Ok(());
+            }
+            announced = true;
         }
         // Bounded waits so the stop flag is seen; Invalidate (rotation, new
         // files) just means: call next() again.
@@ -388,9 +393,11 @@ fn pump(
             if stop.load(Ordering::Relaxed) {
                 return Ok(());
             }
-            match j.wait(Some(Duration::from_millis(250))) {
-                Ok(JournalWaitResult::Nop) => {}
-                Ok(JournalWaitResult::Append) => break,
+            // journald coalesces its change notifications (a 250 ms timer),
+            // but entries appended to an open file are visible at once: look
+            // again every 50 ms even without a notification.
+            match j.wait(Some(Duration::from_millis(50))) {
+                Ok(JournalWaitResult::Nop | JournalWaitResult::Append) => break,
                 Ok(JournalWaitResult::Invalidate) => {
                     // Files were added or removed (rotation, vacuum).
                     if let Some(p) = probe.as_mut() {

@@ -369,10 +369,17 @@ pub struct Mailer {
 }
 
 impl Mailer {
-    pub fn run(&self, stop: &AtomicBool, settings: &dyn Fn() -> Settings) {
+    /// Delivers until `stop`; `wake` says an alert was just committed (so
+    /// it goes out at once instead of at the next poll).
+    pub fn run(
+        &self,
+        stop: &AtomicBool,
+        settings: &dyn Fn() -> Settings,
+        wake: &std::sync::mpsc::Receiver<()>,
+    ) {
         while !stop.load(Ordering::Relaxed) {
             if !self.step(settings, false).attempted {
-                std::thread::sleep(Duration::from_millis(100));
+                let _ = wake.recv_timeout(Duration::from_millis(100));
             }
         }
     }

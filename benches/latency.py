@@ -1,0 +1,109 @@
+#!/usr/bin/python3
+"""Alert latency: a kubelet line written to a journald namespace until the
+mail is accepted by a loopback aiosmtpd, with group_wait = 0.
+
+Starts its own systemd-journald (a private namespace, never the default
+instance), aiosmtpd (Maildir) and kubelet-sentinel; each round writes 6
+refused status updates for a new node (the 6th crosses the threshold of 5)
+and times from just before the 6th write until the mail file appears.
+Prints p50, p99 and max in ms. Run as root.
+
+Usage: latency.py BINARY [ROUNDS]
+"""
+import os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time, datetime
+
+binary = os.path.abspath(sys.argv[1])
+rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 200
+name = f"ksbench{os.getpid()}"
+work = tempfile.mkdtemp(prefix="ks-latency-")
+conf = f"/etc/systemd/journald@{name}.conf"
+procs = []
+
+def cleanup():
+    for p in reversed(procs):
+        p.terminate()
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    for path in [conf]:
+        if os.path.exists(path):
+            os.remove(path)
+    shutil.rmtree(f"/run/systemd/journal.{name}", ignore_errors=True)
+    for root in ["/run/log/journal", "/var/log/journal"]:
+        if os.path.isdir(root):
+            for d in os.listdir(root):
+                if d.endswith("." + name):
+                    shutil.rmtree(os.path.join(root, d), ignore_errors=True)
+    shutil.rmtree(work, ignore_errors=True)
+
+def wait_for(cond, what, timeout=20):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise SystemExit(f"timed out waiting for {what}")
+
+try:
+    with open(conf, "w") as f:
+        f.write("[Journal]\nStorage=volatile\nRateLimitBurst=0\nRateLimitIntervalSec=0\n")
+    journald = next(p for p in ["/lib/systemd/systemd-journald", "/usr/lib/systemd/systemd-journald"] if os.path.exists(p))
+    procs.append(subprocess.Popen([journald, name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    sock_path = f"/run/systemd/journal.{name}/socket"
+    wait_for(lambda: os.path.exists(sock_path), "journald")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    def send(msg):
+        sock.sendto(f"MESSAGE={msg}\nSYSLOG_IDENTIFIER=kubelet\n".encode(), sock_path)
+    send("I0101 00:00:00.000000 1 bench.go:1] \"start\"")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    maildir = os.path.join(work, "maildir")
+    procs.append(subprocess.Popen(["/usr/bin/aiosmtpd", "-n", "-l", f"127.0.0.1:{port}", "-c", "aiosmtpd.handlers.Mailbox", maildir],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    def smtp_up():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
+                return c.recv(3) == b"220"
+        except OSError:
+            return False
+    wait_for(smtp_up, "aiosmtpd")
+    cfg = os.path.join(work, "config.toml")
+    with open(cfg, "w") as f:
+        f.write(f'[journal]\nnamespace = "{name}"\nidentifiers = ["kubelet"]\nstart_at = "all"\n'
+                f'[incidents]\nresolve_after = "1h"\n[store]\npath = "{work}/store"\n[api]\nsocket = "{work}/q.sock"\n'
+                f'[alert]\nto = ["oncall@example.com"]\ngroup_wait = "0s"\n'
+                f'[alert.smtp]\nhost = "127.0.0.1"\nport = {port}\ntls = "none"\n')
+    log = open(os.path.join(work, "service.log"), "w")
+    procs.append(subprocess.Popen([binary, "--config", cfg, "run"], stdout=subprocess.DEVNULL, stderr=log))
+    wait_for(lambda: os.path.exists(f"{work}/q.sock"), "the service")
+    newdir = os.path.join(maildir, "new")
+    def mails():
+        try:
+            return len(os.listdir(newdir))
+        except FileNotFoundError:
+            return 0
+    latencies = []
+    for i in range(rounds):
+        node = f"lat-{i}"
+        def line():
+            t = datetime.datetime.utcnow().strftime("%m%d %H:%M:%S.%f")
+            return (f'E{t}    4242 kubelet_node_status.go:535] "Error updating node status, will retry" '
+                    f'err="error getting node \\"{node}\\": dial tcp 10.0.0.1:6443: connect: connection refused"')
+        for _ in range(5):
+            send(line())
+        before = mails()
+        t0 = time.monotonic()
+        send(line())
+        while mails() == before:
+            if time.monotonic() - t0 > 10:
+                raise SystemExit(f"round {i}: no mail within 10 s")
+            time.sleep(0.0005)
+        latencies.append((time.monotonic() - t0) * 1000)
+    latencies.sort()
+    p50 = statistics.median(latencies)
+    p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
+    print(f"alerts={len(latencies)} p50_ms={p50:.1f} p99_ms={p99:.1f} max_ms={latencies[-1]:.1f}")
+finally:
+    cleanup()
