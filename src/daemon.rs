@@ -442,7 +442,7 @@ pub fn run(config: Config, control: &Control, opts: &RunOptions) -> Result<(), D
         (Some(m), false) => {
             let (m, stop, settings) = (m.clone(), mailer_stop.clone(), live_settings.clone());
             Some(std::thread::spawn(move || {
-                m.run(&stop, &settings, &wake_rx)
+                m.run(&stop, &settings, &wake_rx);
             }))
         }
         _ => None,

@@ -387,34 +387,31 @@ fn pump(
             }
             announced = true;
         }
-        // Bounded waits so the stop flag is seen; Invalidate (rotation, new
-        // files) just means: call next() again.
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            // journald coalesces its change notifications (a 250 ms timer),
-            // but entries appended to an open file are visible at once: look
-            // again every 50 ms even without a notification.
-            match j.wait(Some(Duration::from_millis(50))) {
-                Ok(JournalWaitResult::Nop | JournalWaitResult::Append) => break,
-                Ok(JournalWaitResult::Invalidate) => {
-                    // Files were added or removed (rotation, vacuum).
-                    if let Some(p) = probe.as_mut() {
-                        let _ = p.j.wait(Some(Duration::ZERO));
-                        let head = p.head();
-                        let lost = progress.lost_before(head.clone());
-                        if lost > 0 {
-                            progress.advance(head);
-                            if tx.send(Msg::Lost(lost)).is_err() {
-                                return Ok(());
-                            }
+        // A bounded wait, so the stop flag is seen. journald coalesces its
+        // change notifications (a 250 ms timer), but entries appended to an
+        // open file are visible at once: look again after 50 ms even without
+        // a notification. Invalidate (rotation, new files) also just means:
+        // call next() again.
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        match j.wait(Some(Duration::from_millis(50))) {
+            Ok(JournalWaitResult::Nop | JournalWaitResult::Append) => {}
+            Ok(JournalWaitResult::Invalidate) => {
+                // Files were added or removed (rotation, vacuum).
+                if let Some(p) = probe.as_mut() {
+                    let _ = p.j.wait(Some(Duration::ZERO));
+                    let head = p.head();
+                    let lost = progress.lost_before(head.clone());
+                    if lost > 0 {
+                        progress.advance(head);
+                        if tx.send(Msg::Lost(lost)).is_err() {
+                            return Ok(());
                         }
                     }
-                    break;
                 }
-                Err(e) => return Err(format!("waiting for the journal: {e}")),
             }
+            Err(e) => return Err(format!("waiting for the journal: {e}")),
         }
     }
 }
