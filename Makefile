@@ -5,7 +5,7 @@ SCRATCH ?= $(CURDIR)/target/demo
 JOURNAL_REMOTE := $(firstword $(wildcard /lib/systemd/systemd-journal-remote /usr/lib/systemd/systemd-journal-remote))
 BIN := target/debug/kubelet-sentinel
 
-.PHONY: deps build demo test lint clean release assets tools deb rpm test-packages test-system
+.PHONY: deps build demo test lint clean release assets tools deb rpm test-packages test-system bench bench-deps bench-smoke
 
 deps:
 	@bash .ci/deps
@@ -36,6 +36,7 @@ lint:
 
 test: deps lint
 	cargo test
+	$(MAKE) --no-print-directory bench-smoke
 	$(MAKE) --no-print-directory test-packages
 	$(MAKE) --no-print-directory test-system
 
@@ -72,3 +73,18 @@ test-system: deb
 
 clean:
 	cargo clean
+
+# Benchmarks (not part of `make test`; see BENCHMARKS.md): generated journals
+# of 100k and 1M entries and a 50-host collector journal, against journalctl,
+# grep, a bare libsystemd loop and fail2ban; alert latency; criterion.
+bench-deps: deps
+
+bench: bench-deps
+	cargo build --release --locked --bins --examples
+	bash benches/bench.sh
+
+# A bounded run of the generator and the benchmark table on a tiny journal
+# (part of `make test`): the harness keeps working; the figures mean nothing.
+bench-smoke: bench-deps
+	cargo build --release --locked --bins --examples
+	RUNS=1 SIZES=5000 COLLECTOR=0 LATENCY_ROUNDS=5 CRITERION=0 OUT=target/bench/smoke.md bash benches/bench.sh
