@@ -362,3 +362,141 @@ fn queries_say_why_when_there_is_nothing_to_ask() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent"), "{err}");
 }
+
+#[test]
+fn sighup_reloads_what_it_can_and_says_what_needs_a_restart() {
+    let j = Journald::start("hup");
+    let mut svc = namespace_service(&j, "[incidents]\nresolve_after = \"1h\"\n");
+    svc.start();
+    j.kubelet(&[refused("hup-1")]);
+    wait_for(
+        Duration::from_secs(5),
+        || retries_of(&svc, "hup-1") == 1,
+        "the incident",
+    );
+    // Shorter resolve_after (applies at once) and another journal (needs a restart).
+    let text = std::fs::read_to_string(svc.config())
+        .unwrap()
+        .replace("resolve_after = \"1h\"", "resolve_after = \"1s\"")
+        .replace("start_at = \"all\"", "start_at = \"now\"");
+    std::fs::write(svc.config(), text).unwrap();
+    svc.signal_only("HUP");
+    wait_for(
+        Duration::from_secs(10),
+        || svc.incidents()[0]["status"] == "resolved",
+        "resolution under the reloaded settings",
+    );
+    let log = svc.log();
+    assert!(log.contains("config reloaded"), "{log}");
+    assert!(
+        log.contains("need a restart") && log.contains("[journal]"),
+        "{log}"
+    );
+    // A broken config on SIGHUP keeps the running settings.
+    std::fs::write(svc.config(), "[alert]\nretries = \"many\"\n").unwrap();
+    svc.signal_only("HUP");
+    wait_for(
+        Duration::from_secs(5),
+        || svc.log().contains("config reload failed"),
+        "the reload error",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
+
+#[test]
+fn metrics_over_tcp() {
+    let j = Journald::start("metrics");
+    let port = crate::support::free_port();
+    let mut svc = namespace_service(
+        &j,
+        &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
+    );
+    // The helper's [api] section already names the socket: merge the key into it.
+    let text = std::fs::read_to_string(svc.config()).unwrap();
+    let text = text
+        .replacen(
+            &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
+            "",
+            1,
+        )
+        .replacen(
+            "[api]\n",
+            &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
+            1,
+        );
+    std::fs::write(svc.config(), text).unwrap();
+    svc.start();
+    j.kubelet(&[refused("met-1"), refused("met-1")]);
+    wait_for(
+        Duration::from_secs(5),
+        || retries_of(&svc, "met-1") == 2,
+        "the incident",
+    );
+    let get = |path: &str| -> String {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut s = String::new();
+        c.read_to_string(&mut s).unwrap();
+        s
+    };
+    let m = get("/metrics");
+    assert!(m.starts_with("HTTP/1.1 200"), "{m}");
+    for name in [
+        "kubelet_sentinel_entries_read_total",
+        "kubelet_sentinel_unparsed_total",
+        "kubelet_sentinel_open_incidents 1",
+        "kubelet_sentinel_open_incident_retries{node=\"met-1\"} 2",
+        "kubelet_sentinel_incidents{verdict=\"undetermined\"} 1",
+        "kubelet_sentinel_journal_lag_seconds",
+        "kubelet_sentinel_outbox_length 0",
+        "kubelet_sentinel_up 1",
+    ] {
+        assert!(m.contains(name), "{name} missing:\n{m}");
+    }
+    assert!(
+        get("/incidents").starts_with("HTTP/1.1 404"),
+        "only /metrics over TCP"
+    );
+}
+
+#[test]
+fn alerts_older_than_max_age_are_recorded_not_mailed() {
+    // The sample journal is dated 2026-11-28: older than the default max_age
+    // of 24 h by the time anyone runs this. Its incidents are recorded, and
+    // nothing is mailed.
+    let dir = tempfile::tempdir().unwrap();
+    let jdir = dir.path().join("journal");
+    std::fs::create_dir(&jdir).unwrap();
+    let out = run(
+        Command::new(env!("CARGO")).args(["run", "--quiet", "--example", "sample_journal"]),
+        None,
+    );
+    assert!(out.status.success());
+    journal_remote(&out.stdout, &jdir.join("sample.journal"));
+    let mail = dir.path().join("mail");
+    std::fs::create_dir(&mail).unwrap();
+    let svc = Service::new(
+        &format!("directory = \"{}\"", jdir.display()),
+        &format!(
+            "[alert]\nto = [\"ops@example.com\"]\ntransport = \"file\"\n[alert.file]\ndirectory = \"{}\"\n",
+            mail.display()
+        ),
+    );
+    let out = svc.run_once();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(svc.incidents().as_array().unwrap().len(), 3);
+    assert_eq!(
+        std::fs::read_dir(&mail).unwrap().count(),
+        0,
+        "mailed an alert older than max_age"
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("older than [alert] max_age: recorded, not mailed")
+    );
+}

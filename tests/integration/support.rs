@@ -298,6 +298,15 @@ impl Service {
         std::fs::read_to_string(self.dir.path().join("service.log")).unwrap_or_default()
     }
 
+    /// Sends a signal and returns at once (SIGHUP).
+    pub fn signal_only(&self, sig: &str) {
+        let child = self.child.as_ref().expect("running");
+        run(
+            Command::new("kill").args([&format!("-{sig}"), &child.id().to_string()]),
+            None,
+        );
+    }
+
     /// Sends a signal and waits for the exit; returns the exit code.
     pub fn signal(&mut self, sig: &str) -> Option<i32> {
         let mut child = self.child.take().expect("running");
