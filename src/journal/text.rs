@@ -214,6 +214,15 @@ impl<R: BufRead> TextReader<R> {
         None
     }
 
+    /// Keeps a prefixed line's fields for the indented lines that follow it.
+    fn remember(&mut self, e: Entry) -> Entry {
+        self.last = Some(Entry {
+            message: Vec::new(),
+            ..e.clone()
+        });
+        e
+    }
+
     fn entry_of(&mut self, line: &str) -> Option<Entry> {
         if is_banner(line) {
             return None;
@@ -224,32 +233,22 @@ impl<R: BufRead> TextReader<R> {
                 Stamp::Absolute(t) => Some(t),
             }
             .or_else(|| self.own_time(msg));
-            let e = Entry {
+            return Some(self.remember(Entry {
                 at,
                 host: Some(p.host.into()),
                 identifier: Some(p.ident.into()),
                 pid: p.pid,
                 message: msg.as_bytes().to_vec(),
                 ..Entry::default()
-            };
-            self.last = Some(Entry {
-                message: Vec::new(),
-                ..e.clone()
-            });
-            return Some(e);
+            }));
         }
         if let Ok((msg, host)) = host_tag(line) {
-            let e = Entry {
+            return Some(self.remember(Entry {
                 at: self.own_time(msg),
                 host: Some(host.into()),
                 message: msg.as_bytes().to_vec(),
                 ..Entry::default()
-            };
-            self.last = Some(Entry {
-                message: Vec::new(),
-                ..e.clone()
-            });
-            return Some(e);
+            }));
         }
         // An indented line continues the last prefixed line (journalctl
         // indents the further lines of a multi-line MESSAGE); otherwise the

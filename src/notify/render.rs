@@ -317,31 +317,25 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
         .evidence()
         .filter(|e| e.signal.role() != crate::signals::Role::Marker)
         .collect();
+    let mut shown: Vec<(&str, &crate::tracker::Evidence)> = Vec::new();
     if let (Some(first), Some(last)) = (evidence.first(), evidence.last()) {
+        shown.push(("First", first));
+        if !std::ptr::eq(*first, *last) {
+            shown.push(("Last", last));
+        }
+    }
+    for (which, e) in shown {
         let _ = writeln!(
             text,
-            "  First evidence ({}):\n    {}",
-            clock(first.at),
-            one(&first.text)
+            "  {which} evidence ({}):\n    {}",
+            clock(e.at),
+            one(&e.text)
         );
         html.push_str(&format!(
-            "<p><b>First evidence</b> ({}):</p>\n<pre>{}</pre>\n",
-            clock(first.at),
-            html_escape(&one(&first.text))
+            "<p><b>{which} evidence</b> ({}):</p>\n<pre>{}</pre>\n",
+            clock(e.at),
+            html_escape(&one(&e.text))
         ));
-        if !std::ptr::eq(*first, *last) {
-            let _ = writeln!(
-                text,
-                "  Last evidence ({}):\n    {}",
-                clock(last.at),
-                one(&last.text)
-            );
-            html.push_str(&format!(
-                "<p><b>Last evidence</b> ({}):</p>\n<pre>{}</pre>\n",
-                clock(last.at),
-                html_escape(&one(&last.text))
-            ));
-        }
     }
     let _ = writeln!(text, "\n  What to check next:");
     html.push_str("<p><b>What to check next:</b></p>\n<ul>\n");
