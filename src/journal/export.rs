@@ -135,6 +135,7 @@ pub fn entry_from_fields<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>)
             }
             b"_STREAM_ID" => e.stream = Some(text(v).into()),
             b"UNIT" => e.about_unit = Some(text(v).into()),
+            b"_LINE_BREAK" => e.cut = v == b"line-max",
             _ => {}
         }
     }

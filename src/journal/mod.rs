@@ -42,6 +42,10 @@ pub struct Entry {
     pub about_unit: Option<Text>,
     /// MESSAGE, as bytes: it may be binary or invalid UTF-8.
     pub message: Vec<u8>,
+    /// `_LINE_BREAK=line-max`: journald cut a line longer than `LineMax`
+    /// here; the next entry of the stream goes on with the same line.
+    #[serde(default)]
+    pub cut: bool,
 }
 
 /// Which entries belong to the kubelet (design section 4).

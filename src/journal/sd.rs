@@ -288,6 +288,7 @@ fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Entry> {
             b"SYSLOG_IDENTIFIER" => e.identifier = Some(names.get(v)),
             b"_STREAM_ID" => e.stream = Some(names.get(v)),
             b"UNIT" => e.about_unit = Some(names.get(v)),
+            b"_LINE_BREAK" => e.cut = v == b"line-max",
             b"_PID" => e.pid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
             _ => {}
         }

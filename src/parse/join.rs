@@ -21,6 +21,7 @@ const MAX_JOINED: usize = 1 << 20;
 /// continuations) and how many continuation entries were joined to it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Joined {
+    /// The first entry; its message is the whole joined line.
     pub entry: Entry,
     pub continuations: u32,
     /// The cursor of the last entry joined, so a commit covers all of them.
@@ -70,6 +71,20 @@ impl Joiner {
     /// Takes one kubelet entry; appends to `out` whatever is now complete.
     pub fn push(&mut self, entry: Entry, out: &mut Vec<Out>) {
         let key = stream_key(&entry);
+        // The rest of a line journald cut at LineMax: whatever it starts
+        // with, it goes on the same line, with no newline between.
+        if let Some((_, j)) = self.pending.get_mut(&key) {
+            if j.entry.cut {
+                if j.entry.message.len() + entry.message.len() < MAX_JOINED {
+                    j.entry.message.extend_from_slice(&entry.message);
+                }
+                j.entry.cut = entry.cut;
+                j.continuations += 1;
+                j.last_cursor = entry.cursor.or(j.last_cursor.take());
+                j.last_at = entry.at.or(j.last_at);
+                return;
+            }
+        }
         let m = &entry.message;
         if starts_with_header(m) {
             if let Some((_, done)) = self.pending.remove(&key) {
@@ -108,7 +123,8 @@ impl Joiner {
                     j.entry.message.extend_from_slice(m);
                 }
                 j.continuations += 1;
-                j.last_cursor = entry.cursor;
+                j.entry.cut = entry.cut;
+                j.last_cursor = entry.cursor.or(j.last_cursor.take());
                 j.last_at = entry.at.or(j.last_at);
             }
             None => out.push(Out::Orphan(entry)),
@@ -174,6 +190,36 @@ mod tests {
         let Out::Line(b) = &out[2] else { panic!() };
         assert!(b.entry.message.ends_with(b"other stream"));
         assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn pieces_of_a_line_cut_at_line_max_join_seamlessly() {
+        let mut j = Joiner::new();
+        let mut out = Vec::new();
+        let piece = |msg: &str, cut: bool| Entry {
+            cut,
+            ..entry("a", msg)
+        };
+        j.push(piece("E0101 00:00:00.000000 1 a.go:1] \"Error updating node status, will retry\" err=\"failed to patch status \\\"{abc", true), &mut out);
+        // The rest starts like a header: still the same line.
+        j.push(
+            piece(
+                "E0101 def}\\\" for node \\\"w1\\\": context deadline exceeded\"",
+                false,
+            ),
+            &mut out,
+        );
+        j.push(entry("a", "I0101 00:00:01.000000 1 a.go:1] next"), &mut out);
+        let Out::Line(first) = &out[0] else { panic!() };
+        assert_eq!(first.continuations, 1);
+        let text = String::from_utf8_lossy(&first.entry.message);
+        assert!(text.contains("{abcE0101 def}"), "{text}");
+        let line = crate::parse::parse_line(&text);
+        assert!(
+            line.value("err")
+                .unwrap()
+                .ends_with("context deadline exceeded")
+        );
     }
 
     #[test]

@@ -500,3 +500,50 @@ fn alerts_older_than_max_age_are_recorded_not_mailed() {
             .contains("older than [alert] max_age: recorded, not mailed")
     );
 }
+
+#[test]
+fn a_line_over_journald_line_max_is_one_line_again() {
+    use std::io::Write;
+    let j = Journald::start("linemax");
+    // journald's stdout stream protocol: identifier, unit id, priority,
+    // level prefix, and the forward-to flags; then the lines.
+    let mut s =
+        std::os::unix::net::UnixStream::connect(format!("/run/systemd/journal.{}/stdout", j.name))
+            .unwrap();
+    s.write_all(b"kubelet\n\n6\n0\n0\n0\n0\n").unwrap();
+    let now = chrono::Utc::now().format("%m%d %H:%M:%S%.6f");
+    let head = format!(
+        r#"E{now}    4242 kubelet_node_status.go:535] "Error updating node status, will retry" err="failed to patch status \"{{"#
+    );
+    // journald cuts at LineMax (48 KiB): make the second piece start like a
+    // klog header, as a cut through a status patch's image list can.
+    let line_max = 48 * 1024;
+    let patch = format!(
+        "{}E1128 00:00:00.000000    1 fake.go:1] {}",
+        "x".repeat(line_max - head.len()),
+        "y".repeat(60 * 1024)
+    );
+    let line = format!(
+        r#"{head}{patch}}}\" for node \"big-1\": Put \"https://10.0.0.1:6443/api/v1/nodes/big-1/status\": context deadline exceeded""#
+    );
+    s.write_all(line.as_bytes()).unwrap();
+    s.write_all(b"\n").unwrap();
+    drop(s);
+    let mut svc = namespace_service(&j, "");
+    svc.start();
+    wait_for(
+        Duration::from_secs(10),
+        || retries_of(&svc, "big-1") == 1,
+        "the cut line as one retry",
+    );
+    let i = &svc.incidents()[0];
+    // The cause is at the end of the line, after the cuts.
+    assert_eq!(i["cause"], "api-timeout", "{i}");
+    let st: serde_json::Value =
+        serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap();
+    assert_eq!(st["unparsed"], 0, "no piece left over: {st}");
+    assert!(
+        st["entries"].as_u64().unwrap() >= 3,
+        "journald cut it into pieces: {st}"
+    );
+}
