@@ -2,7 +2,7 @@
 //! Touches no store; every input goes through one pipeline, so a node's
 //! lines spread over several files make one history.
 
-use crate::journal::{self, Item, Malformed, ReadOptions, SourceError};
+use crate::journal::{self, Malformed, ReadOptions, SourceError};
 use crate::pipeline::{Pipeline, Summary};
 use crate::tracker::{Decision, Incident, Settings};
 
@@ -74,9 +74,4 @@ pub fn scan(inputs: &[Input], read: &ReadOptions, settings: Settings) -> ScanRes
         malformed: std::mem::take(&mut pipeline.malformed),
         failed,
     }
-}
-
-/// Reads one item source fully (tests and tools).
-pub fn collect_items(items: journal::Items) -> Result<Vec<Item>, SourceError> {
-    items.collect()
 }

@@ -83,17 +83,6 @@ pub enum Cause {
 }
 
 impl Cause {
-    pub const ALL: [Cause; 8] = [
-        Cause::ListerLag,
-        Cause::NodeMissing,
-        Cause::ApiUnreachable,
-        Cause::ApiTimeout,
-        Cause::Auth,
-        Cause::Conflict,
-        Cause::Etcd,
-        Cause::Unknown,
-    ];
-
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
