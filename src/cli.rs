@@ -43,7 +43,7 @@ impl From<Exit> for ExitCode {
                   (API server unreachable, Node deleted, credentials expired)."
 )]
 pub struct Cli {
-    /// The config file.
+    /// The config file [default: /etc/kubelet-sentinel/config.toml; all defaults if it is missing].
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
     #[command(subcommand)]
@@ -87,6 +87,7 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct IncidentsArgs {
+    /// Only this node's incidents.
     #[arg(long)]
     pub node: Option<String>,
     /// Only incidents still open.
@@ -95,10 +96,13 @@ pub struct IncidentsArgs {
     /// Incidents with trouble since then: a duration (24h) or an RFC 3339 time.
     #[arg(long)]
     pub since: Option<String>,
+    /// Only incidents with this verdict.
     #[arg(long, value_parser = ["startup-race", "transient", "persistent", "undetermined"])]
     pub verdict: Option<String>,
+    /// At most this many, newest first.
     #[arg(long, default_value_t = 100)]
     pub limit: usize,
+    /// `table` for people, `json` for scripts (the `incidents` array of the JSON contract).
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
 }
@@ -120,6 +124,7 @@ pub struct ScanArgs {
     /// Read a journald namespace instead of paths.
     #[arg(long, conflicts_with = "paths")]
     pub namespace: Option<String>,
+    /// `table` for people, `json` for scripts (the JSON contract).
     #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
     pub output: Output,
     /// Print each incident's diagnosis and its timeline (table output).
@@ -135,6 +140,7 @@ pub struct ScanArgs {
     /// within --window.
     #[arg(long, default_value_t = 5)]
     pub retries: u32,
+    /// The window of --retries.
     #[arg(long, default_value = "10m", value_parser = duration)]
     pub window: Micros,
     /// The kubelet's unit (repeatable).
