@@ -266,50 +266,35 @@ fn starttls_and_implicit_tls_with_a_throwaway_ca() {
         &["--smtpscert", &c, "--smtpskey", &k],
     );
     let ca_line = format!("ca_file = \"{}\"", ca.display());
+    // The certificate names localhost: connect by that name, with TLS.
+    let tls_config = |port: u16, sub: &str, smtp: &str| {
+        let cfg = mail_config(port, &dir.path().join(sub).tap_mkdir(), smtp, "");
+        let text = std::fs::read_to_string(&cfg)
+            .unwrap()
+            .replace("host = \"127.0.0.1\"\n", "host = \"localhost\"\n")
+            .replace("tls = \"none\"\n", "");
+        std::fs::write(&cfg, text).unwrap();
+        cfg
+    };
 
-    let cfg = mail_config(
+    let (code, _, err) = test_email(&tls_config(
         starttls.port,
-        &dir.path().join("a").tap_mkdir(),
-        &format!("{ca_line}\ntls = \"starttls\"\nhost = \"localhost\""),
-        "",
-    );
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("host = \"127.0.0.1\"\n", "")
-        .replace("tls = \"none\"\n", "");
-    std::fs::write(&cfg, text).unwrap();
-    let (code, _, err) = test_email(&cfg);
+        "a",
+        &format!("{ca_line}\ntls = \"starttls\""),
+    ));
     assert_eq!(code, Some(0), "STARTTLS: {err}");
     assert_eq!(starttls.mails().len(), 1);
 
-    let cfg = mail_config(
+    let (code, _, err) = test_email(&tls_config(
         smtps.port,
-        &dir.path().join("b").tap_mkdir(),
-        &format!("{ca_line}\ntls = \"tls\"\nhost = \"localhost\""),
-        "",
-    );
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("host = \"127.0.0.1\"\n", "")
-        .replace("tls = \"none\"\n", "");
-    std::fs::write(&cfg, text).unwrap();
-    let (code, _, err) = test_email(&cfg);
+        "b",
+        &format!("{ca_line}\ntls = \"tls\""),
+    ));
     assert_eq!(code, Some(0), "implicit TLS: {err}");
     assert_eq!(smtps.mails().len(), 1);
 
     // Without the CA the certificate is not trusted: a TLS error, said so.
-    let cfg = mail_config(
-        starttls.port,
-        &dir.path().join("c").tap_mkdir(),
-        "tls = \"starttls\"\nhost = \"localhost\"",
-        "",
-    );
-    let text = std::fs::read_to_string(&cfg)
-        .unwrap()
-        .replace("host = \"127.0.0.1\"\n", "")
-        .replace("tls = \"none\"\n", "");
-    std::fs::write(&cfg, text).unwrap();
-    let (code, _, err) = test_email(&cfg);
+    let (code, _, err) = test_email(&tls_config(starttls.port, "c", "tls = \"starttls\""));
     assert_eq!(code, Some(1));
     assert!(err.contains("TLS with localhost:"), "{err}");
 }

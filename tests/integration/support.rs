@@ -162,25 +162,25 @@ impl Journald {
         PathBuf::from(format!("/run/systemd/journal.{}/socket", self.name))
     }
 
+    /// This namespace's journal directories (volatile or persistent).
+    fn dirs(&self) -> Vec<PathBuf> {
+        let suffix = format!(".{}", self.name);
+        ["/run/log/journal", "/var/log/journal"]
+            .iter()
+            .filter_map(|root| std::fs::read_dir(root).ok())
+            .flat_map(Iterator::flatten)
+            .filter(|d| d.file_name().to_string_lossy().ends_with(&suffix))
+            .map(|d| d.path())
+            .collect()
+    }
+
     /// The journal files of this namespace.
     pub fn files(&self) -> Vec<PathBuf> {
-        let mut out = Vec::new();
-        for root in ["/run/log/journal", "/var/log/journal"] {
-            let Ok(dirs) = std::fs::read_dir(root) else {
-                continue;
-            };
-            for d in dirs.flatten() {
-                if d.file_name()
-                    .to_string_lossy()
-                    .ends_with(&format!(".{}", self.name))
-                {
-                    if let Ok(files) = std::fs::read_dir(d.path()) {
-                        out.extend(files.flatten().map(|f| f.path()));
-                    }
-                }
-            }
-        }
-        out
+        self.dirs()
+            .iter()
+            .filter_map(|d| std::fs::read_dir(d).ok())
+            .flat_map(|rd| rd.flatten().map(|f| f.path()))
+            .collect()
     }
 
     /// Sends one entry over the native protocol.
@@ -219,18 +219,8 @@ impl Drop for Journald {
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.conf);
         let _ = std::fs::remove_dir_all(format!("/run/systemd/journal.{}", self.name));
-        for root in ["/run/log/journal", "/var/log/journal"] {
-            let Ok(dirs) = std::fs::read_dir(root) else {
-                continue;
-            };
-            for d in dirs.flatten() {
-                if d.file_name()
-                    .to_string_lossy()
-                    .ends_with(&format!(".{}", self.name))
-                {
-                    let _ = std::fs::remove_dir_all(d.path());
-                }
-            }
+        for d in self.dirs() {
+            let _ = std::fs::remove_dir_all(d);
         }
     }
 }
