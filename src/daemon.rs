@@ -474,6 +474,8 @@ pub fn run(config: Config, control: &Control, opts: &RunOptions) -> Result<(), D
         .filter(|us| *us > 0)
         .map(|us| Duration::from_micros(us / 2));
     let mut last_ping = Instant::now();
+    let mut last_status = Instant::now();
+    let mut status_sent = String::new();
     let mut last_entry = Instant::now();
     let result = main_loop(
         &mut svc,
@@ -484,9 +486,19 @@ pub fn run(config: Config, control: &Control, opts: &RunOptions) -> Result<(), D
         &mut |svc| {
             if let Some(every) = watchdog {
                 if last_ping.elapsed() >= every {
-                    notify(&[("WATCHDOG", "1"), ("STATUS", &svc.status_line())]);
+                    notify(&[("WATCHDOG", "1")]);
                     last_ping = Instant::now();
                 }
+            }
+            // One line of health for `systemctl status`, when it changes
+            // (at most once a second).
+            if last_status.elapsed() >= Duration::from_secs(1) {
+                let health = svc.status_line();
+                if health != status_sent {
+                    notify(&[("STATUS", &health)]);
+                    status_sent = health;
+                }
+                last_status = Instant::now();
             }
             if last_prune.elapsed() >= PRUNE_EVERY {
                 last_prune = Instant::now();

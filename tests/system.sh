@@ -142,6 +142,26 @@ after=$(inside kubelet-sentinel incidents -o json | grep -vE '"(alerted_at|diagn
 [ "$before" = "$after" ] || fail "history changed across the restart: $(diff <(echo "$before") <(echo "$after"))"
 ok "systemctl restart keeps the history and counts nothing twice (12 retries)"
 
+# --- sd_notify: STATUS= and watchdog pings from the main loop -----------------
+for _ in $(seq 50); do
+  inside systemctl show -p StatusText --value kubelet-sentinel | grep -q '^following the system journal' && break
+  sleep 0.1
+done
+inside systemctl show -p StatusText --value kubelet-sentinel | grep -q '^following the system journal' \
+  || fail "StatusText: $(inside systemctl show -p StatusText --value kubelet-sentinel)"
+inside mkdir -p /etc/systemd/system/kubelet-sentinel.service.d
+printf '[Service]\nWatchdogSec=2s\n' | inside tee /etc/systemd/system/kubelet-sentinel.service.d/watchdog.conf >/dev/null
+inside systemctl daemon-reload
+inside systemctl restart kubelet-sentinel
+w1=$(inside systemctl show -p WatchdogTimestampMonotonic --value kubelet-sentinel)
+sleep 5
+w2=$(inside systemctl show -p WatchdogTimestampMonotonic --value kubelet-sentinel)
+[ "$(inside systemctl is-active kubelet-sentinel)" = active ] || fail "killed by its 2 s watchdog"
+[ "${w2:-0}" -gt "${w1:-0}" ] || fail "no watchdog ping in 5 s ($w1 -> $w2)"
+inside rm -rf /etc/systemd/system/kubelet-sentinel.service.d
+inside systemctl daemon-reload
+ok "STATUS= reaches systemctl; with WatchdogSec=2s it pings and stays up ($(inside systemctl show -p StatusText --value kubelet-sentinel))"
+
 # --- the SMTP password arrives as a credential, never in the config ------------
 inside sh -c 'umask 077; echo s3cret > /etc/kubelet-sentinel/credentials/password'
 inside systemctl restart kubelet-sentinel
