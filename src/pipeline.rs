@@ -49,6 +49,14 @@ pub struct PipelineState {
     pub summary: Summary,
 }
 
+/// [`PipelineState`] by reference, for writing it.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct PipelineStateRef<'a> {
+    pub tracker: &'a Tracker,
+    pub joiner: &'a Joiner,
+    pub summary: &'a Summary,
+}
+
 pub struct Pipeline {
     filter: EntryFilter,
     joiner: Joiner,
@@ -93,13 +101,14 @@ impl Pipeline {
         }
     }
 
-    /// The state to commit.
+    /// The state to commit, borrowed: it serializes as [`PipelineState`]
+    /// without copying the tracker and its open incidents on every commit.
     #[must_use]
-    pub fn state(&self) -> PipelineState {
-        PipelineState {
-            tracker: self.tracker.clone(),
-            joiner: self.joiner.clone(),
-            summary: self.summary.clone(),
+    pub fn state(&self) -> PipelineStateRef<'_> {
+        PipelineStateRef {
+            tracker: &self.tracker,
+            joiner: &self.joiner,
+            summary: &self.summary,
         }
     }
 
@@ -239,9 +248,7 @@ impl Pipeline {
     ) {
         let host = entry.host.as_deref();
         if let Some(node) = self.tracker.node_for(sig, host.unwrap_or("")) {
-            if !self.summary.nodes.contains(&node) {
-                self.summary.nodes.insert(node);
-            }
+            self.summary.nodes.insert(node);
         }
         let obs = Observation {
             signal: sig,

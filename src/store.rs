@@ -21,7 +21,7 @@ use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
 use crate::notify::OutboxEntry;
-use crate::pipeline::PipelineState;
+use crate::pipeline::{PipelineState, PipelineStateRef};
 use crate::time::Micros;
 use crate::tracker::Incident;
 
@@ -55,9 +55,9 @@ pub enum StoreError {
 
 /// What one batch commits.
 #[derive(Debug, Default)]
-pub struct Batch {
+pub struct Batch<'a> {
     pub cursor: Option<String>,
-    pub state: Option<PipelineState>,
+    pub state: Option<PipelineStateRef<'a>>,
     /// Incidents opened, changed or resolved in the batch.
     pub incidents: Vec<Incident>,
     /// Alerts they raised (their `seq` is assigned here).
@@ -217,7 +217,7 @@ impl Store {
     }
 
     /// Writes one batch in one transaction, then makes it durable.
-    pub fn commit(&self, batch: &Batch) -> Result<(), StoreError> {
+    pub fn commit(&self, batch: &Batch<'_>) -> Result<(), StoreError> {
         let state = batch
             .state
             .as_ref()

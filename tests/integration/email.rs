@@ -305,28 +305,21 @@ fn auth_right_and_wrong_password() {
     let smtp = Smtpd::with_auth(free_port(), &dir.path().join("md"));
     std::fs::write(dir.path().join("good"), "s3cret\n").unwrap();
     std::fs::write(dir.path().join("bad"), "wrong\n").unwrap();
-    let good = mail_config(
-        smtp.port,
-        &dir.path().join("g").tap_mkdir(),
-        &format!(
-            "username = \"alerts\"\npassword_file = \"{}\"",
-            dir.path().join("good").display()
-        ),
-        "",
-    );
-    let (code, _, err) = test_email(&good);
+    let login_as = |password: &str| {
+        mail_config(
+            smtp.port,
+            &dir.path().join(format!("cfg-{password}")).tap_mkdir(),
+            &format!(
+                "username = \"alerts\"\npassword_file = \"{}\"",
+                dir.path().join(password).display()
+            ),
+            "",
+        )
+    };
+    let (code, _, err) = test_email(&login_as("good"));
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(smtp.mails().len(), 1);
-    let bad = mail_config(
-        smtp.port,
-        &dir.path().join("b").tap_mkdir(),
-        &format!(
-            "username = \"alerts\"\npassword_file = \"{}\"",
-            dir.path().join("bad").display()
-        ),
-        "",
-    );
-    let (code, _, err) = test_email(&bad);
+    let (code, _, err) = test_email(&login_as("bad"));
     assert_eq!(code, Some(1));
     assert!(err.contains("rejected the login"), "{err}");
     assert!(
