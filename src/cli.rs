@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::api::{self, ClientError, Request, Response};
 use crate::config::{self, Config};
-use crate::daemon::{self, Control, RunOptions};
+use crate::daemon::{self, RunOptions};
 use crate::journal::{EntryFilter, Format, ReadOptions};
 use crate::report::{self, IncidentOut};
 use crate::scan::{Input, scan};
@@ -17,12 +17,14 @@ use crate::store::{Filter, Store, StoreError};
 use crate::time::{Clock, Micros, parse_duration};
 use crate::tracker::Settings;
 
-/// Exit codes: 0 ok, 1 runtime failure, 2 usage, 78 config error.
+/// Exit codes: 0 ok, 1 runtime failure, 2 usage, 65 the store cannot be
+/// read (moving it aside is the fix; restarting is not), 78 config error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     Ok = 0,
     Failure = 1,
     Usage = 2,
+    Data = 65,
     Config = 78,
 }
 
@@ -81,6 +83,9 @@ pub enum Command {
     },
     /// Validate the config file and print the effective settings.
     CheckConfig,
+    /// Apply the edited config file to the running service (what `systemctl reload` runs);
+    /// fails, with the reason, when the file is broken. The service also notices edits by itself.
+    Reload,
     /// Send a sample alert through the configured transport and say exactly what failed.
     TestEmail,
 }
@@ -249,6 +254,7 @@ fn load_config(path: Option<&PathBuf>, err: &mut dyn Write) -> Result<Config, Ex
 }
 
 fn init_tracing() {
+    use std::io::IsTerminal as _;
     use tracing_subscriber::prelude::*;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
@@ -267,9 +273,20 @@ fn init_tracing() {
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
+                .with_ansi(std::io::stderr().is_terminal())
                 .with_target(false),
         )
         .init();
+}
+
+fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    // Two workers: ingest's CPU work during catch-up never starves the
+    // query server.
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("kubelet-sentinel")
+        .enable_all()
+        .build()
 }
 
 /// Runs the service.
@@ -279,26 +296,33 @@ pub fn run_service(config_path: Option<&PathBuf>, once: bool, err: &mut dyn Writ
         Err(e) => return e,
     };
     init_tracing();
-    let control = match Control::from_signals() {
-        Ok(c) => c,
+    let rt = match runtime() {
+        Ok(rt) => rt,
         Err(e) => {
-            tracing::error!("cannot install signal handlers: {e}");
+            tracing::error!("cannot start the runtime: {e}");
             return Exit::Failure;
         }
     };
     let opts = RunOptions {
         once,
-        config_path: Some(
-            config_path
-                .cloned()
-                .unwrap_or_else(|| PathBuf::from(config::DEFAULT_PATH)),
-        ),
+        config_path: config_path
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from(config::DEFAULT_PATH)),
+        config_explicit: config_path.is_some(),
     };
-    match daemon::run(config, &control, &opts) {
+    let edges = daemon::Edges::real(&config);
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let result = rt.block_on(daemon::run(config, opts, edges, shutdown));
+    // Tasks still blocked on the store or a socket do not hold the exit up.
+    rt.shutdown_timeout(std::time::Duration::from_secs(2));
+    match result {
         Ok(()) => Exit::Ok,
         Err(e) => {
             tracing::error!("{e}");
-            Exit::Failure
+            match &e {
+                daemon::DaemonError::Store(s) if s.is_unreadable() => Exit::Data,
+                _ => Exit::Failure,
+            }
         }
     }
 }
@@ -306,7 +330,7 @@ pub fn run_service(config_path: Option<&PathBuf>, once: bool, err: &mut dyn Writ
 /// Asks the running service, or reads the store when it is not running.
 fn query(config: &Config, req: &Request) -> Result<Response, String> {
     let socket = PathBuf::from(&config.api.socket);
-    let not_running = match api::ask(&socket, req) {
+    let not_running = match api::ask(&socket, hyper::Method::GET, &req.path()) {
         Ok(r) => return Ok(r),
         Err(ClientError::PermissionDenied(p)) => {
             return Err(format!(
@@ -330,6 +354,15 @@ fn query(config: &Config, req: &Request) -> Result<Response, String> {
             socket.display(),
             path.display()
         )),
+        Err(StoreError::Open { message, .. })
+            if message.contains("Permission denied") || message.contains("os error 13") =>
+        {
+            Err(format!(
+                "the service is not running and the store {} is not readable by this user (under \
+                 systemd it lives in /var/lib/private, root only): start the service, or run this as root",
+                path.display()
+            ))
+        }
         Err(e) => Err(e.to_string()),
     }
 }
@@ -342,7 +375,7 @@ fn render(req: &Request, r: &Response, output: Output) -> Result<String, String>
             .unwrap_or_else(|| r.body.clone());
         return Err(msg);
     }
-    if output == Output::Json || *req == Request::Metrics {
+    if output == Output::Json {
         return Ok(r.body.clone());
     }
     let v: serde_json::Value =
@@ -366,7 +399,8 @@ fn render(req: &Request, r: &Response, output: Output) -> Result<String, String>
                 .into_iter()
                 .map(|r| {
                     vec![
-                        r.node,
+                        report::terminal_text(&r.node, 80),
+                        report::terminal_text(&r.hosts.join(","), 80),
                         r.incidents.to_string(),
                         r.open.to_string(),
                         r.retries.to_string(),
@@ -378,6 +412,7 @@ fn render(req: &Request, r: &Response, output: Output) -> Result<String, String>
             report::columns(
                 &[
                     "NODE",
+                    "HOSTS",
                     "INCIDENTS",
                     "OPEN",
                     "RETRIES",
@@ -387,15 +422,16 @@ fn render(req: &Request, r: &Response, output: Output) -> Result<String, String>
                 &rows,
             )
         }
-        Request::Status | Request::Metrics => {
+        Request::Status => {
             let mut out = String::new();
             for (k, val) in v.as_object().into_iter().flatten() {
                 let shown = match val {
                     serde_json::Value::String(s) => s.clone(),
                     serde_json::Value::Null => "-".to_string(),
+                    serde_json::Value::Array(a) if a.is_empty() => "-".to_string(),
                     other => other.to_string(),
                 };
-                out.push_str(&format!("{k:<15} {shown}\n"));
+                out.push_str(&format!("{k:<22} {}\n", report::terminal_text(&shown, 400)));
             }
             out
         }
@@ -428,14 +464,14 @@ pub fn run_query(
     }
 }
 
-/// Sends a sample alert.
+/// Sends a sample alert, built as the service builds its transport.
 pub fn test_email(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     let config = match load_config(config_path, err) {
         Ok(c) => c,
         Err(e) => return e,
     };
-    let delivery = match crate::notify::Delivery::from_config(&config.alert) {
-        Ok(Some(d)) => d,
+    let transport = match crate::notify::EmailTransport::from_config(&config.alert) {
+        Ok(Some(t)) => t,
         Ok(None) => {
             let _ = writeln!(
                 err,
@@ -448,6 +484,9 @@ pub fn test_email(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut 
             return Exit::Config;
         }
     };
+    if let Some(source) = &transport.password {
+        let _ = writeln!(out, "SMTP password from {}", source.describe());
+    }
     let settings = config.tracker_settings();
     let incident = crate::notify::sample_incident(crate::time::now(), &settings);
     let mut rendered =
@@ -456,7 +495,21 @@ pub fn test_email(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut 
         rendered
             .subject
             .replacen("[kubelet-sentinel]", "[kubelet-sentinel] test:", 1);
-    match delivery.send(&rendered) {
+    let banner = "TEST ALERT from kubelet-sentinel test-email: not an incident. If you read this, alerts reach you.\n\n";
+    rendered.text = format!("{banner}{}", rendered.text);
+    rendered.html = format!("<p><b>{}</b></p>\n{}", banner.trim(), rendered.html);
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            return Exit::Failure;
+        }
+    };
+    let sent = rt.block_on(transport.deliver(&rendered));
+    match sent {
         Ok(to) => {
             let _ = writeln!(out, "test alert sent: {to}");
             Exit::Ok
@@ -465,6 +518,95 @@ pub fn test_email(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut 
             let _ = writeln!(err, "kubelet-sentinel: test alert not sent: {e}");
             Exit::Failure
         }
+    }
+}
+
+/// `reload`: validate the file, then have the running service apply it.
+pub fn reload(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
+    let config = match load_config(config_path, err) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let socket = PathBuf::from(&config.api.socket);
+    match api::ask(&socket, hyper::Method::POST, "/reload") {
+        Ok(r) if r.code == 200 => {
+            let outcome: Result<crate::api::http::ReloadOutcome, _> = serde_json::from_str(&r.body);
+            match outcome {
+                Ok(o) => {
+                    let _ = writeln!(out, "config applied from {}", o.path);
+                    if !o.restart_needed.is_empty() {
+                        let _ = writeln!(
+                            out,
+                            "these changes need a restart (systemctl restart kubelet-sentinel): {}",
+                            o.restart_needed.join(", ")
+                        );
+                    }
+                    if o.announced > 0 {
+                        let _ = writeln!(out, "{} open incidents announced", o.announced);
+                    }
+                }
+                Err(_) => {
+                    let _ = writeln!(out, "config applied");
+                }
+            }
+            Exit::Ok
+        }
+        Ok(r) => {
+            let msg = serde_json::from_str::<serde_json::Value>(&r.body)
+                .ok()
+                .and_then(|v| v["error"].as_str().map(str::to_string))
+                .unwrap_or(r.body);
+            let _ = writeln!(
+                err,
+                "kubelet-sentinel: the service refused the config: {msg}"
+            );
+            if r.code == 422 {
+                Exit::Config
+            } else {
+                Exit::Failure
+            }
+        }
+        Err(ClientError::NotRunning(e)) => {
+            let _ = writeln!(
+                err,
+                "kubelet-sentinel: the service is not running ({}: {e}); the config is valid",
+                socket.display()
+            );
+            Exit::Failure
+        }
+        Err(ClientError::PermissionDenied(p)) => {
+            let _ = writeln!(
+                err,
+                "kubelet-sentinel: permission denied on the query socket {}",
+                p.display()
+            );
+            Exit::Failure
+        }
+        Err(ClientError::Other(e)) => {
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            Exit::Failure
+        }
+    }
+}
+
+fn check_config(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
+    match load_config(config_path, err) {
+        Ok(c) => {
+            let _ = writeln!(out, "# effective settings\n{}", c.to_toml());
+            if !c.alert.smtp.username.is_empty() {
+                let source = crate::notify::PasswordSource::of(&c.alert);
+                let _ = writeln!(out, "# SMTP password: {}", source.describe());
+            }
+            if !c.alert.delivers() {
+                let _ = writeln!(
+                    out,
+                    "# [alert] to is empty: incidents are recorded, nothing is mailed"
+                );
+            }
+            let _ = writeln!(out, "# config OK");
+            Exit::Ok
+        }
+        Err(e) => e,
     }
 }
 
@@ -531,13 +673,8 @@ pub fn main() -> ExitCode {
             run_query(config, &Request::Status, output, &mut out, &mut err)
         }
         Command::TestEmail => test_email(config, &mut out, &mut err),
-        Command::CheckConfig => match load_config(config, &mut err) {
-            Ok(c) => {
-                let _ = writeln!(out, "# effective settings\n{}", c.to_toml());
-                Exit::Ok
-            }
-            Err(e) => e,
-        },
+        Command::Reload => reload(config, &mut out, &mut err),
+        Command::CheckConfig => check_config(config, &mut out, &mut err),
     };
     exit.into()
 }

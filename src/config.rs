@@ -1,56 +1,76 @@
 //! `/etc/kubelet-sentinel/config.toml`: raw serde structs (every key
-//! optional, unknown keys rejected with their name and line), then a pure
-//! validation into [`Config`]. Section and key names are a contract with
-//! operators' files: keys may be added, never renamed.
+//! optional, unknown keys rejected, each value with its place in the file),
+//! then a pure validation into [`Config`]. Section and key names are a
+//! contract with operators' files: keys may be added, never renamed.
+//!
+//! Errors name the file, the key, the line and the column, and never quote
+//! the file: a config path may point anywhere (a symlink to a secret), and
+//! on reload the error goes to the service's log, which the journal's
+//! readers see.
 
+use std::io::Read as _;
+use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize};
+use toml::Spanned;
 
-use crate::journal::EntryFilter;
-use crate::time::{Micros, SECOND, parse_duration};
+use crate::model::EntryFilter;
+use crate::time::{Micros, SECOND, human_duration, parse_duration};
 use crate::tracker::Settings;
 
 pub const DEFAULT_PATH: &str = "/etc/kubelet-sentinel/config.toml";
 
+/// Config files are small; anything bigger is not one (`/dev/zero`).
+const MAX_BYTES: u64 = 1 << 20;
+
 /// A config problem, with where it is.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum ConfigError {
-    #[error("{path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The TOML error already names the key, the line and the column.
     #[error("{path}: {message}")]
-    Parse { path: String, message: String },
-    #[error("{path}: [{section}] {key}: {message}")]
+    Read { path: String, message: String },
+    #[error("{path}: line {line}, column {column}: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: line {line}, column {column}: [{section}] {key}: {message}")]
     Invalid {
         path: String,
         section: &'static str,
         key: &'static str,
+        line: usize,
+        column: usize,
         message: String,
     },
 }
 
 /// A duration written as `60s`, `10m`, `90d`; parsed while deserializing so
 /// a bad value is reported at its line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Duration(pub Micros);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Period(pub Micros);
 
-impl<'de> Deserialize<'de> for Duration {
+impl<'de> Deserialize<'de> for Period {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
         parse_duration(&s)
-            .map(Duration)
+            .map(Period)
             .map_err(serde::de::Error::custom)
     }
 }
 
-impl Serialize for Duration {
+impl Serialize for Period {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&crate::time::human_duration(self.0))
+        s.serialize_str(&human_duration(self.0))
+    }
+}
+
+impl Period {
+    #[must_use]
+    pub fn std(self) -> std::time::Duration {
+        std::time::Duration::from_micros(self.0.max(0) as u64)
     }
 }
 
@@ -78,7 +98,9 @@ pub enum Tls {
     None,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+type S<T> = Option<Spanned<T>>;
+
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawConfig {
     #[serde(default)]
@@ -95,78 +117,78 @@ struct RawConfig {
     api: RawApi,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawJournal {
-    units: Option<Vec<String>>,
-    identifiers: Option<Vec<String>>,
-    directory: Option<String>,
-    namespace: Option<String>,
-    start_at: Option<StartAt>,
+    units: S<Vec<String>>,
+    identifiers: S<Vec<String>>,
+    directory: S<String>,
+    namespace: S<String>,
+    start_at: S<StartAt>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawNode {
-    name: Option<String>,
+    name: S<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawIncidents {
-    resolve_after: Option<Duration>,
-    race_window: Option<Duration>,
-    retention: Option<Duration>,
+    resolve_after: S<Period>,
+    race_window: S<Period>,
+    retention: S<Period>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawAlert {
-    retries: Option<u32>,
-    window: Option<Duration>,
-    group_wait: Option<Duration>,
-    repeat_interval: Option<Duration>,
-    send_resolved: Option<bool>,
-    max_age: Option<Duration>,
-    to: Option<Vec<String>>,
-    from: Option<String>,
-    transport: Option<Transport>,
-    retry_max: Option<Duration>,
+    retries: S<u32>,
+    window: S<Period>,
+    group_wait: S<Period>,
+    repeat_interval: S<Period>,
+    send_resolved: S<bool>,
+    max_age: S<Period>,
+    to: S<Vec<String>>,
+    from: S<String>,
+    transport: S<Transport>,
+    retry_max: S<Period>,
     #[serde(default)]
     smtp: RawSmtp,
     #[serde(default)]
     file: RawFile,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawSmtp {
-    host: Option<String>,
-    port: Option<u16>,
-    tls: Option<Tls>,
-    username: Option<String>,
-    password_file: Option<String>,
-    ca_file: Option<String>,
-    timeout: Option<Duration>,
+    host: S<String>,
+    port: S<u16>,
+    tls: S<Tls>,
+    username: S<String>,
+    password_file: S<String>,
+    ca_file: S<String>,
+    timeout: S<Period>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawFile {
-    directory: Option<String>,
+    directory: S<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawStore {
-    path: Option<String>,
+    path: S<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawApi {
-    socket: Option<String>,
-    metrics_listen: Option<String>,
+    socket: S<String>,
+    metrics_listen: S<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -185,9 +207,9 @@ pub struct NodeConfig {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct IncidentsConfig {
-    pub resolve_after: Duration,
-    pub race_window: Duration,
-    pub retention: Duration,
+    pub resolve_after: Period,
+    pub race_window: Period,
+    pub retention: Period,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -198,7 +220,7 @@ pub struct SmtpConfig {
     pub username: String,
     pub password_file: String,
     pub ca_file: String,
-    pub timeout: Duration,
+    pub timeout: Period,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -209,17 +231,25 @@ pub struct FileConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AlertConfig {
     pub retries: u32,
-    pub window: Duration,
-    pub group_wait: Duration,
-    pub repeat_interval: Duration,
+    pub window: Period,
+    pub group_wait: Period,
+    pub repeat_interval: Period,
     pub send_resolved: bool,
-    pub max_age: Duration,
+    pub max_age: Period,
     pub to: Vec<String>,
     pub from: String,
     pub transport: Transport,
-    pub retry_max: Duration,
+    pub retry_max: Period,
     pub smtp: SmtpConfig,
     pub file: FileConfig,
+}
+
+impl AlertConfig {
+    /// Whether anything is delivered at all.
+    #[must_use]
+    pub fn delivers(&self) -> bool {
+        !self.to.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -249,30 +279,80 @@ fn hostname() -> String {
         .map_or_else(|_| "localhost".to_string(), |h| h.trim().to_string())
 }
 
+/// Line and column (1-based) of a byte offset.
+fn place(text: &str, offset: usize) -> (usize, usize) {
+    let mut end = offset.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let before = &text[..end];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// Reads a config file as text: a regular file, at most 1 MiB, not
+/// writable by every user. The error never quotes the file.
+fn read_config(path: &Path) -> Result<String, String> {
+    let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
+    let ft = meta.file_type();
+    if ft.is_dir() {
+        return Err("is a directory, not a config file".into());
+    }
+    if ft.is_fifo() || ft.is_char_device() || ft.is_block_device() || ft.is_socket() {
+        return Err("is not a regular file".into());
+    }
+    if meta.permissions().mode() & 0o002 != 0 {
+        return Err(format!(
+            "is writable by every user (mode {:o}): anyone could redirect the alerts; chmod o-w it",
+            meta.permissions().mode() & 0o7777
+        ));
+    }
+    if meta.len() > MAX_BYTES {
+        return Err(format!(
+            "is {} bytes; a config file is at most {MAX_BYTES}",
+            meta.len()
+        ));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    String::from_utf8(bytes).map_err(|e| {
+        let ok = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let text = String::from_utf8_lossy(ok);
+        let (line, column) = place(&text, text.len());
+        format!("line {line}, column {column}: not UTF-8 text")
+    })
+}
+
 impl Config {
     /// Reads and validates a config file. A missing file at the default path
     /// means all defaults; a missing file named explicitly is an error.
     pub fn load(path: &Path, explicit: bool) -> Result<Self, ConfigError> {
         let shown = path.display().to_string();
-        match std::fs::read_to_string(path) {
-            Ok(text) => Self::parse(&text, &shown),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
-                Self::parse("", &shown)
-            }
-            Err(source) => Err(ConfigError::Read {
-                path: shown,
-                source,
-            }),
+        if !explicit && !path.exists() {
+            return Self::parse("", &shown);
         }
+        let text = read_config(path).map_err(|message| ConfigError::Read {
+            path: shown.clone(),
+            message,
+        })?;
+        Self::parse(&text, &shown)
     }
 
     /// Parses and validates config text; `path` only names it in errors.
     pub fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
-        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
-            path: path.to_string(),
-            message: e.to_string().trim_end().to_string(),
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let (line, column) = place(text, e.span().map_or(0, |s| s.start));
+            ConfigError::Parse {
+                path: path.to_string(),
+                line,
+                column,
+                message: e.message().trim_end().to_string(),
+            }
         })?;
-        validate(raw, path)
+        Validator { text, path }.validate(raw)
     }
 
     /// The tracker's settings.
@@ -297,8 +377,8 @@ impl Config {
         }
     }
 
-    /// The store's directory: `$STATE_DIRECTORY` under systemd when the
-    /// path is left at its default.
+    /// The store's directory (`$STATE_DIRECTORY/store` under systemd when
+    /// the path is left at its default; see `validate`).
     #[must_use]
     pub fn store_path(&self) -> PathBuf {
         PathBuf::from(&self.store.path)
@@ -310,162 +390,396 @@ impl Config {
         toml::to_string(self).unwrap_or_default()
     }
 
-    /// Keys whose change needs a restart, with their old and new values.
+    /// The keys that differ from `new` and only take effect after a
+    /// restart: `[journal]`, `[store]` and `[api]`.
     #[must_use]
-    pub fn needs_restart(&self, new: &Config) -> Vec<&'static str> {
+    pub fn needs_restart(&self, new: &Config) -> Vec<String> {
         let mut keys = Vec::new();
-        if self.journal != new.journal {
-            keys.push("[journal]");
-        }
-        if self.store != new.store {
-            keys.push("[store] path");
-        }
-        if self.api != new.api {
-            keys.push("[api]");
-        }
+        let mut check = |name: &str, a: String, b: String| {
+            if a != b {
+                keys.push(name.to_string());
+            }
+        };
+        let (j, n) = (&self.journal, &new.journal);
+        check(
+            "[journal] units",
+            format!("{:?}", j.units),
+            format!("{:?}", n.units),
+        );
+        check(
+            "[journal] identifiers",
+            format!("{:?}", j.identifiers),
+            format!("{:?}", n.identifiers),
+        );
+        check(
+            "[journal] directory",
+            j.directory.clone(),
+            n.directory.clone(),
+        );
+        check(
+            "[journal] namespace",
+            j.namespace.clone(),
+            n.namespace.clone(),
+        );
+        check(
+            "[journal] start_at",
+            format!("{:?}", j.start_at),
+            format!("{:?}", n.start_at),
+        );
+        check(
+            "[store] path",
+            self.store.path.clone(),
+            new.store.path.clone(),
+        );
+        check(
+            "[api] socket",
+            self.api.socket.clone(),
+            new.api.socket.clone(),
+        );
+        check(
+            "[api] metrics_listen",
+            self.api.metrics_listen.clone(),
+            new.api.metrics_listen.clone(),
+        );
         keys
+    }
+
+    /// `new` with the keys that need a restart kept as they run now.
+    #[must_use]
+    pub fn apply_runtime(&self, new: &Config) -> Config {
+        Config {
+            journal: self.journal.clone(),
+            store: self.store.clone(),
+            api: self.api.clone(),
+            ..new.clone()
+        }
     }
 }
 
 const DEFAULT_STORE: &str = "/var/lib/kubelet-sentinel/store";
 
-fn validate(raw: RawConfig, path: &str) -> Result<Config, ConfigError> {
-    let invalid = |section, key, message: String| ConfigError::Invalid {
-        path: path.to_string(),
-        section,
-        key,
-        message,
-    };
-    let j = raw.journal;
-    let units = j
-        .units
-        .unwrap_or_else(|| vec!["kubelet.service".to_string()]);
-    if units.is_empty() && j.identifiers.as_ref().is_none_or(Vec::is_empty) {
-        return Err(invalid(
-            "journal",
-            "units",
-            "no units and no identifiers: nothing would be read".into(),
-        ));
-    }
-    let directory = j.directory.unwrap_or_default();
-    let namespace = j.namespace.unwrap_or_default();
-    if !directory.is_empty() && !namespace.is_empty() {
-        return Err(invalid(
-            "journal",
-            "namespace",
-            "set either directory or namespace, not both".into(),
-        ));
-    }
-    let i = raw.incidents;
-    let resolve_after = i.resolve_after.unwrap_or(Duration(60 * SECOND));
-    if resolve_after.0 <= 0 {
-        return Err(invalid(
-            "incidents",
-            "resolve_after",
-            "must be more than 0".into(),
-        ));
-    }
-    let a = raw.alert;
-    let window = a.window.unwrap_or(Duration(600 * SECOND));
-    if window.0 <= 0 {
-        return Err(invalid("alert", "window", "must be more than 0".into()));
-    }
-    let repeat_interval = a.repeat_interval.unwrap_or(Duration(4 * 3600 * SECOND));
-    if repeat_interval.0 <= 0 {
-        return Err(invalid(
-            "alert",
-            "repeat_interval",
-            "must be more than 0".into(),
-        ));
-    }
-    let to = a.to.unwrap_or_default();
-    for addr in &to {
-        if !addr.contains('@') || addr.contains(['\r', '\n', '<', '>', ',']) {
-            return Err(invalid(
-                "alert",
-                "to",
-                format!("{addr:?} is not an email address"),
-            ));
+struct Validator<'a> {
+    text: &'a str,
+    path: &'a str,
+}
+
+/// Bounds on a duration key: (least, most).
+type Bounds = (Micros, Micros);
+const DAY: Micros = 86_400 * SECOND;
+
+impl Validator<'_> {
+    fn invalid<T>(
+        &self,
+        section: &'static str,
+        key: &'static str,
+        at: &Spanned<T>,
+        message: String,
+    ) -> ConfigError {
+        let (line, column) = place(self.text, at.span().start);
+        ConfigError::Invalid {
+            path: self.path.to_string(),
+            section,
+            key,
+            line,
+            column,
+            message,
         }
     }
-    let smtp = a.smtp;
-    let host = smtp.host.unwrap_or_else(|| "localhost".to_string());
-    let tls = smtp.tls.unwrap_or(Tls::Starttls);
-    if tls == Tls::None && !is_loopback(&host) {
-        return Err(invalid(
+
+    fn period(
+        &self,
+        section: &'static str,
+        key: &'static str,
+        v: S<Period>,
+        default: Micros,
+        (least, most): Bounds,
+    ) -> Result<Period, ConfigError> {
+        let Some(v) = v else {
+            return Ok(Period(default));
+        };
+        let p = *v.get_ref();
+        if p.0 < least || p.0 > most {
+            let range = if least == 0 {
+                format!("at most {}", human_duration(most))
+            } else {
+                format!(
+                    "between {} and {}",
+                    human_duration(least),
+                    human_duration(most)
+                )
+            };
+            return Err(self.invalid(
+                section,
+                key,
+                &v,
+                format!("{} is out of range: {range}", human_duration(p.0)),
+            ));
+        }
+        Ok(p)
+    }
+
+    #[allow(clippy::too_many_lines)] // one list of keys, in the file's order
+    fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
+        let take = |v: S<String>| v.map(Spanned::into_inner);
+        let j = raw.journal;
+        let units = j.units.as_ref().map_or_else(
+            || vec!["kubelet.service".to_string()],
+            |u| u.get_ref().clone(),
+        );
+        let identifiers = j
+            .identifiers
+            .as_ref()
+            .map(|i| i.get_ref().clone())
+            .unwrap_or_default();
+        if units.is_empty() && identifiers.is_empty() {
+            if let Some(u) = &j.units {
+                return Err(self.invalid(
+                    "journal",
+                    "units",
+                    u,
+                    "no units and no identifiers: nothing would be read".into(),
+                ));
+            }
+        }
+        if let (Some(d), Some(n)) = (&j.directory, &j.namespace) {
+            if !d.get_ref().is_empty() && !n.get_ref().is_empty() {
+                return Err(self.invalid(
+                    "journal",
+                    "namespace",
+                    n,
+                    "set either directory or namespace, not both".into(),
+                ));
+            }
+        }
+        if let Some(n) = &j.namespace {
+            let name = n.get_ref();
+            if name.contains('/') || name.starts_with('.') || name.chars().any(char::is_control) {
+                return Err(self.invalid(
+                    "journal",
+                    "namespace",
+                    n,
+                    "not a journal namespace name (no '/', no leading '.')".into(),
+                ));
+            }
+        }
+        let start_at = j.start_at.map_or(StartAt::Boot, Spanned::into_inner);
+        let directory = take(j.directory).unwrap_or_default();
+        let namespace = take(j.namespace).unwrap_or_default();
+
+        let i = raw.incidents;
+        let resolve_after = self.period(
+            "incidents",
+            "resolve_after",
+            i.resolve_after,
+            60 * SECOND,
+            (SECOND, 30 * DAY),
+        )?;
+        let race_window = self.period(
+            "incidents",
+            "race_window",
+            i.race_window,
+            10 * SECOND,
+            (0, 3600 * SECOND),
+        )?;
+        let retention = self.period(
+            "incidents",
+            "retention",
+            i.retention,
+            90 * DAY,
+            (3600 * SECOND, 36_500 * DAY),
+        )?;
+
+        let a = raw.alert;
+        let retries = match a.retries {
+            Some(r) if *r.get_ref() > 10_000 => {
+                return Err(self.invalid("alert", "retries", &r, "at most 10000".into()));
+            }
+            Some(r) => r.into_inner(),
+            None => 5,
+        };
+        let window = self.period(
+            "alert",
+            "window",
+            a.window,
+            600 * SECOND,
+            (SECOND, 30 * DAY),
+        )?;
+        let group_wait = self.period(
+            "alert",
+            "group_wait",
+            a.group_wait,
+            30 * SECOND,
+            (0, 3600 * SECOND),
+        )?;
+        let repeat_interval = self.period(
+            "alert",
+            "repeat_interval",
+            a.repeat_interval,
+            4 * 3600 * SECOND,
+            (60 * SECOND, 365 * DAY),
+        )?;
+        let max_age = self.period("alert", "max_age", a.max_age, DAY, (SECOND, 36_500 * DAY))?;
+        let retry_max = self.period(
+            "alert",
+            "retry_max",
+            a.retry_max,
+            300 * SECOND,
+            (SECOND, DAY),
+        )?;
+        let mut to = Vec::new();
+        if let Some(list) = &a.to {
+            for addr in list.get_ref() {
+                if addr.parse::<lettre::message::Mailbox>().is_err() || addr.contains(['\r', '\n'])
+                {
+                    return Err(self.invalid(
+                        "alert",
+                        "to",
+                        list,
+                        format!("{addr:?} is not an email address"),
+                    ));
+                }
+                to.push(addr.clone());
+            }
+        }
+        let from = match a.from {
+            Some(f) if f.get_ref().is_empty() => format!("kubelet-sentinel@{}", hostname()),
+            Some(f) => {
+                if f.get_ref().contains(['\r', '\n'])
+                    || f.get_ref().parse::<lettre::message::Mailbox>().is_err()
+                {
+                    return Err(self.invalid(
+                        "alert",
+                        "from",
+                        &f,
+                        format!("{:?} is not an email address", f.get_ref()),
+                    ));
+                }
+                f.into_inner()
+            }
+            None => format!("kubelet-sentinel@{}", hostname()),
+        };
+        let smtp = a.smtp;
+        let host = take(smtp.host).unwrap_or_else(|| "localhost".to_string());
+        let tls = match smtp.tls {
+            Some(t) if *t.get_ref() == Tls::None && !is_loopback(&host) => {
+                return Err(self.invalid(
+                    "alert.smtp",
+                    "tls",
+                    &t,
+                    format!("\"none\" is only allowed for a loopback host, not {host:?}"),
+                ));
+            }
+            Some(t) => t.into_inner(),
+            None => Tls::Starttls,
+        };
+        let timeout = self.period(
             "alert.smtp",
-            "tls",
-            format!("\"none\" is only allowed for a loopback host, not {host:?}"),
-        ));
-    }
-    let store_path = raw.store.path.unwrap_or_else(|| {
-        std::env::var("STATE_DIRECTORY")
-            .ok()
-            .and_then(|d| d.split(':').next().map(|d| format!("{d}/store")))
-            .unwrap_or_else(|| DEFAULT_STORE.to_string())
-    });
-    let metrics_listen = raw.api.metrics_listen.unwrap_or_default();
-    if !metrics_listen.is_empty() && metrics_listen.parse::<std::net::SocketAddr>().is_err() {
-        return Err(invalid(
-            "api",
-            "metrics_listen",
-            format!("{metrics_listen:?} is not an address:port such as 127.0.0.1:9756"),
-        ));
-    }
-    Ok(Config {
-        journal: JournalConfig {
-            units,
-            identifiers: j.identifiers.unwrap_or_default(),
-            directory,
-            namespace,
-            start_at: j.start_at.unwrap_or(StartAt::Boot),
-        },
-        node: NodeConfig {
-            name: raw.node.name.unwrap_or_default(),
-        },
-        incidents: IncidentsConfig {
-            resolve_after,
-            race_window: i.race_window.unwrap_or(Duration(10 * SECOND)),
-            retention: i.retention.unwrap_or(Duration(90 * 86_400 * SECOND)),
-        },
-        alert: AlertConfig {
-            retries: a.retries.unwrap_or(5),
-            window,
-            group_wait: a.group_wait.unwrap_or(Duration(30 * SECOND)),
-            repeat_interval,
-            send_resolved: a.send_resolved.unwrap_or(true),
-            max_age: a.max_age.unwrap_or(Duration(86_400 * SECOND)),
-            to,
-            from: a
-                .from
-                .unwrap_or_else(|| format!("kubelet-sentinel@{}", hostname())),
-            transport: a.transport.unwrap_or(Transport::Smtp),
-            retry_max: a.retry_max.unwrap_or(Duration(300 * SECOND)),
-            smtp: SmtpConfig {
-                host,
-                port: smtp.port.unwrap_or(25),
-                tls,
-                username: smtp.username.unwrap_or_default(),
-                password_file: smtp.password_file.unwrap_or_default(),
-                ca_file: smtp.ca_file.unwrap_or_default(),
-                timeout: smtp.timeout.unwrap_or(Duration(30 * SECOND)),
+            "timeout",
+            smtp.timeout,
+            30 * SECOND,
+            (SECOND, 600 * SECOND),
+        )?;
+
+        let store_path = match raw.store.path {
+            Some(p) if p.get_ref().trim().is_empty() => {
+                return Err(self.invalid("store", "path", &p, "must not be empty".into()));
+            }
+            Some(p) => p.into_inner(),
+            None => std::env::var("STATE_DIRECTORY")
+                .ok()
+                .and_then(|d| d.split(':').next().map(|d| format!("{d}/store")))
+                .unwrap_or_else(|| DEFAULT_STORE.to_string()),
+        };
+        let socket = match raw.api.socket {
+            Some(s) => {
+                if s.get_ref().trim().is_empty() {
+                    return Err(self.invalid("api", "socket", &s, "must not be empty".into()));
+                }
+                if let Err(why) = socket_path_usable(Path::new(s.get_ref())) {
+                    return Err(self.invalid("api", "socket", &s, why));
+                }
+                s.into_inner()
+            }
+            None => "/run/kubelet-sentinel/query.sock".to_string(),
+        };
+        let metrics_listen = match raw.api.metrics_listen {
+            Some(m)
+                if !m.get_ref().is_empty()
+                    && m.get_ref().parse::<std::net::SocketAddr>().is_err() =>
+            {
+                return Err(self.invalid(
+                    "api",
+                    "metrics_listen",
+                    &m,
+                    format!(
+                        "{:?} is not an address:port such as 127.0.0.1:9756",
+                        m.get_ref()
+                    ),
+                ));
+            }
+            m => take(m).unwrap_or_default(),
+        };
+        Ok(Config {
+            journal: JournalConfig {
+                units,
+                identifiers,
+                directory,
+                namespace,
+                start_at,
             },
-            file: FileConfig {
-                directory: a
-                    .file
-                    .directory
-                    .unwrap_or_else(|| "/var/lib/kubelet-sentinel/mail".to_string()),
+            node: NodeConfig {
+                name: take(raw.node.name).unwrap_or_default(),
             },
-        },
-        store: StoreConfig { path: store_path },
-        api: ApiConfig {
-            socket: raw
-                .api
-                .socket
-                .unwrap_or_else(|| "/run/kubelet-sentinel/query.sock".to_string()),
-            metrics_listen,
-        },
-    })
+            incidents: IncidentsConfig {
+                resolve_after,
+                race_window,
+                retention,
+            },
+            alert: AlertConfig {
+                retries,
+                window,
+                group_wait,
+                repeat_interval,
+                send_resolved: a.send_resolved.is_none_or(Spanned::into_inner),
+                max_age,
+                to,
+                from,
+                transport: a.transport.map_or(Transport::Smtp, Spanned::into_inner),
+                retry_max,
+                smtp: SmtpConfig {
+                    host,
+                    port: smtp.port.map_or(25, Spanned::into_inner),
+                    tls,
+                    username: take(smtp.username).unwrap_or_default(),
+                    password_file: take(smtp.password_file).unwrap_or_default(),
+                    ca_file: take(smtp.ca_file).unwrap_or_default(),
+                    timeout,
+                },
+                file: FileConfig {
+                    directory: take(a.file.directory)
+                        .unwrap_or_else(|| "/var/lib/kubelet-sentinel/mail".to_string()),
+                },
+            },
+            store: StoreConfig { path: store_path },
+            api: ApiConfig {
+                socket,
+                metrics_listen,
+            },
+        })
+    }
+}
+
+/// A query socket path must be free or hold a socket (left by a crash):
+/// the service replaces only a socket, never another file.
+pub fn socket_path_usable(p: &Path) -> Result<(), String> {
+    match std::fs::symlink_metadata(p) {
+        Ok(m) if m.file_type().is_socket() => Ok(()),
+        Ok(_) => Err(format!(
+            "{} exists and is not a socket; the service will not replace it",
+            p.display()
+        )),
+        Err(_) => Ok(()),
+    }
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -484,7 +798,7 @@ mod tests {
         let c = Config::parse("", "t").unwrap();
         assert_eq!(c.journal.units, ["kubelet.service"]);
         assert_eq!(c.journal.start_at, StartAt::Boot);
-        assert_eq!(c.incidents.resolve_after, Duration(60 * SECOND));
+        assert_eq!(c.incidents.resolve_after, Period(60 * SECOND));
         assert_eq!(c.alert.retries, 5);
         assert_eq!(c.alert.transport, Transport::Smtp);
         assert_eq!(c.api.socket, "/run/kubelet-sentinel/query.sock");
@@ -499,14 +813,13 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("c.toml"), "{e}");
-        assert!(e.contains("line 3"), "{e}");
+        assert!(e.starts_with("c.toml: line 3, column 1: "), "{e}");
         assert!(e.contains("unknown field `unit`"), "{e}");
         let e = Config::parse("[incidents]\n\nresolve_after = \"5 minutes\"\n", "c.toml")
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("line 3") && e.contains("resolve_after") && e.contains("invalid duration"),
+            e.contains("line 3") && e.contains("invalid duration"),
             "{e}"
         );
         let e = Config::parse("[alert]\nretries = -1\n", "c.toml")
@@ -519,11 +832,83 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("[alert.smtp] tls"), "{e}");
+        assert_eq!(
+            e,
+            "c.toml: line 3, column 7: [alert.smtp] tls: \"none\" is only allowed for a loopback host, not \"mail.example.com\""
+        );
         let e = Config::parse("[journal]\nstart_at = \"yesterday\"\n", "c.toml")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("line 2") && e.contains("start_at"), "{e}");
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn value_errors_name_the_line_and_absurd_values_are_refused() {
+        for (text, key, line) in [
+            ("[alert]\n\nwindow = \"0\"\n", "[alert] window", 3),
+            (
+                "[incidents]\nretention = \"0\"\n",
+                "[incidents] retention",
+                2,
+            ),
+            ("[alert]\nmax_age = \"0\"\n", "[alert] max_age", 2),
+            ("[alert]\nretry_max = \"0\"\n", "[alert] retry_max", 2),
+            ("[alert.smtp]\ntimeout = \"0\"\n", "[alert.smtp] timeout", 2),
+            ("[alert]\ngroup_wait = \"2d\"\n", "[alert] group_wait", 2),
+            ("[alert]\nwindow = \"106752d\"\n", "[alert] window", 2),
+            ("[alert]\nretries = 4294967295\n", "[alert] retries", 2),
+            (
+                "[alert]\nfrom = \"x@y\\r\\nBcc: evil@x.com\"\n",
+                "[alert] from",
+                2,
+            ),
+            (
+                "[alert]\nto = [\"ops@example.com\", \"nobody\"]\n",
+                "[alert] to",
+                2,
+            ),
+            ("[store]\npath = \"\"\n", "[store] path", 2),
+            (
+                "[journal]\nnamespace = \"../../etc\"\n",
+                "[journal] namespace",
+                2,
+            ),
+        ] {
+            let e = Config::parse(text, "c.toml").unwrap_err().to_string();
+            assert!(
+                e.contains(key) && e.contains(&format!("line {line},")),
+                "{text:?}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn errors_never_quote_the_file() {
+        let secret = "root:*:20228:0:99999:7:::\n";
+        let e = Config::parse(secret, "c.toml").unwrap_err().to_string();
+        assert!(!e.contains("20228"), "{e}");
+        assert!(e.starts_with("c.toml: line 1, column"), "{e}");
+    }
+
+    #[test]
+    fn unsafe_files_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.toml");
+        std::fs::write(&p, "").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let e = Config::load(&p, true).unwrap_err().to_string();
+        assert!(e.contains("writable by every user"), "{e}");
+        let e = Config::load(Path::new("/dev/zero"), true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let e = Config::load(dir.path(), true).unwrap_err().to_string();
+        assert!(e.contains("directory"), "{e}");
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "keep me").unwrap();
+        let text = format!("[api]\nsocket = \"{}\"\n", victim.display());
+        let e = Config::parse(&text, "c.toml").unwrap_err().to_string();
+        assert!(e.contains("is not a socket"), "{e}");
     }
 
     #[test]
@@ -570,6 +955,9 @@ mod tests {
     fn restart_needed_for_journal_store_and_api() {
         let a = Config::parse("", "t").unwrap();
         let b = Config::parse("[journal]\nnamespace = \"x\"\n[alert]\nretries = 9\n", "t").unwrap();
-        assert_eq!(a.needs_restart(&b), ["[journal]"]);
+        assert_eq!(a.needs_restart(&b), ["[journal] namespace"]);
+        let applied = a.apply_runtime(&b);
+        assert_eq!(applied.alert.retries, 9);
+        assert_eq!(applied.journal.namespace, "");
     }
 }

@@ -1,14 +1,46 @@
+//! kubelet-sentinel: tells the kubelet's harmless node-registration race
+//! from real node-status trouble, keeps a per-node incident history, and
+//! alerts.
+//!
+//! # Layout
+//!
+//! The pure core (no clock, no I/O) turns entries into incidents; the
+//! edges around it read journals, keep the store, deliver alerts and
+//! answer queries.
+//!
+//! - [`model`]: the entry that sources produce and the core consumes.
+//! - [`journal`]: where entries come from: the journal through libsystemd
+//!   (its own thread), `journalctl -o export|json` streams, saved text logs.
+//! - [`parse`]: bytes to lines (nom; total: any bytes give a line).
+//! - [`signals`]: lines to signals, the one table of kubelet messages.
+//! - [`tracker`]: signals and time to incidents and alert decisions, the
+//!   incident rules in one place; each host has its own clock.
+//! - [`pipeline`]: entries through the joiner, parser, signal table and
+//!   tracker, wired once for `scan`, catch-up and live following.
+//! - [`store`]: sled; every key layout, one transaction per batch.
+//! - [`notify`]: the alert email (pure) and its delivery (lettre).
+//! - [`api`]: the query server and `/metrics`, the answers the CLI also
+//!   computes offline, and the CLI's client.
+//! - [`status`]: the snapshots the service's tasks publish.
+//! - [`daemon`]: `run`: the tasks on tokio, signals, `sd_notify`, reloads.
+//! - [`config`]: raw TOML to validated settings.
+//! - [`report`], [`scan`], [`cli`]: output, the `scan` driver, the
+//!   command line.
+//! - [`time`]: microseconds, durations, and placing text logs' times.
+
 pub mod api;
 pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod journal;
+pub mod model;
 pub mod notify;
 pub mod parse;
 pub mod pipeline;
 pub mod report;
 pub mod scan;
 pub mod signals;
+pub mod status;
 pub mod store;
 pub mod time;
 pub mod tracker;

@@ -2,11 +2,11 @@
 //! parser, the signal table and the tracker, wired once for every caller
 //! (`scan`, and the service's catch-up and live following).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use crate::journal::{Entry, EntryFilter, Item, Malformed};
+use crate::model::{Entry, EntryFilter, Item, Malformed, Text};
 use crate::parse::join::{Joined, Joiner, Out};
 use crate::parse::parse_line;
 use crate::signals::{self, Signal};
@@ -37,6 +37,9 @@ pub struct Summary {
     pub last_at: Option<Micros>,
     /// Nodes named or resolved by recognised lines.
     pub nodes: BTreeSet<String>,
+    /// Journal entries removed (rotation, vacuum) before they were read.
+    #[serde(default)]
+    pub entries_lost: u64,
 }
 
 /// Everything the pipeline carries from one entry to the next: committed with
@@ -65,6 +68,22 @@ pub struct Pipeline {
     out: Vec<Out>,
     /// Malformed records, for the caller to report.
     pub malformed: Vec<Malformed>,
+    /// Each host's clock (design section 4.1).
+    clocks: HashMap<Text, HostClock>,
+    /// Counts batches, to tell which hosts a batch carried.
+    batch: u64,
+    no_host: Text,
+}
+
+/// How far a host's entries have got, and when the last of them was read.
+#[derive(Debug, Clone, Copy)]
+struct HostClock {
+    /// The latest entry time seen from the host.
+    seen_at: Micros,
+    /// Wall time when its latest entry was read (the service only).
+    arrived_at: Option<Micros>,
+    /// The batch that last carried an entry of the host.
+    batch: u64,
 }
 
 /// Bound on malformed records kept for reporting; the rest are only counted.
@@ -85,6 +104,9 @@ impl Pipeline {
             summary: Summary::default(),
             out: Vec::new(),
             malformed: Vec::new(),
+            clocks: HashMap::new(),
+            batch: 0,
+            no_host: Text::from(""),
         }
     }
 
@@ -98,6 +120,9 @@ impl Pipeline {
             summary: state.summary,
             out: Vec::new(),
             malformed: Vec::new(),
+            clocks: HashMap::new(),
+            batch: 0,
+            no_host: Text::from(""),
         }
     }
 
@@ -119,6 +144,10 @@ impl Pipeline {
 
     pub fn tracker_mut(&mut self) -> &mut Tracker {
         &mut self.tracker
+    }
+
+    pub fn summary_mut(&mut self) -> &mut Summary {
+        &mut self.summary
     }
 
     #[must_use]
@@ -152,6 +181,8 @@ impl Pipeline {
             return;
         }
         self.summary.kubelet_lines += 1;
+        let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
+        let at = entry.at;
         if entry.from_systemd || entry.identifier.as_deref() == Some("systemd") {
             self.summary.lines += 1;
             let text = String::from_utf8_lossy(&entry.message);
@@ -163,12 +194,91 @@ impl Pipeline {
                 }
                 None => self.summary.unparsed += 1,
             }
+        } else {
+            let mut out = std::mem::take(&mut self.out);
+            self.joiner.push(entry, &mut out);
+            self.drain(&mut out, decisions);
+            self.out = out;
+        }
+        if let Some(at) = at {
+            self.tick(&host, at, decisions);
+        }
+    }
+
+    /// Moves `host`'s clock to `at` (if later), and the tracker's for that
+    /// host with it; never past a line of the host still held for
+    /// continuations, so when held lines are handed on changes nothing.
+    fn tick(&mut self, host: &Text, at: Micros, decisions: &mut Vec<Decision>) {
+        let batch = self.batch;
+        let clock = self.clocks.entry(host.clone()).or_insert(HostClock {
+            seen_at: at,
+            arrived_at: None,
+            batch,
+        });
+        clock.seen_at = clock.seen_at.max(at);
+        clock.batch = batch;
+        let seen = clock.seen_at;
+        self.advance_host(host, seen, decisions);
+    }
+
+    fn advance_host(&mut self, host: &str, to: Micros, decisions: &mut Vec<Decision>) {
+        if self.tracker.due_for(host).is_none_or(|d| d > to) {
             return;
         }
-        let mut out = std::mem::take(&mut self.out);
-        self.joiner.push(entry, &mut out);
-        self.drain(&mut out, decisions);
-        self.out = out;
+        let horizon = self.joiner.earliest_held(host).map_or(to, |h| h.min(to));
+        self.tracker.advance_host(host, horizon, decisions);
+    }
+
+    /// The service: the hosts of the entries pushed since the last call
+    /// were read at wall time `wall`.
+    pub fn stamp_arrivals(&mut self, wall: Micros) {
+        for c in self.clocks.values_mut() {
+            if c.batch == self.batch {
+                c.arrived_at = Some(wall);
+            }
+        }
+        self.batch += 1;
+    }
+
+    /// A host's clock and when its last entry was read: after a restart,
+    /// before its next entry, the last signal of its open incidents and the
+    /// service's start.
+    fn clock_of(&self, host: &str, started: Micros) -> (Micros, Micros) {
+        match self.clocks.get(host) {
+            Some(c) => (c.seen_at, c.arrived_at.unwrap_or(started)),
+            None => (self.tracker.latest_signal(host).unwrap_or(started), started),
+        }
+    }
+
+    /// Wall time at which the next open incident will have been quiet for
+    /// `resolve_after`, as far as reading shows (design section 4.1):
+    /// measured from when its host's last entry was read.
+    #[must_use]
+    pub fn next_quiet_at(&self, started: Micros) -> Option<Micros> {
+        self.tracker
+            .due_hosts()
+            .map(|(h, due)| {
+                let (seen, arrived) = self.clock_of(h, started);
+                arrived.saturating_add((due - seen).max(0))
+            })
+            .min()
+    }
+
+    /// The reader confirmed it was caught up at wall time `wall`: each host's
+    /// clock moves on by the wall time since its last entry was read, so
+    /// quiet resolves what the journal confirms is quiet.
+    pub fn advance_quiet(&mut self, wall: Micros, started: Micros, decisions: &mut Vec<Decision>) {
+        let hosts: Vec<(String, Micros)> = self
+            .tracker
+            .due_hosts()
+            .map(|(h, _)| {
+                let (seen, arrived) = self.clock_of(h, started);
+                (h.to_string(), seen.saturating_add((wall - arrived).max(0)))
+            })
+            .collect();
+        for (h, to) in hosts {
+            self.advance_host(&h, to, decisions);
+        }
     }
 
     /// Hands on lines held for continuations (end of input, or a quiet
@@ -186,16 +296,21 @@ impl Pipeline {
         !self.joiner.is_empty()
     }
 
-    /// Moves the tracker's time forward.
+    /// Moves every host's clock to `now` (tests).
     pub fn advance(&mut self, now: Micros, decisions: &mut Vec<Decision>) {
         self.tracker.advance(now, decisions);
     }
 
-    /// End of input: flush, then let time reach the last entry read.
+    /// End of input: flush, then let each host's clock reach its last entry.
     pub fn finish(&mut self, decisions: &mut Vec<Decision>) {
         self.flush(decisions);
-        if let Some(last) = self.summary.last_at {
-            self.tracker.advance(last, decisions);
+        let clocks: Vec<(Text, Micros)> = self
+            .clocks
+            .iter()
+            .map(|(h, c)| (h.clone(), c.seen_at))
+            .collect();
+        for (h, at) in clocks {
+            self.tracker.advance_host(&h, at, decisions);
         }
     }
 

@@ -10,6 +10,14 @@ use crate::pipeline::Summary;
 use crate::time::{Micros, clock, human_duration, rfc3339, short};
 use crate::tracker::{Incident, Settings, Status, one_line};
 
+/// Text from logs made safe for a terminal: control characters and escape
+/// sequences become spaces (a host name from a log line cannot move the
+/// cursor or recolour the screen), on one line, at most `max` bytes.
+#[must_use]
+pub fn terminal_text(s: &str, max: usize) -> String {
+    one_line(s, max)
+}
+
 /// The JSON views of incidents.
 #[must_use]
 pub fn views(incidents: &[Incident], s: &Settings) -> Vec<IncidentOut> {
@@ -270,7 +278,7 @@ pub fn details(o: &IncidentOut) -> String {
         o.lease_failures,
         o.watch_failures
     );
-    let _ = writeln!(out, "  diagnosis: {}", o.diagnosis);
+    let _ = writeln!(out, "  diagnosis: {}", terminal_text(&o.diagnosis, 4000));
     let _ = writeln!(out, "  timeline:");
     let opened = micros(&o.opened_at);
     let mut last: Option<Micros> = None;

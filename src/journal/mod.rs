@@ -12,115 +12,8 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use crate::time::{Clock, Micros};
-
-/// A field value that repeats across entries (host, unit, identifier,
-/// stream): shared, not copied per entry.
-pub type Text = std::sync::Arc<str>;
-
-/// One journal entry, or one line of a saved log.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Entry {
-    /// `__REALTIME_TIMESTAMP`, or the line's own time for text logs; `None`
-    /// when a text line carries no time at all.
-    pub at: Option<Micros>,
-    /// `__CURSOR`; journal sources only.
-    pub cursor: Option<String>,
-    /// `_HOSTNAME`, or the host field of a syslog-style prefix.
-    pub host: Option<Text>,
-    /// `_SYSTEMD_UNIT`.
-    pub unit: Option<Text>,
-    /// `SYSLOG_IDENTIFIER`, or the tag of a syslog-style prefix.
-    pub identifier: Option<Text>,
-    /// `_PID`.
-    pub pid: Option<u32>,
-    /// `_STREAM_ID`: continuation entries share it with the line they continue.
-    pub stream: Option<Text>,
-    /// True for systemd's own lines about a unit (`_PID=1` with `UNIT=`).
-    pub from_systemd: bool,
-    /// `UNIT=` on systemd's own lines.
-    pub about_unit: Option<Text>,
-    /// MESSAGE, as bytes: it may be binary or invalid UTF-8.
-    pub message: Vec<u8>,
-    /// `_LINE_BREAK=line-max`: journald cut a line longer than `LineMax`
-    /// here; the next entry of the stream goes on with the same line.
-    #[serde(default)]
-    pub cut: bool,
-}
-
-/// Which entries belong to the kubelet (design section 4).
-#[derive(Debug, Clone)]
-pub struct EntryFilter {
-    pub units: Vec<String>,
-    pub identifiers: Vec<String>,
-}
-
-/// Identifiers a kubelet is known to log under when a saved text log has no
-/// unit to go by (`klog-format.md`, `SYSLOG_IDENTIFIER` row).
-pub const KNOWN_KUBELET_IDENTIFIERS: &[&str] = &[
-    "kubelet",
-    "kubelet-wrapper",
-    "kubenswrapper",
-    "hyperkube",
-    "k3s",
-    "k3s-agent",
-    "rke2",
-    "k0s",
-    "kubelite",
-];
-
-impl Default for EntryFilter {
-    fn default() -> Self {
-        Self {
-            units: vec!["kubelet.service".to_string()],
-            identifiers: Vec::new(),
-        }
-    }
-}
-
-impl EntryFilter {
-    /// The journal match: the unit, systemd's own lines about the unit, or a
-    /// configured identifier. Entries from saved text logs carry no unit, so
-    /// for them the known kubelet identifiers count too.
-    #[must_use]
-    pub fn matches(&self, e: &Entry) -> bool {
-        if let Some(unit) = &e.unit {
-            if self.units.iter().any(|u| **u == **unit) {
-                return true;
-            }
-        }
-        if e.from_systemd {
-            if let Some(about) = &e.about_unit {
-                return self.units.iter().any(|u| **u == **about);
-            }
-        }
-        let Some(ident) = &e.identifier else {
-            // A bare klog line (no prefix, no fields): a saved kubelet log.
-            return e.unit.is_none() && !e.from_systemd;
-        };
-        if self.identifiers.iter().any(|i| **i == **ident) {
-            return true;
-        }
-        if e.unit.is_some() {
-            return false;
-        }
-        if &**ident == "systemd" {
-            let msg = String::from_utf8_lossy(&e.message);
-            return self.units.iter().any(|u| {
-                let stem = u.strip_suffix(".service").unwrap_or(u);
-                msg.starts_with(&format!("{u}:"))
-                    || msg.starts_with(&format!("Started {stem}"))
-                    || msg.starts_with(&format!("Stopped {stem}"))
-                    || msg.starts_with(&format!("Stopping {stem}"))
-            });
-        }
-        KNOWN_KUBELET_IDENTIFIERS.contains(&&**ident)
-            || self
-                .units
-                .iter()
-                .any(|u| u.strip_suffix(".service") == Some(&**ident))
-    }
-}
+pub use crate::model::{Entry, EntryFilter, Item, KNOWN_KUBELET_IDENTIFIERS, Malformed, Text};
+use crate::time::Clock;
 
 /// The formats `scan` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -149,21 +42,6 @@ pub enum SourceError {
     },
     #[error("{path}: {message}")]
     Journal { path: String, message: String },
-}
-
-/// A record of the input that could not be read as an entry: said with its
-/// place, counted, and skipped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Malformed {
-    pub place: String,
-    pub reason: String,
-}
-
-/// What a source yields: entries, and the records it had to skip.
-#[derive(Debug)]
-pub enum Item {
-    Entry(Entry),
-    Malformed(Malformed),
 }
 
 pub type Items = Box<dyn Iterator<Item = Result<Item, SourceError>> + Send>;

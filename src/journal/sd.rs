@@ -3,16 +3,23 @@
 //! The `sd_journal` handle is neither Send nor Sync, and libsystemd wants it
 //! created, used and freed on one thread (man `sd_journal_open`). So it lives
 //! on a dedicated OS thread that hands owned entries out in batches over a
-//! bounded channel: a slow consumer blocks the reader (backpressure), and the
-//! reader checks a stop flag between waits so it can always be told to end.
+//! bounded tokio channel: a slow consumer blocks the reader (backpressure;
+//! the journal itself buffers on disk). The thread ends when the receiver
+//! is dropped; it notices within one wait.
+//!
+//! Besides entries it reports [`ReaderEvent::Tail`]: everything written
+//! before that point was sent. Asked with [`ReaderCtl::Sync`], it says so
+//! once more after looking again, which is how the service confirms that
+//! quiet time is quiet in the journal too (design section 4.1), even after
+//! the whole process was stopped for a while.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
 
 use systemd::journal::{
     Journal, JournalWaitResult, OpenDirectoryOptions, OpenFilesOptions, OpenOptions,
@@ -72,15 +79,37 @@ pub struct Spec {
 
 /// What the reader thread sends.
 #[derive(Debug)]
-pub enum Msg {
+pub enum ReaderEvent {
     Entries(Vec<Entry>),
-    /// Everything written so far has been sent (following only).
-    CaughtUp,
+    /// At the end of the journal: every entry written before was sent.
+    /// `sync` is the latest [`ReaderCtl::Sync`] this answers (0: none).
+    Tail {
+        sync: u64,
+    },
+    /// The answer to [`ReaderCtl::Ping`]: the reader is alive and all
+    /// entries it read before were sent.
+    Pong(u64),
     /// Entries (of any unit) that rotation or vacuum removed before the
     /// reader got to them.
     Lost(u64),
     /// Reading failed; the thread has ended.
     Failed(String),
+}
+
+/// What the reader thread is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReaderCtl {
+    /// Look at the journal again and answer with a `Tail`.
+    Sync(u64),
+    /// Answer with a `Pong` once what was read before is sent.
+    Ping(u64),
+}
+
+/// A running reader: its events and its control line.
+pub struct Reader {
+    pub events: mpsc::Receiver<ReaderEvent>,
+    pub ctl: std_mpsc::Sender<ReaderCtl>,
+    pub thread: Option<JoinHandle<()>>,
 }
 
 /// `s=` (sequence number id) and `i=` (sequence number) of a cursor.
@@ -301,12 +330,25 @@ fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Entry> {
     Ok(e)
 }
 
+/// How long a following reader waits for journald's change notification:
+/// briefly while entries are coming (journald coalesces its notifications,
+/// but appends are visible at once), and up to a second while the journal
+/// is quiet, so an idle service wakes about once a second.
+fn wait_time(last_entry: Instant) -> Duration {
+    if last_entry.elapsed() < Duration::from_secs(1) {
+        Duration::from_millis(50)
+    } else {
+        Duration::from_secs(1)
+    }
+}
+
 fn pump(
     spec: &Spec,
     j: &mut Journal,
-    tx: &SyncSender<Msg>,
-    stop: &AtomicBool,
+    tx: &mpsc::Sender<ReaderEvent>,
+    ctl: &std_mpsc::Receiver<ReaderCtl>,
 ) -> Result<(), String> {
+    let send = |ev: ReaderEvent| tx.blocking_send(ev).is_ok();
     let mut skip_cursor = match &spec.start {
         Start::After(c) => Some(c.clone()),
         _ => None,
@@ -317,17 +359,17 @@ fn pump(
     if let (Some(p), Some(c)) = (probe.as_mut(), &skip_cursor) {
         progress.advance(seqnum(c));
         let lost = progress.lost_before(p.head());
-        if lost > 0 && tx.send(Msg::Lost(lost)).is_err() {
+        if lost > 0 && !send(ReaderEvent::Lost(lost)) {
             return Ok(());
         }
     }
     let mut batch = Vec::with_capacity(spec.batch);
     let mut names = Interner::default();
-    let mut announced = false;
+    // A Tail is owed after entries were sent, and once at the start.
+    let mut owe_tail = true;
+    let mut sync = 0;
+    let mut last_entry = Instant::now();
     loop {
-        if stop.load(Ordering::Relaxed) {
-            return Ok(());
-        }
         let n = j
             .next()
             .map_err(|e| format!("reading the next entry: {e}"))?;
@@ -339,7 +381,6 @@ fn pump(
                     continue;
                 }
             }
-            announced = false;
             let mut entry =
                 read_entry(j, &mut names).map_err(|e| format!("reading an entry: {e}"))?;
             // The last entry of a batch is where a commit may land: it
@@ -353,7 +394,12 @@ fn pump(
             batch.push(entry);
             if batch.len() >= spec.batch {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(spec.batch));
-                if tx.send(Msg::Entries(full)).is_err() {
+                if !send(ReaderEvent::Entries(full)) {
+                    return Ok(());
+                }
+                owe_tail = true;
+                last_entry = Instant::now();
+                if !answer(ctl, &mut sync, tx) {
                     return Ok(());
                 }
             }
@@ -370,33 +416,40 @@ fn pump(
                 }
             }
             let full = std::mem::replace(&mut batch, Vec::with_capacity(spec.batch));
-            if tx.send(Msg::Entries(full)).is_err() {
+            if !send(ReaderEvent::Entries(full)) {
                 return Ok(());
             }
+            owe_tail = true;
+            last_entry = Instant::now();
         }
         if !spec.follow {
             return Ok(());
         }
+        let asked = sync;
+        if !answer(ctl, &mut sync, tx) {
+            return Ok(());
+        }
+        if sync != asked {
+            // Asked to look again: look once more, then say Tail.
+            owe_tail = true;
+            continue;
+        }
         // At the end of the filtered view, everything up to the tail was
-        // read or skipped. Said once per stretch of reading, not per poll.
-        if !announced {
+        // read or skipped. Said once per stretch of reading, or when asked.
+        if owe_tail {
             if let Some(p) = probe.as_mut() {
                 progress.advance(p.tail());
             }
-            if tx.send(Msg::CaughtUp).is_err() {
+            if !send(ReaderEvent::Tail { sync }) {
                 return Ok(());
             }
-            announced = true;
+            owe_tail = false;
         }
-        // A bounded wait, so the stop flag is seen. journald coalesces its
-        // change notifications (a 250 ms timer), but entries appended to an
-        // open file are visible at once: look again after 50 ms even without
-        // a notification. Invalidate (rotation, new files) also just means:
-        // call next() again.
-        if stop.load(Ordering::Relaxed) {
+        if tx.is_closed() {
             return Ok(());
         }
-        match j.wait(Some(Duration::from_millis(50))) {
+        // Invalidate (rotation, new files) also just means: call next() again.
+        match j.wait(Some(wait_time(last_entry))) {
             Ok(JournalWaitResult::Nop | JournalWaitResult::Append) => {}
             Ok(JournalWaitResult::Invalidate) => {
                 // Files were added or removed (rotation, vacuum).
@@ -406,7 +459,7 @@ fn pump(
                     let lost = progress.lost_before(head.clone());
                     if lost > 0 {
                         progress.advance(head);
-                        if tx.send(Msg::Lost(lost)).is_err() {
+                        if !send(ReaderEvent::Lost(lost)) {
                             return Ok(());
                         }
                     }
@@ -417,15 +470,32 @@ fn pump(
     }
 }
 
+/// Handles what the reader was asked: pongs at once, a sync is noted (and
+/// a Tail owed). False when the consumer is gone.
+fn answer(
+    ctl: &std_mpsc::Receiver<ReaderCtl>,
+    sync: &mut u64,
+    tx: &mpsc::Sender<ReaderEvent>,
+) -> bool {
+    while let Ok(c) = ctl.try_recv() {
+        match c {
+            ReaderCtl::Sync(n) => *sync = (*sync).max(n),
+            ReaderCtl::Ping(n) => {
+                if tx.blocking_send(ReaderEvent::Pong(n)).is_err() {
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
 /// Starts the reader thread. Returns once the journal is open (or failed to
 /// open, with the reason).
-pub fn spawn(
-    spec: Spec,
-    stop: Arc<AtomicBool>,
-    capacity: usize,
-) -> Result<(Receiver<Msg>, JoinHandle<()>), SourceError> {
-    let (tx, rx) = mpsc::sync_channel::<Msg>(capacity);
-    let (opened_tx, opened_rx) = mpsc::sync_channel::<Result<(), SourceError>>(1);
+pub fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
+    let (tx, rx) = mpsc::channel::<ReaderEvent>(capacity);
+    let (ctl_tx, ctl_rx) = std_mpsc::channel::<ReaderCtl>();
+    let (opened_tx, opened_rx) = std_mpsc::sync_channel::<Result<(), SourceError>>(1);
     let handle = std::thread::Builder::new()
         .name("journal".into())
         .spawn(move || {
@@ -440,8 +510,8 @@ pub fn spawn(
                     return;
                 }
             };
-            if let Err(e) = pump(&spec, &mut j, &tx, &stop) {
-                let _ = tx.send(Msg::Failed(e));
+            if let Err(e) = pump(&spec, &mut j, &tx, &ctl_rx) {
+                let _ = tx.blocking_send(ReaderEvent::Failed(e));
             }
         })
         .map_err(|e| SourceError::Journal {
@@ -449,7 +519,11 @@ pub fn spawn(
             message: e.to_string(),
         })?;
     match opened_rx.recv() {
-        Ok(Ok(())) => Ok((rx, handle)),
+        Ok(Ok(())) => Ok(Reader {
+            events: rx,
+            ctl: ctl_tx,
+            thread: Some(handle),
+        }),
         Ok(Err(e)) => {
             let _ = handle.join();
             Err(e)
@@ -463,19 +537,9 @@ pub fn spawn(
 
 /// Entries of a journal read once from head to tail, as an iterator.
 struct Drain {
-    rx: Receiver<Msg>,
+    rx: mpsc::Receiver<ReaderEvent>,
     buf: VecDeque<Entry>,
     target: String,
-    _stop: StopOnDrop,
-}
-
-/// Tells the reader thread to end when the consumer goes away.
-struct StopOnDrop(Arc<AtomicBool>);
-
-impl Drop for StopOnDrop {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Relaxed);
-    }
 }
 
 impl Iterator for Drain {
@@ -486,10 +550,10 @@ impl Iterator for Drain {
             if let Some(e) = self.buf.pop_front() {
                 return Some(Ok(Item::Entry(e)));
             }
-            match self.rx.recv().ok()? {
-                Msg::Entries(v) => self.buf.extend(v),
-                Msg::CaughtUp | Msg::Lost(_) => {}
-                Msg::Failed(message) => {
+            match self.rx.blocking_recv()? {
+                ReaderEvent::Entries(v) => self.buf.extend(v),
+                ReaderEvent::Tail { .. } | ReaderEvent::Pong(_) | ReaderEvent::Lost(_) => {}
+                ReaderEvent::Failed(message) => {
                     return Some(Err(SourceError::Journal {
                         path: self.target.clone(),
                         message,
@@ -512,7 +576,6 @@ pub fn read_paths(paths: &[PathBuf], filter: &EntryFilter) -> Result<Items, Sour
 
 /// Reads a whole journal once, from the head.
 pub fn read(target: &Target, filter: &EntryFilter) -> Result<Items, SourceError> {
-    let stop = Arc::new(AtomicBool::new(false));
     let spec = Spec {
         target: target.clone(),
         filter: filter.clone(),
@@ -520,12 +583,12 @@ pub fn read(target: &Target, filter: &EntryFilter) -> Result<Items, SourceError>
         follow: false,
         batch: 512,
     };
-    let (rx, _handle) = spawn(spec, stop.clone(), 8)?;
+    // Dropping the Drain drops the receiver: the thread ends at its next send.
+    let reader = spawn(spec, 8)?;
     Ok(Box::new(Drain {
-        rx,
+        rx: reader.events,
         buf: VecDeque::new(),
         target: target.to_string(),
-        _stop: StopOnDrop(stop),
     }))
 }
 

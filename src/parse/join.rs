@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use crate::journal::Entry;
+use crate::model::Entry;
 use crate::time::Micros;
 
 use super::klog::starts_with_header;
@@ -142,6 +142,16 @@ impl Joiner {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty()
+    }
+
+    /// The time of the earliest line of `host` still held.
+    #[must_use]
+    pub fn earliest_held(&self, host: &str) -> Option<Micros> {
+        self.pending
+            .values()
+            .filter(|(_, j)| j.entry.host.as_deref().unwrap_or("") == host)
+            .filter_map(|(_, j)| j.entry.at)
+            .min()
     }
 }
 

@@ -112,6 +112,10 @@ pub struct Incident {
     pub last_alert_at: Option<Micros>,
     /// When the first alert mail was delivered (set by the service).
     pub alerted_at: Option<Micros>,
+    /// An alert for it went into the outbox (set by the service; an incident
+    /// over threshold while nothing could be delivered is announced later).
+    #[serde(default)]
+    pub announced: bool,
     /// The registration (or kubelet start) that preceded it.
     pub anchor: Option<Anchor>,
     /// The last cache-sync marker before the anchor.

@@ -15,10 +15,16 @@
 //!   every `repeat_interval` while over threshold, and a resolved notice
 //!   (if `send_resolved`) when it ends;
 //! - verdict and cause: see [`Incident::verdict`] and [`Incident::cause`].
+//!
+//! Time (design section 4.1): every host has its own clock, the time of its
+//! entries. [`Tracker::advance_host`] resolves only that host's incidents,
+//! so a collector host whose lines arrive late, or one absurd timestamp, never
+//! moves another host's clock. The caller decides how far a host's clock may
+//! go: entry time always; wall time only for quiet the journal confirms.
 
 mod incident;
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -96,9 +102,10 @@ pub enum Decision {
     },
 }
 
-/// What one kubelet (one host) told us lately.
+/// What one kubelet (one host) told us lately. Persisted one record a host
+/// (the store's `hosts` tree), written when it changes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct Origin {
+pub struct Origin {
     /// The node this host's kubelet last registered (or tried to) as.
     registered_node: Option<String>,
     /// The node its lines last named.
@@ -117,15 +124,27 @@ pub const UNKNOWN_NODE: &str = "unknown";
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tracker {
     settings: Settings,
+    /// Per host. Not in the serialized tracker (see [`Origin`]); read for
+    /// states written before the split.
+    #[serde(default, skip_serializing)]
     origins: BTreeMap<String, Origin>,
     /// When each node last registered.
     registered_at: BTreeMap<String, Micros>,
-    /// Open incidents by node.
+    /// Open incidents by node. Not in the serialized tracker: the store keeps
+    /// them as incidents (and an index of the open ones), written when they
+    /// change; read for states written before the split.
+    #[serde(default, skip_serializing)]
     open: BTreeMap<String, Incident>,
     /// Resolved and not yet taken by the caller.
+    #[serde(skip)]
     resolved: Vec<Incident>,
-    /// No open incident can resolve on quiet time before this.
-    next_due: Option<Micros>,
+    /// Per host: none of its open incidents resolves on quiet before this
+    /// (derived; may be early, never late).
+    #[serde(skip)]
+    due: HashMap<String, Micros>,
+    /// Hosts whose [`Origin`] changed since [`Tracker::take_dirty_origins`].
+    #[serde(skip)]
+    dirty_origins: BTreeSet<String>,
 }
 
 /// A deterministic id: the same entries give the same ids in `scan`, catch-up
@@ -156,7 +175,85 @@ impl Tracker {
     /// New settings (SIGHUP); open incidents are judged by them from now on.
     pub fn set_settings(&mut self, settings: Settings) {
         self.settings = settings;
-        self.next_due = None;
+        self.recompute_due();
+    }
+
+    /// Puts back what the store keeps apart from the serialized tracker:
+    /// the open incidents and the per-host records.
+    pub fn restore(&mut self, open: Vec<Incident>, origins: Vec<(String, Origin)>) {
+        for i in open {
+            self.open.insert(i.node.clone(), i);
+        }
+        self.origins.extend(origins);
+        self.recompute_due();
+    }
+
+    /// Takes out what the store keeps apart (open incidents, per-host
+    /// records): moving a store of the earlier layout to the current one.
+    pub fn split_persisted(&mut self) -> (Vec<Incident>, Vec<(String, Origin)>) {
+        let open = std::mem::take(&mut self.open).into_values().collect();
+        let origins = std::mem::take(&mut self.origins).into_iter().collect();
+        (open, origins)
+    }
+
+    /// Every per-host record, as if all had changed (a store written before
+    /// the split is rewritten in the new layout).
+    pub fn mark_all_dirty(&mut self) {
+        self.dirty_origins = self.origins.keys().cloned().collect();
+    }
+
+    /// The per-host records changed since the last call, to persist.
+    pub fn take_dirty_origins(&mut self) -> Vec<(String, Origin)> {
+        std::mem::take(&mut self.dirty_origins)
+            .into_iter()
+            .filter_map(|h| self.origins.get(&h).map(|o| (h, o.clone())))
+            .collect()
+    }
+
+    /// Whether an incident may alert once delivery is possible: over
+    /// threshold and never announced.
+    pub fn unannounced(&self) -> impl Iterator<Item = &Incident> {
+        self.open
+            .values()
+            .filter(|i| i.over_threshold_at.is_some() && !i.announced)
+    }
+
+    /// Records that an alert for the incident went into the outbox.
+    pub fn mark_announced(&mut self, id: &str) {
+        if let Some(i) = self.open.values_mut().find(|i| i.id == id) {
+            i.announced = true;
+        }
+    }
+
+    /// The latest signal of `host`'s open incidents.
+    #[must_use]
+    pub fn latest_signal(&self, host: &str) -> Option<Micros> {
+        self.open
+            .values()
+            .filter(|i| host_key(i) == host)
+            .map(|i| i.last_signal_at)
+            .max()
+    }
+
+    /// When the next of `host`'s open incidents is due to resolve on quiet
+    /// (entry time), if it has any.
+    #[must_use]
+    pub fn due_for(&self, host: &str) -> Option<Micros> {
+        self.due.get(host).copied()
+    }
+
+    /// Hosts with open incidents and when the first of them is due.
+    pub fn due_hosts(&self) -> impl Iterator<Item = (&str, Micros)> {
+        self.due.iter().map(|(h, d)| (h.as_str(), *d))
+    }
+
+    fn recompute_due(&mut self) {
+        self.due.clear();
+        let after = self.settings.resolve_after;
+        for i in self.open.values() {
+            let d = self.due.entry(host_key(i)).or_insert(Micros::MAX);
+            *d = (*d).min(i.last_trouble_at + after);
+        }
     }
 
     /// Open incidents, by node.
@@ -209,8 +306,9 @@ impl Tracker {
             .unwrap_or_else(|| UNKNOWN_NODE.to_string());
         let at = obs.at;
         let origin = self.origins.entry(host.to_string()).or_default();
-        if sig.node.is_some() {
+        if sig.node.is_some() && origin.named_node.as_deref() != Some(node.as_str()) {
             origin.named_node = Some(node.clone());
+            self.dirty_origins.insert(host.to_string());
         }
         match sig.kind.role() {
             Role::Marker => self.marker(obs, &node, out),
@@ -232,10 +330,9 @@ impl Tracker {
 
     fn marker(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
         let at = obs.at;
-        let origin = self
-            .origins
-            .entry(obs.host.unwrap_or("").to_string())
-            .or_default();
+        let host = obs.host.unwrap_or("");
+        self.dirty_origins.insert(host.to_string());
+        let origin = self.origins.entry(host.to_string()).or_default();
         match obs.signal.kind {
             SignalKind::RegisterAttempt => origin.registered_node = Some(node.to_string()),
             SignalKind::Registered => {
@@ -307,6 +404,7 @@ impl Tracker {
             over_threshold_at: None,
             last_alert_at: None,
             alerted_at: None,
+            announced: false,
             anchor,
             caches_synced_at,
             first_trouble: obs.signal.kind,
@@ -398,7 +496,8 @@ impl Tracker {
             }
         }
         let deadline = at + s.resolve_after;
-        self.next_due = Some(self.next_due.map_or(deadline, |d| d.min(deadline)));
+        let d = self.due.entry(host_key(inc)).or_insert(deadline);
+        *d = (*d).min(deadline);
     }
 
     /// Resolves `node`'s incident if it has been quiet for `resolve_after`
@@ -430,26 +529,52 @@ impl Tracker {
         self.resolved.push(inc);
     }
 
-    /// Moves time forward: resolves incidents quiet for `resolve_after`.
-    pub fn advance(&mut self, now: Micros, out: &mut Vec<Decision>) {
-        if self.next_due.is_some_and(|d| now < d) || self.open.is_empty() {
+    /// Moves `host`'s clock to `now`: resolves its incidents quiet for
+    /// `resolve_after` by then.
+    pub fn advance_host(&mut self, host: &str, now: Micros, out: &mut Vec<Decision>) {
+        if self.due.get(host).is_none_or(|&d| now < d) {
             return;
         }
-        let due: Vec<String> = self
+        let after = self.settings.resolve_after;
+        let quiet: Vec<String> = self
             .open
             .iter()
-            .filter(|(_, i)| now - i.last_trouble_at >= self.settings.resolve_after)
+            .filter(|(_, i)| host_key(i) == host && now - i.last_trouble_at >= after)
             .map(|(n, _)| n.clone())
             .collect();
-        for node in due {
+        for node in quiet {
             self.expire(&node, now, out);
         }
-        self.next_due = self
+        match self
             .open
             .values()
-            .map(|i| i.last_trouble_at + self.settings.resolve_after)
-            .min();
+            .filter(|i| host_key(i) == host)
+            .map(|i| i.last_trouble_at + after)
+            .min()
+        {
+            Some(d) => self.due.insert(host.to_string(), d),
+            None => self.due.remove(host),
+        };
     }
+
+    /// Moves every host's clock to `now` (tests; a source with one clock).
+    pub fn advance(&mut self, now: Micros, out: &mut Vec<Decision>) {
+        let hosts: Vec<String> = self
+            .due
+            .iter()
+            .filter(|(_, d)| **d <= now)
+            .map(|(h, _)| h.clone())
+            .collect();
+        for h in hosts {
+            self.advance_host(&h, now, out);
+        }
+    }
+}
+
+/// The clock an incident's quiet is measured on: its host's ("" for lines
+/// that came with no host).
+fn host_key(i: &Incident) -> String {
+    i.host.clone().unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -156,10 +156,16 @@ fn adversarial_names_and_texts_add_no_header_or_markup() {
         "t",
     )
     .unwrap();
-    let d = kubelet_sentinel::notify::Delivery::from_config(&cfg.alert)
+    let d = kubelet_sentinel::notify::EmailTransport::from_config(&cfg.alert)
         .unwrap()
         .unwrap();
-    let path = d.send(&r).unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let path = rt
+        .block_on(d.send(&r, &kubelet_sentinel::notify::smtp::Progress::default()))
+        .unwrap();
     let raw = std::fs::read_to_string(path).unwrap();
     let head = raw.split("\r\n\r\n").next().unwrap();
     let names: Vec<&str> = head
@@ -467,8 +473,7 @@ fn smtp_outage_and_a_restart_lose_no_alert() {
     assert!(
         st["last_delivery"]
             .as_str()
-            .unwrap()
-            .contains("cannot connect"),
+            .is_some_and(|d| d.contains("cannot connect")),
         "{st}"
     );
     // SMTP is back: every alert arrives, oldest first.

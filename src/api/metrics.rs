@@ -1,0 +1,354 @@
+//! `/metrics` (prometheus-client, `OpenMetrics` text). Every value comes from
+//! the snapshots the service's tasks keep up to date, never from reading the
+//! history: a scrape costs the same with 10 incidents or 100 000.
+
+use std::collections::BTreeMap;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+
+use super::query::{Live, lag};
+use crate::time::{Micros, SECOND};
+use crate::tracker::Verdict;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// A label value as the exposition format wants it. prometheus-client
+/// writes label values as given, and node and host names come from log
+/// lines: a quote or a newline in one must not end the value.
+fn label(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[derive(Debug)]
+struct Snapshot(Live);
+
+fn seconds(us: Micros) -> f64 {
+    us as f64 / SECOND as f64
+}
+
+impl Snapshot {
+    fn counter(
+        enc: &mut DescriptorEncoder,
+        name: &str,
+        help: &str,
+        samples: &[(Labels, u64)],
+    ) -> std::fmt::Result {
+        let probe = ConstCounter::new(0u64);
+        let mut m = enc.encode_descriptor(name, help, None, probe.metric_type())?;
+        if let [(labels, v)] = samples {
+            if labels.is_empty() {
+                return ConstCounter::new(*v).encode(m);
+            }
+        }
+        for (labels, v) in samples {
+            ConstCounter::new(*v).encode(m.encode_family(labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn gauge(
+        enc: &mut DescriptorEncoder,
+        name: &str,
+        help: &str,
+        samples: &[(Labels, f64)],
+    ) -> std::fmt::Result {
+        let probe = ConstGauge::new(0.0f64);
+        let mut m = enc.encode_descriptor(name, help, None, probe.metric_type())?;
+        if let [(labels, v)] = samples {
+            if labels.is_empty() {
+                return ConstGauge::new(*v).encode(m);
+            }
+        }
+        for (labels, v) in samples {
+            ConstGauge::new(*v).encode(m.encode_family(labels)?)?;
+        }
+        Ok(())
+    }
+}
+
+fn one<T>(v: T) -> Vec<(Labels, T)> {
+    vec![(Vec::new(), v)]
+}
+
+impl Collector for Snapshot {
+    #[allow(clippy::too_many_lines)] // one list of metrics
+    fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+        let l = &self.0;
+        let s = &l.status;
+        let sum = &s.summary;
+        Self::gauge(
+            &mut enc,
+            "build_info",
+            "The running version.",
+            &[(
+                vec![("version", env!("CARGO_PKG_VERSION").to_string())],
+                1.0,
+            )],
+        )?;
+        Self::counter(
+            &mut enc,
+            "entries_read",
+            "Journal entries read.",
+            &one(sum.entries),
+        )?;
+        Self::counter(
+            &mut enc,
+            "kubelet_lines",
+            "Entries that belong to the kubelet.",
+            &one(sum.kubelet_lines),
+        )?;
+        Self::counter(
+            &mut enc,
+            "recognized",
+            "Kubelet lines recognised as a signal.",
+            &one(sum.recognized),
+        )?;
+        Self::counter(
+            &mut enc,
+            "unparsed",
+            "Kubelet entries that are neither a line nor a continuation.",
+            &one(sum.unparsed),
+        )?;
+        Self::counter(
+            &mut enc,
+            "entries_lost",
+            "Journal entries removed (rotation, vacuum) before they were read.",
+            &one(sum.entries_lost),
+        )?;
+        Self::counter(
+            &mut enc,
+            "reader_restarts",
+            "Times the journal reader was restarted after a failure.",
+            &one(s.reader_restarts),
+        )?;
+        // The history by verdict: resolved ones as stored, open ones as now.
+        let mut by_verdict: BTreeMap<&str, u64> = [
+            Verdict::StartupRace,
+            Verdict::Transient,
+            Verdict::Persistent,
+            Verdict::Undetermined,
+        ]
+        .iter()
+        .map(|v| (v.as_str(), 0))
+        .collect();
+        for (v, n) in &s.history.resolved {
+            if let Some(c) = by_verdict.get_mut(v.as_str()) {
+                *c += n;
+            }
+        }
+        for o in &s.open {
+            if let Some(c) = by_verdict.get_mut(o.verdict.as_str()) {
+                *c += 1;
+            }
+        }
+        let samples: Vec<(Labels, f64)> = by_verdict
+            .iter()
+            .map(|(v, n)| (vec![("verdict", (*v).to_string())], *n as f64))
+            .collect();
+        Self::gauge(
+            &mut enc,
+            "incidents",
+            "Incidents in the history, by verdict (open ones by their verdict so far).",
+            &samples,
+        )?;
+        Self::gauge(
+            &mut enc,
+            "open_incidents",
+            "Incidents still open.",
+            &one(s.open.len() as f64),
+        )?;
+        let open: Vec<(Labels, f64)> = s
+            .open
+            .iter()
+            .map(|o| {
+                (
+                    vec![
+                        ("node", label(&o.node)),
+                        ("host", label(&o.host)),
+                        ("cause", label(&o.cause)),
+                        ("verdict", label(&o.verdict)),
+                        ("id", label(&o.id)),
+                    ],
+                    1.0,
+                )
+            })
+            .collect();
+        Self::gauge(
+            &mut enc,
+            "open_incident",
+            "One series per open incident (1), labelled with its node, host, cause and verdict.",
+            &open,
+        )?;
+        let retries: Vec<(Labels, f64)> = s
+            .open
+            .iter()
+            .map(|o| {
+                (
+                    vec![
+                        ("node", label(&o.node)),
+                        ("cause", label(&o.cause)),
+                        ("verdict", label(&o.verdict)),
+                    ],
+                    o.retries as f64,
+                )
+            })
+            .collect();
+        Self::gauge(
+            &mut enc,
+            "open_incident_retries",
+            "Retries (status updates and registrations) of each node's open incident.",
+            &retries,
+        )?;
+        let per_node: Vec<(Labels, u64)> = s
+            .retries_by_node
+            .iter()
+            .map(|(n, r)| (vec![("node", label(n))], *r))
+            .collect();
+        Self::counter(
+            &mut enc,
+            "node_status_retries",
+            "Status update retries and failed registrations seen since the service started, by node.",
+            &per_node,
+        )?;
+        Self::gauge(
+            &mut enc,
+            "journal_lag_seconds",
+            "How far behind the journal the reader is (0 once caught up).",
+            &one(seconds(lag(s, l.now))),
+        )?;
+        Self::gauge(
+            &mut enc,
+            "last_entry_timestamp_seconds",
+            "Time of the last entry read.",
+            &one(sum.last_at.map_or(0.0, seconds)),
+        )?;
+        let per = |f: &dyn Fn(&crate::status::DeliveryStats) -> f64| -> Vec<(Labels, f64)> {
+            l.deliveries
+                .iter()
+                .map(|(c, d)| (vec![("channel", c.as_str().to_string())], f(d)))
+                .collect()
+        };
+        Self::gauge(
+            &mut enc,
+            "outbox_length",
+            "Alerts waiting for delivery, by channel.",
+            &per(&|d| d.outbox as f64),
+        )?;
+        Self::gauge(
+            &mut enc,
+            "outbox_oldest_age_seconds",
+            "Age of the oldest alert waiting for delivery, by channel.",
+            &per(&|d| {
+                d.oldest_queued_at
+                    .map_or(0.0, |t| seconds((l.now - t).max(0)))
+            }),
+        )?;
+        let mut deliveries: Vec<(Labels, u64)> = Vec::new();
+        for (c, d) in &l.deliveries {
+            for (result, n) in [
+                ("sent", d.sent),
+                ("failed", d.failed),
+                ("in_doubt", d.in_doubt),
+            ] {
+                deliveries.push((
+                    vec![
+                        ("channel", c.as_str().to_string()),
+                        ("result", result.to_string()),
+                    ],
+                    n,
+                ));
+            }
+        }
+        Self::counter(
+            &mut enc,
+            "deliveries",
+            "Delivery attempts by channel and result; in_doubt: failed after the server may have accepted it (a possible duplicate).",
+            &deliveries,
+        )?;
+        Self::gauge(
+            &mut enc,
+            "last_delivery_success_timestamp_seconds",
+            "When a delivery last succeeded, by channel (0: never).",
+            &per(&|d| d.last_success_at.map_or(0.0, seconds)),
+        )?;
+        Self::gauge(
+            &mut enc,
+            "delivery_enabled",
+            "1 when the channel delivers, 0 when it is switched off.",
+            &per(&|d| if d.disabled.is_none() { 1.0 } else { 0.0 }),
+        )?;
+        Self::gauge(
+            &mut enc,
+            "config_restart_needed",
+            "1 while changed config keys wait for a restart.",
+            &one(if s.config.restart_needed.is_empty() {
+                0.0
+            } else {
+                1.0
+            }),
+        )?;
+        Ok(())
+    }
+}
+
+/// The exposition of `live`.
+#[must_use]
+pub fn render(live: Live) -> String {
+    let mut registry = Registry::with_prefix("kubelet_sentinel");
+    registry.register_collector(Box::new(Snapshot(live)));
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+    out
+}
+
+/// The content type of [`render`]'s output.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::{DeliveryStats, OpenIncident};
+    use crate::store::Channel;
+
+    #[test]
+    fn labels_are_escaped_and_families_present() {
+        let mut live = Live::default();
+        live.status.open.push(OpenIncident {
+            id: "0123456789ab".into(),
+            node: "evil\"\n\\node".into(),
+            host: "h".into(),
+            cause: "auth".into(),
+            verdict: "persistent".into(),
+            retries: 7,
+        });
+        live.status.retries_by_node.insert("n1".into(), 3);
+        live.deliveries
+            .push((Channel::Email, DeliveryStats::default()));
+        let text = render(live);
+        assert!(text.contains(r#"node="evil\"\n\\node""#), "{text}");
+        for family in [
+            "kubelet_sentinel_entries_read_total 0",
+            "kubelet_sentinel_open_incidents 1",
+            r#"kubelet_sentinel_node_status_retries_total{node="n1"} 3"#,
+            r#"kubelet_sentinel_incidents{verdict="persistent"} 1"#,
+            r#"kubelet_sentinel_deliveries_total{channel="email",result="sent"} 0"#,
+            "# EOF",
+        ] {
+            assert!(text.contains(family), "{family} missing:\n{text}");
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! Queries and metrics: what the service answers on its socket, and the
+//! client the CLI asks it with.
+//!
+//! - [`query`]: the answers, from the store and the service's snapshots;
+//!   the CLI uses the same code on the store when the service is stopped;
+//! - [`metrics`]: `/metrics` from the snapshots (prometheus-client);
+//! - [`http`]: the axum server on the Unix socket and TCP, with its limits;
+//! - [`client`]: the CLI's request over the socket.
+//!
+//! sled allows one process per store, so while the service runs, the CLI
+//! asks it here instead of opening the store.
+
+pub mod client;
+pub mod http;
+pub mod metrics;
+pub mod query;
+
+pub use client::{ClientError, ask};
+pub use query::{Live, NodeRow, Request, Response, StatusOut, answer, parse_since};

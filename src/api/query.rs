@@ -1,0 +1,383 @@
+//! The queries, answered from the store and, while the service runs, its
+//! snapshots: the same code serves the query socket and the CLI's
+//! direct-store path, so both print the same.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::{IncidentOut, views};
+use crate::status::{DeliveryStats, StatusSnapshot};
+use crate::store::{Channel, Filter, Stats, Store, StoreError};
+use crate::time::{Micros, SECOND, parse_duration, parse_rfc3339, rfc3339};
+use crate::tracker::{Settings, Status};
+
+/// What the running service adds to the store.
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    pub status: StatusSnapshot,
+    pub deliveries: Vec<(Channel, DeliveryStats)>,
+    /// Wall-clock time of the question.
+    pub now: Micros,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    Incidents(Filter),
+    Incident(String),
+    Nodes,
+    Status,
+}
+
+/// An answer: a status code and a JSON body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub code: u16,
+    pub body: String,
+}
+
+impl Response {
+    pub fn json(code: u16, v: &impl Serialize) -> Self {
+        Self {
+            code,
+            body: serde_json::to_string_pretty(v).unwrap_or_default() + "\n",
+        }
+    }
+
+    #[must_use]
+    pub fn error(code: u16, message: &str) -> Self {
+        Self::json(code, &serde_json::json!({ "error": message }))
+    }
+}
+
+/// Percent-encodes a path segment.
+fn encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl Request {
+    /// The request's path and query on the socket.
+    #[must_use]
+    pub fn path(&self) -> String {
+        match self {
+            Request::Incidents(f) => {
+                let q = serde_urlencoded::to_string(f).unwrap_or_default();
+                if q.is_empty() {
+                    "/incidents".into()
+                } else {
+                    format!("/incidents?{q}")
+                }
+            }
+            Request::Incident(id) => format!("/incidents/{}", encode(id)),
+            Request::Nodes => "/nodes".into(),
+            Request::Status => "/status".into(),
+        }
+    }
+}
+
+/// `24h` (that long ago) or an RFC 3339 time.
+pub fn parse_since(s: &str, now: Micros) -> Result<Micros, String> {
+    if let Some(t) = parse_rfc3339(s) {
+        return Ok(t);
+    }
+    parse_duration(s)
+        .map(|d| now - d)
+        .map_err(|_| format!("--since {s:?}: expected a duration such as 24h or an RFC 3339 time"))
+}
+
+#[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct NodeRow {
+    pub node: String,
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    pub incidents: u64,
+    pub open: u64,
+    pub retries: u64,
+    pub last_trouble_at: Option<String>,
+    pub last_verdict: Option<String>,
+}
+
+/// Answers one query from the store (and, when the service runs, its
+/// snapshots). Never panics on any input.
+#[must_use]
+pub fn answer(store: &Store, live: Option<&Live>, req: &Request) -> Response {
+    match answer_inner(store, live, req) {
+        Ok(r) => r,
+        Err(e) => Response::error(500, &e.to_string()),
+    }
+}
+
+fn answer_inner(store: &Store, live: Option<&Live>, req: &Request) -> Result<Response, StoreError> {
+    let settings = match live {
+        Some(l) => l.status.settings.clone(),
+        None => store.settings()?,
+    };
+    Ok(match req {
+        Request::Incidents(f) => {
+            let incidents = store.incidents(f, &settings)?;
+            Response::json(
+                200,
+                &serde_json::json!({ "incidents": views(&incidents, &settings) }),
+            )
+        }
+        Request::Incident(id) => match find(store, id)? {
+            Ok(i) => Response::json(200, &IncidentOut::new(&i, &settings)),
+            Err(why) => Response::error(404, &why),
+        },
+        Request::Nodes => Response::json(
+            200,
+            &serde_json::json!({ "nodes": nodes(store, &settings)? }),
+        ),
+        Request::Status => Response::json(200, &status(store, live)?),
+    })
+}
+
+/// An incident by its id or a unique prefix of it.
+fn find(store: &Store, id: &str) -> Result<Result<crate::tracker::Incident, String>, StoreError> {
+    if let Some(i) = store.incident(id)? {
+        return Ok(Ok(i));
+    }
+    if id.len() < 4 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Ok(Err(format!("no incident {id}")));
+    }
+    let found = store.incidents_with_prefix(id, 2)?;
+    Ok(match found.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(format!("no incident {id}")),
+        _ => Err(format!(
+            "{id} names more than one incident; give more of the id"
+        )),
+    })
+}
+
+fn nodes(store: &Store, settings: &Settings) -> Result<Vec<NodeRow>, StoreError> {
+    let all = store.incidents(&Filter::default(), settings)?;
+    let mut rows: BTreeMap<String, NodeRow> = BTreeMap::new();
+    // Newest first: the first seen per node is its last.
+    for i in &all {
+        let row = rows.entry(i.node.clone()).or_insert_with(|| NodeRow {
+            node: i.node.clone(),
+            hosts: Vec::new(),
+            incidents: 0,
+            open: 0,
+            retries: 0,
+            last_trouble_at: Some(rfc3339(i.last_trouble_at)),
+            last_verdict: Some(i.verdict(settings).as_str().to_string()),
+        });
+        if let Some(h) = &i.host {
+            if !row.hosts.contains(h) {
+                row.hosts.push(h.clone());
+            }
+        }
+        row.incidents += 1;
+        row.open += u64::from(i.status() == Status::Open);
+        row.retries += i.counted_retries();
+    }
+    Ok(rows.into_values().collect())
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct DeliveryOut {
+    pub channel: String,
+    pub state: String,
+    pub target: String,
+    pub outbox: u64,
+    pub outbox_oldest_seconds: Option<f64>,
+    pub sent: u64,
+    pub failed: u64,
+    pub in_doubt: u64,
+    pub last_result: Option<String>,
+    pub last_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct StatusOut {
+    pub service: String,
+    pub started_at: Option<String>,
+    pub journal: Option<String>,
+    pub cursor: Option<String>,
+    pub last_entry_at: Option<String>,
+    pub caught_up: Option<bool>,
+    pub lag_seconds: Option<f64>,
+    pub entries: u64,
+    pub kubelet_lines: u64,
+    pub recognized: u64,
+    pub unparsed: u64,
+    pub open_incidents: u64,
+    pub incidents: u64,
+    pub entries_lost: u64,
+    pub mail: String,
+    pub outbox: u64,
+    pub outbox_oldest_seconds: Option<f64>,
+    pub mails_sent: u64,
+    pub mails_failed: u64,
+    pub last_delivery: Option<String>,
+    pub last_delivery_at: Option<String>,
+    pub deliveries: Vec<DeliveryOut>,
+    pub config: Option<String>,
+    pub config_applied_at: Option<String>,
+    pub restart_needed: Vec<String>,
+    pub config_error: Option<String>,
+    pub store: String,
+    pub store_bytes: u64,
+}
+
+fn seconds(us: Micros) -> f64 {
+    us.max(0) as f64 / SECOND as f64
+}
+
+fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
+    let (summary, stats, cursor, open): (_, Stats, _, u64) = if let Some(l) = live {
+        (
+            l.status.summary.clone(),
+            l.status.history.clone(),
+            l.status.cursor.clone(),
+            l.status.open.len() as u64,
+        )
+    } else {
+        let loaded = store.load()?;
+        (
+            loaded.state.map(|s| s.summary).unwrap_or_default(),
+            loaded.stats,
+            loaded.cursor,
+            loaded.open.len() as u64,
+        )
+    };
+    let now = live.map_or_else(crate::time::now, |l| l.now);
+    let outbox = match live {
+        Some(_) => Vec::new(),
+        None => store.outbox()?,
+    };
+    let deliveries: Vec<DeliveryOut> = live
+        .map(|l| {
+            l.deliveries
+                .iter()
+                .map(|(c, d)| DeliveryOut {
+                    channel: c.as_str().into(),
+                    state: d
+                        .disabled
+                        .as_ref()
+                        .map_or_else(|| "enabled".to_string(), |why| format!("disabled ({why})")),
+                    target: d.target.clone(),
+                    outbox: d.outbox,
+                    outbox_oldest_seconds: d.oldest_queued_at.map(|t| seconds(now - t)),
+                    sent: d.sent,
+                    failed: d.failed,
+                    in_doubt: d.in_doubt,
+                    last_result: d.last_result.clone(),
+                    last_at: d.last_at.map(rfc3339),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let email = live.and_then(|l| {
+        l.deliveries
+            .iter()
+            .find(|(c, _)| *c == Channel::Email)
+            .map(|(_, d)| d.clone())
+    });
+    let outbox_len = match live {
+        Some(l) => l.deliveries.iter().map(|(_, d)| d.outbox).sum(),
+        None => outbox.len() as u64,
+    };
+    let oldest = match live {
+        Some(l) => l
+            .deliveries
+            .iter()
+            .filter_map(|(_, d)| d.oldest_queued_at)
+            .min(),
+        None => outbox.iter().map(|e| e.queued_at).min(),
+    };
+    Ok(StatusOut {
+        service: if live.is_some() {
+            "running"
+        } else {
+            "not running"
+        }
+        .into(),
+        started_at: live.map(|l| rfc3339(l.status.started_at)),
+        journal: live.map(|l| l.status.journal.clone()),
+        cursor,
+        last_entry_at: summary.last_at.map(rfc3339),
+        caught_up: live.map(|l| l.status.caught_up),
+        lag_seconds: live.map(|l| seconds(lag(&l.status, now))),
+        entries: summary.entries,
+        kubelet_lines: summary.kubelet_lines,
+        recognized: summary.recognized,
+        unparsed: summary.unparsed,
+        open_incidents: open,
+        incidents: stats.incidents,
+        entries_lost: summary.entries_lost,
+        mail: match &email {
+            Some(d) => d
+                .disabled
+                .as_ref()
+                .map_or_else(|| "enabled".to_string(), |why| format!("disabled ({why})")),
+            None => "-".into(),
+        },
+        outbox: outbox_len,
+        outbox_oldest_seconds: oldest.map(|t| seconds(now - t)),
+        mails_sent: email.as_ref().map_or(0, |d| d.sent),
+        mails_failed: email.as_ref().map_or(0, |d| d.failed),
+        last_delivery: email.as_ref().and_then(|d| d.last_result.clone()),
+        last_delivery_at: email.as_ref().and_then(|d| d.last_at).map(rfc3339),
+        deliveries,
+        config: live.map(|l| l.status.config.path.clone()),
+        config_applied_at: live.and_then(|l| l.status.config.applied_at).map(rfc3339),
+        restart_needed: live
+            .map(|l| l.status.config.restart_needed.clone())
+            .unwrap_or_default(),
+        config_error: live.and_then(|l| l.status.config.last_error.clone()),
+        store: store.path().display().to_string(),
+        store_bytes: store.size_on_disk(),
+    })
+}
+
+/// How far behind the journal the reader is: 0 once caught up.
+#[must_use]
+pub fn lag(s: &StatusSnapshot, now: Micros) -> Micros {
+    if s.caught_up {
+        0
+    } else {
+        s.summary.last_at.map_or(0, |t| (now - t).max(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_encode_what_they_carry() {
+        let f = Filter {
+            node: Some("a b&c=d/é".into()),
+            open: true,
+            since: Some(5),
+            verdict: Some("startup-race".into()),
+            limit: Some(5),
+        };
+        let p = Request::Incidents(f.clone()).path();
+        let q = p.split_once('?').unwrap().1;
+        assert_eq!(serde_urlencoded::from_str::<Filter>(q).unwrap(), f);
+        assert_eq!(
+            Request::Incident("../x y".into()).path(),
+            "/incidents/..%2Fx%20y"
+        );
+    }
+
+    #[test]
+    fn since() {
+        let now = 100 * 3600 * SECOND;
+        assert_eq!(parse_since("24h", now).unwrap(), 76 * 3600 * SECOND);
+        assert_eq!(parse_since("1970-01-01T00:00:01Z", now).unwrap(), SECOND);
+        assert!(parse_since("yesterday", now).is_err());
+    }
+}

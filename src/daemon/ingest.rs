@@ -1,0 +1,678 @@
+//! The ingest task: the only writer of incidents, tracker state and the
+//! cursor. It takes batches from the journal reader, runs them through the
+//! pipeline, queues alerts, and commits everything a batch changed in one
+//! transaction. It also applies config reloads (it owns the tracker's
+//! settings) and records deliveries (it owns the incidents).
+//!
+//! Time (design section 4.1): entry time drives each host's clock through
+//! the pipeline. Wall time moves a host's clock only for quiet the journal
+//! confirms: when an open incident would be due, ingest asks the reader to
+//! look again ([`ReaderCtl::Sync`]); only its answer, after every entry
+//! written meanwhile has arrived, lets wall time count. A backlog, a stopped
+//! process or a late host therefore never splits an outage.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Control, DaemonError, Source};
+use crate::api::http::{Command, ReloadOutcome};
+use crate::config::Config;
+use crate::journal::sd::{Reader, ReaderCtl, ReaderEvent};
+use crate::notify::mailer::{DeliveryReport, Now};
+use crate::pipeline::Pipeline;
+use crate::status::{ConfigStatus, OpenIncident, StatusSnapshot};
+use crate::store::{Batch, Channel, OutboxEntry, Stats, StatsDelta, Store, StoreError};
+use crate::time::{Micros, SECOND, human_duration};
+use crate::tracker::{AlertKind, Decision, Incident};
+
+/// A batch commits after this many entries…
+const BATCH_ENTRIES: u64 = 20_000;
+/// …or this long after the previous commit, whichever comes first.
+const BATCH_INTERVAL: Duration = Duration::from_millis(500);
+/// A line held for continuations is complete once its stream is this quiet
+/// at the end of the journal: journald stores the lines of one kubelet
+/// write together.
+const HOLD_LINES: Duration = Duration::from_millis(50);
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// Where ingest reports to and hears from.
+pub struct Channels {
+    pub status: watch::Sender<StatusSnapshot>,
+    pub config: watch::Sender<Arc<Config>>,
+    pub wake_mailer: Arc<Notify>,
+    pub commands: mpsc::Receiver<Command>,
+    pub control: mpsc::Receiver<Control>,
+    pub reports: mpsc::UnboundedReceiver<DeliveryReport>,
+}
+
+pub struct Ingest {
+    /// The settings in force (runtime keys as last applied).
+    config: Arc<Config>,
+    /// The config the process started with: keys that need a restart.
+    started_config: Arc<Config>,
+    config_path: PathBuf,
+    config_explicit: bool,
+    config_status: ConfigStatus,
+    store: Store,
+    pub(super) pipeline: Pipeline,
+    decisions: Vec<Decision>,
+    /// Incidents (open or resolved) to write with the next commit.
+    changed: BTreeSet<String>,
+    /// Resolved incidents loaded to record a delivery.
+    extra: Vec<Incident>,
+    alerts: Vec<OutboxEntry>,
+    stats_delta: StatsDelta,
+    stats: Stats,
+    cursor: Option<String>,
+    uncommitted: u64,
+    last_commit: Instant,
+    commits: u64,
+    last_commit_at: Option<Micros>,
+    caught_up: bool,
+    /// A `Sync` asked of the reader and the wall time it was asked at.
+    sync_pending: Option<(u64, Micros)>,
+    next_id: u64,
+    /// Watchdog pings waiting for the reader's pong.
+    pongs: HashMap<u64, oneshot::Sender<()>>,
+    last_arrival: Instant,
+    reader_restarts: u64,
+    /// Retries counted per incident so far, for the per-node counters.
+    known_retries: HashMap<String, u64>,
+    retries_by_node: std::collections::BTreeMap<String, u64>,
+    started: Micros,
+    journal: String,
+    now: Now,
+    announced_after_catch_up: bool,
+}
+
+impl Ingest {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        config: Arc<Config>,
+        config_path: PathBuf,
+        config_explicit: bool,
+        store: Store,
+        pipeline: Pipeline,
+        cursor: Option<String>,
+        stats: Stats,
+        journal: String,
+        now: Now,
+    ) -> Self {
+        let started = now();
+        let known_retries = pipeline
+            .tracker()
+            .open_incidents()
+            .map(|i| (i.id.clone(), i.counted_retries()))
+            .collect();
+        Self {
+            started_config: config.clone(),
+            config_status: ConfigStatus {
+                path: config_path.display().to_string(),
+                applied_at: Some(started),
+                ..ConfigStatus::default()
+            },
+            config,
+            config_path,
+            config_explicit,
+            store,
+            pipeline,
+            decisions: Vec::new(),
+            changed: BTreeSet::new(),
+            extra: Vec::new(),
+            alerts: Vec::new(),
+            stats_delta: StatsDelta::default(),
+            stats,
+            cursor,
+            uncommitted: 0,
+            last_commit: Instant::now(),
+            commits: 0,
+            last_commit_at: None,
+            caught_up: false,
+            sync_pending: None,
+            next_id: 1,
+            pongs: HashMap::new(),
+            last_arrival: Instant::now(),
+            reader_restarts: 0,
+            known_retries,
+            retries_by_node: std::collections::BTreeMap::new(),
+            started,
+            journal,
+            now,
+            announced_after_catch_up: false,
+        }
+    }
+
+    /// The channels that deliver with the settings in force.
+    fn channels(&self) -> Vec<Channel> {
+        let mut c = Vec::new();
+        if self.config.alert.delivers() {
+            c.push(Channel::Email);
+        }
+        c
+    }
+
+    /// Takes one batch of entries from the reader.
+    pub(super) fn entries(&mut self, entries: Vec<crate::model::Entry>) {
+        let n = entries.len() as u64;
+        for e in entries {
+            if let Some(c) = &e.cursor {
+                self.cursor = Some(c.clone());
+            }
+            self.pipeline.push(e, &mut self.decisions);
+        }
+        self.pipeline.stamp_arrivals((self.now)());
+        self.uncommitted += n;
+        self.caught_up = false;
+        self.last_arrival = Instant::now();
+    }
+
+    /// Turns the tracker's decisions into incident writes and alerts.
+    fn apply_decisions(&mut self) {
+        let decisions = std::mem::take(&mut self.decisions);
+        for d in decisions {
+            match d {
+                Decision::OpenIncident { id } => {
+                    self.stats_delta.opened += 1;
+                    self.changed.insert(id);
+                }
+                Decision::UpdateIncident { id } | Decision::ResolveIncident { id } => {
+                    self.changed.insert(id);
+                }
+                Decision::QueueAlert { id, kind, at } => self.queue_alert(&id, kind, at),
+            }
+        }
+    }
+
+    fn queue_alert(&mut self, id: &str, kind: AlertKind, raised_at: Micros) {
+        let Some(inc) = self.pipeline.tracker().incident(id) else {
+            return;
+        };
+        let node = inc.node.clone();
+        let words = match kind {
+            AlertKind::Opened => "alert",
+            AlertKind::Repeat => "reminder",
+            AlertKind::Resolved => "resolved notice",
+        };
+        let channels = self.channels();
+        if channels.is_empty() {
+            tracing::info!(
+                "{words} for node {node} recorded; nothing is delivered ([alert] to is empty)"
+            );
+            return;
+        }
+        if kind == AlertKind::Resolved && !inc.announced {
+            // Nobody was told it opened: no notice that it ended.
+            return;
+        }
+        let now = (self.now)();
+        if now - raised_at > self.config.alert.max_age.0 {
+            tracing::info!(
+                "{words} for node {node} is older than [alert] max_age ({}): recorded, not delivered",
+                human_duration(self.config.alert.max_age.0)
+            );
+            return;
+        }
+        for channel in channels {
+            self.alerts.push(OutboxEntry {
+                seq: 0,
+                channel,
+                kind,
+                incident: id.to_string(),
+                node: node.clone(),
+                raised_at,
+                queued_at: now,
+                attempts: 0,
+                next_attempt_at: now,
+                last_error: None,
+                in_doubt: 0,
+            });
+        }
+        self.pipeline.tracker_mut().mark_announced(id);
+        self.changed.insert(id.to_string());
+    }
+
+    /// Open incidents over threshold that nobody was told of (alerting was
+    /// off, or they crossed while older than `max_age` and are still in
+    /// trouble): announced now that delivery is possible.
+    fn announce(&mut self) -> usize {
+        if self.channels().is_empty() {
+            return 0;
+        }
+        let now = (self.now)();
+        let max_age = self.config.alert.max_age.0;
+        let due: Vec<(String, Micros)> = self
+            .pipeline
+            .tracker()
+            .unannounced()
+            .filter(|i| now - i.last_trouble_at <= max_age)
+            .map(|i| (i.id.clone(), i.over_threshold_at.unwrap_or(i.opened_at)))
+            .collect();
+        for (id, crossed) in &due {
+            // Queued as raised now: the age that counts is the trouble's.
+            self.queue_alert(id, AlertKind::Opened, now.max(*crossed));
+        }
+        if !due.is_empty() {
+            tracing::info!(
+                "{} open incident{} over threshold announced now that alerts can be delivered",
+                due.len(),
+                if due.len() == 1 { "" } else { "s" }
+            );
+        }
+        due.len()
+    }
+
+    fn dirty(&self) -> bool {
+        self.uncommitted > 0
+            || !self.changed.is_empty()
+            || !self.decisions.is_empty()
+            || !self.extra.is_empty()
+    }
+
+    /// Writes what changed since the last commit, and the cursor, in one
+    /// transaction. Only after it returns is the batch's effect durable, and
+    /// only then is the mailer woken.
+    pub(super) async fn commit(&mut self, wake: Option<&Notify>) -> Result<(), StoreError> {
+        self.apply_decisions();
+        let settings = self.pipeline.tracker().settings().clone();
+        let mut incidents = self.pipeline.tracker_mut().take_resolved();
+        let resolved: BTreeSet<String> = incidents.iter().map(|i| i.id.clone()).collect();
+        for i in &incidents {
+            self.stats_delta
+                .resolved
+                .push(i.verdict(&settings).as_str().to_string());
+        }
+        for id in &self.changed {
+            if resolved.contains(id) {
+                continue;
+            }
+            if let Some(i) = self.pipeline.tracker().incident(id) {
+                incidents.push(i.clone());
+            }
+        }
+        for e in std::mem::take(&mut self.extra) {
+            if !incidents.iter().any(|i| i.id == e.id) {
+                incidents.push(e);
+            }
+        }
+        for i in &incidents {
+            let now = i.counted_retries();
+            let before = self.known_retries.get(&i.id).copied().unwrap_or(0);
+            if now > before {
+                *self.retries_by_node.entry(i.node.clone()).or_default() += now - before;
+            }
+            if i.resolved_at.is_some() {
+                self.known_retries.remove(&i.id);
+            } else {
+                self.known_retries.insert(i.id.clone(), now);
+            }
+        }
+        let state = serde_json::to_vec(&self.pipeline.state()).map_err(|e| StoreError::Open {
+            path: self.store.path().display().to_string(),
+            message: format!("serializing the state: {e}"),
+        })?;
+        let alerting = !self.alerts.is_empty();
+        let batch = Batch {
+            cursor: self.cursor.clone(),
+            state: Some(state),
+            incidents,
+            origins: self.pipeline.tracker_mut().take_dirty_origins(),
+            alerts: std::mem::take(&mut self.alerts),
+            stats: std::mem::take(&mut self.stats_delta),
+        };
+        let store = self.store.clone();
+        let batch = tokio::task::spawn_blocking(move || store.commit(&batch).map(|()| batch))
+            .await
+            .map_err(|e| StoreError::Open {
+                path: self.store.path().display().to_string(),
+                message: format!("the commit failed: {e}"),
+            })??;
+        self.stats.add(&batch.stats);
+        self.changed.clear();
+        self.uncommitted = 0;
+        self.last_commit = Instant::now();
+        self.commits += 1;
+        self.last_commit_at = Some((self.now)());
+        if alerting {
+            if let Some(w) = wake {
+                w.notify_one();
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn snapshot(&self) -> StatusSnapshot {
+        let settings = self.pipeline.tracker().settings();
+        StatusSnapshot {
+            started_at: self.started,
+            journal: self.journal.clone(),
+            cursor: self.cursor.clone(),
+            caught_up: self.caught_up,
+            summary: self.pipeline.summary().clone(),
+            open: self
+                .pipeline
+                .tracker()
+                .open_incidents()
+                .map(|i| OpenIncident {
+                    id: i.id.clone(),
+                    node: i.node.clone(),
+                    host: i.host.clone().unwrap_or_default(),
+                    cause: i.cause().as_str().to_string(),
+                    verdict: i.verdict(settings).as_str().to_string(),
+                    retries: i.counted_retries(),
+                })
+                .collect(),
+            history: self.stats.clone(),
+            retries_by_node: self.retries_by_node.clone(),
+            commits: self.commits,
+            last_commit_at: self.last_commit_at,
+            reader_restarts: self.reader_restarts,
+            settings: settings.clone(),
+            config: self.config_status.clone(),
+        }
+    }
+
+    /// The delivery of these incidents' alerts is recorded (open ones
+    /// through the tracker, resolved ones from the store).
+    async fn delivered(&mut self, r: DeliveryReport) {
+        for id in r.incidents {
+            let open = self
+                .pipeline
+                .tracker()
+                .incident(&id)
+                .is_some_and(|i| i.resolved_at.is_none());
+            if open {
+                self.pipeline.tracker_mut().mark_alerted(&id, r.at);
+                self.changed.insert(id);
+                continue;
+            }
+            let store = self.store.clone();
+            let found = tokio::task::spawn_blocking(move || store.incident(&id)).await;
+            if let Ok(Ok(Some(mut i))) = found {
+                if i.alerted_at.is_none() {
+                    i.alerted_at = Some(r.at);
+                    self.extra.push(i);
+                }
+            }
+        }
+    }
+
+    /// Reads the config file again and applies what can change at run
+    /// time; a broken file is refused and the running settings stay.
+    pub(super) async fn reload(
+        &mut self,
+        wake: &Notify,
+        config_tx: &watch::Sender<Arc<Config>>,
+    ) -> Result<ReloadOutcome, String> {
+        let path = self.config_path.clone();
+        let explicit = self.config_explicit;
+        let loaded = tokio::task::spawn_blocking(move || Config::load(&path, explicit))
+            .await
+            .map_err(|e| e.to_string())?;
+        let new = match loaded {
+            Ok(c) => c,
+            Err(e) => {
+                let why = e.to_string();
+                tracing::error!("config refused, the running settings stay: {why}");
+                self.config_status.last_error = Some(why.clone());
+                return Err(why);
+            }
+        };
+        let restart = self.started_config.needs_restart(&new);
+        let applied = Arc::new(self.started_config.apply_runtime(&new));
+        let changed = *applied != *self.config;
+        self.pipeline
+            .tracker_mut()
+            .set_settings(applied.tracker_settings());
+        self.config = applied.clone();
+        config_tx.send_replace(applied);
+        self.config_status.applied_at = Some((self.now)());
+        self.config_status.last_error = None;
+        self.config_status.restart_needed.clone_from(&restart);
+        if changed {
+            tracing::info!("config reloaded from {}", self.config_path.display());
+        }
+        if !restart.is_empty() {
+            tracing::warn!(
+                "config changes that need a restart (systemctl restart kubelet-sentinel): {}",
+                restart.join(", ")
+            );
+        }
+        let announced = self.announce();
+        wake.notify_one();
+        Ok(ReloadOutcome {
+            path: self.config_path.display().to_string(),
+            restart_needed: restart,
+            announced,
+        })
+    }
+
+    async fn prune(&mut self) {
+        let store = self.store.clone();
+        let before = (self.now)() - self.config.incidents.retention.0;
+        let settings = self.pipeline.tracker().settings().clone();
+        let r = tokio::task::spawn_blocking(move || {
+            let n = store.prune(before, &settings)?;
+            Ok::<_, StoreError>((n, store.stats()?))
+        })
+        .await;
+        match r {
+            Ok(Ok((n, stats))) => {
+                self.stats = stats;
+                if n > 0 {
+                    tracing::info!(
+                        "pruned {n} resolved incidents older than [incidents] retention"
+                    );
+                }
+            }
+            Ok(Err(e)) => tracing::warn!("pruning: {e}"),
+            Err(e) => tracing::warn!("pruning: {e}"),
+        }
+    }
+
+    fn ask(&mut self, reader: &Reader, c: impl FnOnce(u64) -> ReaderCtl) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let _ = reader.ctl.send(c(id));
+        id
+    }
+
+    /// The service's loop: until `shutdown`, or (`once`) until the reader
+    /// has read everything there is. Commits what it has before it returns.
+    pub async fn run(
+        mut self,
+        source: Source,
+        mut reader: Reader,
+        mut ch: Channels,
+        once: bool,
+        shutdown: CancellationToken,
+    ) -> Result<(Self, Channels), DaemonError> {
+        let mut backoff = Duration::from_millis(200);
+        let mut next_prune = Instant::now();
+        let mut published = self.snapshot_key();
+        ch.status.send_replace(self.snapshot());
+        loop {
+            if !once && Instant::now() >= next_prune {
+                self.prune().await;
+                next_prune = Instant::now() + PRUNE_EVERY;
+            }
+            let hold_at = (self.caught_up && self.pipeline.holds_lines())
+                .then(|| self.last_arrival + HOLD_LINES);
+            let quiet_at = if !once && self.caught_up && self.sync_pending.is_none() {
+                self.pipeline
+                    .next_quiet_at(self.started)
+                    .map(|wall| wall_to_instant(wall, (self.now)()))
+            } else {
+                None
+            };
+            let commit_at = self.dirty().then(|| self.last_commit + BATCH_INTERVAL);
+            let prune_at = (!once).then_some(next_prune);
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                ev = reader.events.recv() => match ev {
+                    Some(ReaderEvent::Entries(v)) => {
+                        self.entries(v);
+                        backoff = Duration::from_millis(200);
+                    }
+                    Some(ReaderEvent::Tail { sync }) => {
+                        self.caught_up = true;
+                        if let Some((id, wall)) = self.sync_pending {
+                            if sync >= id {
+                                self.sync_pending = None;
+                                self.pipeline.advance_quiet(wall, self.started, &mut self.decisions);
+                            }
+                        }
+                        if !self.announced_after_catch_up {
+                            self.announced_after_catch_up = true;
+                            self.announce();
+                        }
+                    }
+                    Some(ReaderEvent::Pong(id)) => {
+                        if let Some(reply) = self.pongs.remove(&id) {
+                            let _ = reply.send(());
+                        }
+                    }
+                    Some(ReaderEvent::Lost(n)) => {
+                        tracing::warn!(
+                            "{n} journal entries were rotated or vacuumed away before they were read"
+                        );
+                        self.pipeline.summary_mut().entries_lost += n;
+                        self.uncommitted += 1;
+                    }
+                    Some(ReaderEvent::Failed(e)) => {
+                        tracing::error!("journal reader failed: {e}; restarting it from the last commit");
+                        reader = self.restart_reader(&source, reader, &mut backoff, &shutdown).await?;
+                    }
+                    None if once => {
+                        // Everything available was read: complete held lines
+                        // and let each host's clock reach its last entry.
+                        self.pipeline.finish(&mut self.decisions);
+                        break;
+                    }
+                    None => {
+                        tracing::error!("journal reader ended; restarting it from the last commit");
+                        reader = self.restart_reader(&source, reader, &mut backoff, &shutdown).await?;
+                    }
+                },
+                Some(r) = ch.reports.recv() => self.delivered(r).await,
+                Some(cmd) = ch.commands.recv() => match cmd {
+                    Command::Reload(reply) => {
+                        let r = self.reload(&ch.wake_mailer, &ch.config).await;
+                        let _ = reply.send(r);
+                    }
+                },
+                Some(c) = ch.control.recv() => match c {
+                    Control::Reload => {
+                        let _ = self.reload(&ch.wake_mailer, &ch.config).await;
+                    }
+                    Control::Watchdog(reply) => {
+                        let id = self.ask(&reader, ReaderCtl::Ping);
+                        self.pongs.insert(id, reply);
+                    }
+                },
+                () = sleep_until(hold_at), if hold_at.is_some() => {
+                    self.pipeline.flush(&mut self.decisions);
+                }
+                () = sleep_until(quiet_at), if quiet_at.is_some() => {
+                    let wall = (self.now)();
+                    let id = self.ask(&reader, ReaderCtl::Sync);
+                    self.sync_pending = Some((id, wall));
+                }
+                () = sleep_until(commit_at), if commit_at.is_some() => {}
+                () = sleep_until(prune_at), if prune_at.is_some() => {}
+            }
+            self.apply_decisions();
+            // An alert commits at once (then the mailer is woken): alert
+            // latency is the one thing the batch interval must not add to.
+            if !self.alerts.is_empty()
+                || self.uncommitted >= BATCH_ENTRIES
+                || (self.dirty() && self.last_commit.elapsed() >= BATCH_INTERVAL)
+            {
+                self.commit(Some(&ch.wake_mailer)).await?;
+            }
+            let key = self.snapshot_key();
+            if key != published {
+                published = key;
+                ch.status.send_replace(self.snapshot());
+            }
+        }
+        // Whatever was read is committed before the task ends.
+        self.commit(Some(&ch.wake_mailer)).await?;
+        ch.status.send_replace(self.snapshot());
+        Ok((self, ch))
+    }
+
+    /// What changes the published snapshot: commits and the reader's state.
+    fn snapshot_key(&self) -> (u64, bool, u64, Option<Micros>) {
+        (
+            self.commits,
+            self.caught_up,
+            self.reader_restarts,
+            self.config_status.applied_at,
+        )
+    }
+
+    async fn restart_reader(
+        &mut self,
+        source: &Source,
+        old: Reader,
+        backoff: &mut Duration,
+        shutdown: &CancellationToken,
+    ) -> Result<Reader, DaemonError> {
+        // Commit first: the new reader starts after the committed cursor, and
+        // the pipeline state must be the one that cursor belongs to.
+        self.commit(None).await?;
+        drop(old);
+        self.caught_up = false;
+        self.sync_pending = None;
+        self.pongs.clear();
+        loop {
+            tokio::select! {
+                () = shutdown.cancelled() => return Err(DaemonError::Stopped),
+                () = tokio::time::sleep(*backoff) => {}
+            }
+            *backoff = (*backoff * 2).min(Duration::from_secs(10));
+            self.reader_restarts += 1;
+            match source(self.cursor.as_deref(), true) {
+                Ok(r) => return Ok(r),
+                Err(e) => tracing::error!(
+                    "journal reader: {e}; trying again in {}",
+                    human_duration(backoff.as_micros() as Micros)
+                ),
+            }
+        }
+    }
+
+    /// Records the reports of deliveries made after ingest stopped
+    /// (`run --once`), and commits them.
+    pub(super) async fn finish_deliveries(
+        &mut self,
+        reports: &mut mpsc::UnboundedReceiver<DeliveryReport>,
+    ) -> Result<(), StoreError> {
+        while let Ok(r) = reports.try_recv() {
+            self.delivered(r).await;
+        }
+        if self.dirty() {
+            self.commit(None).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The monotonic instant of a wall-clock time.
+fn wall_to_instant(wall: Micros, now: Micros) -> Instant {
+    Instant::now() + Duration::from_micros((wall - now).clamp(0, 365 * 86_400 * SECOND) as u64)
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,470 @@
+//! `kubelet-sentinel run`: the service's tasks and their wiring (design
+//! section 4).
+//!
+//! ```text
+//! journal reader (OS thread, owns the !Send libsystemd handle)
+//!   │ batches over a bounded tokio channel (the only backpressure)
+//!   ▼
+//! ingest: pipeline ─▶ tracker ─▶ ONE sled transaction per batch ──wakes──▶ mailer
+//!   │ publishes a StatusSnapshot (watch)                                    │ reports deliveries
+//!   ▼                                                                       ▼
+//! query server (axum: Unix socket, TCP /metrics) · sd_notify · signals · config watcher
+//! ```
+//!
+//! One cancellation token ends them all; every task is bounded, so a stop
+//! finishes in seconds even mid-delivery (the commit comes first: nothing
+//! is lost). If a task fails or panics, the service stops with an error
+//! and systemd restarts it: it never stays up half-dead.
+
+mod ingest;
+mod systemd;
+mod watch;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::http::{self as server, ApiState};
+use crate::config::{Config, StartAt};
+use crate::journal::SourceError;
+use crate::journal::sd::{self, Reader, Spec, Start, Target};
+use crate::notify::mailer::{Mailer, Now};
+use crate::pipeline::Pipeline;
+use crate::status::DeliveryStats;
+use crate::store::{Channel, Store, StoreError};
+use crate::time::{Micros, SECOND};
+
+pub use ingest::Ingest;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Journal(#[from] SourceError),
+    #[error("query socket {path}: {source}")]
+    Socket {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("metrics listener {addr}: {source}")]
+    Metrics {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the {task} task {what}")]
+    Task { task: &'static str, what: String },
+    #[error("stopped")]
+    Stopped,
+}
+
+/// What the small tasks ask of ingest.
+#[derive(Debug)]
+pub enum Control {
+    /// SIGHUP, or the config file changed.
+    Reload,
+    /// The watchdog: answer once the reader and ingest have moved on.
+    Watchdog(oneshot::Sender<()>),
+}
+
+/// Starts a journal reader after `cursor` (or at the config's first start
+/// point), following or not.
+pub type Source = Arc<dyn Fn(Option<&str>, bool) -> Result<Reader, SourceError> + Send + Sync>;
+
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Process everything available, deliver what is due, then exit.
+    pub once: bool,
+    /// The config file, for reloads.
+    pub config_path: PathBuf,
+    /// Named on the command line (a missing file is then an error).
+    pub config_explicit: bool,
+}
+
+/// The service's edges: where entries come from, the clock, and whether it
+/// talks to systemd and handles signals. Tests pass their own.
+pub struct Edges {
+    pub source: Source,
+    pub now: Now,
+    pub systemd: bool,
+    pub signals: bool,
+}
+
+impl Edges {
+    /// The real journal, the system clock, `sd_notify` and signals.
+    #[must_use]
+    pub fn real(config: &Config) -> Self {
+        Self {
+            source: journal_source(config),
+            now: Arc::new(crate::time::now),
+            systemd: true,
+            signals: true,
+        }
+    }
+}
+
+/// Which journal the config names.
+#[must_use]
+pub fn target_of(config: &Config) -> Target {
+    if !config.journal.namespace.is_empty() {
+        Target::Namespace(config.journal.namespace.clone())
+    } else if !config.journal.directory.is_empty() {
+        Target::Directory(PathBuf::from(&config.journal.directory))
+    } else {
+        Target::System
+    }
+}
+
+/// When this machine booted, from `/proc/uptime`.
+fn boot_time() -> Option<Micros> {
+    let up = std::fs::read_to_string("/proc/uptime").ok()?;
+    let secs: f64 = up.split_whitespace().next()?.parse().ok()?;
+    Some(crate::time::now() - (secs * SECOND as f64) as Micros)
+}
+
+fn first_start(at: StartAt) -> Start {
+    match at {
+        StartAt::All => Start::Head,
+        StartAt::Now => Start::Tail,
+        StartAt::Boot => boot_time().map_or(Start::Head, |t| Start::Realtime(t.max(0) as u64)),
+    }
+}
+
+/// The journal the config names, through libsystemd.
+#[must_use]
+pub fn journal_source(config: &Config) -> Source {
+    let target = target_of(config);
+    let filter = config.filter();
+    let start_at = config.journal.start_at;
+    Arc::new(move |cursor, follow| {
+        let start = cursor.map_or_else(|| first_start(start_at), |c| Start::After(c.to_string()));
+        let spec = Spec {
+            target: target.clone(),
+            filter: filter.clone(),
+            start,
+            follow,
+            batch: 1024,
+        };
+        // 16 batches in flight at most: the reader waits when ingest is slow.
+        sd::spawn(spec, 16)
+    })
+}
+
+/// Opens the store, waiting a little while it is locked: a query command
+/// reading it directly (while no service answered) holds it for a moment.
+async fn open_store(path: PathBuf) -> Result<Store, StoreError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let p = path.clone();
+        let r = tokio::task::spawn_blocking(move || Store::open(&p))
+            .await
+            .map_err(|e| StoreError::Open {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+        match r {
+            Err(StoreError::Locked { .. }) if tokio::time::Instant::now() < deadline => {
+                // The lock cannot wake us: look again shortly.
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Runs the service until `shutdown` (or, with `once`, until everything
+/// available is processed and delivered once).
+#[allow(clippy::too_many_lines)] // the wiring, in order
+pub async fn run(
+    config: Config,
+    opts: RunOptions,
+    edges: Edges,
+    shutdown: CancellationToken,
+) -> Result<(), DaemonError> {
+    let stop = shutdown.child_token();
+    let store = open_store(config.store_path()).await?;
+    let loaded = {
+        let s = store.clone();
+        tokio::task::spawn_blocking(move || s.load())
+            .await
+            .map_err(|e| DaemonError::Task {
+                task: "store",
+                what: e.to_string(),
+            })??
+    };
+    let mut pipeline = match loaded.state {
+        Some(s) => Pipeline::from_state(config.filter(), s),
+        None => Pipeline::new(config.filter(), config.tracker_settings()),
+    };
+    pipeline.tracker_mut().restore(loaded.open, loaded.origins);
+    pipeline
+        .tracker_mut()
+        .set_settings(config.tracker_settings());
+    let journal = target_of(&config).to_string();
+    let reader = (edges.source)(loaded.cursor.as_deref(), !opts.once)?;
+    tracing::info!(
+        "reading {journal} {}",
+        loaded.cursor.as_deref().map_or_else(
+            || match config.journal.start_at {
+                StartAt::Boot => "from the start of this boot (first start)".to_string(),
+                StartAt::Now => "from now on (first start)".to_string(),
+                StartAt::All => "from its beginning (first start)".to_string(),
+            },
+            |c| format!("from where it stopped (cursor {c})")
+        )
+    );
+    if !config.alert.delivers() {
+        tracing::warn!("[alert] to is empty: incidents are recorded, nothing is delivered");
+    }
+    let config = Arc::new(config);
+    let (status_tx, status_rx) =
+        tokio::sync::watch::channel(crate::status::StatusSnapshot::default());
+    let (config_tx, config_rx) = tokio::sync::watch::channel(config.clone());
+    let (mail_tx, mail_rx) = tokio::sync::watch::channel(DeliveryStats::default());
+    let (reports_tx, reports_rx) = mpsc::unbounded_channel();
+    let (commands_tx, commands_rx) = mpsc::channel(16);
+    let (control_tx, control_rx) = mpsc::channel(16);
+    let wake = Arc::new(Notify::new());
+    let ingest = Ingest::new(
+        config.clone(),
+        opts.config_path.clone(),
+        opts.config_explicit,
+        store.clone(),
+        pipeline,
+        loaded.cursor,
+        loaded.stats,
+        journal,
+        edges.now.clone(),
+    );
+    let channels = ingest::Channels {
+        status: status_tx,
+        config: config_tx,
+        wake_mailer: wake.clone(),
+        commands: commands_rx,
+        control: control_rx,
+        reports: reports_rx,
+    };
+    let mailer = Mailer::new(
+        store.clone(),
+        &config,
+        mail_tx,
+        reports_tx,
+        edges.now.clone(),
+    );
+
+    if opts.once {
+        let (mut ingest, mut ch) = ingest
+            .run(edges.source.clone(), reader, channels, true, stop.clone())
+            .await?;
+        let mut mailer = mailer;
+        let failed = mailer.deliver_all_once(&stop).await;
+        if failed > 0 {
+            tracing::warn!("{failed} alert deliveries failed; they stay in the outbox");
+        }
+        ingest.finish_deliveries(&mut ch.reports).await?;
+        return Ok(());
+    }
+
+    // The query socket and the metrics listener, before READY=1: whoever is
+    // told the service is up can ask it.
+    let socket = PathBuf::from(&config.api.socket);
+    let unix = server::bind_socket(&socket).map_err(|source| DaemonError::Socket {
+        path: socket.display().to_string(),
+        source,
+    })?;
+    let tcp = if config.api.metrics_listen.is_empty() {
+        None
+    } else {
+        let addr = config.api.metrics_listen.clone();
+        let l = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|source| DaemonError::Metrics {
+                addr: addr.clone(),
+                source,
+            })?;
+        tracing::info!("serving /metrics on http://{addr}/metrics");
+        Some(l)
+    };
+    let now = edges.now.clone();
+    let api = Arc::new(ApiState {
+        store: store.clone(),
+        status: status_rx.clone(),
+        deliveries: vec![(Channel::Email, mail_rx.clone())],
+        commands: commands_tx,
+        now: Box::new(move || now()),
+    });
+
+    let mut tasks = JoinSet::new();
+    let mut names = std::collections::HashMap::new();
+    let mut spawn =
+        |name: &'static str,
+         tasks: &mut JoinSet<Result<(), DaemonError>>,
+         f: std::pin::Pin<Box<dyn Future<Output = Result<(), DaemonError>> + Send>>| {
+            let id = tasks.spawn(f).id();
+            names.insert(id, name);
+        };
+    let source = edges.source.clone();
+    let st = stop.clone();
+    spawn(
+        "ingest",
+        &mut tasks,
+        Box::pin(async move {
+            ingest
+                .run(source, reader, channels, false, st)
+                .await
+                .map(|_| ())
+        }),
+    );
+    let st = stop.clone();
+    let w = wake.clone();
+    spawn(
+        "mailer",
+        &mut tasks,
+        Box::pin(async move {
+            mailer.run(w, config_rx, st).await;
+            Ok(())
+        }),
+    );
+    let st = stop.clone();
+    let app = server::socket_router(api.clone());
+    spawn(
+        "query server",
+        &mut tasks,
+        Box::pin(async move {
+            server::serve(unix, app, st).await;
+            Ok(())
+        }),
+    );
+    if let Some(tcp) = tcp {
+        let st = stop.clone();
+        let app = server::metrics_router(api.clone());
+        spawn(
+            "metrics server",
+            &mut tasks,
+            Box::pin(async move {
+                server::serve(tcp, app, st).await;
+                Ok(())
+            }),
+        );
+    }
+    let st = stop.clone();
+    let c = control_tx.clone();
+    let path = opts.config_path.clone();
+    spawn(
+        "config watcher",
+        &mut tasks,
+        Box::pin(async move {
+            watch::run(path, c, st).await;
+            Ok(())
+        }),
+    );
+    if edges.signals {
+        let st = stop.clone();
+        let c = control_tx.clone();
+        spawn(
+            "signals",
+            &mut tasks,
+            Box::pin(async move { signals(c, st).await }),
+        );
+    }
+    if edges.systemd {
+        systemd::notify(&[("READY", "1")]);
+        let st = stop.clone();
+        let c = control_tx.clone();
+        let (s, m) = (status_rx.clone(), mail_rx.clone());
+        spawn(
+            "systemd",
+            &mut tasks,
+            Box::pin(async move {
+                systemd::run(s, m, c, st).await;
+                Ok(())
+            }),
+        );
+    }
+    drop(control_tx);
+
+    let mut failure: Option<DaemonError> = None;
+    tokio::select! {
+        () = stop.cancelled() => {}
+        Some(done) = tasks.join_next_with_id() => {
+            failure = match done {
+                Err(e) => Some(DaemonError::Task {
+                    task: names.get(&e.id()).copied().unwrap_or("a"),
+                    what: if e.is_panic() { "panicked" } else { "was cancelled" }.to_string(),
+                }),
+                Ok((_, Err(e))) => Some(e),
+                Ok((_, Ok(()))) if stop.is_cancelled() => None,
+                Ok((id, Ok(()))) => Some(DaemonError::Task {
+                    task: names.get(&id).copied().unwrap_or("a"),
+                    what: "ended unexpectedly".into(),
+                }),
+            };
+        }
+    }
+    if edges.systemd {
+        systemd::notify(&[("STOPPING", "1")]);
+    }
+    if let Some(f) = &failure {
+        tracing::error!("{f}; stopping");
+    } else {
+        tracing::info!("stopping: committing and exiting");
+    }
+    stop.cancel();
+    // Every task ends on the token; a bound all the same, well inside
+    // TimeoutStopSec.
+    let drained = tokio::time::timeout(Duration::from_secs(8), async {
+        while let Some(done) = tasks.join_next_with_id().await {
+            match done {
+                Ok((id, Err(e))) if !matches!(e, DaemonError::Stopped) => {
+                    let task = names.get(&id).copied().unwrap_or("a");
+                    tracing::error!("the {task} task: {e}");
+                    failure.get_or_insert(e);
+                }
+                Err(e) if e.is_panic() => {
+                    failure.get_or_insert(DaemonError::Task {
+                        task: names.get(&e.id()).copied().unwrap_or("a"),
+                        what: "panicked".into(),
+                    });
+                }
+                _ => {}
+            }
+        }
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("some tasks did not end within 8s; exiting anyway");
+    }
+    let _ = std::fs::remove_file(&socket);
+    let s = store.clone();
+    let _ = tokio::task::spawn_blocking(move || s.flush()).await;
+    failure.map_or(Ok(()), Err)
+}
+
+/// SIGTERM and SIGINT stop the service; SIGHUP reloads the config.
+async fn signals(
+    control: mpsc::Sender<Control>,
+    stop: CancellationToken,
+) -> Result<(), DaemonError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let err = |e: std::io::Error| DaemonError::Task {
+        task: "signals",
+        what: format!("cannot install handlers: {e}"),
+    };
+    let mut term = signal(SignalKind::terminate()).map_err(err)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(err)?;
+    let mut hup = signal(SignalKind::hangup()).map_err(err)?;
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return Ok(()),
+            _ = term.recv() => { stop.cancel(); return Ok(()) }
+            _ = int.recv() => { stop.cancel(); return Ok(()) }
+            _ = hup.recv() => { let _ = control.send(Control::Reload).await; }
+        }
+    }
+}

@@ -1,0 +1,385 @@
+//! The email delivery task. It waits for work (a wake after a commit that
+//! queued alerts) or for its next deadline (`group_wait`, a backoff), never
+//! on a timer; the outbox is read only then. Each delivery is bounded, and
+//! dropped at once on shutdown: the outbox entry stays, so nothing is lost.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{Notify, mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::{EmailTransport, backoff, next_group, outbox, render};
+use crate::config::Config;
+use crate::status::DeliveryStats;
+use crate::store::{Channel, OutboxEntry, Store, StoreError};
+use crate::time::{Micros, SECOND, human_duration};
+use crate::tracker::{AlertKind, Incident, Settings};
+
+/// Attempts that may each have delivered the mail; after these, the entry
+/// is taken as delivered rather than sent again.
+pub const MAX_IN_DOUBT: u32 = 3;
+
+/// The wall clock, as the service reads it (tests pass a paused one).
+pub type Now = Arc<dyn Fn() -> Micros + Send + Sync>;
+
+/// What the mailer tells ingest: these incidents' alerts were delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryReport {
+    pub incidents: Vec<String>,
+    pub at: Micros,
+}
+
+enum Outcome {
+    Delivered,
+    Failed,
+    Cancelled,
+}
+
+pub struct Mailer {
+    store: Store,
+    transport: Option<Arc<EmailTransport>>,
+    group_wait: Micros,
+    retry_max: Micros,
+    settings: Settings,
+    stats: DeliveryStats,
+    publish: watch::Sender<DeliveryStats>,
+    reports: mpsc::UnboundedSender<DeliveryReport>,
+    now: Now,
+}
+
+impl Mailer {
+    #[must_use]
+    pub fn new(
+        store: Store,
+        config: &Config,
+        publish: watch::Sender<DeliveryStats>,
+        reports: mpsc::UnboundedSender<DeliveryReport>,
+        now: Now,
+    ) -> Self {
+        let mut m = Self {
+            store,
+            transport: None,
+            group_wait: 0,
+            retry_max: 0,
+            settings: Settings::default(),
+            stats: DeliveryStats::default(),
+            publish,
+            reports,
+            now,
+        };
+        m.configure(config);
+        m
+    }
+
+    /// Applies `[alert]` (at start and on every reload): the transport is
+    /// rebuilt, so new recipients and a fixed server take effect at once.
+    pub fn configure(&mut self, config: &Config) {
+        self.group_wait = config.alert.group_wait.0;
+        self.retry_max = config.alert.retry_max.0;
+        self.settings = config.tracker_settings();
+        match EmailTransport::from_config(&config.alert) {
+            Ok(Some(t)) => {
+                self.stats.disabled = None;
+                self.stats.target.clone_from(&t.target);
+                self.transport = Some(t);
+            }
+            Ok(None) => {
+                self.transport = None;
+                self.stats.disabled = Some("[alert] to is empty".into());
+                self.stats.target = String::new();
+            }
+            Err(e) => {
+                tracing::error!("email alerts cannot be sent: {e}");
+                self.transport = None;
+                self.stats.disabled = Some(e.to_string());
+            }
+        }
+        self.publish.send_replace(self.stats.clone());
+    }
+
+    /// Delivers until `shutdown`. `wake` says alerts were committed;
+    /// `config` carries reloaded settings.
+    pub async fn run(
+        mut self,
+        wake: Arc<Notify>,
+        mut config: watch::Receiver<Arc<Config>>,
+        shutdown: CancellationToken,
+    ) {
+        let mut next: Option<Micros> = Some((self.now)());
+        loop {
+            let wait = next.map(|at| Duration::from_micros((at - (self.now)()).max(0) as u64));
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = wake.notified() => {}
+                () = sleep(wait) => {}
+                changed = config.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let c = config.borrow_and_update().clone();
+                    self.configure(&c);
+                }
+            }
+            next = match self.pass(&shutdown, false).await {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::error!("email outbox: {e}");
+                    Some((self.now)() + 5 * SECOND)
+                }
+            };
+        }
+    }
+
+    /// `run --once`: one attempt at everything in the outbox, without
+    /// waiting for `group_wait` or backoff. Returns how many deliveries
+    /// failed.
+    pub async fn deliver_all_once(&mut self, shutdown: &CancellationToken) -> u64 {
+        let before = self.stats.failed;
+        if let Err(e) = self.pass(shutdown, true).await {
+            tracing::error!("email outbox: {e}");
+        }
+        self.stats.failed - before
+    }
+
+    async fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
+        let store = self.store.clone();
+        let all = tokio::task::spawn_blocking(move || store.outbox())
+            .await
+            .unwrap_or_else(|e| {
+                Err(StoreError::Open {
+                    path: String::new(),
+                    message: e.to_string(),
+                })
+            })?;
+        Ok(all
+            .into_iter()
+            .filter(|e| e.channel == Channel::Email)
+            .collect())
+    }
+
+    fn publish_outbox(&mut self, entries: &[OutboxEntry]) {
+        self.stats.outbox = entries.len() as u64;
+        self.stats.oldest_queued_at = entries.iter().map(|e| e.queued_at).min();
+        self.stats.failing_attempts = entries.first().map_or(0, |e| e.attempts);
+        if self.stats.last_result.is_none() {
+            // Nothing tried since the start: what the outbox remembers.
+            self.stats.last_result = entries.first().and_then(|e| e.last_error.clone());
+        }
+        self.publish.send_replace(self.stats.clone());
+    }
+
+    /// Delivers every group that is due; returns when next to look.
+    async fn pass(
+        &mut self,
+        shutdown: &CancellationToken,
+        once: bool,
+    ) -> Result<Option<Micros>, StoreError> {
+        let mut entries = self.outbox().await?;
+        self.publish_outbox(&entries);
+        if self.transport.is_none() {
+            return Ok(None);
+        }
+        let mut tried: HashSet<u64> = HashSet::new();
+        loop {
+            let now = (self.now)();
+            let group = if once {
+                // Everything is due and gathered, but nothing twice.
+                let candidates: Vec<OutboxEntry> = entries
+                    .iter()
+                    .filter(|e| !tried.contains(&e.seq))
+                    .map(|e| OutboxEntry {
+                        attempts: e.attempts.max(1),
+                        next_attempt_at: now,
+                        ..e.clone()
+                    })
+                    .collect();
+                next_group(&candidates, Micros::MAX / 4, now)
+            } else {
+                next_group(&entries, self.group_wait, now)
+            };
+            let Some(group) = group else { break };
+            tried.extend(group.iter().map(|e| e.seq));
+            let (outcome, updated) = self.deliver(group, shutdown).await?;
+            match outcome {
+                Outcome::Cancelled => return Ok(None),
+                Outcome::Delivered => entries.retain(|e| !updated.iter().any(|u| u.seq == e.seq)),
+                Outcome::Failed => {
+                    for u in updated {
+                        if let Some(e) = entries.iter_mut().find(|e| e.seq == u.seq) {
+                            *e = u;
+                        }
+                    }
+                }
+            }
+            self.publish_outbox(&entries);
+        }
+        Ok(outbox::next_due(&entries, self.group_wait))
+    }
+
+    async fn incidents_of(
+        &self,
+        group: &[OutboxEntry],
+    ) -> Result<Vec<Option<Incident>>, StoreError> {
+        let store = self.store.clone();
+        let ids: Vec<String> = group.iter().map(|e| e.incident.clone()).collect();
+        tokio::task::spawn_blocking(move || {
+            ids.iter()
+                .map(|id| store.incident(id))
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(StoreError::Open {
+                path: String::new(),
+                message: e.to_string(),
+            })
+        })
+    }
+
+    async fn write(&self, remove: Vec<u64>, update: Vec<OutboxEntry>) -> Result<(), StoreError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || {
+            if !remove.is_empty() {
+                store.outbox_remove(&remove)?;
+            }
+            if !update.is_empty() {
+                store.outbox_update(&update)?;
+            }
+            Ok(())
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(StoreError::Open {
+                path: String::new(),
+                message: e.to_string(),
+            })
+        })
+    }
+
+    /// One delivery attempt of a group. Returns what happened and the
+    /// entries as they now are (removed, or with their new retry state).
+    async fn deliver(
+        &mut self,
+        group: Vec<OutboxEntry>,
+        shutdown: &CancellationToken,
+    ) -> Result<(Outcome, Vec<OutboxEntry>), StoreError> {
+        let Some(transport) = self.transport.clone() else {
+            return Ok((Outcome::Cancelled, Vec::new()));
+        };
+        let found = self.incidents_of(&group).await?;
+        let mut incidents: Vec<Incident> = Vec::new();
+        let mut gone = Vec::new();
+        for (e, i) in group.iter().zip(found) {
+            match i {
+                Some(i) if !incidents.iter().any(|x| x.id == i.id) => incidents.push(i),
+                Some(_) => {}
+                // Pruned since: nothing left to tell.
+                None => gone.push(e.seq),
+            }
+        }
+        if incidents.is_empty() {
+            self.write(gone, Vec::new()).await?;
+            return Ok((Outcome::Delivered, group));
+        }
+        let kind = if group.iter().all(|e| e.kind == AlertKind::Resolved) {
+            AlertKind::Resolved
+        } else if group.iter().any(|e| e.kind == AlertKind::Opened) {
+            AlertKind::Opened
+        } else {
+            AlertKind::Repeat
+        };
+        let refs: Vec<&Incident> = incidents.iter().collect();
+        let rendered = render(&refs, kind, &self.settings);
+        let result = tokio::select! {
+            () = shutdown.cancelled() => return Ok((Outcome::Cancelled, Vec::new())),
+            r = transport.deliver(&rendered) => r,
+        };
+        let now = (self.now)();
+        let seqs: Vec<u64> = group.iter().map(|e| e.seq).collect();
+        self.stats.last_at = Some(now);
+        let nodes = names(&incidents);
+        match result {
+            Ok(to) => {
+                // Delivered: now, and only now, the entries go.
+                self.write(seqs, Vec::new()).await?;
+                tracing::info!("alert delivered to {to}: {}", rendered.subject);
+                self.delivered(&incidents, now, format!("delivered to {to}"));
+                Ok((Outcome::Delivered, group))
+            }
+            Err(err) => {
+                self.stats.failed += 1;
+                self.stats.last_result = Some(err.to_string());
+                let in_doubt = err.in_doubt();
+                if in_doubt {
+                    self.stats.in_doubt += 1;
+                }
+                let doubts =
+                    group.iter().map(|e| e.in_doubt).max().unwrap_or(0) + u32::from(in_doubt);
+                if in_doubt && doubts >= MAX_IN_DOUBT {
+                    tracing::warn!(
+                        "alert for {nodes}: {err}; {doubts} attempts may each have delivered it, \
+                         so it is not sent again"
+                    );
+                    self.write(seqs, Vec::new()).await?;
+                    self.delivered(&incidents, now, format!("probably delivered: {err}"));
+                    return Ok((Outcome::Delivered, group));
+                }
+                let attempts = group.iter().map(|e| e.attempts).max().unwrap_or(0) + 1;
+                let retry_in = backoff(attempts - 1, self.retry_max, group[0].seq);
+                tracing::warn!(
+                    "alert for {nodes} not delivered ({err}); attempt {attempts}, retrying in {}",
+                    human_duration(retry_in)
+                );
+                let updated: Vec<OutboxEntry> = group
+                    .into_iter()
+                    .map(|mut e| {
+                        e.attempts = attempts;
+                        e.in_doubt = doubts;
+                        e.next_attempt_at = now + retry_in;
+                        e.last_error = Some(err.to_string());
+                        e
+                    })
+                    .collect();
+                self.write(Vec::new(), updated.clone()).await?;
+                self.publish.send_replace(self.stats.clone());
+                Ok((Outcome::Failed, updated))
+            }
+        }
+    }
+
+    fn delivered(&mut self, incidents: &[Incident], at: Micros, result: String) {
+        self.stats.sent += 1;
+        self.stats.last_result = Some(result);
+        self.stats.last_success_at = Some(at);
+        self.publish.send_replace(self.stats.clone());
+        let _ = self.reports.send(DeliveryReport {
+            incidents: incidents.iter().map(|i| i.id.clone()).collect(),
+            at,
+        });
+    }
+}
+
+async fn sleep(wait: Option<Duration>) {
+    match wait {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The nodes of a group, for log lines: a few, then how many more.
+fn names(incidents: &[Incident]) -> String {
+    let mut nodes: Vec<String> = incidents
+        .iter()
+        .map(|i| crate::tracker::one_line(&i.node, 80))
+        .collect();
+    nodes.dedup();
+    if nodes.len() > 3 {
+        let more = nodes.len() - 3;
+        nodes.truncate(3);
+        format!("{} and {more} more", nodes.join(", "))
+    } else {
+        nodes.join(", ")
+    }
+}

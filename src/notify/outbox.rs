@@ -1,0 +1,86 @@
+//! Which outbox entries go out together, and when a failed one is tried
+//! again. Pure.
+
+use crate::store::OutboxEntry;
+use crate::time::{Micros, SECOND};
+use crate::tracker::AlertKind;
+
+/// An entry that failed this often no longer holds back the ones after it.
+pub const HEAD_OF_LINE_ATTEMPTS: u32 = 5;
+
+/// The entry that goes next: the oldest, so that after an outage alerts
+/// arrive in the order they were raised; once the oldest has failed
+/// [`HEAD_OF_LINE_ATTEMPTS`] times (a mail the server refuses for itself),
+/// the oldest that is due.
+fn head(entries: &[OutboxEntry], now: Micros) -> Option<&OutboxEntry> {
+    let oldest = entries.first()?;
+    if oldest.attempts < HEAD_OF_LINE_ATTEMPTS {
+        return (oldest.next_attempt_at <= now).then_some(oldest);
+    }
+    entries.iter().find(|e| e.next_attempt_at <= now)
+}
+
+/// Groups due outbox entries (oldest first): the next entry and every entry
+/// of the same class (trouble or resolved) queued within `group_wait` of
+/// it. `None` while it is still gathering company or waiting to be retried.
+#[must_use]
+pub fn next_group(
+    entries: &[OutboxEntry],
+    group_wait: Micros,
+    now: Micros,
+) -> Option<Vec<OutboxEntry>> {
+    let first = head(entries, now)?;
+    if first.attempts == 0 && now - first.queued_at < group_wait {
+        return None;
+    }
+    let resolved = first.kind == AlertKind::Resolved;
+    Some(
+        entries
+            .iter()
+            .filter(|e| {
+                e.next_attempt_at <= now
+                    && (e.kind == AlertKind::Resolved) == resolved
+                    && e.queued_at >= first.queued_at
+                    && e.queued_at - first.queued_at <= group_wait
+            })
+            .cloned()
+            .collect(),
+    )
+}
+
+/// When the outbox next needs looking at: the earliest time an entry is
+/// due and done gathering company.
+#[must_use]
+pub fn next_due(entries: &[OutboxEntry], group_wait: Micros) -> Option<Micros> {
+    entries
+        .iter()
+        .map(|e| {
+            if e.attempts == 0 {
+                e.next_attempt_at
+                    .max(e.queued_at.saturating_add(group_wait))
+            } else {
+                e.next_attempt_at
+            }
+        })
+        .min()
+}
+
+/// Capped exponential backoff after `attempts` failures, plus up to a
+/// quarter more, spread by `seed`: after an outage, every node's sentinel
+/// does not retry the same relay in step.
+#[must_use]
+pub fn backoff(attempts: u32, max: Micros, seed: u64) -> Micros {
+    let base = (SECOND << attempts.min(20)).min(max);
+    if base >= max {
+        return max;
+    }
+    // splitmix64: a well-spread number from the seed, no state, no clock.
+    let mut z = seed
+        .wrapping_add(u64::from(attempts))
+        .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    let jitter = (z % (base as u64 / 4 + 1)) as Micros;
+    (base + jitter).min(max)
+}

@@ -1,0 +1,315 @@
+//! The configured email transport (SMTP, sendmail or files), built from
+//! `[alert]`, and where the SMTP password comes from. `run` and
+//! `test-email` build it the same way, so a test mail proves what the
+//! service will do.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lettre::message::{Mailbox, MultiPart};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Certificate, TlsParameters};
+use lettre::transport::smtp::extension::ClientId;
+use lettre::{
+    AsyncFileTransport, AsyncSendmailTransport, AsyncTransport as _, Message, Tokio1Executor,
+};
+
+use super::smtp::{Progress, Security, SmtpServer, implicit_tls_config};
+use super::{DeliveryError, Rendered, SetupError};
+use crate::config::{AlertConfig, Tls, Transport};
+
+/// Where the shipped unit's credential directory is; outside systemd (the
+/// CLI run by root) the file is read directly.
+pub const UNIT_CREDENTIALS: &str = "/etc/kubelet-sentinel/credentials";
+
+/// Where the SMTP password comes from, first match wins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PasswordSource {
+    /// `[alert.smtp] password_file`.
+    File(PathBuf),
+    /// The systemd credential (`$CREDENTIALS_DIRECTORY/smtp-password` or
+    /// `smtp_password`, what the unit makes of `credentials/password`).
+    Credential(PathBuf),
+    /// Not under systemd: the file the unit would load as the credential.
+    UnitFile(PathBuf),
+    /// None of them exists.
+    None,
+}
+
+impl PasswordSource {
+    /// The password source `[alert]` and the environment give.
+    #[must_use]
+    pub fn of(cfg: &AlertConfig) -> Self {
+        if !cfg.smtp.password_file.is_empty() {
+            return PasswordSource::File(PathBuf::from(&cfg.smtp.password_file));
+        }
+        if let Some(dir) = std::env::var_os("CREDENTIALS_DIRECTORY") {
+            let found = ["smtp-password", "smtp_password"]
+                .iter()
+                .map(|n| PathBuf::from(&dir).join(n))
+                .find(|p| p.exists());
+            if let Some(p) = found {
+                return PasswordSource::Credential(p);
+            }
+            return PasswordSource::None;
+        }
+        let unit = PathBuf::from(UNIT_CREDENTIALS).join("password");
+        if unit.exists() {
+            return PasswordSource::UnitFile(unit);
+        }
+        PasswordSource::None
+    }
+
+    /// In words, for `check-config`, `test-email` and errors.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        match self {
+            PasswordSource::File(p) => format!("password_file {}", p.display()),
+            PasswordSource::Credential(p) => format!("the systemd credential {}", p.display()),
+            PasswordSource::UnitFile(p) => {
+                format!("{} (the service's credential)", p.display())
+            }
+            PasswordSource::None => format!(
+                "none found (set [alert.smtp] password_file, or put it in {UNIT_CREDENTIALS}/password)"
+            ),
+        }
+    }
+
+    /// The password, if there is one. Never logged.
+    pub fn read(&self) -> Result<Option<String>, SetupError> {
+        let path = match self {
+            PasswordSource::File(p)
+            | PasswordSource::Credential(p)
+            | PasswordSource::UnitFile(p) => p,
+            PasswordSource::None => return Ok(None),
+        };
+        std::fs::read_to_string(path)
+            .map(|s| Some(s.trim_end_matches(['\r', '\n']).to_string()).filter(|p| !p.is_empty()))
+            .map_err(|e| SetupError::Password {
+                source_: self.describe(),
+                detail: if e.kind() == std::io::ErrorKind::PermissionDenied {
+                    format!("{e} (it is readable by root only; run this as root)")
+                } else {
+                    e.to_string()
+                },
+            })
+    }
+}
+
+enum Kind {
+    Smtp(SmtpServer),
+    Sendmail(AsyncSendmailTransport<Tokio1Executor>),
+    File(AsyncFileTransport<Tokio1Executor>, PathBuf),
+}
+
+/// A configured transport with its envelope.
+pub struct EmailTransport {
+    kind: Kind,
+    from: Mailbox,
+    to: Vec<Mailbox>,
+    step_timeout: Duration,
+    /// Where mail goes, in words ("smtp 127.0.0.1:25").
+    pub target: String,
+    /// Where the SMTP password came from (SMTP with a username only).
+    pub password: Option<PasswordSource>,
+}
+
+impl EmailTransport {
+    /// Builds the transport the config names. `Ok(None)` when `to` is
+    /// empty: incidents are recorded and nothing is mailed.
+    pub fn from_config(cfg: &AlertConfig) -> Result<Option<Arc<Self>>, SetupError> {
+        if cfg.to.is_empty() {
+            return Ok(None);
+        }
+        let from: Mailbox = cfg
+            .from
+            .parse()
+            .map_err(|e| SetupError::Invalid(format!("from {:?}: {e}", cfg.from)))?;
+        let to = cfg
+            .to
+            .iter()
+            .map(|t| {
+                t.parse()
+                    .map_err(|e| SetupError::Invalid(format!("to {t:?}: {e}")))
+            })
+            .collect::<Result<Vec<Mailbox>, _>>()?;
+        let step_timeout = cfg.smtp.timeout.std().max(Duration::from_secs(1));
+        let s = &cfg.smtp;
+        let mut password = None;
+        let (kind, target) = match cfg.transport {
+            Transport::File => {
+                let dir = PathBuf::from(&cfg.file.directory);
+                let target = format!("file {}", dir.display());
+                (Kind::File(AsyncFileTransport::new(&dir), dir), target)
+            }
+            Transport::Sendmail => (
+                Kind::Sendmail(AsyncSendmailTransport::new()),
+                "sendmail".to_string(),
+            ),
+            Transport::Smtp => {
+                let mut extra = Vec::new();
+                let mut params = TlsParameters::builder(s.host.clone());
+                if !s.ca_file.is_empty() {
+                    let ca_err = |detail: String| SetupError::Ca {
+                        path: s.ca_file.clone(),
+                        detail,
+                    };
+                    let pem = std::fs::read(&s.ca_file).map_err(|e| ca_err(e.to_string()))?;
+                    let cert = Certificate::from_pem(&pem).map_err(|e| ca_err(e.to_string()))?;
+                    params = params.add_root_certificate(cert);
+                    for der in pem_certificates(&pem) {
+                        extra.push(der);
+                    }
+                    if extra.is_empty() {
+                        return Err(ca_err("no PEM certificate in it".into()));
+                    }
+                }
+                let security = match s.tls {
+                    Tls::Starttls => Security::StartTls(
+                        params
+                            .build()
+                            .map_err(|e| SetupError::Invalid(format!("TLS parameters: {e}")))?,
+                    ),
+                    Tls::Tls => Security::Implicit(
+                        implicit_tls_config(extra)
+                            .map_err(|e| SetupError::Invalid(format!("TLS parameters: {e}")))?,
+                    ),
+                    Tls::None => Security::None,
+                };
+                let credentials = if s.username.is_empty() {
+                    None
+                } else {
+                    let source = PasswordSource::of(cfg);
+                    let Some(pass) = source.read()? else {
+                        return Err(SetupError::Password {
+                            source_: source.describe(),
+                            detail: format!(
+                                "[alert.smtp] username {:?} is set but there is no password; \
+                                 an empty one is never sent",
+                                s.username
+                            ),
+                        });
+                    };
+                    password = Some(source);
+                    Some(Credentials::new(s.username.clone(), pass))
+                };
+                let server = SmtpServer {
+                    host: s.host.clone(),
+                    port: s.port,
+                    security,
+                    credentials,
+                    timeout: step_timeout,
+                    hello: ClientId::default(),
+                };
+                let target = format!("smtp {}", server.name());
+                (Kind::Smtp(server), target)
+            }
+        };
+        Ok(Some(Arc::new(Self {
+            kind,
+            from,
+            to,
+            step_timeout,
+            target,
+            password,
+        })))
+    }
+
+    /// A bound on one whole delivery: a server answering each step within
+    /// the step timeout still gets a slow conversation through.
+    #[must_use]
+    pub fn delivery_timeout(&self) -> Duration {
+        self.step_timeout * 10
+    }
+
+    fn message(&self, r: &Rendered) -> Result<Message, DeliveryError> {
+        let mut b = Message::builder()
+            .from(self.from.clone())
+            .subject(r.subject.clone());
+        for t in &self.to {
+            b = b.to(t.clone());
+        }
+        b.multipart(MultiPart::alternative_plain_html(
+            r.text.clone(),
+            r.html.clone(),
+        ))
+        .map_err(|e| DeliveryError::Other(format!("building the message: {e}")))
+    }
+
+    /// [`EmailTransport::send`] bounded by [`EmailTransport::delivery_timeout`],
+    /// on a task of its own: a panic in the SMTP client is a failed
+    /// delivery, not a dead mailer. Dropping the future ends the delivery.
+    pub async fn deliver(self: &Arc<Self>, r: &Rendered) -> Result<String, DeliveryError> {
+        let progress = Progress::default();
+        let this = self.clone();
+        let rendered = r.clone();
+        let p = progress.clone();
+        let limit = self.delivery_timeout();
+        let task =
+            tokio::spawn(
+                async move { tokio::time::timeout(limit, this.send(&rendered, &p)).await },
+            );
+        let abort = task.abort_handle();
+        // Dropped (shutdown) before the task ends: end it too.
+        let _guard = AbortOnDrop(abort);
+        match task.await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(DeliveryError::Timeout {
+                server: self.target.clone(),
+                seconds: limit.as_secs(),
+                in_doubt: progress.get() == super::smtp::Phase::Accepting,
+            }),
+            Err(e) => Err(DeliveryError::Other(format!(
+                "the delivery to {} failed: {}",
+                self.target,
+                if e.is_panic() {
+                    "the mail client panicked"
+                } else {
+                    "cancelled"
+                }
+            ))),
+        }
+    }
+
+    /// Sends one rendered alert. Returns where it went (the server, or the
+    /// `.eml` path). `progress` says how far an SMTP delivery got.
+    pub async fn send(&self, r: &Rendered, progress: &Progress) -> Result<String, DeliveryError> {
+        let msg = self.message(r)?;
+        match &self.kind {
+            Kind::File(t, dir) => t
+                .send(msg)
+                .await
+                .map(|id| dir.join(format!("{id}.eml")).display().to_string())
+                .map_err(|e| DeliveryError::Other(format!("writing to {}: {e}", dir.display()))),
+            Kind::Sendmail(t) => t
+                .send(msg)
+                .await
+                .map(|()| "sendmail".to_string())
+                .map_err(|e| DeliveryError::Other(format!("sendmail: {e}"))),
+            Kind::Smtp(server) => {
+                let envelope = msg.envelope().clone();
+                server
+                    .send(&envelope, &msg.formatted(), progress)
+                    .await
+                    .map(|()| server.name())
+            }
+        }
+    }
+}
+
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The DER certificates of a PEM file.
+fn pem_certificates(pem: &[u8]) -> Vec<rustls::pki_types::CertificateDer<'static>> {
+    use rustls::pki_types::pem::PemObject as _;
+    rustls::pki_types::CertificateDer::pem_slice_iter(pem)
+        .filter_map(Result::ok)
+        .collect()
+}

@@ -1,0 +1,80 @@
+//! What the running service knows beyond the store, as snapshots its tasks
+//! publish (`tokio::sync::watch`) and the query server and `/metrics` read:
+//! ingest publishes [`StatusSnapshot`], each delivery its [`DeliveryStats`].
+//! Kept up to date as things change, so answering costs the same whatever
+//! the size of the history.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::pipeline::Summary;
+use crate::store::Stats;
+use crate::time::Micros;
+use crate::tracker::Settings;
+
+/// One open incident, as metrics label it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpenIncident {
+    pub id: String,
+    pub node: String,
+    pub host: String,
+    pub cause: String,
+    pub verdict: String,
+    /// Status retries and failed registrations.
+    pub retries: u64,
+}
+
+/// How the running configuration came to be.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigStatus {
+    pub path: String,
+    /// When the running settings were last applied.
+    pub applied_at: Option<Micros>,
+    /// Changed keys that wait for a restart.
+    pub restart_needed: Vec<String>,
+    /// The last reload that was refused, and why.
+    pub last_error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StatusSnapshot {
+    pub started_at: Micros,
+    /// What is read ("the system journal", a directory, a namespace).
+    pub journal: String,
+    pub cursor: Option<String>,
+    /// The reader was at the end of the journal when it last said so.
+    pub caught_up: bool,
+    pub summary: Summary,
+    pub open: Vec<OpenIncident>,
+    /// Counts over the stored history.
+    pub history: Stats,
+    /// Status retries and failed registrations seen since the start, by node.
+    pub retries_by_node: BTreeMap<String, u64>,
+    pub commits: u64,
+    pub last_commit_at: Option<Micros>,
+    pub reader_restarts: u64,
+    pub settings: Settings,
+    pub config: ConfigStatus,
+}
+
+/// One delivery's state (email; Alertmanager).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryStats {
+    /// Nothing is delivered, and why ("[alert] to is empty").
+    pub disabled: Option<String>,
+    /// Where it delivers ("smtp 127.0.0.1:25", "file /var/…").
+    pub target: String,
+    pub outbox: u64,
+    pub oldest_queued_at: Option<Micros>,
+    pub sent: u64,
+    pub failed: u64,
+    /// Attempts that failed after the server may have accepted the mail:
+    /// each may have been a duplicate.
+    pub in_doubt: u64,
+    pub last_result: Option<String>,
+    pub last_at: Option<Micros>,
+    pub last_success_at: Option<Micros>,
+    /// The oldest entry has failed this many times in a row.
+    pub failing_attempts: u32,
+}
