@@ -2,7 +2,7 @@
 # `make test` runs every check CI runs.
 SHELL := /bin/bash
 SCRATCH ?= $(CURDIR)/target/demo
-JOURNAL_REMOTE := $(firstword $(wildcard /lib/systemd/systemd-journal-remote /usr/lib/systemd/systemd-journal-remote))
+JOURNAL_REMOTE = $(firstword $(wildcard /lib/systemd/systemd-journal-remote /usr/lib/systemd/systemd-journal-remote))
 BIN := target/debug/kubelet-sentinel
 
 .PHONY: deps build demo test lint clean release assets tools deb rpm test-packages test-system bench bench-deps bench-smoke

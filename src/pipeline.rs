@@ -257,6 +257,8 @@ impl Pipeline {
     pub fn next_quiet_at(&self, started: Micros) -> Option<Micros> {
         self.tracker
             .due_hosts()
+            // A host's held line is handed on first; its quiet is due after.
+            .filter(|(h, _)| self.joiner.earliest_held(h).is_none())
             .map(|(h, due)| {
                 let (seen, arrived) = self.clock_of(h, started);
                 arrived.saturating_add((due - seen).max(0))

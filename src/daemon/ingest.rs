@@ -40,6 +40,8 @@ const BATCH_INTERVAL: Duration = Duration::from_millis(500);
 /// write together.
 const HOLD_LINES: Duration = Duration::from_millis(50);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// Quiet checks are at least this far apart, whatever the deadlines say.
+const SYNC_SPACING: Duration = Duration::from_millis(50);
 
 /// Where ingest reports to and hears from.
 pub struct Channels {
@@ -77,6 +79,9 @@ pub struct Ingest {
     caught_up: bool,
     /// A `Sync` asked of the reader and the wall time it was asked at.
     sync_pending: Option<(u64, Micros)>,
+    /// When the last sync was answered: the next is asked no sooner than
+    /// [`SYNC_SPACING`] after it.
+    last_sync: Instant,
     next_id: u64,
     /// Watchdog pings waiting for the reader's pong.
     pongs: HashMap<u64, oneshot::Sender<()>>,
@@ -135,6 +140,7 @@ impl Ingest {
             last_commit_at: None,
             caught_up: false,
             sync_pending: None,
+            last_sync: Instant::now(),
             next_id: 1,
             pongs: HashMap::new(),
             last_arrival: Instant::now(),
@@ -504,9 +510,9 @@ impl Ingest {
             let hold_at = (self.caught_up && self.pipeline.holds_lines())
                 .then(|| self.last_arrival + HOLD_LINES);
             let quiet_at = if !once && self.caught_up && self.sync_pending.is_none() {
-                self.pipeline
-                    .next_quiet_at(self.started)
-                    .map(|wall| wall_to_instant(wall, (self.now)()))
+                self.pipeline.next_quiet_at(self.started).map(|wall| {
+                    wall_to_instant(wall, (self.now)()).max(self.last_sync + SYNC_SPACING)
+                })
             } else {
                 None
             };
@@ -525,6 +531,7 @@ impl Ingest {
                         if let Some((id, wall)) = self.sync_pending {
                             if sync >= id {
                                 self.sync_pending = None;
+                                self.last_sync = Instant::now();
                                 self.pipeline.advance_quiet(wall, self.started, &mut self.decisions);
                             }
                         }

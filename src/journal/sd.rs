@@ -108,7 +108,7 @@ pub enum ReaderCtl {
 /// A running reader: its events and its control line.
 pub struct Reader {
     pub events: mpsc::Receiver<ReaderEvent>,
-    pub ctl: std_mpsc::Sender<ReaderCtl>,
+    pub ctl: mpsc::UnboundedSender<ReaderCtl>,
     pub thread: Option<JoinHandle<()>>,
 }
 
@@ -346,7 +346,7 @@ fn pump(
     spec: &Spec,
     j: &mut Journal,
     tx: &mpsc::Sender<ReaderEvent>,
-    ctl: &std_mpsc::Receiver<ReaderCtl>,
+    ctl: &mut mpsc::UnboundedReceiver<ReaderCtl>,
 ) -> Result<(), String> {
     let send = |ev: ReaderEvent| tx.blocking_send(ev).is_ok();
     let mut skip_cursor = match &spec.start {
@@ -473,7 +473,7 @@ fn pump(
 /// Handles what the reader was asked: pongs at once, a sync is noted (and
 /// a Tail owed). False when the consumer is gone.
 fn answer(
-    ctl: &std_mpsc::Receiver<ReaderCtl>,
+    ctl: &mut mpsc::UnboundedReceiver<ReaderCtl>,
     sync: &mut u64,
     tx: &mpsc::Sender<ReaderEvent>,
 ) -> bool {
@@ -494,7 +494,7 @@ fn answer(
 /// open, with the reason).
 pub fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
     let (tx, rx) = mpsc::channel::<ReaderEvent>(capacity);
-    let (ctl_tx, ctl_rx) = std_mpsc::channel::<ReaderCtl>();
+    let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<ReaderCtl>();
     let (opened_tx, opened_rx) = std_mpsc::sync_channel::<Result<(), SourceError>>(1);
     let handle = std::thread::Builder::new()
         .name("journal".into())
@@ -510,7 +510,7 @@ pub fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
                     return;
                 }
             };
-            if let Err(e) = pump(&spec, &mut j, &tx, &ctl_rx) {
+            if let Err(e) = pump(&spec, &mut j, &tx, &mut ctl_rx) {
                 let _ = tx.blocking_send(ReaderEvent::Failed(e));
             }
         })

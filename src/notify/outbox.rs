@@ -48,21 +48,23 @@ pub fn next_group(
     )
 }
 
-/// When the outbox next needs looking at: the earliest time an entry is
-/// due and done gathering company.
+/// When the outbox next needs looking at: when the entry that goes next
+/// (see [`next_group`]) is due and done gathering company.
 #[must_use]
 pub fn next_due(entries: &[OutboxEntry], group_wait: Micros) -> Option<Micros> {
-    entries
-        .iter()
-        .map(|e| {
-            if e.attempts == 0 {
-                e.next_attempt_at
-                    .max(e.queued_at.saturating_add(group_wait))
-            } else {
-                e.next_attempt_at
-            }
-        })
-        .min()
+    let due = |e: &OutboxEntry| {
+        if e.attempts == 0 {
+            e.next_attempt_at
+                .max(e.queued_at.saturating_add(group_wait))
+        } else {
+            e.next_attempt_at
+        }
+    };
+    let oldest = entries.first()?;
+    if oldest.attempts < HEAD_OF_LINE_ATTEMPTS {
+        return Some(due(oldest));
+    }
+    entries.iter().map(due).min()
 }
 
 /// Capped exponential backoff after `attempts` failures, plus up to a

@@ -9,3 +9,4 @@ mod real_logs;
 mod robustness;
 mod service;
 mod support;
+mod time;
