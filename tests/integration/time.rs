@@ -184,7 +184,7 @@ fn scenario(seed: u64) -> Vec<Written> {
                     }
                 }
                 2 => {
-                    for _ in 0..(1 + r.below(3)) {
+                    for _ in 0..=r.below(3) {
                         host.retry(r.below(3));
                         host.t += (1 + r.below(20)) as Micros * SECOND;
                     }
@@ -215,7 +215,7 @@ fn scenario(seed: u64) -> Vec<Written> {
                 }
                 _ => {
                     let node = host.name.clone();
-                    for _ in 0..(1 + r.below(4)) {
+                    for _ in 0..=r.below(4) {
                         let t = host.t;
                         host.line(klog('E', t, "controller.go:145", &format!(r#""Failed to update lease" err="Put \"https://10.0.0.1:6443/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{node}?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#)));
                         host.t += 7 * SECOND;
@@ -248,7 +248,7 @@ fn scanned(journal: &[Written]) -> Vec<serde_json::Value> {
 }
 
 /// How the scripted reader behaves.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Reading {
     seed: u64,
     /// Entries per batch, at most.
@@ -274,7 +274,7 @@ fn scripted_source(
         let (tx, rx) = mpsc::channel(16);
         let (ctl_tx, mut ctl) = mpsc::unbounded_channel();
         let journal = journal.clone();
-        let reading = reading.clone();
+        let reading = reading;
         let done = done.clone();
         tokio::spawn(async move {
             let mut r = Rng(reading.seed);
@@ -442,13 +442,13 @@ fn check(seed: u64, reading: Reading) {
     let reference = scanned(&journal);
     assert!(!reference.is_empty());
     let want = comparable(&reference, &reference);
-    let (once, _) = served(&journal, reading.clone(), true);
+    let (once, _) = served(&journal, reading, true);
     assert_eq!(
         comparable(&once, &reference),
         want,
         "run --once differs from scan (seed {seed})"
     );
-    let (follow, _) = served(&journal, reading.clone(), false);
+    let (follow, _) = served(&journal, reading, false);
     let got = comparable(&follow, &reference);
     if got != want {
         let ids = |m: &BTreeMap<String, serde_json::Value>| -> Vec<String> {
