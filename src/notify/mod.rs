@@ -43,6 +43,8 @@ pub enum DeliveryError {
     Auth { server: String, detail: String },
     #[error("{server} rejected the mail or a recipient: {detail}")]
     Rejected { server: String, detail: String },
+    #[error("the conversation with {server} broke off: {detail}")]
+    Lost { server: String, detail: String },
     #[error("{server} deferred the mail: {detail}")]
     Deferred { server: String, detail: String },
     #[error("{server} did not answer within {seconds}s{}", if *in_doubt { " after the message was sent (it may have been delivered)" } else { "" })]

@@ -117,6 +117,9 @@ impl SmtpServer {
         }
     }
 
+    /// One step of the conversation, bounded by the timeout for each of the
+    /// server's `replies` in it (lettre's greeting reads the banner and the
+    /// EHLO answer; STARTTLS and AUTH take two or three).
     async fn step<T, E>(
         &self,
         progress: &Progress,
@@ -125,7 +128,12 @@ impl SmtpServer {
         err: impl FnOnce(E) -> DeliveryError,
     ) -> Result<T, DeliveryError> {
         progress.set(phase);
-        match tokio::time::timeout(self.timeout, fut).await {
+        let replies = match phase {
+            Phase::Greeting | Phase::Tls => 2,
+            Phase::Login => 3,
+            _ => 1,
+        };
+        match tokio::time::timeout(self.timeout * replies, fut).await {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(err(e)),
             Err(_) => Err(self.timeout_error(phase)),
@@ -284,7 +292,7 @@ impl SmtpServer {
             Phase::Login => DeliveryError::Auth { server, detail },
             Phase::Accepting if e.status().is_none() => DeliveryError::InDoubt { server, detail },
             _ if e.is_transient() => DeliveryError::Deferred { server, detail },
-            _ => DeliveryError::Connect { server, detail },
+            _ => DeliveryError::Lost { server, detail },
         }
     }
 }

@@ -12,8 +12,8 @@ use kubelet_sentinel::pipeline::Pipeline;
 use kubelet_sentinel::tracker::{AlertKind, Incident, Settings};
 
 use crate::support::{
-    Duration, Journald, Service, Smtpd, bin, fixture, free_port, run, subject, throwaway_tls,
-    wait_for,
+    BadSmtp, Duration, Journald, Service, Smtpd, bin, fixture, free_port, run, subject,
+    throwaway_tls, wait_for,
 };
 
 const T0: i64 = 1_795_856_400_000_000; // 2026-11-28T09:00:00Z
@@ -371,10 +371,14 @@ fn refused_line(node: &str) -> String {
 }
 
 fn mail_service(j: &Journald, port: u16, extra: &str) -> Service {
+    mail_service_timeout(j, port, extra, "2s")
+}
+
+fn mail_service_timeout(j: &Journald, port: u16, extra: &str, timeout: &str) -> Service {
     Service::new(
         &format!("namespace = \"{}\"\nidentifiers = [\"kubelet\"]", j.name),
         &format!(
-            "[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"0s\"\nretry_max = \"1s\"\n{extra}\n[alert.smtp]\nhost = \"127.0.0.1\"\nport = {port}\ntls = \"none\"\ntimeout = \"2s\"\n"
+            "[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"0s\"\nretry_max = \"1s\"\n{extra}\n[alert.smtp]\nhost = \"127.0.0.1\"\nport = {port}\ntls = \"none\"\ntimeout = \"{timeout}\"\n"
         ),
     )
 }
@@ -493,4 +497,126 @@ fn smtp_outage_and_a_restart_lose_no_alert() {
     assert_eq!(outbox(&svc), 0);
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(smtp.mails().len(), 3, "no duplicates");
+}
+
+#[test]
+fn a_slow_server_gets_the_mail_once() {
+    // Every reply within the 3 s step timeout, the whole conversation
+    // longer than three of them: 0.1.0 sent it again forever.
+    let j = Journald::start("slow");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = BadSmtp::start("slow", 2.0, &dir.path().join("bad"));
+    let mut svc = mail_service_timeout(&j, bad.port, "[incidents]\nresolve_after = \"1h\"\n", "3s");
+    svc.start();
+    j.kubelet(&(0..6).map(|_| refused_line("slow-1")).collect::<Vec<_>>());
+    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        wait_for(
+            Duration::from_secs(60),
+            || svc.status()["mails_sent"] == 1,
+            "the delivery",
+        );
+    }));
+    let st = svc.status();
+    assert!(done.is_ok(), "{st}\n{}", svc.log());
+    assert_eq!(st["outbox"], 0, "{st}");
+    assert_eq!(st["mails_failed"], 0, "{st}");
+    assert_eq!(bad.received(), 1);
+}
+
+#[test]
+fn a_reply_line_that_never_ends_costs_bounded_memory() {
+    let j = Journald::start("endless");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = BadSmtp::start("endless", 0.0, &dir.path().join("bad"));
+    let port = bad.port;
+    let mut svc = mail_service_timeout(&j, port, "[incidents]\nresolve_after = \"1h\"\n", "5s");
+    svc.start();
+    j.kubelet(
+        &(0..6)
+            .map(|_| refused_line("endless-1"))
+            .collect::<Vec<_>>(),
+    );
+    let mut peak = 0;
+    wait_for(
+        Duration::from_secs(60),
+        || {
+            peak = peak.max(svc.rss_kib());
+            svc.status()["mails_failed"].as_u64().unwrap_or(0) >= 3
+        },
+        "three failed attempts",
+    );
+    let st = svc.status();
+    eprintln!("peak RSS {peak} KiB; {}", st["last_delivery"]);
+    assert!(
+        st["last_delivery"]
+            .as_str()
+            .unwrap_or("")
+            .contains("broke off: network error: the server sent more than"),
+        "{st}"
+    );
+    // 0.1.0 grew by about 230 MB a second here.
+    assert!(peak < 128 * 1024, "RSS {peak} KiB");
+    // A sane server on the same port: the outbox drains.
+    drop(bad);
+    let smtp = Smtpd::aiosmtpd(port, &dir.path().join("md"), &[]);
+    wait_for(
+        Duration::from_secs(30),
+        || smtp.mails().len() == 1,
+        "the alert from a sane server",
+    );
+    wait_for(
+        Duration::from_secs(10),
+        || svc.status()["outbox"] == 0,
+        "an empty outbox",
+    );
+}
+
+#[test]
+fn a_server_that_never_confirms_gets_a_bounded_number_of_copies() {
+    // The server takes the message and never says 250: each attempt may
+    // have delivered it. Retried at most three times, counted, then dropped.
+    let j = Journald::start("hang");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = BadSmtp::start("hang", 0.0, &dir.path().join("bad"));
+    let mut svc = mail_service_timeout(&j, bad.port, "[incidents]\nresolve_after = \"1h\"\n", "1s");
+    svc.start();
+    j.kubelet(&(0..6).map(|_| refused_line("hang-1")).collect::<Vec<_>>());
+    wait_for(
+        Duration::from_secs(60),
+        || {
+            let st = svc.status();
+            st["outbox"] == 0 && st["mails_sent"] == 1
+        },
+        "the alert given up as probably delivered",
+    );
+    let st = svc.status();
+    assert_eq!(st["deliveries"][0]["in_doubt"], 3, "{st}");
+    assert_eq!(bad.received(), 3);
+    let metrics = String::from_utf8(svc.query(&["status", "-o", "json"]).stdout).unwrap();
+    assert!(metrics.contains("probably delivered"), "{metrics}");
+}
+
+#[test]
+fn a_stop_during_a_hung_delivery_is_quick_and_loses_nothing() {
+    let j = Journald::start("stophang");
+    let dir = tempfile::tempdir().unwrap();
+    let bad = BadSmtp::start("hang", 0.0, &dir.path().join("bad"));
+    let mut svc =
+        mail_service_timeout(&j, bad.port, "[incidents]\nresolve_after = \"1h\"\n", "30s");
+    svc.start();
+    j.kubelet(&(0..6).map(|_| refused_line("stop-1")).collect::<Vec<_>>());
+    wait_for(
+        Duration::from_secs(30),
+        || bad.received() == 1,
+        "the delivery in flight",
+    );
+    let start = Instant::now();
+    assert_eq!(svc.signal("TERM"), Some(0));
+    let took = start.elapsed();
+    eprintln!("stopped in {took:?} during a delivery bounded by 30 s steps");
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    // The alert is still in the outbox: at least once.
+    let st: serde_json::Value =
+        serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap();
+    assert_eq!(st["outbox"], 1, "{st}");
 }

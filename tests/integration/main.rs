@@ -2,6 +2,7 @@
 //! need themselves (journal files written by `systemd-journal-remote`,
 //! `journalctl` for the export/json/text renderings).
 
+mod api;
 mod cli;
 mod email;
 mod formats;

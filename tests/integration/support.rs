@@ -519,3 +519,134 @@ openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cer
     let (ca, cert, key) = (d.join("ca.pem"), d.join("cert.pem"), d.join("key.pem"));
     (dir, ca, cert, key)
 }
+
+/// An SMTP server that misbehaves on purpose (Python's asyncio, no
+/// packages): `slow` answers every command correctly but `delay` seconds
+/// late; `endless` greets with a reply line that never ends; `hang` takes
+/// the message and never answers it. Every message it took is counted in
+/// `<dir>/received`.
+pub struct BadSmtp {
+    child: std::process::Child,
+    pub port: u16,
+    pub dir: PathBuf,
+}
+
+impl BadSmtp {
+    pub fn start(mode: &str, delay: f64, dir: &Path) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        let port = free_port();
+        let script = dir.join("bad_smtp.py");
+        std::fs::write(
+            &script,
+            r#"import asyncio, os, sys
+mode, delay, port, out = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+def received():
+    with open(os.path.join(out, "received"), "a") as f:
+        f.write("x\n")
+async def serve(reader, writer):
+    async def say(line):
+        await asyncio.sleep(delay)
+        writer.write(line.encode() + b"\r\n")
+        await writer.drain()
+    try:
+        if mode == "endless":
+            writer.write(b"220 ")
+            chunk = b"x" * 65536
+            while True:
+                writer.write(chunk)
+                await writer.drain()
+        await say("220 bad.example ESMTP")
+        while True:
+            line = await reader.readline()
+            if not line:
+                return
+            cmd = line.decode(errors="replace").strip().upper()
+            if cmd.startswith("EHLO") or cmd.startswith("HELO"):
+                await say("250 bad.example")
+            elif cmd.startswith("DATA"):
+                await say("354 go on")
+                while True:
+                    l = await reader.readline()
+                    if not l or l in (b".\r\n", b".\n"):
+                        break
+                received()
+                if mode == "hang":
+                    await asyncio.sleep(3600)
+                await say("250 ok")
+            elif cmd.startswith("QUIT"):
+                await say("221 bye")
+                return
+            else:
+                await say("250 ok")
+    except (ConnectionError, asyncio.CancelledError):
+        pass
+    finally:
+        writer.close()
+async def main():
+    server = await asyncio.start_server(serve, "127.0.0.1", port)
+    async with server:
+        await server.serve_forever()
+asyncio.run(main())
+"#,
+        )
+        .unwrap();
+        let child = Command::new("/usr/bin/python3")
+            .arg(&script)
+            .args([mode, &delay.to_string(), &port.to_string()])
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for(
+            Duration::from_secs(10),
+            || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+            "the bad SMTP server",
+        );
+        Self {
+            child,
+            port,
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Messages it took (delivered, whatever the client thinks).
+    pub fn received(&self) -> usize {
+        std::fs::read_to_string(self.dir.join("received")).map_or(0, |s| s.lines().count())
+    }
+}
+
+impl Drop for BadSmtp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Service {
+    /// The service's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("running").id()
+    }
+
+    /// `status -o json`.
+    pub fn status(&self) -> serde_json::Value {
+        let out = self.query(&["status", "-o", "json"]);
+        assert!(
+            out.status.success(),
+            "status: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Resident memory, in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}

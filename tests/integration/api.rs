@@ -1,0 +1,218 @@
+//! The query server against hostile clients, on the real listeners of a
+//! running service (its Unix socket and the TCP metrics listener): any bytes
+//! get an answer or a closed connection, never a panic; idle and trickling
+//! connections never hold up a real query; the service stays up.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Instant;
+
+use proptest::prelude::*;
+
+use crate::support::{Duration, Journald, Service, free_port, wait_for};
+
+/// Writes `req` and reads until the server closes: the status line, or
+/// "closed" when it closed without one.
+fn exchange<S: Read + Write>(mut s: S, req: &[u8]) -> String {
+    let _ = s.write_all(req);
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf);
+    text.lines().next().unwrap_or("closed").to_string()
+}
+
+fn unix(path: &Path) -> UnixStream {
+    let s = UnixStream::connect(path).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    s
+}
+
+fn tcp(port: u16) -> std::net::TcpStream {
+    let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(40))).unwrap();
+    s
+}
+
+fn service(j: &Journald, port: u16) -> Service {
+    let svc = Service::new(
+        &format!("namespace = \"{}\"\nidentifiers = [\"kubelet\"]", j.name),
+        "",
+    );
+    // Merge metrics_listen into the helper's [api] section.
+    let text = std::fs::read_to_string(svc.config()).unwrap().replacen(
+        "[api]\n",
+        &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
+        1,
+    );
+    std::fs::write(svc.config(), text).unwrap();
+    svc
+}
+
+/// The query a person runs, timed.
+fn timed_incidents(svc: &Service) -> Duration {
+    let start = Instant::now();
+    let out = svc.query(&["incidents", "-o", "json"]);
+    let took = start.elapsed();
+    assert!(
+        out.status.success(),
+        "incidents failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    took
+}
+
+#[test]
+fn hostile_requests_and_slow_clients() {
+    let j = Journald::start("api");
+    let port = free_port();
+    let mut svc = service(&j, port);
+    svc.start();
+    let sock = svc.dir.path().join("query.sock");
+    let mut big = b"GET /incidents HTTP/1.1\r\nX-Big: ".to_vec();
+    big.extend(std::iter::repeat_n(b'a', 1 << 20));
+    big.extend_from_slice(b"\r\n\r\n");
+    let hostile: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "percent before a multi-byte char (the panic of 0.1.0)",
+            b"GET /incidents?node=%a\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            "the same in the path",
+            b"GET /incidents/%a\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            "invalid UTF-8 after decoding",
+            b"GET /incidents/%ff%fe HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            "a POST with a body",
+            b"POST /incidents HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello".to_vec(),
+        ),
+        (
+            "DELETE",
+            b"DELETE /nodes HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        ("garbage", b"GARBAGE\r\n\r\n".to_vec()),
+        ("binary", b"\xff\xfe\x00\x01\r\n\r\n".to_vec()),
+        ("a 1 MiB header", big),
+        (
+            "a bad limit",
+            b"GET /incidents?limit=-1 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            "an unknown parameter",
+            b"GET /incidents?x=1 HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            "traversal",
+            b"GET /incidents/..%2F..%2Fetc%2Fpasswd HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        ),
+        (
+            "HTTP/2 preface",
+            b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec(),
+        ),
+        ("nothing", Vec::new()),
+    ];
+    for (what, req) in &hostile {
+        let answer = exchange(unix(&sock), req);
+        assert!(
+            answer == "closed" || answer.starts_with("HTTP/1.1 "),
+            "{what}: {answer}"
+        );
+        assert!(!answer.contains(" 500 "), "{what}: {answer}");
+        let answer = exchange(tcp(port), req);
+        assert!(
+            answer == "closed" || answer.starts_with("HTTP/1.1 "),
+            "{what} over TCP: {answer}"
+        );
+        eprintln!("{what}: {answer}");
+    }
+    // The service is up and answers as before.
+    timed_incidents(&svc);
+    let m = exchange(tcp(port), b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(m, "HTTP/1.1 200 OK");
+
+    // 50 idle connections, 10 that trickle a byte now and then, 10 idle
+    // on TCP: a real query and a scrape still go through at once.
+    let idle: Vec<UnixStream> = (0..50).map(|_| unix(&sock)).collect();
+    let idle_tcp: Vec<std::net::TcpStream> = (0..10).map(|_| tcp(port)).collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let tricklers: Vec<_> = (0..10)
+        .map(|_| {
+            let mut s = unix(&sock);
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                for b in b"GET /incidents HTTP/1.1\r\nHost: x\r\n" {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed)
+                        || s.write_all(&[*b]).is_err()
+                    {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(300));
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut worst = Duration::ZERO;
+    for _ in 0..5 {
+        worst = worst.max(timed_incidents(&svc));
+        let start = Instant::now();
+        assert_eq!(
+            exchange(tcp(port), b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+            "HTTP/1.1 200 OK"
+        );
+        worst = worst.max(start.elapsed());
+    }
+    eprintln!("with 70 idle or trickling connections, the slowest query took {worst:?}");
+    // A bound on liveness, not a speed target: 0.1.0 failed after 30.9 s.
+    assert!(worst < Duration::from_secs(5), "{worst:?}");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for t in tricklers {
+        t.join().unwrap();
+    }
+    drop(idle);
+    drop(idle_tcp);
+    timed_incidents(&svc);
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1, ..ProptestConfig::default() })]
+    /// Arbitrary requests at both real listeners: each gets an answer or a
+    /// close; afterwards the service still answers.
+    #[test]
+    fn arbitrary_bytes_at_the_real_listeners(
+        requests in proptest::collection::vec(
+            prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..2048),
+                ("[A-Z]{1,8}", "/[ -~]{0,200}", proptest::collection::vec(("[!-~]{1,20}", "[ -~]{0,100}"), 0..8))
+                    .prop_map(|(m, p, hs)| {
+                        let mut r = format!("{m} {p} HTTP/1.1\r\n");
+                        for (k, v) in hs {
+                            r.push_str(&format!("{k}: {v}\r\n"));
+                        }
+                        r.push_str("\r\n");
+                        r.into_bytes()
+                    }),
+            ],
+            64..96,
+        )
+    ) {
+        let j = Journald::start("fuzz");
+        let port = free_port();
+        let mut svc = service(&j, port);
+        svc.start();
+        let sock = svc.dir.path().join("query.sock");
+        for req in &requests {
+            let a = exchange(unix(&sock), req);
+            prop_assert!(a == "closed" || a.starts_with("HTTP/1.1 "), "{a}");
+            prop_assert!(!a.contains(" 500 "), "{a}: {:?}", String::from_utf8_lossy(req));
+            let a = exchange(tcp(port), req);
+            prop_assert!(a == "closed" || a.starts_with("HTTP/1.1 "), "{a}");
+        }
+        wait_for(Duration::from_secs(5), || svc.query(&["status", "-o", "json"]).status.success(), "status");
+        prop_assert_eq!(svc.signal("TERM"), Some(0));
+    }
+}
