@@ -5,7 +5,8 @@
 # commands take turns), each figure is the median of RUNS runs. Prints one
 # table and writes it, with the machine and date, to $OUT.
 # Environment: RUNS (5), SIZES ("100000 1000000"), COLLECTOR (1000000; 0 = skip),
-# LATENCY_ROUNDS (200; 0 = skip), CRITERION (1), OUT (BENCHMARKS.md).
+# LATENCY_ROUNDS (200; 0 = skip), SERVICE (1; 0 = skip), IDLE_SECONDS (30),
+# CRITERION (1), OUT (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
@@ -96,6 +97,11 @@ if [ "$LATENCY_ROUNDS" -gt 0 ]; then
   latency=$(/usr/bin/python3 benches/latency.py "$bin" "$LATENCY_ROUNDS")
 fi
 
+service="(skipped)"
+if [ "${SERVICE:-1}" = 1 ]; then
+  service=$(/usr/bin/python3 benches/service.py "$bin" target/release/examples/gen_store "${IDLE_SECONDS:-30}" "${SERVICE_INCIDENTS:-100000}")
+fi
+
 crit=""
 if [ "$CRITERION" = 1 ]; then
   crit=$(cargo bench --quiet --bench parse -- --warm-up-time 1 --measurement-time 3 2>/dev/null \
@@ -114,6 +120,12 @@ fi
   printf '%s\n' "${rows[@]}"
   echo
   echo "Alert latency (a kubelet line written to a journald namespace until aiosmtpd accepted the mail, \`group_wait = 0\`): $latency"
+  echo
+  echo "The service itself (\`benches/service.py\`): idle while following a quiet journal (wakeups a second over all threads, CPU), and a \`/metrics\` scrape and a \`status\` query (the CLI, process start included) with 10 and with 100 000 incidents in the store (\`examples/gen_store.rs\`):"
+  echo
+  echo '```'
+  echo "$service"
+  echo '```'
   if [ -n "$crit" ]; then
     echo
     echo "Parser and signal table (criterion, \`cargo bench --bench parse\`), lines per second by shape:"

@@ -104,6 +104,11 @@ try:
     latencies.sort()
     p50 = statistics.median(latencies)
     p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
-    print(f"alerts={len(latencies)} p50_ms={p50:.1f} p99_ms={p99:.1f} max_ms={latencies[-1]:.1f}")
+    import json
+    st = json.loads(subprocess.run([binary, "--config", cfg, "status", "-o", "json"], check=True,
+                                   capture_output=True).stdout)
+    per = st["store_bytes"] / max(1, st["incidents"])
+    print(f"alerts={len(latencies)} p50_ms={p50:.1f} p99_ms={p99:.1f} max_ms={latencies[-1]:.1f} "
+          f"store_bytes_per_incident_live={per:.0f}")
 finally:
     cleanup()

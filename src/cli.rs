@@ -17,13 +17,16 @@ use crate::store::{Filter, Store, StoreError};
 use crate::time::{Clock, Micros, parse_duration};
 use crate::tracker::Settings;
 
-/// Exit codes: 0 ok, 1 runtime failure, 2 usage, 65 the store cannot be
-/// read (moving it aside is the fix; restarting is not), 78 config error.
+/// Exit codes: 0 ok, 1 runtime failure, 2 usage, 4 `scan` read its input
+/// with losses (what was lost is on stderr and in the summary), 65 the
+/// store cannot be read (moving it aside is the fix; restarting is not),
+/// 78 config error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     Ok = 0,
     Failure = 1,
     Usage = 2,
+    Losses = 4,
     Data = 65,
     Config = 78,
 }
@@ -148,12 +151,17 @@ pub struct ScanArgs {
     /// The window of --retries.
     #[arg(long, default_value = "10m", value_parser = duration)]
     pub window: Micros,
-    /// The kubelet's unit (repeatable).
-    #[arg(long = "unit", default_values_t = vec!["kubelet.service".to_string()])]
+    /// Another unit to read as the kubelet (repeatable), besides kubelet.service and those
+    /// of k3s, rke2 and `MicroK8s`.
+    #[arg(long = "unit")]
     pub units: Vec<String>,
-    /// Extra `SYSLOG_IDENTIFIER`s to read as the kubelet (repeatable), e.g. kubenswrapper, k3s.
+    /// Another `SYSLOG_IDENTIFIER` to read as the kubelet (repeatable), besides kubelet,
+    /// kubenswrapper, hyperkube, kubelet-wrapper and kubelite.
     #[arg(long = "identifier")]
     pub identifiers: Vec<String>,
+    /// Another `CONTAINER_NAME` to read as the kubelet (repeatable), besides kubelet.
+    #[arg(long = "container")]
+    pub containers: Vec<String>,
     /// The node name when neither the line nor the host's registration says.
     #[arg(long)]
     pub node_name: Option<String>,
@@ -191,9 +199,23 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
             year: args.year,
             now: crate::time::now(),
         },
-        filter: EntryFilter {
-            units: args.units.clone(),
-            identifiers: args.identifiers.clone(),
+        filter: {
+            // What is named comes on top of the defaults.
+            let d = EntryFilter::default();
+            let plus = |mut d: Vec<String>, v: &Vec<String>| {
+                d.extend(
+                    v.iter()
+                        .filter(|x| !d.contains(x))
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                );
+                d
+            };
+            EntryFilter {
+                units: plus(d.units, &args.units),
+                identifiers: plus(d.identifiers, &args.identifiers),
+                containers: plus(d.containers, &args.containers),
+            }
         },
     };
     let inputs: Vec<Input> = match (&args.namespace, args.paths.is_empty()) {
@@ -204,13 +226,15 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
     let settings = args.settings();
     let result = scan(&inputs, &read, settings.clone());
     for m in &result.malformed {
-        let _ = writeln!(err, "kubelet-sentinel: skipped {}: {}", m.place, m.reason);
+        let _ = writeln!(err, "kubelet-sentinel: {}: {}", m.place, m.reason);
     }
-    if result.summary.malformed > result.malformed.len() as u64 {
+    let told = result.malformed.len() as u64;
+    let all = result.summary.malformed + result.summary.damaged;
+    if all > told {
         let _ = writeln!(
             err,
-            "kubelet-sentinel: … and {} more malformed records",
-            result.summary.malformed - result.malformed.len() as u64
+            "kubelet-sentinel: … and {} more records skipped or read with a loss",
+            all - told
         );
     }
     for f in &result.failed {
@@ -235,8 +259,13 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
             out.write_all(text.as_bytes())
         }
     };
-    if written.is_err() || !result.failed.is_empty() {
+    if written.is_err() || (!result.failed.is_empty() && result.summary.entries == 0) {
         Exit::Failure
+    } else if !result.failed.is_empty()
+        || result.summary.malformed > 0
+        || result.summary.damaged > 0
+    {
+        Exit::Losses
     } else {
         Exit::Ok
     }
@@ -291,9 +320,21 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// Runs the service.
 pub fn run_service(config_path: Option<&PathBuf>, once: bool, err: &mut dyn Write) -> Exit {
-    let config = match load_config(config_path, err) {
+    let path = config_path.map_or_else(|| PathBuf::from(config::DEFAULT_PATH), Clone::clone);
+    let config = match Config::load(&path, config_path.is_some()) {
         Ok(c) => c,
-        Err(e) => return e,
+        Err(e) => {
+            // Under systemd the journal names the unit: the error alone, and
+            // the same as the unit's status line, for `systemctl status`.
+            if std::env::var_os("JOURNAL_STREAM").is_some() {
+                let _ = writeln!(err, "config error: {e}");
+                let status = format!("config error: {e}");
+                let _ = systemd::daemon::notify([("STATUS", status.as_str())].iter());
+            } else {
+                let _ = writeln!(err, "kubelet-sentinel: {e}");
+            }
+            return Exit::Config;
+        }
     };
     init_tracing();
     let rt = match runtime() {
@@ -542,7 +583,19 @@ pub fn reload(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dyn 
                         );
                     }
                     if o.announced > 0 {
-                        let _ = writeln!(out, "{} open incidents announced", o.announced);
+                        let _ = writeln!(
+                            out,
+                            "{} open incident{} over threshold announced",
+                            o.announced,
+                            if o.announced == 1 { "" } else { "s" }
+                        );
+                    }
+                    if let Some(p) = o.delivery_problem {
+                        let _ = writeln!(
+                            err,
+                            "kubelet-sentinel: but email alerts cannot be sent: {p}"
+                        );
+                        return Exit::Failure;
                     }
                 }
                 Err(_) => {

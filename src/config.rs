@@ -122,6 +122,7 @@ struct RawConfig {
 struct RawJournal {
     units: S<Vec<String>>,
     identifiers: S<Vec<String>>,
+    containers: S<Vec<String>>,
     directory: S<String>,
     namespace: S<String>,
     start_at: S<StartAt>,
@@ -195,6 +196,7 @@ struct RawApi {
 pub struct JournalConfig {
     pub units: Vec<String>,
     pub identifiers: Vec<String>,
+    pub containers: Vec<String>,
     pub directory: String,
     pub namespace: String,
     pub start_at: StartAt,
@@ -374,6 +376,7 @@ impl Config {
         EntryFilter {
             units: self.journal.units.clone(),
             identifiers: self.journal.identifiers.clone(),
+            containers: self.journal.containers.clone(),
         }
     }
 
@@ -410,6 +413,11 @@ impl Config {
             "[journal] identifiers",
             format!("{:?}", j.identifiers),
             format!("{:?}", n.identifiers),
+        );
+        check(
+            "[journal] containers",
+            format!("{:?}", j.containers),
+            format!("{:?}", n.containers),
         );
         check(
             "[journal] directory",
@@ -522,22 +530,22 @@ impl Validator<'_> {
     fn validate(&self, raw: RawConfig) -> Result<Config, ConfigError> {
         let take = |v: S<String>| v.map(Spanned::into_inner);
         let j = raw.journal;
-        let units = j.units.as_ref().map_or_else(
-            || vec!["kubelet.service".to_string()],
-            |u| u.get_ref().clone(),
-        );
-        let identifiers = j
-            .identifiers
-            .as_ref()
-            .map(|i| i.get_ref().clone())
-            .unwrap_or_default();
-        if units.is_empty() && identifiers.is_empty() {
+        let list = |v: &S<Vec<String>>, default: &[&str]| {
+            v.as_ref().map_or_else(
+                || default.iter().map(|s| (*s).to_string()).collect(),
+                |v| v.get_ref().clone(),
+            )
+        };
+        let units = list(&j.units, crate::model::DEFAULT_UNITS);
+        let identifiers = list(&j.identifiers, crate::model::DEFAULT_IDENTIFIERS);
+        let containers = list(&j.containers, crate::model::DEFAULT_CONTAINERS);
+        if units.is_empty() && identifiers.is_empty() && containers.is_empty() {
             if let Some(u) = &j.units {
                 return Err(self.invalid(
                     "journal",
                     "units",
                     u,
-                    "no units and no identifiers: nothing would be read".into(),
+                    "no units, identifiers or containers: nothing would be read".into(),
                 ));
             }
         }
@@ -723,6 +731,7 @@ impl Validator<'_> {
             journal: JournalConfig {
                 units,
                 identifiers,
+                containers,
                 directory,
                 namespace,
                 start_at,
@@ -796,7 +805,10 @@ mod tests {
     #[test]
     fn defaults() {
         let c = Config::parse("", "t").unwrap();
-        assert_eq!(c.journal.units, ["kubelet.service"]);
+        assert_eq!(c.journal.units[0], "kubelet.service");
+        assert!(c.journal.units.iter().any(|u| u == "k3s-agent.service"));
+        assert!(c.journal.identifiers.iter().any(|i| i == "kubenswrapper"));
+        assert_eq!(c.journal.containers, ["kubelet"]);
         assert_eq!(c.journal.start_at, StartAt::Boot);
         assert_eq!(c.incidents.resolve_after, Period(60 * SECOND));
         assert_eq!(c.alert.retries, 5);

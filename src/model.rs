@@ -32,6 +32,9 @@ pub struct Entry {
     pub from_systemd: bool,
     /// `UNIT=` on systemd's own lines.
     pub about_unit: Option<Text>,
+    /// `CONTAINER_NAME` (Docker's journald log driver).
+    #[serde(default)]
+    pub container: Option<Text>,
     /// MESSAGE, as bytes: it may be binary or invalid UTF-8.
     pub message: Vec<u8>,
     /// `_LINE_BREAK=line-max`: journald cut a line longer than `LineMax`
@@ -45,7 +48,37 @@ pub struct Entry {
 pub struct EntryFilter {
     pub units: Vec<String>,
     pub identifiers: Vec<String>,
+    /// `CONTAINER_NAME`s (a kubelet run in a container by Docker's journald
+    /// log driver).
+    pub containers: Vec<String>,
 }
+
+/// The units a kubelet runs as: upstream and kubeadm, k3s (server and
+/// agent: the kubelet runs inside), rke2, `MicroK8s` (kubelite, and the older
+/// separate kubelet daemon).
+pub const DEFAULT_UNITS: &[&str] = &[
+    "kubelet.service",
+    "k3s.service",
+    "k3s-agent.service",
+    "rke2-server.service",
+    "rke2-agent.service",
+    "snap.microk8s.daemon-kubelite.service",
+    "snap.microk8s.daemon-kubelet.service",
+];
+
+/// The identifiers a kubelet logs under wherever its unit is named
+/// otherwise: `OpenShift`'s `kubenswrapper`, `hyperkube`, `CoreOS`'s
+/// `kubelet-wrapper`, `MicroK8s`'s `kubelite`.
+pub const DEFAULT_IDENTIFIERS: &[&str] = &[
+    "kubelet",
+    "kubenswrapper",
+    "hyperkube",
+    "kubelet-wrapper",
+    "kubelite",
+];
+
+/// A kubelet in a container, logged by Docker's journald driver.
+pub const DEFAULT_CONTAINERS: &[&str] = &["kubelet"];
 
 /// Identifiers a kubelet is known to log under when a saved text log has no
 /// unit to go by (`klog-format.md`, `SYSLOG_IDENTIFIER` row).
@@ -56,16 +89,27 @@ pub const KNOWN_KUBELET_IDENTIFIERS: &[&str] = &[
     "hyperkube",
     "k3s",
     "k3s-agent",
+    "k3s-server",
     "rke2",
+    "rke2-agent",
+    "rke2-server",
     "k0s",
+    "k0sworker",
     "kubelite",
+    "microk8s.daemon-kubelet",
+    "microk8s.daemon-kubelite",
 ];
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| (*s).to_string()).collect()
+}
 
 impl Default for EntryFilter {
     fn default() -> Self {
         Self {
-            units: vec!["kubelet.service".to_string()],
-            identifiers: Vec::new(),
+            units: strings(DEFAULT_UNITS),
+            identifiers: strings(DEFAULT_IDENTIFIERS),
+            containers: strings(DEFAULT_CONTAINERS),
         }
     }
 }
@@ -85,6 +129,12 @@ impl EntryFilter {
             if let Some(about) = &e.about_unit {
                 return self.units.iter().any(|u| **u == **about);
             }
+        }
+        if e.container
+            .as_deref()
+            .is_some_and(|c| self.containers.iter().any(|x| x == c))
+        {
+            return true;
         }
         let Some(ident) = &e.identifier else {
             // A bare klog line (no prefix, no fields): a saved kubelet log.
@@ -127,4 +177,8 @@ pub struct Malformed {
 pub enum Item {
     Entry(Entry),
     Malformed(Malformed),
+    /// A record read with a loss, said with its place: a line or field
+    /// longer than a reader keeps (its start comes as an entry, the rest is
+    /// dropped), or a time that could not be read (the line's own was used).
+    Damaged(Malformed),
 }

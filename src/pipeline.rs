@@ -2,7 +2,7 @@
 //! parser, the signal table and the tracker, wired once for every caller
 //! (`scan`, and the service's catch-up and live following).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +40,38 @@ pub struct Summary {
     /// Journal entries removed (rotation, vacuum) before they were read.
     #[serde(default)]
     pub entries_lost: u64,
+    /// Records read with a loss: cut (longer than a reader keeps) or with
+    /// an unreadable time.
+    #[serde(default)]
+    pub damaged: u64,
+    /// Entries of the kubelet's units that are not klog (k3s's and rke2's
+    /// own logrus lines, gRPC warnings): not kubelet lines.
+    #[serde(default)]
+    pub foreign: u64,
+    /// Lines from sources outside the filter read as the kubelet's by their
+    /// content, by identifier (or unit).
+    #[serde(default)]
+    pub adopted: BTreeMap<String, u64>,
+    /// klog lines from sources outside the filter that are not the
+    /// kubelet's, by identifier (at most [`OTHER_SOURCES_KEPT`]).
+    #[serde(default)]
+    pub other_klog: BTreeMap<String, u64>,
+    /// The first kubelet line that was not understood, for a person.
+    #[serde(default)]
+    pub first_unparsed: Option<String>,
+}
+
+/// Bound on the sources named in [`Summary::other_klog`].
+pub const OTHER_SOURCES_KEPT: usize = 16;
+
+/// What names where an entry came from, for a person.
+fn source_name(e: &Entry) -> String {
+    e.identifier
+        .as_deref()
+        .or(e.container.as_deref())
+        .or(e.unit.as_deref())
+        .unwrap_or("(no identifier)")
+        .to_string()
 }
 
 /// Everything the pipeline carries from one entry to the next: committed with
@@ -165,6 +197,12 @@ impl Pipeline {
                     self.malformed.push(m);
                 }
             }
+            Item::Damaged(m) => {
+                self.summary.damaged += 1;
+                if self.malformed.len() < MALFORMED_KEPT {
+                    self.malformed.push(m);
+                }
+            }
         }
     }
 
@@ -177,12 +215,23 @@ impl Pipeline {
             Some(at) => self.see_time(at),
             None => entry.at = self.summary.last_at,
         }
-        if !self.filter.matches(&entry) {
+        if !self.filter.matches(&entry) && !self.adopt(&entry) {
+            return;
+        }
+        let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
+        let at = entry.at;
+        if crate::parse::join::is_foreign(&entry.message) {
+            self.summary.foreign += 1;
+            let mut out = std::mem::take(&mut self.out);
+            self.joiner.interrupt(&entry, &mut out);
+            self.drain(&mut out, decisions);
+            self.out = out;
+            if let Some(at) = at {
+                self.tick(&host, at, decisions);
+            }
             return;
         }
         self.summary.kubelet_lines += 1;
-        let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
-        let at = entry.at;
         if entry.from_systemd || entry.identifier.as_deref() == Some("systemd") {
             self.summary.lines += 1;
             let text = String::from_utf8_lossy(&entry.message);
@@ -203,6 +252,33 @@ impl Pipeline {
         if let Some(at) = at {
             self.tick(&host, at, decisions);
         }
+    }
+
+    /// An entry outside the filter that is the kubelet's by its content
+    /// (a saved log whose identifier is not a known one, a kubelet under
+    /// another unit); other klog lines are counted by their source.
+    fn adopt(&mut self, e: &Entry) -> bool {
+        let m = &e.message;
+        if !(crate::parse::klog::starts_with_header(m) || m.starts_with(b"{\"")) {
+            return false;
+        }
+        let text = String::from_utf8_lossy(m);
+        let line = parse_line(&text);
+        if !line.is_parsed() {
+            return false;
+        }
+        let name = source_name(e);
+        if signals::is_kubelet_line(&line) {
+            *self.summary.adopted.entry(name).or_default() += 1;
+            return true;
+        }
+        let kept = self.summary.other_klog.len() < OTHER_SOURCES_KEPT;
+        if let Some(n) = self.summary.other_klog.get_mut(&name) {
+            *n += 1;
+        } else if kept {
+            self.summary.other_klog.insert(name, 1);
+        }
+        false
     }
 
     /// Moves `host`'s clock to `at` (if later), and the tracker's for that
@@ -316,6 +392,13 @@ impl Pipeline {
         }
     }
 
+    fn note_unparsed(&mut self, m: &[u8]) {
+        if self.summary.first_unparsed.is_none() {
+            let text = String::from_utf8_lossy(m);
+            self.summary.first_unparsed = Some(crate::tracker::one_line(&text, 200));
+        }
+    }
+
     fn see_time(&mut self, at: Micros) {
         let s = &mut self.summary;
         s.first_at = Some(s.first_at.map_or(at, |f| f.min(at)));
@@ -325,7 +408,10 @@ impl Pipeline {
     fn drain(&mut self, out: &mut Vec<Out>, decisions: &mut Vec<Decision>) {
         for o in out.drain(..) {
             match o {
-                Out::Orphan(_) => self.summary.unparsed += 1,
+                Out::Orphan(e) => {
+                    self.summary.unparsed += 1;
+                    self.note_unparsed(&e.message);
+                }
                 Out::Line(j) => self.line(&j, decisions),
             }
         }
@@ -339,6 +425,7 @@ impl Pipeline {
             // A `{` line that was not the JSON format.
             self.summary.unparsed += 1 + u64::from(j.continuations);
             self.summary.continuations -= u64::from(j.continuations);
+            self.note_unparsed(&j.entry.message);
             return;
         }
         self.summary.lines += 1;

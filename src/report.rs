@@ -32,7 +32,16 @@ pub struct SummaryOut {
     pub unparsed: u64,
     pub lines: u64,
     pub continuations: u64,
+    /// Records of the input that could not be read (skipped).
     pub malformed: u64,
+    /// Records read with a loss (cut, or an unreadable time).
+    pub damaged: u64,
+    /// Non-klog lines of the kubelet's units (not kubelet lines).
+    pub foreign: u64,
+    /// Lines read as the kubelet's by their content, by identifier.
+    pub adopted: std::collections::BTreeMap<String, u64>,
+    /// klog lines of other sources, by identifier.
+    pub other_klog: std::collections::BTreeMap<String, u64>,
     pub first_at: Option<String>,
     pub last_at: Option<String>,
     pub nodes: Vec<String>,
@@ -49,6 +58,10 @@ impl SummaryOut {
             lines: s.lines,
             continuations: s.continuations,
             malformed: s.malformed,
+            damaged: s.damaged,
+            foreign: s.foreign,
+            adopted: s.adopted.clone(),
+            other_klog: s.other_klog.clone(),
             first_at: s.first_at.map(rfc3339),
             last_at: s.last_at.map(rfc3339),
             nodes: s.nodes.iter().cloned().collect(),
@@ -234,14 +247,69 @@ pub fn summary_line(summary: &Summary, incidents: &[Incident]) -> String {
         summary.recognized,
         summary.unparsed,
     );
+    if summary.foreign > 0 {
+        let _ = write!(s, ", {} foreign", summary.foreign);
+    }
     if summary.malformed > 0 {
         let _ = write!(s, ", {} malformed records skipped", summary.malformed);
+    }
+    if summary.damaged > 0 {
+        let _ = write!(s, ", {} records read with a loss", summary.damaged);
     }
     if let (Some(a), Some(b)) = (summary.first_at, summary.last_at) {
         let _ = write!(s, "; from {} to {}", rfc3339(a), rfc3339(b));
     }
     s.push('\n');
+    for (name, n) in &summary.adopted {
+        let _ = writeln!(
+            s,
+            "{n} lines from {} were read as the kubelet's by their content (the kubelet's own \
+             source files and messages); to read all of that identifier's lines: --identifier {}",
+            terminal_text(name, 80),
+            shell_word(name)
+        );
+    }
+    if summary.kubelet_lines == 0 {
+        s.push_str("no kubelet lines were found");
+        if summary.other_klog.is_empty() {
+            s.push_str(
+                " (the kubelet logs as kubelet.service or the identifiers kubelet, kubenswrapper, \
+                 hyperkube, kubelet-wrapper, kubelite; a saved log needs its journalctl prefix or \
+                 klog headers)\n",
+            );
+        } else {
+            let names: Vec<String> = summary
+                .other_klog
+                .iter()
+                .map(|(n, c)| format!("{} ({c} klog lines)", terminal_text(n, 80)))
+                .collect();
+            let _ = writeln!(
+                s,
+                "; klog lines came from {}: if one of them is the kubelet, include it with --identifier NAME",
+                names.join(", ")
+            );
+        }
+    } else if summary.recognized == 0 && summary.unparsed > 0 {
+        let _ = writeln!(
+            s,
+            "{} kubelet lines were not understood; the first: {}",
+            summary.unparsed,
+            summary.first_unparsed.as_deref().unwrap_or("-")
+        );
+    }
     s
+}
+
+/// A word safe to paste into a shell.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._@:/".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", terminal_text(s, 200).replace('\'', "'\\''"))
+    }
 }
 
 /// The diagnosis and the timeline of one incident, with millisecond deltas

@@ -286,6 +286,22 @@ pub static TABLE: &[Row] = &[
         LegacyPrefix("Unable to register "),
         "<=1.4",
     ),
+    // kubelet.go ≤1.4: the AlreadyExists path's follow-up GET, and a nil node.
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("error getting node \""),
+        "<=1.4",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("no node instance returned for "),
+        "<=1.4",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("Unable to construct api.Node object for kubelet: "),
+        "<=1.5",
+    ),
     row(
         K::RegisterAttempt,
         Structured("Attempting to register node"),
@@ -304,6 +320,18 @@ pub static TABLE: &[Row] = &[
     row(
         K::Registered,
         LegacyPrefix("Successfully registered node "),
+        "<=1.20",
+    ),
+    // AlreadyExists: the node is registered (≤1.4 stops here; later
+    // versions reconcile, then say "Successfully registered node").
+    row(
+        K::Registered,
+        Structured("Node was previously registered"),
+        "1.21+",
+    ),
+    row(
+        K::Registered,
+        LegacyContains(" was previously registered"),
         "<=1.20",
     ),
     // §6 node lease.
@@ -430,10 +458,15 @@ pub static TABLE: &[Row] = &[
     row(K::KubeletStarted, LegacyExact("Started kubelet"), "<=1.20"),
 ];
 
+/// `node "X" not found` as a whole line: quoted (1.12-1.20), single-quoted
+/// (pre-1.17 paths), or bare (2015).
 fn legacy_node_not_found(t: &str) -> bool {
     let t = t.trim_end();
     (t.starts_with("node \"") && t.ends_with("\" not found"))
         || (t.starts_with("node '") && t.ends_with("' not found"))
+        || t.strip_prefix("node ")
+            .and_then(|r| r.strip_suffix(" not found"))
+            .is_some_and(|name| !name.is_empty() && !name.contains(char::is_whitespace))
 }
 
 fn matches(form: Form, line: &Line<'_>) -> bool {
@@ -449,6 +482,52 @@ fn matches(form: Form, line: &Line<'_>) -> bool {
         LegacyContains(p) => !structured && msg.contains(p),
         LegacyNodeNotFound => !structured && legacy_node_not_found(msg),
     }
+}
+
+/// Source files that only the kubelet has (basenames, as klog writes them):
+/// a klog line from one of them is the kubelet's whatever its identifier.
+const KUBELET_SOURCES: &[&str] = &[
+    "pod_workers.go",
+    "eviction_manager.go",
+    "container_manager_linux.go",
+    "node_container_manager_linux.go",
+    "cpu_manager.go",
+    "memory_manager.go",
+    "topology_manager.go",
+    "status_manager.go",
+    "volume_manager.go",
+    "csi_plugin.go",
+    "cri_stats_provider.go",
+    "prober_manager.go",
+    "remote_runtime.go",
+    "remote_image.go",
+    "image_gc_manager.go",
+    "container_gc.go",
+    "mirror_client.go",
+    "pod_container_deletor.go",
+    "plugin_watcher.go",
+    "desired_state_of_world_populator.go",
+    "watchdog_linux.go",
+];
+
+/// Whether a parsed line is the kubelet's by its content: one of the
+/// kubelet's own source files (`kubelet*.go`, `kuberuntime_*.go`, …), or a
+/// message of the table (node status is only the kubelet's business).
+#[must_use]
+pub fn is_kubelet_line(line: &Line<'_>) -> bool {
+    if let Some(src) = &line.source {
+        let file = src.rsplit('/').next().unwrap_or(src);
+        let file = file.split(':').next().unwrap_or(file);
+        if file.starts_with("kubelet")
+            || file.starts_with("kuberuntime_")
+            || KUBELET_SOURCES.contains(&file)
+        {
+            return true;
+        }
+    }
+    // Every component logs "Caches are synced"; the rest of the table is
+    // the kubelet's alone.
+    lookup(line).is_some_and(|r| r.kind != SignalKind::CachesSynced)
 }
 
 /// The table row a line matches, if any.
@@ -525,8 +604,20 @@ fn node_of(line: &Line<'_>, kind: SignalKind) -> Option<String> {
     if !line.is_structured() {
         let legacy_name = match kind {
             K::RegisterAttempt => msg.strip_prefix("Attempting to register node "),
-            K::Registered => msg.strip_prefix("Successfully registered node "),
+            K::Registered => msg
+                .strip_prefix("Successfully registered node ")
+                .or_else(|| {
+                    msg.strip_prefix("Node ")
+                        .and_then(|r| r.split_once(" was previously registered"))
+                        .map(|(n, _)| n)
+                }),
             K::NodeReady => msg.strip_prefix("Recording NodeReady event message for node "),
+            // ≤1.4: `Unable to register NODE with the apiserver: …`.
+            K::RegisterFailed => msg
+                .strip_prefix("Unable to register ")
+                .and_then(|r| r.split_once(" with the apiserver"))
+                .map(|(n, _)| n)
+                .filter(|n| !n.starts_with("node ")),
             _ => None,
         };
         if let Some(name) = legacy_name {
@@ -544,6 +635,13 @@ fn node_of(line: &Line<'_>, kind: SignalKind) -> Option<String> {
             if let Some(name) = between(t, needle, close).and_then(plausible_node) {
                 return Some(name);
             }
+        }
+        // 2015: `node X not found`, unquoted.
+        if let Some(name) = unquoted_not_found(t)
+            .map(|(_, n)| n)
+            .and_then(plausible_node)
+        {
+            return Some(name);
         }
         for needle in ["/api/v1/nodes/", "/namespaces/kube-node-lease/leases/"] {
             if let Some(start) = t.find(needle) {
@@ -600,6 +698,26 @@ pub fn classify(text: &str) -> Cause {
     }
 }
 
+/// `node X not found` / `nodes X not found` without quotes (2015 kubelets,
+/// pastes that lost them): the word before, and the name.
+fn unquoted_not_found(text: &str) -> Option<(Cause, &str)> {
+    let end = text.find(" not found")?;
+    let before = text[..end].trim_end();
+    let (rest, name) = before.rsplit_once(' ')?;
+    if name.is_empty() || name.starts_with(['"', '\'', '\\']) || name.ends_with(['"', '\'']) {
+        return None;
+    }
+    let word = rest
+        .rsplit(|c: char| c.is_whitespace() || c == ':' || c == '(')
+        .next()
+        .unwrap_or("");
+    match word {
+        "node" => Some((Cause::ListerLag, name)),
+        "nodes" | "minion" => Some((Cause::NodeMissing, name)),
+        _ => None,
+    }
+}
+
 /// `node "X" not found` (the local lister) versus `nodes "X" not found` (the
 /// API server): the word before the quoted name decides.
 fn not_found_class(text: &str) -> Option<Cause> {
@@ -629,7 +747,7 @@ fn not_found_class(text: &str) -> Option<Cause> {
             }
         }
     }
-    found
+    found.or_else(|| unquoted_not_found(text).map(|(c, _)| c))
 }
 
 #[cfg(test)]
@@ -785,8 +903,58 @@ mod tests {
         (
             r#"I0101 00:00:00.000000    1 kubelet_node_status.go:70] Unable to register ip-10-0-0-1 with the apiserver: Post https://api/api/v1/nodes: EOF"#,
             Some(K::RegisterFailed),
-            None,
+            Some("ip-10-0-0-1"),
             Some(Cause::ApiUnreachable),
+        ),
+        // 1.0-1.3 (kubelet.go), logged at I: an old socket error, no quotes.
+        (
+            r#"I1129 16:31:27.398119    4813 kubelet.go:1032] Unable to register 10.240.0.5 with the apiserver: Post https://10.240.0.2:443/api/v1/nodes: dial tcp 10.240.0.2:443: getsockopt: connection refused"#,
+            Some(K::RegisterFailed),
+            Some("10.240.0.5"),
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            r#"E1129 16:31:27.398119    4813 kubelet.go:1044] error getting node "w15": Get https://10.240.0.2:443/api/v1/nodes/w15: dial tcp 10.240.0.2:443: i/o timeout"#,
+            Some(K::RegisterFailed),
+            Some("w15"),
+            Some(Cause::ApiTimeout),
+        ),
+        (
+            r#"E1129 16:31:27.398119    4813 kubelet.go:1048] no node instance returned for "w16""#,
+            Some(K::RegisterFailed),
+            None,
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"E1129 16:31:27.398119    4813 kubelet.go:1013] Unable to construct api.Node object for kubelet: failed to get external ID from cloud provider: instance not found"#,
+            Some(K::RegisterFailed),
+            None,
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"I1129 16:31:27.398119    4813 kubelet.go:1058] Node w17 was previously registered"#,
+            Some(K::Registered),
+            Some("w17"),
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    1 kubelet_node_status.go:126] "Node was previously registered" node="w18""#,
+            Some(K::Registered),
+            Some("w18"),
+            None,
+        ),
+        // 2015: the lister miss without quotes, alone and inside a retry.
+        (
+            r#"E1129 16:31:27.398119    4813 kubelet.go:2092] node w19 not found"#,
+            Some(K::ListerMiss),
+            Some("w19"),
+            Some(Cause::ListerLag),
+        ),
+        (
+            r#"E1129 16:31:27.398119    4813 kubelet.go:2100] Error updating node status, will retry: error getting node: node w20 not found"#,
+            Some(K::StatusRetry),
+            Some("w20"),
+            Some(Cause::ListerLag),
         ),
         (
             r#"I0313 12:15:05.336940    2928 kubelet_node_status.go:70] "Attempting to register node" node="management-cluster-md-0-dt96n""#,

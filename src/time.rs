@@ -154,7 +154,81 @@ pub struct WallTime {
     pub micros: u32,
 }
 
+/// Why a wall time could not be placed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{month:02}-{day:02} {hour:02}:{minute:02}:{second:02} is not a time in {year}")]
+pub struct Impossible {
+    pub year: i32,
+    pub month: u32,
+    pub day: u32,
+    pub hour: u32,
+    pub minute: u32,
+    pub second: u32,
+}
+
+/// Places the wall times of one input, in order: the year is inferred per
+/// line so that time never runs backwards across a new year (a file from
+/// Dec 31 to Jan 1 goes on into the next year, also with a fixed `--year`),
+/// and a date that does not exist in its year is an error, never 1970.
+#[derive(Debug, Clone)]
+pub struct Placer {
+    clock: Clock,
+    last: Option<(i32, Micros)>,
+}
+
+/// A jump back by more than this is a new year, not a clock set back.
+const YEAR_WRAP: Micros = 183 * 86_400 * SECOND;
+
+impl Placer {
+    #[must_use]
+    pub fn new(clock: Clock) -> Self {
+        Self { clock, last: None }
+    }
+
+    pub fn place(&mut self, w: WallTime) -> Result<Micros, Impossible> {
+        let impossible = |year| Impossible {
+            year,
+            month: w.month,
+            day: w.day,
+            hour: w.hour,
+            minute: w.minute,
+            second: w.second,
+        };
+        let (year, t) = match self.last {
+            None => {
+                if let Some(y) = self.clock.year {
+                    (y, self.clock.resolve(y, w).ok_or_else(|| impossible(y))?)
+                } else {
+                    let t = self
+                        .clock
+                        .place(w)
+                        .ok_or_else(|| impossible(self.clock.this_year()))?;
+                    (year_of(t), t)
+                }
+            }
+            Some((year, last)) => match self.clock.resolve(year, w) {
+                Some(t) if t >= last - YEAR_WRAP => (year, t),
+                // Across a new year (or Feb 29 of the next leap year).
+                _ => (1..=4)
+                    .find_map(|k| self.clock.resolve(year + k, w).map(|t| (year + k, t)))
+                    .filter(|(_, t)| *t >= last - YEAR_WRAP)
+                    .ok_or_else(|| impossible(year))?,
+            },
+        };
+        self.last = Some((year, t.max(self.last.map_or(t, |(_, l)| l))));
+        Ok(t)
+    }
+}
+
+fn year_of(t: Micros) -> i32 {
+    Utc.timestamp_micros(t).single().map_or(1970, |t| t.year())
+}
+
 impl Clock {
+    fn this_year(&self) -> i32 {
+        year_of(self.now)
+    }
+
     /// The time of `wall`, in the latest year that does not put it in the
     /// future (with a day of slack for zone differences), or in the fixed year.
     #[must_use]
@@ -163,10 +237,7 @@ impl Clock {
         if let Some(year) = self.year {
             return self.resolve(year, wall);
         }
-        let this_year = Utc
-            .timestamp_micros(self.now)
-            .single()
-            .map_or(1970, |t| t.year());
+        let this_year = self.this_year();
         // Feb 29 may need to go back up to 8 years to find a leap year.
         (this_year - 8..=this_year + 1)
             .rev()
@@ -254,5 +325,53 @@ mod tests {
             "2019-12-31T12:00:00.000Z"
         );
         assert_eq!(fixed.place(wall(2, 30)), None);
+    }
+
+    #[test]
+    fn placed_in_order_time_goes_on_across_a_new_year() {
+        let wall = |month, day| WallTime {
+            month,
+            day,
+            hour: 23,
+            minute: 59,
+            second: 50,
+            micros: 0,
+        };
+        let clock = Clock {
+            utc: true,
+            year: Some(2025),
+            now: parse_rfc3339("2026-03-01T00:00:00Z").unwrap(),
+        };
+        let mut p = Placer::new(clock);
+        assert_eq!(
+            rfc3339(p.place(wall(12, 31)).unwrap()),
+            "2025-12-31T23:59:50.000Z"
+        );
+        assert_eq!(
+            rfc3339(p.place(wall(1, 1)).unwrap()),
+            "2026-01-01T23:59:50.000Z"
+        );
+        // A clock set back an hour stays in the year.
+        assert_eq!(
+            rfc3339(p.place(wall(1, 1)).unwrap()),
+            "2026-01-01T23:59:50.000Z"
+        );
+        // Feb 29 of a year without one is an error, not 1970.
+        let mut p = Placer::new(clock);
+        let e = p.place(wall(2, 29)).unwrap_err();
+        assert_eq!(e.to_string(), "02-29 23:59:50 is not a time in 2025");
+        // Without --year, Dec 31 then Jan 1 spans the turn of the year too.
+        let mut p = Placer::new(Clock {
+            year: None,
+            ..clock
+        });
+        assert_eq!(
+            rfc3339(p.place(wall(12, 31)).unwrap()),
+            "2025-12-31T23:59:50.000Z"
+        );
+        assert_eq!(
+            rfc3339(p.place(wall(1, 1)).unwrap()),
+            "2026-01-01T23:59:50.000Z"
+        );
     }
 }

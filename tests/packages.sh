@@ -26,6 +26,11 @@ systemd-analyze security --offline=yes --no-pager --threshold=20 "$tmp/kubelet-s
   || fail "exposure $score is above 2.0"
 ok "systemd-analyze security --offline: $score (threshold 2.0)"
 
+# --- the Prometheus rules: valid, and their unit tests pass -----------------
+(cd packaging/prometheus && promtool check rules kubelet-sentinel.rules.yml >/dev/null && promtool test rules kubelet-sentinel.rules.test.yml >/dev/null) \
+  || fail "promtool check/test rules"
+ok "Prometheus rules: promtool check rules and promtool test rules"
+
 # --- .deb contents ----------------------------------------------------------
 contents=$(dpkg-deb -c "$deb")
 expect_deb() { # mode path
@@ -38,6 +43,7 @@ expect_deb '-rw-r--r--' 'usr/share/man/man1/kubelet-sentinel.1.gz'
 expect_deb '-rw-r--r--' 'usr/share/bash-completion/completions/kubelet-sentinel'
 expect_deb '-rw-r--r--' 'usr/share/zsh/vendor-completions/_kubelet-sentinel'
 expect_deb '-rw-r--r--' 'usr/share/fish/vendor_completions.d/kubelet-sentinel.fish'
+expect_deb '-rw-r--r--' 'usr/share/kubelet-sentinel/prometheus/kubelet-sentinel.rules.yml'
 info=$(dpkg-deb -I "$deb")
 echo "$info" | grep -qE '^ Depends:.*libsystemd0' || fail "Depends lacks libsystemd0"
 echo "$info" | grep -qE '^ Depends:.*\bsystemd\b' || fail "Depends lacks systemd"

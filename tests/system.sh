@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # The system test on a real systemd: boots Debian 12 with systemd as PID 1 in
 # a container (debootstrap + systemd-nspawn), installs the .deb with apt, and
-# checks the service as an operator would: Type=notify under DynamicUser with
-# its sandboxing, the alert mail, queries through the socket for root and a
-# systemd-journal member (and refused for others), a restart that keeps the
-# history, the live security score, purge. Cleans up also on failure.
+# checks the service as an operator would, following the README's Install
+# steps literally: the .deb starts it with the shipped config (mail off); the
+# config is edited as the README says and the README's next commands run;
+# the alert mail arrives. Then: Type=notify under DynamicUser with its
+# sandboxing, queries through the socket for root and a systemd-journal
+# member (and refused for others), a restart that keeps the history,
+# `systemctl reload` of a broken config failing with the reason, a config
+# error stopping the unit without a restart loop, `systemctl stop` during a
+# delivery to a server that never answers, the live security score, purge.
+# Cleans up also on failure.
 # Usage: tests/system.sh path/to/kubelet-sentinel_*.deb   (as root)
 set -euo pipefail
 deb=$(readlink -f "$1")
@@ -66,18 +72,13 @@ Description=SMTP server on loopback for the system test
 [Service]
 ExecStart=/usr/bin/python3 -m aiosmtpd -n -l 127.0.0.1:2525 -c aiosmtpd.handlers.Mailbox /var/mail/ks
 UNIT
-mkdir -p "$root/etc/kubelet-sentinel"
-cat > "$root/etc/kubelet-sentinel/config.toml" <<'TOML'
-[journal]
-start_at = "all"
-[alert]
-to = ["oncall@example.com"]
-group_wait = "0s"
-[alert.smtp]
-host = "127.0.0.1"
-port = 2525
-tls = "none"
-TOML
+# A server that accepts and then never says a word (for the stop test).
+cat > "$root/etc/systemd/system/smtp-silent.service" <<'UNIT'
+[Unit]
+Description=an SMTP server that never answers
+[Service]
+ExecStart=/usr/bin/python3 -c "import socket,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(('127.0.0.1', 2526)); s.listen(8); c=[s.accept() for _ in range(8)]; time.sleep(3600)"
+UNIT
 cp "$deb" "$root/root/kubelet-sentinel.deb"
 
 # --- boot it --------------------------------------------------------------------
@@ -102,10 +103,30 @@ echo "   container systemd: $state"
 ok "systemd booted inside the container (PID $pid1 on the host)"
 
 inside systemctl start smtp-test.service kubelet.service
-inside env DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o Dpkg::Options::=--force-confold /root/kubelet-sentinel.deb >"$cache/apt.log" 2>&1 \
+# --- the README's Install section, step by step ---------------------------------
+# apt-get install ./kubelet-sentinel_*.deb: it starts with the shipped config
+# (mail off) and records the outage the stand-in kubelet is in.
+inside env DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/kubelet-sentinel.deb >"$cache/apt.log" 2>&1 \
   || { tail -20 "$cache/apt.log"; fail "apt-get install ./kubelet-sentinel.deb"; }
-inside systemctl enable --now kubelet-sentinel >/dev/null 2>&1 || true
 for _ in $(seq 100); do [ "$(inside systemctl is-active kubelet-sentinel)" = active ] && break; sleep 0.2; done
+for _ in $(seq 100); do
+  inside kubelet-sentinel incidents -o json 2>/dev/null | grep -q '"retries": 12' && break; sleep 0.2
+done
+inside kubelet-sentinel incidents -o json | grep -q '"retries": 12' || fail "the outage was not recorded before mail was configured"
+inside kubelet-sentinel status | grep -q '^mail  *disabled' || fail "status does not say mail is off: $(inside kubelet-sentinel status)"
+# editor /etc/kubelet-sentinel/config.toml: uncomment and set [alert] to and
+# [alert.smtp] (the README names these keys).
+inside sed -i -e 's|^#to = \[\]|to = ["oncall@example.com"]|' -e 's|^#host = "localhost"|host = "127.0.0.1"|' \
+  -e 's|^#port = 25|port = 2525|' -e 's|^#tls = "starttls"|tls = "none"|' /etc/kubelet-sentinel/config.toml
+inside grep -q '^to = \["oncall@example.com"\]' /etc/kubelet-sentinel/config.toml || fail "the README's edit did not apply"
+# kubelet-sentinel check-config && kubelet-sentinel test-email
+inside kubelet-sentinel check-config >/dev/null || fail "check-config: $(inside kubelet-sentinel check-config 2>&1 | tail -3)"
+inside kubelet-sentinel test-email | grep -q 'test alert sent' || fail "test-email"
+# systemctl enable --now kubelet-sentinel; systemctl reload kubelet-sentinel
+inside systemctl enable --now kubelet-sentinel >/dev/null 2>&1 || fail "systemctl enable --now"
+inside systemctl reload kubelet-sentinel || fail "systemctl reload: $(inside journalctl -u kubelet-sentinel -n 5 --no-pager)"
+# kubelet-sentinel status
+inside kubelet-sentinel status | grep -q '^mail  *enabled' || fail "status after the README's steps: $(inside kubelet-sentinel status)"
 [ "$(inside systemctl show -p Type --value kubelet-sentinel)" = notify ] || fail "Type"
 [ "$(inside systemctl show -p ActiveState,SubState --value kubelet-sentinel | paste -sd' ')" = "active running" ] \
   || fail "kubelet-sentinel is $(inside systemctl show -p ActiveState,SubState --value kubelet-sentinel | paste -sd' ')"
@@ -114,10 +135,15 @@ mainpid=$(inside systemctl show -p MainPID --value kubelet-sentinel)
 inside grep -q '^Groups:.*' "/proc/$mainpid/status"
 ok "active (running) through Type=notify, DynamicUser, sandboxed; started without an smtp-password credential file"
 
-# --- the alert arrives ----------------------------------------------------------
-for _ in $(seq 150); do inside sh -c 'ls /var/mail/ks/new 2>/dev/null | grep -q .' && break; sleep 0.2; done
-inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/*' | grep -q 'sys-node: .* node status retries' || fail "no alert mail for sys-node"
-ok "the alert mail arrived: $(inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/* | head -1')"
+# --- the alert arrives: the outage that was recorded while mail was off is ----
+# announced once mail is on (after the group_wait of 30 s).
+for _ in $(seq 300); do
+  inside sh -c 'grep -lh "^Subject:.*sys-node: .* node status retries" /var/mail/ks/new/* 2>/dev/null' | grep -q . && break
+  sleep 0.2
+done
+inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/*' | grep -q 'sys-node: .* node status retries' \
+  || fail "no alert mail for sys-node after following the README: $(inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/*')"
+ok "following the README, the alert mail arrived: $(inside sh -c 'grep -h "^Subject:.*sys-node" /var/mail/ks/new/* | head -1')"
 
 # --- queries through the socket -------------------------------------------------
 inside kubelet-sentinel status -o json | grep -q '"service": "running"' || fail "root's status did not come through the socket"
@@ -162,12 +188,57 @@ inside rm -rf /etc/systemd/system/kubelet-sentinel.service.d
 inside systemctl daemon-reload
 ok "STATUS= reaches systemctl; with WatchdogSec=2s it pings and stays up ($(inside systemctl show -p StatusText --value kubelet-sentinel))"
 
+# --- systemctl reload of a broken config fails and says why -------------------
+inside cp /etc/kubelet-sentinel/config.toml /root/config.good
+echo 'repeat_intervall = "4h"' | inside tee -a /etc/kubelet-sentinel/config.toml >/dev/null
+if inside systemctl reload kubelet-sentinel 2>/dev/null; then fail "systemctl reload of a broken config succeeded"; fi
+inside journalctl -u kubelet-sentinel --no-pager -n 30 | grep -q "unknown field .repeat_intervall." \
+  || fail "the reload's reason is not in the journal: $(inside journalctl -u kubelet-sentinel --no-pager -n 10)"
+[ "$(inside systemctl is-active kubelet-sentinel)" = active ] || fail "a refused reload stopped the service"
+ok "systemctl reload of a broken config fails, says why, and the service keeps running"
+
+# --- a config error at start: failed, no restart loop, reason in systemctl status
+inside systemctl restart kubelet-sentinel 2>/dev/null || true
+for _ in $(seq 50); do [ "$(inside systemctl is-failed kubelet-sentinel)" = failed ] && break; sleep 0.2; done
+sleep 6 # longer than RestartSec: a restart loop would show now
+[ "$(inside systemctl is-failed kubelet-sentinel)" = failed ] || fail "not failed with a broken config: $(inside systemctl is-active kubelet-sentinel)"
+[ "$(inside systemctl show -p NRestarts --value kubelet-sentinel)" = 0 ] || fail "restart loop: NRestarts=$(inside systemctl show -p NRestarts --value kubelet-sentinel)"
+st=$(inside systemctl status kubelet-sentinel --no-pager -l -n 5 2>&1 || true)
+echo "$st" | grep -q "config error: .*unknown field .repeat_intervall." \
+  || fail "systemctl status does not show the config error: $st"
+inside cp /root/config.good /etc/kubelet-sentinel/config.toml
+inside systemctl reset-failed kubelet-sentinel
+inside systemctl start kubelet-sentinel
+for _ in $(seq 100); do [ "$(inside systemctl is-active kubelet-sentinel)" = active ] && break; sleep 0.2; done
+ok "a config error stops the unit (exit 78, no restart loop) with the error in systemctl status"
+
 # --- the SMTP password arrives as a credential, never in the config ------------
 inside sh -c 'umask 077; echo s3cret > /etc/kubelet-sentinel/credentials/password'
 inside systemctl restart kubelet-sentinel
 [ "$(inside systemctl is-active kubelet-sentinel)" = active ] || fail "not active with a password credential"
 inside ls /run/credentials/kubelet-sentinel.service/ | grep -qx smtp_password || fail "no smtp_password credential"
 ok "credentials/password is loaded as the credential smtp_password"
+
+# --- systemctl stop during a delivery to a server that never answers ------------
+inside systemctl start smtp-silent.service
+for _ in $(seq 50); do inside sh -c 'exec 3<>/dev/tcp/127.0.0.1/2526' 2>/dev/null && break; sleep 0.2; done
+inside sed -i -e 's|^port = 2525|port = 2526|' -e 's|^#timeout = "30s"|timeout = "60s"|' -e 's|^#group_wait = "30s"|group_wait = "0s"|' /etc/kubelet-sentinel/config.toml
+inside systemctl reload kubelet-sentinel || fail "reload to the silent server"
+inside systemctl restart kubelet.service   # a new outage: a new alert, sent to the silent server
+for _ in $(seq 200); do
+  inside kubelet-sentinel status -o json | grep -q '"outbox": [1-9]' && break; sleep 0.2
+done
+sleep 2 # the delivery is now waiting for the server's greeting (60 s steps)
+t0=$(date +%s%N)
+inside systemctl stop kubelet-sentinel
+t1=$(date +%s%N)
+took=$(( (t1 - t0) / 1000000 ))
+[ "$took" -lt 10000 ] || fail "systemctl stop took ${took} ms"
+[ "$(inside systemctl show -p Result --value kubelet-sentinel)" = success ] || fail "stopped with $(inside systemctl show -p Result --value kubelet-sentinel)"
+ok "systemctl stop during a delivery to a silent server: ${took} ms, clean"
+inside systemctl stop smtp-silent.service
+inside cp /root/config.good /etc/kubelet-sentinel/config.toml
+inside systemctl start kubelet-sentinel
 
 # --- the live security score agrees with the offline one ------------------------
 live=$(inside systemd-analyze security --no-pager kubelet-sentinel 2>&1 | grep -oE 'Overall exposure level for kubelet-sentinel.service: [0-9.]+' | grep -oE '[0-9.]+$')

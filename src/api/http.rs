@@ -51,6 +51,9 @@ pub struct ReloadOutcome {
     pub restart_needed: Vec<String>,
     /// Open incidents announced because delivery became possible.
     pub announced: usize,
+    /// Applied, but alerts cannot be delivered with it (why).
+    #[serde(default)]
+    pub delivery_problem: Option<String>,
 }
 
 /// Everything a handler reads.
@@ -122,12 +125,26 @@ async fn status(State(st): Shared) -> HttpResponse {
     st.answer(Request::Status).await
 }
 
-async fn metrics_page(State(st): Shared) -> HttpResponse {
-    (
-        [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
-        metrics::render(st.live()),
-    )
-        .into_response()
+/// `OpenMetrics` when the scraper asks for it (Prometheus does), the classic
+/// text format otherwise.
+async fn metrics_page(State(st): Shared, headers: axum::http::HeaderMap) -> HttpResponse {
+    let open = headers.get_all(header::ACCEPT).iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|v| v.contains("application/openmetrics-text"))
+    });
+    if open {
+        (
+            [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+            metrics::render(st.live()),
+        )
+            .into_response()
+    } else {
+        (
+            [(header::CONTENT_TYPE, metrics::CLASSIC_CONTENT_TYPE)],
+            metrics::render_classic(st.live()),
+        )
+            .into_response()
+    }
 }
 
 async fn reload(State(st): Shared) -> HttpResponse {

@@ -318,6 +318,47 @@ pub fn render(live: Live) -> String {
 /// The content type of [`render`]'s output.
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
+/// The content type of [`render_classic`]'s output.
+pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The same metrics in Prometheus's classic text format, for clients that
+/// do not ask for `OpenMetrics` (curl, older scrapers, `promtool check
+/// metrics`): a counter's HELP and TYPE name its `_total` series, and there
+/// is no `# EOF`.
+#[must_use]
+pub fn render_classic(live: Live) -> String {
+    let open = render(live);
+    let mut counters = std::collections::HashSet::new();
+    for l in open.lines() {
+        if let Some(name) = l
+            .strip_prefix("# TYPE ")
+            .and_then(|r| r.strip_suffix(" counter"))
+        {
+            counters.insert(name.to_string());
+        }
+    }
+    let mut out = String::with_capacity(open.len());
+    for l in open.lines() {
+        if l == "# EOF" || l.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = l
+            .strip_prefix("# HELP ")
+            .map(|r| ("# HELP ", r))
+            .or_else(|| l.strip_prefix("# TYPE ").map(|r| ("# TYPE ", r)));
+        if let Some((kind, rest)) = meta {
+            let (name, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+            if counters.contains(name) {
+                out.push_str(&format!("{kind}{name}_total {tail}\n"));
+                continue;
+            }
+        }
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -451,10 +451,19 @@ impl Ingest {
         }
         let announced = self.announce();
         wake.notify_one();
+        // The mailer rebuilds its transport from the same settings; say now
+        // if that cannot work, so `systemctl reload` fails visibly.
+        let delivery_problem = crate::notify::EmailTransport::from_config(&self.config.alert)
+            .err()
+            .map(|e| e.to_string());
+        if let Some(p) = &delivery_problem {
+            tracing::error!("config applied, but email alerts cannot be sent: {p}");
+        }
         Ok(ReloadOutcome {
             path: self.config_path.display().to_string(),
             restart_needed: restart,
             announced,
+            delivery_problem,
         })
     }
 

@@ -6,23 +6,32 @@ use std::io::BufRead;
 
 use serde_json::Value;
 
-use super::export::entry_from_fields;
-use super::{Item, Malformed, SourceError};
+use super::export::{entry_from_fields, with_own_time};
+use super::{Item, Malformed, SourceError, read_line_bounded};
+use crate::time::{Clock, Placer};
+
+/// The longest line read as JSON: journalctl writes a field of up to
+/// 48 KiB as at most six times that.
+const MAX_LINE: usize = 4 << 20;
 
 pub struct JsonReader<R> {
     path: String,
     reader: R,
     line_no: u64,
     buf: Vec<u8>,
+    placer: Placer,
+    notice: Option<Item>,
 }
 
 impl<R: BufRead> JsonReader<R> {
-    pub fn new(path: &str, reader: R) -> Self {
+    pub fn new(path: &str, reader: R, clock: Clock) -> Self {
         Self {
             path: path.to_string(),
             reader,
             line_no: 0,
             buf: Vec::new(),
+            placer: Placer::new(clock),
+            notice: None,
         }
     }
 }
@@ -46,23 +55,31 @@ impl<R: BufRead> Iterator for JsonReader<R> {
     type Item = Result<Item, SourceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(n) = self.notice.take() {
+            return Some(Ok(n));
+        }
         loop {
-            self.buf.clear();
-            match self.reader.read_until(b'\n', &mut self.buf) {
-                Ok(0) => return None,
-                Ok(_) => {}
+            let cut = match read_line_bounded(&mut self.reader, &mut self.buf, MAX_LINE) {
+                Ok(None) => return None,
+                Ok(Some(cut)) => cut,
                 Err(source) => {
                     return Some(Err(SourceError::Io {
                         path: self.path.clone(),
                         source,
                     }));
                 }
-            }
+            };
             self.line_no += 1;
             if self.buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }
             let place = format!("{}:{}", self.path, self.line_no);
+            if cut {
+                return Some(Ok(Item::Malformed(Malformed {
+                    place,
+                    reason: format!("a line longer than {MAX_LINE} bytes is not journalctl's JSON"),
+                })));
+            }
             let obj = match serde_json::from_slice::<Value>(&self.buf) {
                 Ok(Value::Object(map)) => map,
                 Ok(_) => {
@@ -84,7 +101,11 @@ impl<R: BufRead> Iterator for JsonReader<R> {
                 .collect();
             let entry = entry_from_fields(fields.iter().map(|(k, v)| (k.as_bytes(), v.as_slice())));
             return Some(Ok(match entry {
-                Some(e) => Item::Entry(e),
+                Some(e) => {
+                    let (e, notice) = with_own_time(e, &mut self.placer, place);
+                    self.notice = notice;
+                    Item::Entry(e)
+                }
                 None => Item::Malformed(Malformed {
                     place,
                     reason: "no MESSAGE field (or MESSAGE null: over journalctl's size limit)"
@@ -109,7 +130,12 @@ mod tests {
             r#"{"__REALTIME_TIMESTAMP":"3","MESSAGE":null}"#,
             "\n"
         );
-        let items: Vec<Item> = JsonReader::new("j", input.as_bytes())
+        let clock = Clock {
+            utc: true,
+            year: None,
+            now: 1_800_000_000_000_000,
+        };
+        let items: Vec<Item> = JsonReader::new("j", input.as_bytes(), clock)
             .map(Result::unwrap)
             .collect();
         assert_eq!(items.len(), 4);

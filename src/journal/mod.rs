@@ -15,6 +15,40 @@ use std::path::{Path, PathBuf};
 pub use crate::model::{Entry, EntryFilter, Item, KNOWN_KUBELET_IDENTIFIERS, Malformed, Text};
 use crate::time::Clock;
 
+/// Reads one line (up to `\n`, which is not kept) into `buf`, keeping at
+/// most `max` bytes of it: the rest is read and dropped, so memory stays
+/// flat whatever the input. `Ok(None)` at the end; `Ok(Some(true))` when
+/// the line was cut.
+pub(crate) fn read_line_bounded<R: BufRead + ?Sized>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Option<bool>> {
+    buf.clear();
+    let mut cut = false;
+    let mut any = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(any.then_some(cut));
+        }
+        any = true;
+        let (line, used, end) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(n) => (&chunk[..n], n + 1, true),
+            None => (chunk, chunk.len(), false),
+        };
+        let room = max.saturating_sub(buf.len());
+        if line.len() > room {
+            cut = true;
+        }
+        buf.extend_from_slice(&line[..line.len().min(room)]);
+        reader.consume(used);
+        if end {
+            return Ok(Some(cut));
+        }
+    }
+}
+
 /// The formats `scan` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -108,8 +142,8 @@ fn open_stream(
         f => f,
     };
     Ok(match format {
-        Format::Export => Box::new(export::ExportReader::new(path, reader)),
-        Format::Json => Box::new(json::JsonReader::new(path, reader)),
+        Format::Export => Box::new(export::ExportReader::new(path, reader, opts.clock)),
+        Format::Json => Box::new(json::JsonReader::new(path, reader, opts.clock)),
         Format::Text | Format::Auto => Box::new(text::TextReader::new(path, reader, opts.clock)),
         Format::Journal => {
             return Err(SourceError::Journal {
@@ -141,7 +175,19 @@ pub fn detect(head: &[u8]) -> Format {
                     .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
         })
     };
-    if is_field(first) && text.contains("__REALTIME_TIMESTAMP=") {
+    // Export: fields, and an entry's usual ones (its time may be missing).
+    let fields = text
+        .lines()
+        .take_while(|l| !l.is_empty())
+        .filter(|l| is_field(l))
+        .count();
+    if is_field(first)
+        && (text.contains("__REALTIME_TIMESTAMP=")
+            || text.contains("\nMESSAGE=")
+            || text.contains("\nMESSAGE\n")
+            || text.starts_with("MESSAGE")
+            || fields >= 3)
+    {
         return Format::Export;
     }
     Format::Text
@@ -167,6 +213,11 @@ mod tests {
         );
         assert_eq!(detect(b"I0715 16:24:50.100 a.go:1] x\n"), Format::Text);
         assert_eq!(
+            detect(b"_HOSTNAME=w1\nMESSAGE=E0101 00:00:00.000000 1 a.go:1] x\n\n"),
+            Format::Export,
+            "an export without __REALTIME_TIMESTAMP"
+        );
+        assert_eq!(
             detect(b"-- Logs begin at x --\nMar 22 17:40:06 h kubelet[1]: x\n"),
             Format::Text
         );
@@ -177,6 +228,7 @@ mod tests {
         let f = EntryFilter {
             units: vec!["kubelet.service".into()],
             identifiers: vec!["kubenswrapper".into()],
+            containers: vec!["kubelet".into()],
         };
         let e = |unit: Option<&str>, ident: Option<&str>| Entry {
             unit: unit.map(Into::into),
@@ -203,5 +255,12 @@ mod tests {
             ..Entry::default()
         };
         assert!(!f.matches(&other));
+        let docker = Entry {
+            unit: Some("docker.service".into()),
+            identifier: Some("a1b2c3d4e5f6".into()),
+            container: Some("kubelet".into()),
+            ..Entry::default()
+        };
+        assert!(f.matches(&docker));
     }
 }

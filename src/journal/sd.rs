@@ -138,6 +138,7 @@ impl Probe {
             filter: EntryFilter {
                 units: Vec::new(),
                 identifiers: Vec::new(),
+                containers: Vec::new(),
             },
             start: Start::Head,
             ..spec.clone()
@@ -208,11 +209,21 @@ fn open(spec: &Spec) -> Result<Journal, SourceError> {
         .map_err(|e| journal_err(t, "cannot read usage", &e))?
         == 0
     {
+        let unreadable = unreadable_files(t);
+        let message = match unreadable.first() {
+            Some(u) => format!(
+                "no readable journal files: {} (and {} more)",
+                u.why(),
+                unreadable.len() - 1
+            ),
+            None => "no readable journal files (none there, or no permission: the reading user \
+                     must be root or in the group that owns them, systemd-journal for the \
+                     system journal)"
+                .into(),
+        };
         return Err(SourceError::Journal {
             path: t.to_string(),
-            message: "no readable journal files (none there, or no permission: the reading user \
-                      must be root or in the systemd-journal group)"
-                .into(),
+            message,
         });
     }
     j.set_data_threshold(0)
@@ -229,8 +240,9 @@ fn open(spec: &Spec) -> Result<Journal, SourceError> {
 }
 
 /// `_SYSTEMD_UNIT=u` OR (`_PID=1` AND `UNIT=u`) for each unit, OR
-/// `SYSLOG_IDENTIFIER=i` for each identifier: what `journalctl -u` does, so
-/// systemd's own start/stop/restart lines about the kubelet come along.
+/// `SYSLOG_IDENTIFIER=i` for each identifier, OR `CONTAINER_NAME=c` for
+/// each container: what `journalctl -u` does, so systemd's own
+/// start/stop/restart lines about the kubelet come along.
 fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
     let mut first = true;
     let mut or = |j: &mut Journal| -> systemd::Result<()> {
@@ -249,6 +261,10 @@ fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
     for i in &f.identifiers {
         or(j)?;
         j.match_add("SYSLOG_IDENTIFIER", i.as_str())?;
+    }
+    for c in &f.containers {
+        or(j)?;
+        j.match_add("CONTAINER_NAME", c.as_str())?;
     }
     Ok(())
 }
@@ -317,6 +333,7 @@ fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Entry> {
             b"SYSLOG_IDENTIFIER" => e.identifier = Some(names.get(v)),
             b"_STREAM_ID" => e.stream = Some(names.get(v)),
             b"UNIT" => e.about_unit = Some(names.get(v)),
+            b"CONTAINER_NAME" => e.container = Some(names.get(v)),
             b"_LINE_BREAK" => e.cut = v == b"line-max",
             b"_PID" => e.pid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
             _ => {}
@@ -540,12 +557,20 @@ struct Drain {
     rx: mpsc::Receiver<ReaderEvent>,
     buf: VecDeque<Entry>,
     target: String,
+    /// Files that could not be read, said first.
+    unreadable: Vec<Unreadable>,
 }
 
 impl Iterator for Drain {
     type Item = Result<Item, SourceError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(u) = self.unreadable.pop() {
+            return Some(Ok(Item::Malformed(crate::model::Malformed {
+                place: u.path.display().to_string(),
+                reason: format!("cannot be read, its entries are missing: {}", u.why()),
+            })));
+        }
         loop {
             if let Some(e) = self.buf.pop_front() {
                 return Some(Ok(Item::Entry(e)));
@@ -562,6 +587,80 @@ impl Iterator for Drain {
             }
         }
     }
+}
+
+/// A journal file this process may not read.
+#[derive(Debug)]
+pub struct Unreadable {
+    pub path: PathBuf,
+    pub error: std::io::Error,
+    /// The group that owns it (the one to be in).
+    pub group: Option<String>,
+}
+
+impl Unreadable {
+    /// In words, with the group that is missing.
+    #[must_use]
+    pub fn why(&self) -> String {
+        match &self.group {
+            Some(g) => format!(
+                "{}: {} (it belongs to group {g}: run as root or as a member of {g})",
+                self.path.display(),
+                self.error
+            ),
+            None => format!("{}: {}", self.path.display(), self.error),
+        }
+    }
+}
+
+/// A group's name by its id, from `/etc/group`.
+fn group_name(gid: u32) -> Option<String> {
+    let groups = std::fs::read_to_string("/etc/group").ok()?;
+    groups.lines().find_map(|l| {
+        let mut f = l.split(':');
+        let name = f.next()?;
+        (f.nth(1)?.parse::<u32>().ok()? == gid).then(|| name.to_string())
+    })
+}
+
+/// The journal files of a directory (and its machine-id subdirectories)
+/// or a file list that cannot be opened: libsystemd skips them silently.
+#[must_use]
+pub fn unreadable_files(target: &Target) -> Vec<Unreadable> {
+    use std::os::unix::fs::MetadataExt as _;
+    let is_journal = |p: &std::path::Path| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".journal") || n.ends_with(".journal~"))
+    };
+    let mut files: Vec<PathBuf> = Vec::new();
+    match target {
+        Target::Directory(d) => {
+            let mut dirs = vec![d.clone()];
+            if let Ok(rd) = std::fs::read_dir(d) {
+                dirs.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
+            }
+            for dir in dirs {
+                if let Ok(rd) = std::fs::read_dir(&dir) {
+                    files.extend(rd.flatten().map(|e| e.path()).filter(|p| is_journal(p)));
+                }
+            }
+        }
+        Target::Files(fs) => files.clone_from(fs),
+        Target::System | Target::Namespace(_) => {}
+    }
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|p| match std::fs::File::open(&p) {
+            Ok(_) => None,
+            Err(error) => Some(Unreadable {
+                group: std::fs::metadata(&p).ok().and_then(|m| group_name(m.gid())),
+                path: p,
+                error,
+            }),
+        })
+        .collect()
 }
 
 /// Reads journal files or one directory from the head, with the kubelet
@@ -589,6 +688,11 @@ pub fn read(target: &Target, filter: &EntryFilter) -> Result<Items, SourceError>
         rx: reader.events,
         buf: VecDeque::new(),
         target: target.to_string(),
+        unreadable: {
+            let mut u = unreadable_files(target);
+            u.reverse();
+            u
+        },
     }))
 }
 

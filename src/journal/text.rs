@@ -1,10 +1,22 @@
-//! Saved text logs: raw klog (a kubelet run in a shell), `journalctl` short,
-//! short-precise and short-iso output, syslog files with or without `<PRI>`,
-//! the kubelet's JSON format, and lines a collecting tool prefixed with
-//! `HOST: `. Banners (`-- Logs begin at ... --`), comments and blank lines
-//! are skipped. Times: the prefix's first, the line's own (klog header, JSON
-//! `ts`) second; the year and zone come from [`Clock`].
+//! Saved text logs as operators have them: raw klog (a kubelet run in a
+//! shell, `kubectl logs`, `docker logs`), `journalctl` short, short-precise
+//! and short-iso output (also with a localised month), syslog files with or
+//! without `<PRI>`, the kubelet's JSON format, and all of these pasted into
+//! bug reports: indented, quoted (`> `), wrapped in HTML, behind a collector's
+//! or a UI's prefix, hard-wrapped by a narrow terminal, with Windows line
+//! endings.
+//!
+//! A record starts where a journal/syslog prefix, a klog header or a JSON
+//! object starts, after whatever junk comes first. What the junk tells
+//! (host, identifier, time) is kept when it can be read; otherwise the klog
+//! header's own time counts (placed in its year by [`Placer`]). A physical
+//! line that starts no record continues the one before: joined without a
+//! newline when the one before was cut at the terminal's width, handed on
+//! as a continuation (joined with a newline later) otherwise. Banners,
+//! comments, code fences and blank lines are skipped. One line keeps at most
+//! [`MAX_LINE`] bytes; the rest is counted as cut, never kept.
 
+use std::collections::VecDeque;
 use std::io::BufRead;
 
 use nom::IResult;
@@ -13,18 +25,41 @@ use nom::character::complete::{char, digit1, space0, space1};
 use nom::combinator::{map_res, opt, recognize};
 use nom::sequence::{delimited, preceded, terminated, tuple};
 
-use super::{Entry, Item, SourceError};
-use crate::parse::klog::{split_header, starts_with_header};
-use crate::time::{Clock, Micros, WallTime};
+use super::{Entry, Item, Malformed, SourceError};
+use crate::parse::klog::split_header;
+use crate::time::{Clock, Micros, Placer, WallTime};
+
+/// The most of one physical line that is kept: well above journald's
+/// `LineMax` (48 KiB), below anything that costs memory.
+pub const MAX_LINE: usize = 256 * 1024;
+
+/// Lines at least this wide that are followed by a line that starts no
+/// record were cut by a terminal.
+const MIN_WRAP: usize = 60;
 
 pub struct TextReader<R> {
     path: String,
     reader: R,
-    clock: Clock,
+    placer: Placer,
+    line_no: u64,
     buf: Vec<u8>,
-    /// The last prefixed line's fields: indented lines without a prefix of
-    /// their own continue it.
+    /// The record being assembled; handed on when the next one starts.
+    pending: Option<Pending>,
+    /// The last record's fields, for the continuation lines that follow it.
     last: Option<Entry>,
+    /// The width a paste was hard-wrapped at, once one wrap was seen.
+    wrap_width: Option<usize>,
+    ready: VecDeque<Item>,
+    done: bool,
+}
+
+struct Pending {
+    entry: Entry,
+    /// Characters in its last physical line (is it cut at a width?).
+    width: usize,
+    /// Whitespace its last physical line ended with: a terminal may cut
+    /// right after a space, which belongs to the line when it is joined.
+    trailing: String,
 }
 
 impl<R: BufRead> TextReader<R> {
@@ -32,14 +67,23 @@ impl<R: BufRead> TextReader<R> {
         Self {
             path: path.to_string(),
             reader,
-            clock,
+            placer: Placer::new(clock),
+            line_no: 0,
             buf: Vec::new(),
+            pending: None,
             last: None,
+            wrap_width: None,
+            ready: VecDeque::new(),
+            done: false,
         }
+    }
+
+    fn read_line(&mut self) -> std::io::Result<Option<bool>> {
+        super::read_line_bounded(&mut self.reader, &mut self.buf, MAX_LINE)
     }
 }
 
-/// The fields a syslog-style prefix gives.
+/// The fields a journal/syslog prefix gives.
 #[derive(Debug, PartialEq, Eq)]
 struct Prefix<'a> {
     at: Stamp,
@@ -48,25 +92,113 @@ struct Prefix<'a> {
     pid: Option<u32>,
 }
 
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stamp {
     Wall(WallTime),
     Absolute(Micros),
+    /// A prefix whose month could not be read: the day and time only.
+    Unknown,
 }
 
 const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
 ];
 
-fn month(i: &str) -> IResult<&str, u32> {
-    let (rest, m) = take_while_m_n(3, 3, |c: char| c.is_ascii_alphabetic())(i)?;
-    match MONTHS.iter().position(|x| *x == m) {
-        Some(n) => Ok((rest, n as u32 + 1)),
-        None => Err(nom::Err::Error(nom::error::Error::new(
-            i,
-            nom::error::ErrorKind::Tag,
-        ))),
+/// Month names as `journalctl` prints them in other locales (lower case,
+/// without a trailing dot), by number.
+const LOCAL_MONTHS: &[(&str, u32)] = &[
+    // de
+    ("mär", 3),
+    ("mai", 5),
+    ("okt", 10),
+    ("dez", 12),
+    // fr
+    ("janv", 1),
+    ("févr", 2),
+    ("fevr", 2),
+    ("mars", 3),
+    ("avr", 4),
+    ("avril", 4),
+    ("juin", 6),
+    ("juil", 7),
+    ("août", 8),
+    ("aout", 8),
+    ("sept", 9),
+    ("déc", 12),
+    // es, it, pt, nl
+    ("ene", 1),
+    ("abr", 4),
+    ("ago", 8),
+    ("dic", 12),
+    ("gen", 1),
+    ("mag", 5),
+    ("giu", 6),
+    ("lug", 7),
+    ("set", 9),
+    ("ott", 10),
+    ("fev", 2),
+    ("out", 10),
+    ("mrt", 3),
+    ("mei", 5),
+    // ru, pl
+    ("янв", 1),
+    ("фев", 2),
+    ("мар", 3),
+    ("апр", 4),
+    ("мая", 5),
+    ("май", 5),
+    ("июн", 6),
+    ("июл", 7),
+    ("авг", 8),
+    ("сен", 9),
+    ("окт", 10),
+    ("ноя", 11),
+    ("дек", 12),
+    ("sty", 1),
+    ("lut", 2),
+    ("kwi", 4),
+    ("maj", 5),
+    ("cze", 6),
+    ("lip", 7),
+    ("sie", 8),
+    ("wrz", 9),
+    ("paź", 10),
+    ("lis", 11),
+    ("gru", 12),
+];
+
+fn month_number(token: &str) -> Option<u32> {
+    if let Some(n) = MONTHS.iter().position(|m| *m == token) {
+        return Some(n as u32 + 1);
     }
+    // `11月` (ja, zh), `11월` (ko).
+    if let Some(n) = token
+        .strip_suffix('月')
+        .or_else(|| token.strip_suffix('월'))
+    {
+        return n.parse().ok().filter(|m| (1..=12).contains(m));
+    }
+    let t = token.trim_end_matches('.').to_lowercase();
+    if let Some(n) = MONTHS.iter().position(|m| m.to_lowercase() == t) {
+        return Some(n as u32 + 1);
+    }
+    LOCAL_MONTHS.iter().find(|(m, _)| *m == t).map(|(_, n)| *n)
+}
+
+/// A month as `journalctl` writes it, in any of the languages above; an
+/// unknown word still makes a prefix, just without a month.
+fn month(i: &str) -> IResult<&str, Option<u32>> {
+    let (rest, m) = take_while_m_n(1, 12, |c: char| {
+        !c.is_whitespace() && !c.is_ascii_digit() || c == '.'
+    })(i)
+    .or_else(|_: nom::Err<nom::error::Error<&str>>| {
+        // `11月`
+        recognize(tuple((
+            take_while_m_n(1, 2, |c: char| c.is_ascii_digit()),
+            take_while_m_n(1, 1, |c: char| c == '月' || c == '월'),
+        )))(i)
+    })?;
+    Ok((rest, month_number(m)))
 }
 
 fn number(i: &str) -> IResult<&str, u32> {
@@ -88,24 +220,35 @@ fn hms(i: &str) -> IResult<&str, (u32, u32, u32, u32)> {
     Ok((i, (h, m, s, frac.unwrap_or(0))))
 }
 
-/// `Mar 22 17:40:06` / `Apr 18 22:07:55.432265` / `Sep  3 07:35:28`.
+/// `Mar 22 17:40:06` / `Apr 18 22:07:55.432265` / `Sep  3 07:35:28` /
+/// `déc. 29 15:33:29` / `11月 29 15:33:29`.
 fn syslog_stamp(i: &str) -> IResult<&str, Stamp> {
     let (i, (month, _, day, _, (hour, minute, second, micros))) =
         tuple((month, space1, number, space1, hms))(i)?;
+    if !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Verify,
+        )));
+    }
     Ok((
         i,
-        Stamp::Wall(WallTime {
-            month,
-            day,
-            hour,
-            minute,
-            second,
-            micros,
-        }),
+        match month {
+            Some(month) => Stamp::Wall(WallTime {
+                month,
+                day,
+                hour,
+                minute,
+                second,
+                micros,
+            }),
+            None => Stamp::Unknown,
+        },
     ))
 }
 
-/// `2024-04-18T22:07:55+0000` / `2024-04-18T22:07:55.432265+00:00`.
+/// `2024-04-18T22:07:55+0000` / `2024-04-18T22:07:55.432265+00:00` /
+/// `2026-11-29T16:31:27.398119123Z`.
 fn iso_stamp(i: &str) -> IResult<&str, Stamp> {
     let (rest, s) = recognize(tuple((
         take_while_m_n(4, 4, |c: char| c.is_ascii_digit()),
@@ -114,7 +257,7 @@ fn iso_stamp(i: &str) -> IResult<&str, Stamp> {
         char('-'),
         digit1,
         char('T'),
-        take_till1(|c: char| c.is_whitespace()),
+        take_till1(|c: char| c.is_whitespace() || c == '"' || c == ',' || c == ']'),
     )))(i)?;
     let parsed = chrono::DateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f%z")
         .or_else(|_| chrono::DateTime::parse_from_rfc3339(s));
@@ -142,9 +285,22 @@ fn host_ident(i: &str) -> IResult<&str, (&str, &str, Option<u32>)> {
 
 fn prefix(i: &str) -> IResult<&str, Prefix<'_>> {
     let (i, _) = opt(delimited(char('<'), digit1, char('>')))(i)?;
-    let (i, at) = nom::branch::alt((syslog_stamp, iso_stamp))(i)?;
+    let (i, at) = nom::branch::alt((iso_stamp, syslog_stamp))(i)?;
     let (i, _) = space1(i)?;
+    // `docker logs -t`, `kubectl logs --timestamps`: a time, then the line.
+    if split_header(i).is_some() || i.starts_with("{\"") {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Verify,
+        )));
+    }
     let (i, (host, ident, pid)) = host_ident(i)?;
+    if !ident.chars().any(char::is_alphabetic) {
+        return Err(nom::Err::Error(nom::error::Error::new(
+            i,
+            nom::error::ErrorKind::Verify,
+        )));
+    }
     Ok((
         i,
         Prefix {
@@ -164,7 +320,7 @@ fn host_tag(i: &str) -> IResult<&str, &str> {
         tag(": "),
     )(i)?;
     let (rest, _) = space0(rest)?;
-    if rest.starts_with("{\"") || starts_with_header(rest.as_bytes()) {
+    if rest.starts_with("{\"") || split_header(rest).is_some() {
         Ok((rest, host))
     } else {
         Err(nom::Err::Error(nom::error::Error::new(
@@ -191,83 +347,434 @@ fn with_klog_fraction(w: WallTime, msg: &str) -> WallTime {
     }
 }
 
-fn is_banner(line: &str) -> bool {
-    let t = line.trim_start();
+fn is_banner(t: &str) -> bool {
     t.is_empty()
         || t.starts_with('#')
-        || (line.starts_with("-- ") && line.trim_end().ends_with(" --"))
-        || line.starts_with("-- No entries --")
+        || t.starts_with("```")
+        || t.starts_with("~~~")
+        || (t.starts_with("-- ") && t.ends_with(" --"))
+        || t.starts_with("-- No entries --")
+        || t.starts_with("-- Reboot --")
+}
+
+/// Whitespace a paste or an editor damaged: carriage returns, no-break and
+/// zero-width spaces, a byte order mark.
+fn normalise(line: &str) -> std::borrow::Cow<'_, str> {
+    let damaged = |c: char| {
+        matches!(
+            c,
+            '\r' | '\u{a0}' | '\u{2007}' | '\u{202f}' | '\u{200b}' | '\u{feff}'
+        )
+    };
+    if !line.contains(damaged) {
+        return std::borrow::Cow::Borrowed(line.trim_end());
+    }
+    let mut s: String = line
+        .chars()
+        .filter(|c| !matches!(c, '\r' | '\u{200b}' | '\u{feff}'))
+        .map(|c| {
+            if c.is_whitespace() {
+                if c == '\t' { '\t' } else { ' ' }
+            } else {
+                c
+            }
+        })
+        .collect();
+    s.truncate(s.trim_end().len());
+    std::borrow::Cow::Owned(s)
+}
+
+/// Strips what a paste put around a record: indentation, markdown quotes
+/// and list markers, backticks, HTML tags. Returns the rest and whether
+/// HTML was seen (its entities are decoded then).
+fn unwrap_markup(mut s: &str) -> (&str, bool) {
+    let mut html = false;
+    loop {
+        let before = s.len();
+        s = s.trim_start_matches([' ', '\t']);
+        if let Some(r) = s.strip_prefix('>') {
+            s = r;
+        }
+        if let Some(r) = s.strip_prefix("- ").or_else(|| s.strip_prefix("* ")) {
+            s = r;
+        }
+        s = s.trim_start_matches('`');
+        if s.starts_with('<') {
+            if let Some(end) = s.find('>') {
+                let tag = &s[1..end];
+                if tag
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '/' || c == '!')
+                    && !tag.contains(['<', '"'])
+                    && !tag.chars().all(|c| c.is_ascii_digit())
+                {
+                    s = &s[end + 1..];
+                    html = true;
+                }
+            }
+        }
+        if s.len() == before {
+            return (s, html);
+        }
+    }
+}
+
+fn decode_entities(s: &str) -> String {
+    s.replace("&quot;", "\"")
+        .replace("&#34;", "\"")
+        .replace("&#39;", "'")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
+/// Where the first klog header or JSON-format object in `s` starts.
+fn record_start(s: &str) -> Option<usize> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            // Junk may be glued on (`… 9:31:27 AME1129 16:31:27.398119 …`):
+            // the header's own shape decides.
+            b'I' | b'W' | b'E' | b'F'
+                if b.len() > i + 6
+                    && b[i + 1..i + 5].iter().all(u8::is_ascii_digit)
+                    && b[i + 5] == b' '
+                    && split_header(&s[i..]).is_some() =>
+            {
+                return Some(i);
+            }
+            b'{' if s[i..].starts_with("{\"ts\":")
+                || s[i..].starts_with("{\"level\":")
+                || s[i..].starts_with("{\"caller\":") =>
+            {
+                return Some(i);
+            }
+            _ => {}
+        }
+        i += 1;
+        while i < b.len() && !s.is_char_boundary(i) {
+            i += 1;
+        }
+    }
+    None
+}
+
+/// What the junk before a record tells: a host and identifier
+/// (`… host ident[pid]: `, a collector's `HOST: `, Loki labels) and a time
+/// (an ISO timestamp).
+#[derive(Debug, Default)]
+struct Junk<'a> {
+    host: Option<&'a str>,
+    ident: Option<&'a str>,
+    pid: Option<u32>,
+    at: Option<Micros>,
+}
+
+fn read_junk(junk: &str) -> Junk<'_> {
+    let mut j = Junk::default();
+    for (n, _) in junk.char_indices() {
+        if let Ok((_, Stamp::Absolute(t))) = iso_stamp(&junk[n..]) {
+            if n == 0 || !junk.as_bytes()[n - 1].is_ascii_digit() {
+                j.at = Some(t);
+                break;
+            }
+        }
+    }
+    let tail = junk.trim_end();
+    if let Some(rest) = tail.strip_suffix(':') {
+        // `… host ident[pid]:` (a prefix whose start is unreadable) or
+        // `HOST:` (a collector's).
+        let mut words = rest.rsplit(char::is_whitespace);
+        let last = words.next().unwrap_or("");
+        let (ident, pid) = match last.split_once('[') {
+            Some((i, p)) => (i, p.strip_suffix(']').and_then(|p| p.parse().ok())),
+            None => (last, None),
+        };
+        match words.next() {
+            Some(host) if !host.is_empty() && !ident.is_empty() && host_like(host) => {
+                j.host = Some(host);
+                j.ident = Some(ident);
+                j.pid = pid;
+            }
+            _ if !last.is_empty() && pid.is_none() && host_like(last) => j.host = Some(last),
+            _ => {}
+        }
+    }
+    if j.host.is_none() {
+        // Loki and similar label sets: `{host="node-1", unit="kubelet.service"}`.
+        for key in ["host=\"", "hostname=\"", "nodename=\"", "node=\""] {
+            if let Some(v) = junk
+                .find(key)
+                .map(|n| &junk[n + key.len()..])
+                .and_then(|r| r.split('"').next())
+            {
+                if host_like(v) {
+                    j.host = Some(v);
+                    break;
+                }
+            }
+        }
+    }
+    j
+}
+
+fn host_like(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '.' | '_' | ':'))
+}
+
+/// One physical line, classified.
+enum Physical<'a> {
+    Skip,
+    Record {
+        entry: Entry,
+        /// Where the message starts in the normalised line.
+        message: &'a str,
+    },
+    /// Starts no record. `indented`: it began with whitespace (a real
+    /// continuation: journalctl's indent, a klog `=<` block line).
+    Continuation {
+        indented: bool,
+        text: &'a str,
+    },
 }
 
 impl<R: BufRead> TextReader<R> {
     /// The line's own time: a klog header's, or a JSON-format `ts`.
-    fn own_time(&self, msg: &str) -> Option<Micros> {
+    fn own_time(&mut self, msg: &str) -> Result<Option<Micros>, String> {
         if let Some((h, _)) = split_header(msg) {
-            return self.clock.place(h.wall);
+            return self
+                .placer
+                .place(h.wall)
+                .map(Some)
+                .map_err(|e| e.to_string());
         }
         if msg.starts_with("{\"") {
-            let ts = msg.split_once("\"ts\":")?.1;
-            let end = ts.find([',', '}'])?;
-            let ms: f64 = ts[..end].trim().parse().ok()?;
-            return Some((ms * 1_000.0).round() as Micros);
+            let Some(ts) = msg.split_once("\"ts\":").map(|(_, t)| t) else {
+                return Ok(None);
+            };
+            let Some(end) = ts.find([',', '}']) else {
+                return Ok(None);
+            };
+            return Ok(ts[..end]
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|ms| ms.is_finite() && *ms > 0.0 && *ms < 1e16)
+                .map(|ms| (ms * 1_000.0).round() as Micros));
         }
-        None
+        Ok(None)
     }
 
-    /// Keeps a prefixed line's fields for the indented lines that follow it.
-    fn remember(&mut self, e: Entry) -> Entry {
-        self.last = Some(Entry {
-            message: Vec::new(),
-            ..e.clone()
-        });
-        e
+    fn stamp_time(&mut self, at: Stamp, msg: &str) -> Result<Option<Micros>, String> {
+        match at {
+            Stamp::Wall(w) => self
+                .placer
+                .place(with_klog_fraction(w, msg))
+                .map(Some)
+                .map_err(|e| e.to_string()),
+            Stamp::Absolute(t) => Ok(Some(t)),
+            Stamp::Unknown => self.own_time(msg),
+        }
     }
 
-    fn entry_of(&mut self, line: &str) -> Option<Entry> {
-        if is_banner(line) {
-            return None;
+    fn classify<'a>(&mut self, line: &'a str) -> Result<Physical<'a>, String> {
+        let trimmed = line.trim();
+        if is_banner(trimmed) {
+            return Ok(Physical::Skip);
         }
-        if let Ok((msg, p)) = prefix(line) {
-            let at = match p.at {
-                Stamp::Wall(w) => self.clock.place(with_klog_fraction(w, msg)),
-                Stamp::Absolute(t) => Some(t),
-            }
-            .or_else(|| self.own_time(msg));
-            return Some(self.remember(Entry {
-                at,
-                host: Some(p.host.into()),
-                identifier: Some(p.ident.into()),
-                pid: p.pid,
-                message: msg.as_bytes().to_vec(),
-                ..Entry::default()
-            }));
+        let indented = line.starts_with([' ', '\t']);
+        let (s, _) = unwrap_markup(line);
+        if s.trim().is_empty() || is_banner(s.trim()) {
+            return Ok(Physical::Skip);
         }
-        if let Ok((msg, host)) = host_tag(line) {
-            return Some(self.remember(Entry {
-                at: self.own_time(msg),
-                host: Some(host.into()),
-                message: msg.as_bytes().to_vec(),
-                ..Entry::default()
-            }));
+        // A journal or syslog prefix at the start.
+        if let Ok((msg, p)) = prefix(s) {
+            let at = self.stamp_time(p.at, msg)?;
+            return Ok(Physical::Record {
+                entry: Entry {
+                    at,
+                    host: Some(p.host.into()),
+                    identifier: Some(p.ident.into()),
+                    pid: p.pid,
+                    ..Entry::default()
+                },
+                message: msg,
+            });
         }
-        // An indented line continues the last prefixed line (journalctl
-        // indents the further lines of a multi-line MESSAGE); otherwise the
-        // line is raw (a kubelet run in a shell).
-        if line.starts_with([' ', '\t']) {
-            if let Some(last) = &self.last {
-                return Some(Entry {
-                    message: line.as_bytes().to_vec(),
-                    ..last.clone()
-                });
-            }
+        if let Ok((msg, host)) = host_tag(s) {
+            let at = self.own_time(msg)?;
+            return Ok(Physical::Record {
+                entry: Entry {
+                    at,
+                    host: Some(host.into()),
+                    ..Entry::default()
+                },
+                message: msg,
+            });
         }
-        self.last = None;
-        Some(Entry {
-            at: self.own_time(line),
-            message: line.as_bytes().to_vec(),
-            ..Entry::default()
+        // k3s's and rke2's own logrus lines start a record of their own.
+        if s.starts_with("time=\"") || s.starts_with("WARNING: ") || s.starts_with("Flag --") {
+            return Ok(Physical::Record {
+                entry: Entry::default(),
+                message: s,
+            });
+        }
+        // A klog header or JSON object after whatever came first.
+        if let Some(n) = record_start(s) {
+            let (junk, msg) = s.split_at(n);
+            let j = read_junk(junk);
+            let at = match j.at {
+                Some(t) => Some(t),
+                None => self.own_time(msg)?,
+            };
+            return Ok(Physical::Record {
+                entry: Entry {
+                    at,
+                    host: j.host.map(Into::into),
+                    identifier: j.ident.map(Into::into),
+                    pid: j.pid,
+                    ..Entry::default()
+                },
+                message: msg,
+            });
+        }
+        Ok(Physical::Continuation {
+            indented,
+            text: line,
         })
     }
+
+    fn place(&self) -> String {
+        format!("{}:{}", self.path, self.line_no)
+    }
+
+    /// Hands on the pending record, and makes `p` the pending one.
+    fn replace_pending(&mut self, p: Option<Pending>) {
+        if let Some(done) = std::mem::replace(&mut self.pending, p) {
+            self.ready.push_back(Item::Entry(done.entry));
+        }
+    }
+
+    /// Takes one physical line.
+    fn line(&mut self, raw: &[u8], cut: bool) {
+        if cut {
+            self.ready.push_back(Item::Damaged(Malformed {
+                place: self.place(),
+                reason: format!("a line longer than {MAX_LINE} bytes: the rest was cut"),
+            }));
+        }
+        let lossy = String::from_utf8_lossy(raw);
+        let text = normalise(&lossy);
+        let width = lossy.chars().count();
+        let trailing: String = {
+            let kept = lossy.trim_end();
+            lossy[kept.len()..]
+                .chars()
+                .map(|c| if c == '\t' { c } else { ' ' })
+                .collect()
+        };
+        let classified = match self.classify(&text) {
+            Ok(c) => c,
+            Err(reason) => {
+                self.ready.push_back(Item::Malformed(Malformed {
+                    place: self.place(),
+                    reason,
+                }));
+                return;
+            }
+        };
+        match classified {
+            Physical::Skip => {}
+            Physical::Record { mut entry, message } => {
+                let (_, html) = unwrap_markup(&text);
+                let mut msg = if html {
+                    decode_entities(message)
+                } else {
+                    message.to_string()
+                };
+                // An HTML paste may end in closing tags.
+                if html {
+                    while let Some(open) = msg.rfind("</") {
+                        if msg.ends_with('>') && !msg[open..].contains(' ') {
+                            msg.truncate(open);
+                        } else {
+                            break;
+                        }
+                    }
+                }
+                entry.message = keep_bytes(raw, &lossy, &text, msg);
+                self.last = Some(Entry {
+                    message: Vec::new(),
+                    ..entry.clone()
+                });
+                self.replace_pending(Some(Pending {
+                    entry,
+                    width,
+                    trailing,
+                }));
+            }
+            Physical::Continuation { indented, text: t } => {
+                let wrapped = self.pending.as_ref().is_some_and(|p| {
+                    let at_width = self.wrap_width == Some(p.width);
+                    at_width || (p.width >= MIN_WRAP && !heavily_indented(t))
+                });
+                if wrapped {
+                    let p = self.pending.as_mut().expect("checked");
+                    if self.wrap_width.is_none() {
+                        self.wrap_width = Some(p.width);
+                    }
+                    p.entry.message.extend_from_slice(p.trailing.as_bytes());
+                    p.entry.message.extend_from_slice(t.as_bytes());
+                    p.width = width;
+                    p.trailing = trailing;
+                    return;
+                }
+                let base = if indented { self.last.clone() } else { None };
+                let entry = Entry {
+                    message: t.as_bytes().to_vec(),
+                    ..base.unwrap_or_default()
+                };
+                if !indented {
+                    self.last = None;
+                }
+                self.replace_pending(Some(Pending {
+                    entry,
+                    width,
+                    trailing,
+                }));
+            }
+        }
+    }
+}
+
+/// A journalctl continuation (aligned under the message) or a klog block
+/// line (a TAB), not a piece a terminal cut.
+fn heavily_indented(t: &str) -> bool {
+    t.starts_with('\t') || t.starts_with("        ")
+}
+
+/// The message as bytes: invalid UTF-8 kept as it was written where the
+/// message is the raw line's tail (the prefix is ASCII).
+fn keep_bytes(raw: &[u8], lossy: &str, text: &str, msg: String) -> Vec<u8> {
+    if std::str::from_utf8(raw).is_ok() || text.len() != lossy.trim_end().len() {
+        return msg.into_bytes();
+    }
+    let Some(offset) = lossy.find(msg.as_str()) else {
+        return msg.into_bytes();
+    };
+    if raw.get(..offset) == Some(&lossy.as_bytes()[..offset]) {
+        let mut end = raw.len();
+        while end > offset && raw[end - 1].is_ascii_whitespace() {
+            end -= 1;
+        }
+        return raw[offset..end].to_vec();
+    }
+    msg.into_bytes()
 }
 
 impl<R: BufRead> Iterator for TextReader<R> {
@@ -275,37 +782,44 @@ impl<R: BufRead> Iterator for TextReader<R> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            self.buf.clear();
-            match self.reader.read_until(b'\n', &mut self.buf) {
-                Ok(0) => return None,
-                Ok(_) => {}
+            if let Some(item) = self.ready.pop_front() {
+                return Some(Ok(item));
+            }
+            if self.done {
+                return None;
+            }
+            match self.read_line() {
+                Ok(Some(cut)) => {
+                    self.line_no += 1;
+                    let raw = std::mem::take(&mut self.buf);
+                    let mut end = raw.len();
+                    while end > 0 && raw[end - 1] == b'\r' {
+                        end -= 1;
+                    }
+                    self.line(&raw[..end], cut);
+                    self.buf = raw;
+                }
+                Ok(None) => {
+                    self.done = true;
+                    self.replace_pending(None);
+                }
                 Err(source) => {
+                    self.done = true;
+                    self.replace_pending(None);
+                    self.ready.push_back(Item::Malformed(Malformed {
+                        place: self.place(),
+                        reason: format!("reading stopped: {source}"),
+                    }));
+                    if let Some(Item::Entry(_) | Item::Malformed(_) | Item::Damaged(_)) =
+                        self.ready.front()
+                    {
+                        continue;
+                    }
                     return Some(Err(SourceError::Io {
                         path: self.path.clone(),
                         source,
                     }));
                 }
-            }
-            while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
-                self.buf.pop();
-            }
-            let buf = std::mem::take(&mut self.buf);
-            let line = String::from_utf8_lossy(&buf);
-            let entry = self.entry_of(&line);
-            drop(line);
-            self.buf = buf;
-            if let Some(mut e) = entry {
-                // Keep invalid UTF-8 as it was written: the prefix is ASCII,
-                // so the message starts at the same byte in both.
-                if std::str::from_utf8(&self.buf).is_err() {
-                    let lossy = String::from_utf8_lossy(&self.buf);
-                    if let Some(offset) = lossy.len().checked_sub(e.message.len()) {
-                        if self.buf.get(..offset) == Some(&lossy.as_bytes()[..offset]) {
-                            e.message = self.buf[offset..].to_vec();
-                        }
-                    }
-                }
-                return Some(Ok(Item::Entry(e)));
             }
         }
     }
@@ -320,17 +834,28 @@ mod tests {
         Clock {
             utc: true,
             year: None,
-            now: parse_rfc3339("2026-11-29T00:00:00Z").unwrap(),
+            now: parse_rfc3339("2026-11-29T20:00:00Z").unwrap(),
         }
     }
 
+    fn items(s: &[u8]) -> Vec<Item> {
+        TextReader::new("t", s, clock())
+            .map(Result::unwrap)
+            .collect()
+    }
+
     fn read(s: &str) -> Vec<Entry> {
-        TextReader::new("t", s.as_bytes(), clock())
-            .map(|i| match i.unwrap() {
-                Item::Entry(e) => e,
-                Item::Malformed(m) => panic!("{m:?}"),
+        items(s.as_bytes())
+            .into_iter()
+            .filter_map(|i| match i {
+                Item::Entry(e) => Some(e),
+                _ => None,
             })
             .collect()
+    }
+
+    fn msg(e: &Entry) -> String {
+        String::from_utf8_lossy(&e.message).into_owned()
     }
 
     #[test]
@@ -353,11 +878,91 @@ mod tests {
     }
 
     #[test]
+    fn localised_months_and_unreadable_prefixes() {
+        for prefix in [
+            "11月 29 15:33:29 node-1 kubelet[4813]: ",
+            "Nov 29 15:33:29 node-1 kubelet[4813]: ",
+            "déc. 29 15:33:29 node-1 kubelet[4813]: ",
+            "Dez 29 15:33:29 node-1 kubelet[4813]: ",
+            "xyz 29 15:33:29 node-1 kubelet[4813]: ",
+        ] {
+            let line = format!(
+                "{prefix}E1129 15:33:29.398119    4813 kubelet_node_status.go:535] \"x\"\n"
+            );
+            let e = &read(&line)[0];
+            assert_eq!(e.host.as_deref(), Some("node-1"), "{prefix}");
+            assert_eq!(e.identifier.as_deref(), Some("kubelet"), "{prefix}");
+            assert_eq!(e.pid, Some(4813), "{prefix}");
+            assert!(msg(e).starts_with("E1129 15:33:29.398119"), "{prefix}");
+        }
+        // The month known: the prefix's time; unknown: the klog header's.
+        let e = &read("déc. 29 15:33:29 n kubelet[1]: E1229 15:33:29.398119 1 a.go:1] x\n")[0];
+        assert_eq!(rfc3339(e.at.unwrap()), "2025-12-29T15:33:29.398Z");
+        let e = &read("xyz 29 15:33:29 n kubelet[1]: E1129 15:33:29.398119 1 a.go:1] x\n")[0];
+        assert_eq!(rfc3339(e.at.unwrap()), "2026-11-29T15:33:29.398Z");
+    }
+
+    #[test]
+    fn junk_before_the_record() {
+        let line = "E1129 16:31:27.398119    4813 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"x\"";
+        for (junk, host) in [
+            ("\t", None),
+            ("    ", None),
+            ("> ", None),
+            ("> > ", None),
+            ("11/29/2026 9:31:27 AM", None),
+            ("<pre>", None),
+            ("<code class=\"x\">", None),
+            ("10.0.0.5: ", Some("10.0.0.5")),
+            ("2026-11-29T16:31:27.398119123Z ", None),
+            (
+                "2026-11-29T16:31:27.398Z {host=\"node-9\", unit=\"kubelet.service\"} ",
+                Some("node-9"),
+            ),
+            ("[pod/kubelet-x/kubelet] ", None),
+            ("- ", None),
+            ("`", None),
+        ] {
+            let es = read(&format!("{junk}{line}\n"));
+            assert_eq!(es.len(), 1, "{junk:?}");
+            assert!(
+                msg(&es[0]).starts_with("E1129 16:31:27.398119"),
+                "{junk:?}: {}",
+                msg(&es[0])
+            );
+            assert_eq!(es[0].host.as_deref(), host, "{junk:?}");
+            assert!(es[0].at.is_some(), "{junk:?}");
+        }
+    }
+
+    #[test]
+    fn hard_wraps_are_joined_and_real_continuations_kept() {
+        let line = "Nov 29 16:31:27 node-1 kubelet[4813]: E1129 16:31:27.398119    4813 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"node-1\\\": node \\\"node-1\\\" not found\"";
+        for width in [60, 77, 80, 120, 200] {
+            let chars: Vec<char> = line.chars().collect();
+            let wrapped: Vec<String> = chars.chunks(width).map(|c| c.iter().collect()).collect();
+            let es = read(&(wrapped.join("\n") + "\n"));
+            assert_eq!(es.len(), 1, "width {width}");
+            assert_eq!(
+                msg(&es[0]),
+                line.split_once(": ").unwrap().1,
+                "width {width}"
+            );
+        }
+        let es = read(
+            "E0610 02:55:28.185750   64201 aws_credentials.go:77] while getting\n\tFor verbose messaging see\n",
+        );
+        assert_eq!(es.len(), 2);
+        assert_eq!(msg(&es[1]), "\tFor verbose messaging see");
+    }
+
+    #[test]
     fn raw_klog_banners_and_host_tags() {
         let es = read(concat!(
             "-- Logs begin at Thu 2019-08-29 16:00:00 UTC, end at Thu 2019-08-29 17:00:00 UTC. --\n",
             "# source: somewhere\n",
             "\n",
+            "```\n",
             "E0610 02:55:28.185750   64201 aws_credentials.go:77] while getting\n",
             "\tFor verbose messaging see\n",
             "10.200.1.3: {\"ts\":1753121331919.7622,\"caller\":\"a.go:1\",\"msg\":\"m\",\"v\":0}\n",
@@ -378,16 +983,58 @@ mod tests {
     }
 
     #[test]
+    fn windows_line_endings_and_damaged_whitespace_change_nothing() {
+        let clean =
+            read("Mar 22 17:40:06 h kubelet[1]: E0322 17:40:06.000000 1 a.go:1] \"m\" err=\"x\"\n");
+        let damaged = read(
+            "Mar 22 17:40:06\u{a0}h kubelet[1]: E0322 17:40:06.000000 1 a.go:1] \"m\" err=\"x\"  \r\n",
+        );
+        assert_eq!(clean, damaged);
+    }
+
+    #[test]
     fn invalid_utf8_kept() {
         let input = b"Mar 22 17:40:06 h kubelet[1]: bad \xff byte\n";
-        let e = match TextReader::new("t", &input[..], clock())
+        let Item::Entry(e) = TextReader::new("t", &input[..], clock())
             .next()
             .unwrap()
             .unwrap()
-        {
-            Item::Entry(e) => e,
-            Item::Malformed(_) => panic!(),
+        else {
+            panic!()
         };
         assert_eq!(e.message, b"bad \xff byte");
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_counted() {
+        let mut input =
+            b"E0101 00:00:00.000000 1 a.go:1] \"Error updating node status, will retry\" err=\""
+                .to_vec();
+        input.extend(std::iter::repeat_n(b'x', 3 * MAX_LINE));
+        input.extend_from_slice(b"\"\nE0101 00:00:01.000000 1 a.go:1] next\n");
+        let all = items(&input);
+        assert!(matches!(&all[0], Item::Damaged(m) if m.place == "t:1"));
+        let Item::Entry(e) = &all[1] else { panic!() };
+        assert_eq!(e.message.len(), MAX_LINE);
+        let Item::Entry(e) = &all[2] else { panic!() };
+        assert!(e.message.ends_with(b"next"));
+    }
+
+    #[test]
+    fn impossible_dates_are_errors_on_their_line() {
+        let r = TextReader::new(
+            "t",
+            &b"E0229 00:00:00.000000 1 a.go:1] x\n"[..],
+            Clock {
+                year: Some(2025),
+                ..clock()
+            },
+        );
+        let all: Vec<Item> = r.map(Result::unwrap).collect();
+        let Item::Malformed(m) = &all[0] else {
+            panic!("{all:?}")
+        };
+        assert_eq!(m.place, "t:1");
+        assert!(m.reason.contains("is not a time in 2025"), "{}", m.reason);
     }
 }

@@ -33,6 +33,9 @@ pub enum PasswordSource {
     Credential(PathBuf),
     /// Not under systemd: the file the unit would load as the credential.
     UnitFile(PathBuf),
+    /// Under systemd, the unit's password file exists but was not there
+    /// when the service started: a restart loads it.
+    NotLoaded(PathBuf),
     /// None of them exists.
     None,
 }
@@ -52,6 +55,15 @@ impl PasswordSource {
             if let Some(p) = found {
                 return PasswordSource::Credential(p);
             }
+            // The unit loads credentials when it starts: a password file
+            // put there since is not loaded yet (the service cannot read
+            // the root-only directory itself, only tell it is there).
+            let unit = PathBuf::from(UNIT_CREDENTIALS).join("password");
+            if matches!(std::fs::metadata(&unit), Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied)
+                || unit.exists()
+            {
+                return PasswordSource::NotLoaded(unit);
+            }
             return PasswordSource::None;
         }
         let unit = PathBuf::from(UNIT_CREDENTIALS).join("password");
@@ -70,6 +82,10 @@ impl PasswordSource {
             PasswordSource::UnitFile(p) => {
                 format!("{} (the service's credential)", p.display())
             }
+            PasswordSource::NotLoaded(p) => format!(
+                "{} exists but was created after the service started; systemctl restart kubelet-sentinel loads it",
+                p.display()
+            ),
             PasswordSource::None => format!(
                 "none found (set [alert.smtp] password_file, or put it in {UNIT_CREDENTIALS}/password)"
             ),
@@ -82,7 +98,7 @@ impl PasswordSource {
             PasswordSource::File(p)
             | PasswordSource::Credential(p)
             | PasswordSource::UnitFile(p) => p,
-            PasswordSource::None => return Ok(None),
+            PasswordSource::None | PasswordSource::NotLoaded(_) => return Ok(None),
         };
         std::fs::read_to_string(path)
             .map(|s| Some(s.trim_end_matches(['\r', '\n']).to_string()).filter(|p| !p.is_empty()))

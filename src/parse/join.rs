@@ -58,7 +58,8 @@ fn stream_key(e: &Entry) -> String {
 
 /// Lines that start a record of their own although they carry no klog header:
 /// logrus (k3s), gRPC warnings, flag deprecation notices.
-fn is_foreign(m: &[u8]) -> bool {
+#[must_use]
+pub fn is_foreign(m: &[u8]) -> bool {
     m.starts_with(b"time=\"") || m.starts_with(b"WARNING: ") || m.starts_with(b"Flag --")
 }
 
@@ -128,6 +129,14 @@ impl Joiner {
                 j.last_at = entry.at.or(j.last_at);
             }
             None => out.push(Out::Orphan(entry)),
+        }
+    }
+
+    /// A record that is not the kubelet's (a foreign line) ends the line
+    /// held for its stream.
+    pub fn interrupt(&mut self, entry: &Entry, out: &mut Vec<Out>) {
+        if let Some((_, done)) = self.pending.remove(&stream_key(entry)) {
+            out.push(Out::Line(done));
         }
     }
 

@@ -295,8 +295,58 @@ fn bare(i: &str) -> IResult<&str, Cow<'_, str>> {
     Ok((&i[end..], Cow::Borrowed(&i[..end])))
 }
 
+/// A quoted value whose inner quotes may have lost their backslashes in a
+/// paste (`err="node "w7" not found"`): it ends at the first unescaped quote
+/// that is followed by the end of the line or by the next ` key=`. A
+/// properly escaped value ends at its first unescaped quote, as before.
+fn tolerant_string(i: &str) -> IResult<&str, Cow<'_, str>> {
+    let (rest, _) = char('"')(i)?;
+    let bytes = rest.as_bytes();
+    let mut escaped = false;
+    let mut first: Option<usize> = None;
+    let mut n = 0;
+    while n < bytes.len() {
+        match bytes[n] {
+            b'\\' => {
+                escaped = true;
+                n += 2;
+                continue;
+            }
+            b'"' => {
+                first.get_or_insert(n);
+                let after = &rest[n + 1..];
+                let next = after.trim_start_matches([' ', '\t']);
+                let ends = after.is_empty()
+                    || after.starts_with('\n')
+                    || (after.starts_with([' ', '\t'])
+                        && (next.is_empty() || next.starts_with(['\n', '#']) || key(next).is_ok()));
+                if ends {
+                    break;
+                }
+            }
+            _ => {}
+        }
+        n += 1;
+    }
+    // No quote that ends cleanly: the first one, as Go wrote it.
+    let end = if n < bytes.len() {
+        n
+    } else {
+        first.ok_or_else(|| {
+            nom::Err::Error(nom::error::Error::new(i, nom::error::ErrorKind::Char))
+        })?
+    };
+    let inner = &rest[..end];
+    let value = if escaped {
+        Cow::Owned(unquote(inner))
+    } else {
+        Cow::Borrowed(inner)
+    };
+    Ok((&rest[end + 1..], value))
+}
+
 fn value(i: &str) -> IResult<&str, Cow<'_, str>> {
-    alt((go_string, block, bracketed, bare))(i)
+    alt((tolerant_string, block, bracketed, bare))(i)
 }
 
 /// Parses a body after `] `: structured when it is a Go-quoted string followed
@@ -443,6 +493,32 @@ mod tests {
         };
         assert_eq!(msg, "Error updating node status, will retry");
         assert_eq!(kv.len(), 1);
+    }
+
+    #[test]
+    fn quotes_that_lost_their_backslashes() {
+        let Body::Structured { kv, .. } = body(
+            r#""Error updating node status, will retry" err="error getting node "worker-7": node "worker-7" not found""#,
+        ) else {
+            panic!()
+        };
+        assert_eq!(
+            kv[0].1,
+            r#"error getting node "worker-7": node "worker-7" not found"#
+        );
+        let Body::Structured { kv, .. } = body(
+            r#""Unable to register node with API server" err="Post "https://a/api/v1/nodes": EOF" node="n1""#,
+        ) else {
+            panic!()
+        };
+        assert_eq!(kv[0].1, r#"Post "https://a/api/v1/nodes": EOF"#);
+        assert_eq!(kv[1].1, "n1");
+        // Escaped as Go writes it: unchanged.
+        let Body::Structured { kv, .. } = body(r#""m" err="a "b" c" x="y""#) else {
+            panic!()
+        };
+        assert_eq!(kv[0].1, r#"a "b" c"#);
+        assert_eq!(kv[1].1, "y");
     }
 
     #[test]

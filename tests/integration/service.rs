@@ -435,14 +435,24 @@ fn metrics_over_tcp() {
         || retries_of(&svc, "met-1") == 2,
         "the incident",
     );
-    let get = |path: &str| -> String {
+    let get_with = |path: &str, extra: &str| -> String {
         use std::io::{Read, Write};
         let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        write!(c, "GET {path} HTTP/1.1\r\nHost: x\r\n{extra}\r\n").unwrap();
         let mut s = String::new();
         c.read_to_string(&mut s).unwrap();
         s
     };
+    let get = |path: &str| get_with(path, "");
+    // What Prometheus asks for: OpenMetrics.
+    let open = get_with(
+        "/metrics",
+        "Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n",
+    );
+    assert!(
+        open.contains("application/openmetrics-text") && open.trim_end().ends_with("# EOF"),
+        "{open}"
+    );
     let m = get("/metrics");
     assert!(m.starts_with("HTTP/1.1 200"), "{m}");
     for name in [
@@ -461,6 +471,28 @@ fn metrics_over_tcp() {
         get("/incidents").starts_with("HTTP/1.1 404"),
         "only /metrics over TCP"
     );
+    // Prometheus's own linter takes it, and every metric the shipped rules
+    // use is there.
+    let body = m.split_once("\r\n\r\n").unwrap().1;
+    let out = run(
+        Command::new("promtool").args(["check", "metrics"]),
+        Some(body.as_bytes()),
+    );
+    assert!(
+        out.status.success(),
+        "promtool check metrics: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rules = include_str!("../../packaging/prometheus/kubelet-sentinel.rules.yml");
+    for word in rules.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        if word.starts_with("kubelet_sentinel_") {
+            assert!(
+                m.contains(word),
+                "the rules use {word}, which /metrics lacks"
+            );
+        }
+    }
 }
 
 #[test]
