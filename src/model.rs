@@ -41,6 +41,11 @@ pub struct Entry {
     /// here; the next entry of the stream goes on with the same line.
     #[serde(default)]
     pub cut: bool,
+    /// A saved log's reader found a record start here although the message
+    /// has no klog header (a body whose header a paste cut off): a line of
+    /// its own, not a continuation.
+    #[serde(default)]
+    pub record: bool,
 }
 
 /// Which entries belong to the kubelet (design section 4).

@@ -675,6 +675,7 @@ pub fn classify(text: &str) -> Cause {
     } else if has(&[
         "client.timeout exceeded",
         "context deadline exceeded",
+        "net/http: request canceled",
         "tls handshake timeout",
         "i/o timeout",
         "timeout awaiting",

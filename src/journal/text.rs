@@ -624,6 +624,34 @@ impl<R: BufRead> TextReader<R> {
                 message: s,
             });
         }
+        // A journal prefix behind junk (`journal.log: Feb 09 …` from grep).
+        for (n, _) in s.char_indices().filter(|(n, c)| {
+            *n > 0 && *n < 96 && !c.is_whitespace() && s[..*n].ends_with([' ', '\t'])
+        }) {
+            if let Ok((msg, p)) = prefix(&s[n..]) {
+                let at = self.stamp_time(p.at, msg)?;
+                return Ok(Physical::Record {
+                    entry: Entry {
+                        at,
+                        host: Some(p.host.into()),
+                        identifier: Some(p.ident.into()),
+                        pid: p.pid,
+                        ..Entry::default()
+                    },
+                    message: msg,
+                });
+            }
+        }
+        // A klog body whose header was cut off (`380] Error updating …`).
+        if crate::parse::klog::headless(s).is_some() {
+            return Ok(Physical::Record {
+                entry: Entry {
+                    record: true,
+                    ..Entry::default()
+                },
+                message: s,
+            });
+        }
         // A klog header or JSON object after whatever came first.
         if let Some(n) = record_start(s) {
             let (junk, msg) = s.split_at(n);
@@ -646,6 +674,15 @@ impl<R: BufRead> TextReader<R> {
         Ok(Physical::Continuation {
             indented,
             text: line,
+        })
+    }
+
+    /// Whether a line that starts no record of its own is the rest of the
+    /// pending one, cut by a terminal.
+    fn wraps(&self, t: &str) -> bool {
+        self.pending.as_ref().is_some_and(|p| {
+            let at_width = self.wrap_width == Some(p.width);
+            at_width || (p.width >= MIN_WRAP && !heavily_indented(t))
         })
     }
 
@@ -688,6 +725,17 @@ impl<R: BufRead> TextReader<R> {
                 return;
             }
         };
+        // A headless body right after a line cut at the terminal's width is
+        // that line's rest (`… kubelet_no` / `de_status.go:535] …`).
+        let classified = match classified {
+            Physical::Record { ref entry, .. } if entry.record && self.wraps(&text) => {
+                Physical::Continuation {
+                    indented: false,
+                    text: &text,
+                }
+            }
+            c => c,
+        };
         match classified {
             Physical::Skip => {}
             Physical::Record { mut entry, message } => {
@@ -719,11 +767,7 @@ impl<R: BufRead> TextReader<R> {
                 }));
             }
             Physical::Continuation { indented, text: t } => {
-                let wrapped = self.pending.as_ref().is_some_and(|p| {
-                    let at_width = self.wrap_width == Some(p.width);
-                    at_width || (p.width >= MIN_WRAP && !heavily_indented(t))
-                });
-                if wrapped {
+                if self.wraps(t) {
                     let p = self.pending.as_mut().expect("checked");
                     if self.wrap_width.is_none() {
                         self.wrap_width = Some(p.width);

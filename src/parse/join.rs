@@ -87,7 +87,7 @@ impl Joiner {
             }
         }
         let m = &entry.message;
-        if starts_with_header(m) {
+        if starts_with_header(m) || entry.record {
             if let Some((_, done)) = self.pending.remove(&key) {
                 out.push(Out::Line(done));
             }

@@ -95,6 +95,27 @@ pub fn split_header(line: &str) -> Option<(Header<'_>, &str)> {
     header(line).ok().map(|(rest, h)| (h, rest))
 }
 
+/// A klog body whose header a paste cut off, as a pager or a careless
+/// selection leaves it: `380] Error updating node status, …` or
+/// `kubelet_node_status.go:380] …`. Returns the source (if any) and the body.
+#[must_use]
+pub fn headless(line: &str) -> Option<(Option<&str>, &str)> {
+    let (source, rest) = line.split_once("] ")?;
+    let (file, number) = match source.rsplit_once(':') {
+        Some((f, n)) => (Some(f), n),
+        None => (None, source),
+    };
+    let file_ok = file.is_none_or(|f| {
+        f.len() > 3
+            && f.as_bytes().ends_with(b".go")
+            && f.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
+    });
+    let number_ok =
+        !number.is_empty() && number.len() <= 5 && number.bytes().all(|b| b.is_ascii_digit());
+    (file_ok && number_ok && !rest.is_empty()).then_some((file.map(|_| source), rest))
+}
+
 /// True when the bytes start like a klog header: cheap enough to call on
 /// every entry to tell lines from continuations.
 #[must_use]

@@ -112,6 +112,16 @@ pub fn parse_line(text: &str) -> Line<'_> {
             return line;
         }
     }
+    if let Some((source, rest)) = klog::headless(text) {
+        return Line {
+            severity: None,
+            wall: None,
+            ts: None,
+            pid: None,
+            source: source.map(Cow::Borrowed),
+            body: klog::body(rest),
+        };
+    }
     Line::unparsed(text)
 }
 
