@@ -105,6 +105,22 @@ pub const KNOWN_KUBELET_IDENTIFIERS: &[&str] = &[
     "microk8s.daemon-kubelite",
 ];
 
+/// Identifiers under which only the kubelet writes (its binary, or a
+/// wrapper that execs it). Other kubelet sources (k3s, rke2, kubelite, a
+/// Docker daemon, `OpenShift`'s node process) also carry their own output.
+pub const KUBELET_ONLY_IDENTIFIERS: &[&str] =
+    &["kubelet", "kubenswrapper", "hyperkube", "kubelet-wrapper"];
+
+/// Whether everything the entry's source writes is the kubelet's: its own
+/// identifier, a container named for it, or a saved log with no identifier.
+#[must_use]
+pub fn kubelet_alone(e: &Entry) -> bool {
+    e.container.is_some()
+        || e.identifier
+            .as_deref()
+            .is_none_or(|i| KUBELET_ONLY_IDENTIFIERS.contains(&i))
+}
+
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| (*s).to_string()).collect()
 }

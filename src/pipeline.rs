@@ -59,6 +59,9 @@ pub struct Summary {
     /// The first kubelet line that was not understood, for a person.
     #[serde(default)]
     pub first_unparsed: Option<String>,
+    /// Entries with no time of their own and none before them to take.
+    #[serde(default)]
+    pub untimed: u64,
 }
 
 /// Bound on the sources named in [`Summary::other_klog`].
@@ -105,7 +108,13 @@ pub struct Pipeline {
     /// Counts batches, to tell which hosts a batch carried.
     batch: u64,
     no_host: Text,
+    /// Entries dated after this are not believed (see [`Pipeline::set_now`]).
+    horizon: Option<Micros>,
 }
+
+/// How far ahead of the machine's clock an entry may be dated (time zones,
+/// a skewed clock) before its time is not believed.
+pub const FUTURE_SLACK: Micros = 24 * 3600 * crate::time::SECOND;
 
 /// How far a host's entries have got, and when the last of them was read.
 #[derive(Debug, Clone, Copy)]
@@ -139,6 +148,7 @@ impl Pipeline {
             clocks: HashMap::new(),
             batch: 0,
             no_host: Text::from(""),
+            horizon: None,
         }
     }
 
@@ -155,6 +165,7 @@ impl Pipeline {
             clocks: HashMap::new(),
             batch: 0,
             no_host: Text::from(""),
+            horizon: None,
         }
     }
 
@@ -206,14 +217,49 @@ impl Pipeline {
         }
     }
 
+    /// The machine's clock, given by the caller (the core reads none): an
+    /// entry dated more than [`FUTURE_SLACK`] after it (a year-9999 record,
+    /// a garbage timestamp) is counted as damaged and read at the time of
+    /// the entry before it, so it cannot move its host's clock to the end
+    /// of time and resolve everything open.
+    pub fn set_now(&mut self, now: Micros) {
+        self.horizon = Some(now.saturating_add(FUTURE_SLACK));
+    }
+
     /// Takes one entry.
     pub fn push(&mut self, mut entry: Entry, decisions: &mut Vec<Decision>) {
         self.summary.entries += 1;
+        if let (Some(at), Some(horizon)) = (entry.at, self.horizon) {
+            if at > horizon {
+                self.summary.damaged += 1;
+                if self.malformed.len() < MALFORMED_KEPT {
+                    self.malformed.push(Malformed {
+                        place: format!(
+                            "an entry from {}{}",
+                            source_name(&entry),
+                            entry
+                                .cursor
+                                .as_deref()
+                                .map(|c| format!(" (cursor {c})"))
+                                .unwrap_or_default()
+                        ),
+                        reason: format!(
+                            "dated {}, more than a day after this machine's clock: read at the \
+                             time of the entry before it",
+                            crate::time::rfc3339(at)
+                        ),
+                    });
+                }
+                entry.at = None;
+            }
+        }
         // Entries without a time of their own (a text line with no prefix and
         // no header) take the last one seen.
-        match entry.at {
-            Some(at) => self.see_time(at),
-            None => entry.at = self.summary.last_at,
+        if let Some(at) = entry.at {
+            self.see_time(at);
+        } else {
+            entry.at = self.summary.last_at;
+            self.summary.untimed += u64::from(entry.at.is_none());
         }
         if !self.filter.matches(&entry) && !self.adopt(&entry) {
             return;
@@ -408,6 +454,13 @@ impl Pipeline {
     fn drain(&mut self, out: &mut Vec<Out>, decisions: &mut Vec<Decision>) {
         for o in out.drain(..) {
             match o {
+                // A distribution's own output (a wrapper script, kubelite's
+                // other components) is not the kubelet's; a line of the
+                // kubelet's own that starts no record is unparsed.
+                Out::Orphan(e) if !crate::model::kubelet_alone(&e) => {
+                    self.summary.kubelet_lines -= 1;
+                    self.summary.foreign += 1;
+                }
                 Out::Orphan(e) => {
                     self.summary.unparsed += 1;
                     self.note_unparsed(&e.message);

@@ -220,7 +220,11 @@ pub fn table(incidents: &[IncidentOut]) -> String {
                 o.verdict.clone(),
                 o.cause.clone(),
                 (o.retries + o.register_failures).to_string(),
-                short(micros(&o.opened_at)),
+                match micros(&o.opened_at) {
+                    // A log with no time anywhere (headers cut off).
+                    0 => "unknown".to_string(),
+                    t => short(t),
+                },
                 human_duration(duration_of(o)),
             ]
         })
@@ -260,6 +264,14 @@ pub fn summary_line(summary: &Summary, incidents: &[Incident]) -> String {
         let _ = write!(s, "; from {} to {}", rfc3339(a), rfc3339(b));
     }
     s.push('\n');
+    if summary.untimed > 0 {
+        let _ = writeln!(
+            s,
+            "{} entries carried no time (no journal prefix, no klog header) and none came before \
+             them: their incidents' times are unknown (shown as 1970-01-01 in JSON)",
+            summary.untimed
+        );
+    }
     for (name, n) in &summary.adopted {
         let _ = writeln!(
             s,

@@ -32,6 +32,7 @@ pub struct ScanResult {
 #[must_use]
 pub fn scan(inputs: &[Input], read: &ReadOptions, settings: Settings) -> ScanResult {
     let mut pipeline = Pipeline::new(read.filter.clone(), settings);
+    pipeline.set_now(read.clock.now);
     let mut decisions: Vec<Decision> = Vec::new();
     let mut failed = Vec::new();
     for input in inputs {

@@ -166,6 +166,7 @@ impl Ingest {
     /// Takes one batch of entries from the reader.
     pub(super) fn entries(&mut self, entries: Vec<crate::model::Entry>) {
         let n = entries.len() as u64;
+        self.pipeline.set_now((self.now)());
         for e in entries {
             if let Some(c) = &e.cursor {
                 self.cursor = Some(c.clone());

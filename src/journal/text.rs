@@ -60,6 +60,36 @@ struct Pending {
     /// Whitespace its last physical line ended with: a terminal may cut
     /// right after a space, which belongs to the line when it is joined.
     trailing: String,
+    /// It starts a record (a prefix, a klog header): only a record's line
+    /// can have been cut by a terminal; a stray line before it cannot.
+    record: bool,
+    /// What the paste put before the record (`> `, an indent): it is
+    /// before every piece a terminal cut the record into, too.
+    markup: String,
+    /// A line that starts no record but is wide enough to be the first
+    /// piece of a prefix a terminal cut (the record starts on the next line).
+    maybe_head: bool,
+    /// Where a cut piece's trailing whitespace was kept in the message
+    /// (offset, length): undone where it was the paste's, not the line's.
+    kept_trailing: Vec<(usize, usize)>,
+}
+
+impl Pending {
+    /// The record as read. Whitespace its last piece ends with cannot be a
+    /// terminal cut's: it is what the paste added to every line, so it is
+    /// taken off where it was kept at a cut.
+    fn finish(mut self) -> Entry {
+        let damage = self.trailing.len();
+        if damage > 0 {
+            for &(at, len) in self.kept_trailing.iter().rev() {
+                let kept = &self.entry.message[at..at + len];
+                if kept.ends_with(self.trailing.as_bytes()) {
+                    self.entry.message.drain(at + len - damage..at + len);
+                }
+            }
+        }
+        self.entry
+    }
 }
 
 impl<R: BufRead> TextReader<R> {
@@ -338,9 +368,9 @@ fn with_klog_fraction(w: WallTime, msg: &str) -> WallTime {
     if w.micros != 0 {
         return w;
     }
-    match split_header(msg) {
-        Some((h, _)) if h.wall.minute == w.minute && h.wall.second == w.second => WallTime {
-            micros: h.wall.micros,
+    match crate::parse::klog::leading_time(msg) {
+        Some(h) if h.minute == w.minute && h.second == w.second => WallTime {
+            micros: h.micros,
             ..w
         },
         _ => w,
@@ -441,7 +471,7 @@ fn record_start(s: &str) -> Option<usize> {
                 if b.len() > i + 6
                     && b[i + 1..i + 5].iter().all(u8::is_ascii_digit)
                     && b[i + 5] == b' '
-                    && split_header(&s[i..]).is_some() =>
+                    && (split_header(&s[i..]).is_some() || header_cut_at_end(&s[i..])) =>
             {
                 return Some(i);
             }
@@ -459,6 +489,29 @@ fn record_start(s: &str) -> Option<usize> {
         }
     }
     None
+}
+
+/// A time a record's prefix starts with: a journal's, an ISO one, a UI's
+/// (`11/29/2026 9:31:27 AM`). A piece a terminal cut off a line does not
+/// start like that.
+fn starts_like_a_stamp(t: &str) -> bool {
+    if syslog_stamp(t).is_ok() || iso_stamp(t).is_ok() {
+        return true;
+    }
+    let mut parts = t.splitn(3, '/');
+    let (Some(m), Some(d), Some(rest)) = (parts.next(), parts.next(), parts.next()) else {
+        return false;
+    };
+    let digits = |s: &str, n: std::ops::RangeInclusive<usize>| {
+        n.contains(&s.len()) && s.bytes().all(|b| b.is_ascii_digit())
+    };
+    digits(m, 1..=2) && digits(d, 1..=2) && rest.len() > 4 && digits(&rest[..4], 4..=4)
+}
+
+/// A klog header whose line a terminal cut inside it, after the time
+/// (`E0715 16:24:50.198000    2425 kubelet_no`): the rest is on the next line.
+fn header_cut_at_end(s: &str) -> bool {
+    crate::parse::klog::leading_time(s).is_some() && !s.contains("] ") && !s.ends_with(']')
 }
 
 /// What the junk before a record tells: a host and identifier
@@ -546,12 +599,8 @@ enum Physical<'a> {
 impl<R: BufRead> TextReader<R> {
     /// The line's own time: a klog header's, or a JSON-format `ts`.
     fn own_time(&mut self, msg: &str) -> Result<Option<Micros>, String> {
-        if let Some((h, _)) = split_header(msg) {
-            return self
-                .placer
-                .place(h.wall)
-                .map(Some)
-                .map_err(|e| e.to_string());
+        if let Some(wall) = crate::parse::klog::leading_time(msg) {
+            return self.placer.place(wall).map(Some).map_err(|e| e.to_string());
         }
         if msg.starts_with("{\"") {
             let Some(ts) = msg.split_once("\"ts\":").map(|(_, t)| t) else {
@@ -606,12 +655,22 @@ impl<R: BufRead> TextReader<R> {
                 message: msg,
             });
         }
-        if let Ok((msg, host)) = host_tag(s) {
+        if let Ok((msg, tag)) = host_tag(s) {
             let at = self.own_time(msg)?;
+            // `kubelet[4744]: …` is what is left of a journal prefix: an
+            // identifier and PID, not a host.
+            let (host, ident, pid) = match tag.strip_suffix(']').and_then(|t| t.split_once('[')) {
+                Some((ident, pid)) if pid.parse::<u32>().is_ok() => {
+                    (None, Some(ident.into()), pid.parse().ok())
+                }
+                _ => (host_like(tag).then(|| tag.into()), None, None),
+            };
             return Ok(Physical::Record {
                 entry: Entry {
                     at,
-                    host: Some(host.into()),
+                    host,
+                    identifier: ident,
+                    pid,
                     ..Entry::default()
                 },
                 message: msg,
@@ -681,6 +740,15 @@ impl<R: BufRead> TextReader<R> {
     /// pending one, cut by a terminal.
     fn wraps(&self, t: &str) -> bool {
         self.pending.as_ref().is_some_and(|p| {
+            if !p.record {
+                return false;
+            }
+            let t = strip_markup(t, &p.markup);
+            if starts_like_a_stamp(unwrap_markup(t).0) {
+                // A line ending exactly at the width, and the next record
+                // whose prefix the terminal cut.
+                return false;
+            }
             let at_width = self.wrap_width == Some(p.width);
             at_width || (p.width >= MIN_WRAP && !heavily_indented(t))
         })
@@ -690,10 +758,53 @@ impl<R: BufRead> TextReader<R> {
         format!("{}:{}", self.path, self.line_no)
     }
 
+    /// A terminal may cut a record inside its prefix: the pending line then
+    /// starts no record (`2026-… {host="n1", unit="kubelet.servi`) and this
+    /// one starts with the prefix's rest (`ce"} E1128 …`). Returns the two
+    /// joined when that reads as a record with its prefix: a journal prefix
+    /// at the start, or a host this line alone does not give.
+    fn join_cut_prefix(&mut self, text: &str) -> Option<String> {
+        let p = self
+            .pending
+            .as_ref()
+            .filter(|p| !p.record && p.maybe_head)?;
+        if prefix(unwrap_markup(text).0).is_ok() {
+            return None;
+        }
+        let head = std::str::from_utf8(&p.entry.message).ok()?;
+        let markup = &head[..head.len() - unwrap_markup(head).0.len()];
+        let rest = text.strip_prefix(markup).unwrap_or(text);
+        // With the whitespace the head ended with (a cut after a space), or
+        // with less of it (whitespace the paste added to every line).
+        let candidates: Vec<String> = (0..=p.trailing.len().min(8))
+            .rev()
+            .map(|n| format!("{head}{}{rest}", &p.trailing[..n]))
+            .collect();
+        let markup_len = markup.len();
+        let saved = self.placer.clone();
+        let alone_host = match self.classify(text) {
+            Ok(Physical::Record { entry, .. }) => entry.host.is_some(),
+            _ => false,
+        };
+        let found = candidates
+            .into_iter()
+            .find(|joined| match self.classify(joined) {
+                Ok(Physical::Record { entry, message }) => {
+                    let offset = message.as_ptr() as usize - joined.as_ptr() as usize;
+                    offset > markup_len
+                        && (prefix(unwrap_markup(joined).0).is_ok()
+                            || (!alone_host && entry.host.is_some()))
+                }
+                _ => false,
+            });
+        self.placer = saved;
+        found
+    }
+
     /// Hands on the pending record, and makes `p` the pending one.
     fn replace_pending(&mut self, p: Option<Pending>) {
         if let Some(done) = std::mem::replace(&mut self.pending, p) {
-            self.ready.push_back(Item::Entry(done.entry));
+            self.ready.push_back(Item::Entry(done.finish()));
         }
     }
 
@@ -706,7 +817,12 @@ impl<R: BufRead> TextReader<R> {
             }));
         }
         let lossy = String::from_utf8_lossy(raw);
-        let text = normalise(&lossy);
+        let mut text = normalise(&lossy);
+        if let Some(joined) = self.join_cut_prefix(&text) {
+            // The pending line was this record's first piece.
+            self.pending = None;
+            text = std::borrow::Cow::Owned(joined);
+        }
         let width = lossy.chars().count();
         let trailing: String = {
             let kept = lossy.trim_end();
@@ -760,10 +876,15 @@ impl<R: BufRead> TextReader<R> {
                     message: Vec::new(),
                     ..entry.clone()
                 });
+                let markup = text[..text.len() - unwrap_markup(&text).0.len()].to_string();
                 self.replace_pending(Some(Pending {
                     entry,
                     width,
                     trailing,
+                    record: true,
+                    markup,
+                    maybe_head: false,
+                    kept_trailing: Vec::new(),
                 }));
             }
             Physical::Continuation { indented, text: t } => {
@@ -772,6 +893,9 @@ impl<R: BufRead> TextReader<R> {
                     if self.wrap_width.is_none() {
                         self.wrap_width = Some(p.width);
                     }
+                    let t = strip_markup(t, &p.markup);
+                    p.kept_trailing
+                        .push((p.entry.message.len(), p.trailing.len()));
                     p.entry.message.extend_from_slice(p.trailing.as_bytes());
                     p.entry.message.extend_from_slice(t.as_bytes());
                     p.width = width;
@@ -786,14 +910,31 @@ impl<R: BufRead> TextReader<R> {
                 if !indented {
                     self.last = None;
                 }
+                let maybe_head = width >= MIN_WRAP || self.wrap_width == Some(width);
                 self.replace_pending(Some(Pending {
                     entry,
                     width,
                     trailing,
+                    record: false,
+                    markup: String::new(),
+                    maybe_head,
+                    kept_trailing: Vec::new(),
                 }));
             }
         }
     }
+}
+
+/// A cut piece without the markup its record's line had (as much of it as
+/// the piece starts with: a quote marker may be on the first line only).
+fn strip_markup<'a>(t: &'a str, markup: &str) -> &'a str {
+    let n = t
+        .char_indices()
+        .zip(markup.chars())
+        .take_while(|((_, a), b)| a == b)
+        .last()
+        .map_or(0, |((i, c), _)| i + c.len_utf8());
+    &t[n..]
 }
 
 /// A journalctl continuation (aligned under the message) or a klog block

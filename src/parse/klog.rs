@@ -41,7 +41,8 @@ fn fraction_micros(digits: &str) -> u32 {
     micros
 }
 
-fn header(i: &str) -> IResult<&str, Header<'_>> {
+/// `Lmmdd hh:mm:ss.uuuuuu`: the severity letter and the time.
+fn header_time(i: &str) -> IResult<&str, (char, WallTime)> {
     let (i, sev) = one_of("IWEF")(i)?;
     let (i, (month, day)) = tuple((two_digits, two_digits))(i)?;
     let (i, (_, hour, _, minute, _, second)) = tuple((
@@ -53,6 +54,26 @@ fn header(i: &str) -> IResult<&str, Header<'_>> {
         two_digits,
     ))(i)?;
     let (i, frac) = opt(preceded(char('.'), digit1))(i)?;
+    let wall = WallTime {
+        month,
+        day,
+        hour,
+        minute,
+        second,
+        micros: frac.map_or(0, fraction_micros),
+    };
+    Ok((i, (sev, wall)))
+}
+
+/// The time of a klog header even where the rest of the header is cut off
+/// (a terminal wrapped the line inside the source file name).
+#[must_use]
+pub fn leading_time(line: &str) -> Option<WallTime> {
+    header_time(line).ok().map(|(_, (_, wall))| wall)
+}
+
+fn header(i: &str) -> IResult<&str, Header<'_>> {
+    let (i, (sev, wall)) = header_time(i)?;
     let (i, _) = space1(i)?;
     // The PID is right-aligned in 7 columns, and missing in some k3s builds.
     let (i, pid) = opt(terminated(map_res(digit1, str::parse::<u32>), space1))(i)?;
@@ -68,14 +89,6 @@ fn header(i: &str) -> IResult<&str, Header<'_>> {
         'E' => Severity::Error,
         'F' => Severity::Fatal,
         _ => Severity::Info,
-    };
-    let wall = WallTime {
-        month,
-        day,
-        hour,
-        minute,
-        second,
-        micros: frac.map_or(0, fraction_micros),
     };
     Ok((
         i,

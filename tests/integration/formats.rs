@@ -240,3 +240,81 @@ fn an_unreadable_journal_directory_is_an_error() {
     assert!(msg.contains("no readable journal files"), "{msg}");
     assert!(msg.contains(&dir.path().display().to_string()), "{msg}");
 }
+
+/// Attack report D7: one entry dated far in the future (here 2150, inside
+/// what an export may carry) must not move its host's clock to the end of
+/// time: the storm after it and the node an hour later keep their own times,
+/// and the last node is still open at the end of the scan.
+#[test]
+fn one_far_future_entry_moves_no_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("future.export");
+    let mut out = Vec::new();
+    let retry = |node: &str| {
+        format!(
+            "E0715 16:24:50.000000    2425 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"{node}\\\": Get \\\"https://10.0.0.1:6443/api/v1/nodes/{node}\\\": dial tcp 10.0.0.1:6443: connect: connection refused\""
+        )
+    };
+    let far = 5_680_281_600_000_000u64.to_string(); // 2150-01-01
+    let first = retry("w0");
+    export_entry(
+        &mut out,
+        &[
+            ("__REALTIME_TIMESTAMP", &far),
+            ("_HOSTNAME", "h1"),
+            ("SYSLOG_IDENTIFIER", "kubelet"),
+            ("_SYSTEMD_UNIT", "kubelet.service"),
+            ("MESSAGE", &first),
+        ],
+    );
+    let storm = retry("w1");
+    let late = retry("w2");
+    for (n, (ms, msg)) in (0..8u64)
+        .map(|n| (n * 200, &storm))
+        .chain([(3_600_000, &late)])
+        .enumerate()
+    {
+        let at = (T0 + ms * 1000 + n as u64).to_string();
+        export_entry(
+            &mut out,
+            &[
+                ("__REALTIME_TIMESTAMP", &at),
+                ("_HOSTNAME", "h1"),
+                ("SYSLOG_IDENTIFIER", "kubelet"),
+                ("_SYSTEMD_UNIT", "kubelet.service"),
+                ("MESSAGE", msg),
+            ],
+        );
+    }
+    std::fs::write(&path, out).unwrap();
+    let r = scan_path(&path, Format::Export);
+    assert_eq!(r.summary.damaged, 1, "{:?}", r.summary);
+    assert!(
+        r.malformed.iter().any(|m| m.reason.contains("2150-01-01")),
+        "{:?}",
+        r.malformed
+    );
+    let settings = Settings::default();
+    let by_node = |node: &str| {
+        r.incidents
+            .iter()
+            .map(|i| IncidentOut::new(i, &settings))
+            .find(|i| i.node == node)
+            .unwrap_or_else(|| panic!("no incident for {node}: {:?}", r.incidents))
+    };
+    let storm = by_node("w1");
+    assert_eq!(storm.status, "resolved");
+    assert_eq!(storm.retries, 8);
+    assert!(
+        storm.opened_at.starts_with("2025-07-15T16:24:50"),
+        "{}",
+        storm.opened_at
+    );
+    let late = by_node("w2");
+    assert_eq!(late.status, "open");
+    assert!(
+        late.opened_at.starts_with("2025-07-15T17:24:50"),
+        "{}",
+        late.opened_at
+    );
+}

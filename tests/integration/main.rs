@@ -6,6 +6,7 @@ mod api;
 mod cli;
 mod email;
 mod formats;
+mod pastes;
 mod real_logs;
 mod robustness;
 mod service;
