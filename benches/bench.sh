@@ -4,7 +4,8 @@
 # generated journals. Each comparison runs side by side in one loop (the
 # commands take turns), each figure is the median of RUNS runs. Prints one
 # table and writes it, with the machine and date, to $OUT.
-# Environment: RUNS (5), SIZES ("100000 1000000"), COLLECTOR (1000000; 0 = skip),
+# Environment: RUNS (5), SIZES ("100000 1000000"), COLLECTOR (1000000 entries;
+# 0 = skip) over COLLECTOR_HOSTS ("100 400 1000") hosts, one file set each,
 # LATENCY_ROUNDS (200; 0 = skip), SERVICE (1; 0 = skip), IDLE_SECONDS (30),
 # CRITERION (1), OUT (BENCHMARKS.md).
 set -euo pipefail
@@ -12,6 +13,7 @@ cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
 SIZES=${SIZES:-"100000 1000000"}
 COLLECTOR=${COLLECTOR:-1000000}
+COLLECTOR_HOSTS=${COLLECTOR_HOSTS:-"100 400 1000"}
 LATENCY_ROUNDS=${LATENCY_ROUNDS:-200}
 CRITERION=${CRITERION:-1}
 OUT=${OUT:-BENCHMARKS.md}
@@ -75,11 +77,16 @@ bench_journal() { # LABEL DIR ENTRIES
   echo "$label: scan ${s}s, journalctl ${j_}s, bare ${b}s, fail2ban ${f}s, run --once ${o}s" >&2
 }
 
-make_journal() { # ENTRIES HOSTS DIR
-  if [ ! -f "$3/.done-$1-$2" ]; then
+make_journal() { # ENTRIES HOSTS DIR [SPLIT]
+  if [ ! -f "$3/.done-$1-$2-${4:-none}" ]; then
     rm -rf "$3"; mkdir -p "$3"
-    "$gen" --entries "$1" --hosts "$2" --files $(( $1 / 50000 + 1 )) --seed 7 --out "$3" >&2
-    touch "$3/.done-$1-$2"
+    if [ "${4:-none}" = host ]; then
+      # A collector: one file per host, as --split-mode=host writes them.
+      "$gen" --entries "$1" --hosts "$2" --files 1 --split host --seed 7 --out "$3" >&2
+    else
+      "$gen" --entries "$1" --hosts "$2" --files $(( $1 / 50000 + 1 )) --seed 7 --out "$3" >&2
+    fi
+    touch "$3/.done-$1-$2-${4:-none}"
   fi
 }
 
@@ -88,8 +95,10 @@ for n in $SIZES; do
   bench_journal "$n entries, 1 host" "$dir/j$n" "$n"
 done
 if [ "$COLLECTOR" -gt 0 ]; then
-  make_journal "$COLLECTOR" 50 "$dir/c$COLLECTOR"
-  bench_journal "$COLLECTOR entries, collector (50 hosts)" "$dir/c$COLLECTOR" "$COLLECTOR"
+  for hosts in $COLLECTOR_HOSTS; do
+    make_journal "$COLLECTOR" "$hosts" "$dir/c$COLLECTOR-$hosts" host
+    bench_journal "$COLLECTOR entries, collector ($hosts hosts, a file each)" "$dir/c$COLLECTOR-$hosts" "$COLLECTOR"
+  done
 fi
 
 latency="(skipped)"
@@ -113,7 +122,7 @@ fi
   echo "# Benchmarks"
   echo
   echo "Written by \`make bench\` ($(date -u +%Y-%m-%dT%H:%MZ)) on $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -sr), $(journalctl --version | head -1), kubelet-sentinel $("$bin" --version | cut -d' ' -f2)."
-  echo "Each figure is the median of $RUNS runs (fail2ban: 1 run on journals over 200k entries); the commands of one journal take turns in the same loop, so ratios hold on a noisy machine. Journals: \`examples/gen_journal.rs\` (seed 7; ~30% kubelet entries), written by systemd-journal-remote into 50k-entry files. Peak RSS includes the memory-mapped journal files."
+  echo "Each figure is the median of $RUNS runs (fail2ban: 1 run on journals over 200k entries); the commands of one journal take turns in the same loop, so ratios hold on a noisy machine. Journals: \`examples/gen_journal.rs\` (seed 7; ~30% kubelet entries), written by systemd-journal-remote into 50k-entry files (a collector: one file per host, named as \`--split-mode=host\` names them; \`scan\` and \`run --once\` read it host by host, \`journalctl\`, grep, fail2ban and the bare loop through one handle). Peak RSS includes the memory-mapped journal files."
   echo
   echo "| journal | what | wall | throughput | peak RSS | compared |"
   echo "|---|---|---|---|---|---|"

@@ -7,7 +7,11 @@
 //! (containerd, sshd, cron, systemd, the kernel). Written through
 //! `systemd-journal-remote` into many journal files, like a rotated journal.
 //!
-//! Usage: `gen_journal --entries 1000000 --hosts 1 --files 20 --seed 1 --out DIR`
+//! Usage: `gen_journal --entries 1000000 --hosts 1 --files 20 --seed 1 --out DIR
+//! [--split host]`. With `--split host` every host gets files of its own,
+//! named as `systemd-journal-remote --split-mode=host` names them
+//! (`remote-HOST.journal`, rotated `remote-HOST@N.journal`), `--files` per
+//! host.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -214,6 +218,7 @@ fn main() {
     let hosts: u64 = arg("--hosts", "1").parse().expect("--hosts N");
     let files: u64 = arg("--files", "10").parse().expect("--files N");
     let seed: u64 = arg("--seed", "1").parse().expect("--seed N");
+    let per_host = arg("--split", "none") == "host";
     let out = std::path::PathBuf::from(arg("--out", "target/bench/journal"));
     std::fs::create_dir_all(&out).expect("create --out");
     let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
@@ -235,46 +240,15 @@ fn main() {
         })
         .collect();
     let t0: u64 = 1_795_856_400_000_000;
-    let per_file = entries.div_ceil(files);
     let mut written = 0u64;
     let mut kubelet_entries = 0u64;
-    for f in 0..files {
-        let mut buf = Vec::with_capacity((per_file * 330) as usize);
-        let end = (written + per_file).min(entries);
-        while written < end {
-            let at = t0 + written * 1_000 + rng.below(1_000);
-            let h = rng.below(hosts) as usize;
-            let k = &mut kubelets[h];
-            let (unit, ident, pid, msg) =
-                if rng.below(10) < 3 || !k.episode.is_empty() && rng.below(2) == 0 {
-                    kubelet_entries += 1;
-                    let msg = k.line(&mut rng, at);
-                    ("kubelet.service", "kubelet", k.pid, msg)
-                } else {
-                    let (unit, ident) = OTHER[rng.below(OTHER.len() as u64) as usize];
-                    let msg = format!(
-                        "{ident}: event {} handled in {}ms",
-                        rng.below(1_000_000),
-                        rng.below(500)
-                    );
-                    (unit, ident, 900 + rng.below(50) as u32, msg)
-                };
-            let host = k.host.clone();
-            field(&mut buf, "__REALTIME_TIMESTAMP", &at.to_string());
-            field(&mut buf, "__MONOTONIC_TIMESTAMP", &(at - t0).to_string());
-            field(&mut buf, "_BOOT_ID", "6d1a4c0e2f3b4a5d8e9f0a1b2c3d4e5f");
-            field(&mut buf, "_HOSTNAME", &host);
-            field(&mut buf, "_SYSTEMD_UNIT", unit);
-            field(&mut buf, "SYSLOG_IDENTIFIER", ident);
-            field(&mut buf, "_PID", &pid.to_string());
-            field(&mut buf, "_TRANSPORT", "stdout");
-            field(&mut buf, "PRIORITY", "6");
-            field(&mut buf, "_STREAM_ID", &format!("{host}{unit}"));
-            field(&mut buf, "MESSAGE", &msg);
-            buf.push(b'\n');
-            written += 1;
-        }
-        let path = out.join(format!("part-{f:04}.journal"));
+    // Export text per output file: one sequence of files, or one per host.
+    let outputs = if per_host { hosts * files } else { files };
+    let per_output = entries.div_ceil(files);
+    let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); outputs as usize];
+    let mut host_counts = vec![0u64; hosts as usize];
+    let flush = |buf: &mut Vec<u8>, name: String| {
+        let path = out.join(name);
         let _ = std::fs::remove_file(&path);
         let mut child = Command::new(journal_remote())
             .arg(format!("--output={}", path.display()))
@@ -288,15 +262,78 @@ fn main() {
             .stdin
             .take()
             .unwrap()
-            .write_all(&buf)
+            .write_all(buf)
             .expect("feed systemd-journal-remote");
         assert!(
             child.wait().unwrap().success(),
             "systemd-journal-remote failed"
         );
+        buf.clear();
+        buf.shrink_to_fit();
+    };
+    while written < entries {
+        let at = t0 + written * 1_000 + rng.below(1_000);
+        let h = rng.below(hosts) as usize;
+        let k = &mut kubelets[h];
+        let (unit, ident, pid, msg) =
+            if rng.below(10) < 3 || !k.episode.is_empty() && rng.below(2) == 0 {
+                kubelet_entries += 1;
+                let msg = k.line(&mut rng, at);
+                ("kubelet.service", "kubelet", k.pid, msg)
+            } else {
+                let (unit, ident) = OTHER[rng.below(OTHER.len() as u64) as usize];
+                let msg = format!(
+                    "{ident}: event {} handled in {}ms",
+                    rng.below(1_000_000),
+                    rng.below(500)
+                );
+                (unit, ident, 900 + rng.below(50) as u32, msg)
+            };
+        let host = k.host.clone();
+        // Which file: the n-th part of the whole journal, or of this host's.
+        let slot = if per_host {
+            let per_host_file = (entries / hosts).div_ceil(files).max(1);
+            let part = (host_counts[h] / per_host_file).min(files - 1);
+            host_counts[h] += 1;
+            h as u64 * files + part
+        } else {
+            written / per_output
+        };
+        let buf = &mut bufs[slot as usize];
+        field(buf, "__REALTIME_TIMESTAMP", &at.to_string());
+        field(buf, "__MONOTONIC_TIMESTAMP", &(at - t0).to_string());
+        field(buf, "_BOOT_ID", "6d1a4c0e2f3b4a5d8e9f0a1b2c3d4e5f");
+        field(buf, "_HOSTNAME", &host);
+        field(buf, "_SYSTEMD_UNIT", unit);
+        field(buf, "SYSLOG_IDENTIFIER", ident);
+        field(buf, "_PID", &pid.to_string());
+        field(buf, "_TRANSPORT", "stdout");
+        field(buf, "PRIORITY", "6");
+        field(buf, "_STREAM_ID", &format!("{host}{unit}"));
+        field(buf, "MESSAGE", &msg);
+        buf.push(b'\n');
+        written += 1;
+    }
+    for (slot, buf) in bufs.iter_mut().enumerate() {
+        if buf.is_empty() {
+            continue;
+        }
+        let slot = slot as u64;
+        let name = if per_host {
+            let host = &kubelets[(slot / files) as usize].host;
+            match slot % files {
+                // The last part is the file being written; the others were
+                // rotated away.
+                p if p + 1 == files => format!("remote-{host}.journal"),
+                p => format!("remote-{host}@{p:04}.journal"),
+            }
+        } else {
+            format!("part-{slot:04}.journal")
+        };
+        flush(buf, name);
     }
     println!(
-        "{entries} entries ({kubelet_entries} kubelet's) from {hosts} hosts in {files} files under {}",
+        "{entries} entries ({kubelet_entries} kubelet's) from {hosts} hosts in {outputs} files under {}",
         out.display()
     );
 }

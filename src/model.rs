@@ -46,6 +46,10 @@ pub struct Entry {
     /// its own, not a continuation.
     #[serde(default)]
     pub record: bool,
+    /// The group of files a collector's reader read it from (one writer:
+    /// one host): its cursor is that group's position.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<Text>,
 }
 
 /// Which entries belong to the kubelet (design section 4).

@@ -247,7 +247,10 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
         (
             loaded.state.map(|s| s.summary).unwrap_or_default(),
             loaded.stats,
-            loaded.cursor,
+            loaded
+                .position
+                .cursor
+                .or_else(|| loaded.position.groups.values().next().cloned()),
             loaded.open.len() as u64,
         )
     };

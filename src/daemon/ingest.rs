@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Control, DaemonError, Source};
 use crate::api::http::{Command, ReloadOutcome};
 use crate::config::Config;
+use crate::journal::Position;
 use crate::journal::sd::{Reader, ReaderCtl, ReaderEvent};
 use crate::notify::mailer::{DeliveryReport, Now};
 use crate::pipeline::Pipeline;
@@ -71,6 +72,10 @@ pub struct Ingest {
     alerts: Vec<OutboxEntry>,
     stats_delta: StatsDelta,
     stats: Stats,
+    position: Position,
+    /// Groups whose cursor moved since the last commit.
+    moved_groups: BTreeSet<String>,
+    /// The last cursor read (any group), for `status`.
     cursor: Option<String>,
     uncommitted: u64,
     last_commit: Instant,
@@ -104,7 +109,7 @@ impl Ingest {
         config_explicit: bool,
         store: Store,
         pipeline: Pipeline,
-        cursor: Option<String>,
+        position: Position,
         stats: Stats,
         journal: String,
         now: Now,
@@ -133,7 +138,12 @@ impl Ingest {
             alerts: Vec::new(),
             stats_delta: StatsDelta::default(),
             stats,
-            cursor,
+            cursor: position
+                .cursor
+                .clone()
+                .or_else(|| position.groups.values().next().cloned()),
+            position,
+            moved_groups: BTreeSet::new(),
             uncommitted: 0,
             last_commit: Instant::now(),
             commits: 0,
@@ -170,6 +180,11 @@ impl Ingest {
         for e in entries {
             if let Some(c) = &e.cursor {
                 self.cursor = Some(c.clone());
+                if let Some(g) = self.position.advance(&e) {
+                    if !self.moved_groups.contains(g) {
+                        self.moved_groups.insert(g.to_string());
+                    }
+                }
             }
             self.pipeline.push(e, &mut self.decisions);
         }
@@ -324,8 +339,13 @@ impl Ingest {
             message: format!("serializing the state: {e}"),
         })?;
         let alerting = !self.alerts.is_empty();
+        let group_cursors = std::mem::take(&mut self.moved_groups)
+            .into_iter()
+            .filter_map(|g| self.position.groups.get(&g).map(|c| (g, c.clone())))
+            .collect();
         let batch = Batch {
-            cursor: self.cursor.clone(),
+            cursor: self.position.cursor.clone(),
+            group_cursors,
             state: Some(state),
             incidents,
             origins: self.pipeline.tracker_mut().take_dirty_origins(),
@@ -562,6 +582,7 @@ impl Ingest {
                         self.pipeline.summary_mut().entries_lost += n;
                         self.uncommitted += 1;
                     }
+                    Some(ReaderEvent::Warning(w)) => tracing::warn!("{w}"),
                     Some(ReaderEvent::Failed(e)) => {
                         tracing::error!("journal reader failed: {e}; restarting it from the last commit");
                         reader = self.restart_reader(&source, reader, &mut backoff, &shutdown).await?;
@@ -656,7 +677,7 @@ impl Ingest {
             }
             *backoff = (*backoff * 2).min(Duration::from_secs(10));
             self.reader_restarts += 1;
-            match source(self.cursor.as_deref(), true) {
+            match source(&self.position, true) {
                 Ok(r) => return Ok(r),
                 Err(e) => tracing::error!(
                     "journal reader: {e}; trying again in {}",

@@ -30,8 +30,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::http::{self as server, ApiState};
 use crate::config::{Config, StartAt};
-use crate::journal::SourceError;
+use crate::journal::fleet::{self, FleetSpec, Starts};
 use crate::journal::sd::{self, Reader, Spec, Start, Target};
+use crate::journal::{Position, SourceError};
 use crate::notify::mailer::{Mailer, Now};
 use crate::pipeline::Pipeline;
 use crate::status::DeliveryStats;
@@ -73,9 +74,9 @@ pub enum Control {
     Watchdog(oneshot::Sender<()>),
 }
 
-/// Starts a journal reader after `cursor` (or at the config's first start
-/// point), following or not.
-pub type Source = Arc<dyn Fn(Option<&str>, bool) -> Result<Reader, SourceError> + Send + Sync>;
+/// Starts a journal reader after a position (or at the config's first
+/// start point), following or not.
+pub type Source = Arc<dyn Fn(&Position, bool) -> Result<Reader, SourceError> + Send + Sync>;
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -142,8 +143,26 @@ pub fn journal_source(config: &Config) -> Source {
     let target = target_of(config);
     let filter = config.filter();
     let start_at = config.journal.start_at;
-    Arc::new(move |cursor, follow| {
-        let start = cursor.map_or_else(|| first_start(start_at), |c| Start::After(c.to_string()));
+    Arc::new(move |position: &Position, follow| {
+        if let Target::Directory(dir) = &target {
+            // A collector: each host's files through a handle of their own.
+            let spec = FleetSpec {
+                dir: dir.clone(),
+                filter: filter.clone(),
+                starts: Starts {
+                    known: position.groups.clone(),
+                    legacy: position.cursor.clone(),
+                    first: position.is_empty().then(|| first_start(start_at)),
+                },
+                follow,
+                batch: 1024,
+            };
+            return fleet::spawn(spec, 16);
+        }
+        let start = position
+            .cursor
+            .as_deref()
+            .map_or_else(|| first_start(start_at), |c| Start::After(c.to_string()));
         let spec = Spec {
             target: target.clone(),
             filter: filter.clone(),
@@ -207,17 +226,18 @@ pub async fn run(
         .tracker_mut()
         .set_settings(config.tracker_settings());
     let journal = target_of(&config).to_string();
-    let reader = (edges.source)(loaded.cursor.as_deref(), !opts.once)?;
+    let reader = (edges.source)(&loaded.position, !opts.once)?;
     tracing::info!(
         "reading {journal} {}",
-        loaded.cursor.as_deref().map_or_else(
-            || match config.journal.start_at {
+        if loaded.position.is_empty() {
+            match config.journal.start_at {
                 StartAt::Boot => "from the start of this boot (first start)".to_string(),
                 StartAt::Now => "from now on (first start)".to_string(),
                 StartAt::All => "from its beginning (first start)".to_string(),
-            },
-            |c| format!("from where it stopped (cursor {c})")
-        )
+            }
+        } else {
+            format!("from where it stopped ({})", loaded.position.describe())
+        }
     );
     if !config.alert.delivers() {
         tracing::warn!("[alert] to is empty: incidents are recorded, nothing is delivered");
@@ -237,7 +257,7 @@ pub async fn run(
         opts.config_explicit,
         store.clone(),
         pipeline,
-        loaded.cursor,
+        loaded.position,
         loaded.stats,
         journal,
         edges.now.clone(),

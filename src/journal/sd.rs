@@ -94,6 +94,8 @@ pub enum ReaderEvent {
     Lost(u64),
     /// Reading failed; the thread has ended.
     Failed(String),
+    /// Something could not be read (a file, one host's files); the rest is.
+    Warning(String),
 }
 
 /// What the reader thread is asked.
@@ -113,7 +115,7 @@ pub struct Reader {
 }
 
 /// `s=` (sequence number id) and `i=` (sequence number) of a cursor.
-fn seqnum(cursor: &str) -> Option<(String, u64)> {
+pub(super) fn seqnum(cursor: &str) -> Option<(String, u64)> {
     let mut id = None;
     let mut n = None;
     for part in cursor.split(';') {
@@ -243,7 +245,7 @@ fn open(spec: &Spec) -> Result<Journal, SourceError> {
 /// `SYSLOG_IDENTIFIER=i` for each identifier, OR `CONTAINER_NAME=c` for
 /// each container: what `journalctl -u` does, so systemd's own
 /// start/stop/restart lines about the kubelet come along.
-fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
+pub(super) fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
     let mut first = true;
     let mut or = |j: &mut Journal| -> systemd::Result<()> {
         if !std::mem::replace(&mut first, false) {
@@ -272,7 +274,7 @@ fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
 /// Shares repeated field values (host, unit, identifier, stream) between
 /// entries instead of allocating them anew for each.
 #[derive(Default)]
-struct Interner {
+pub(super) struct Interner {
     values: std::collections::HashMap<Vec<u8>, Text>,
 }
 
@@ -313,7 +315,7 @@ fn may_be_evidence(m: &[u8]) -> bool {
 }
 
 /// Reads the current entry in one pass over its fields.
-fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Entry> {
+pub(super) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Entry> {
     let mut e = Entry {
         at: Some(j.timestamp_usec()? as i64),
         ..Entry::default()
@@ -578,6 +580,12 @@ impl Iterator for Drain {
             match self.rx.blocking_recv()? {
                 ReaderEvent::Entries(v) => self.buf.extend(v),
                 ReaderEvent::Tail { .. } | ReaderEvent::Pong(_) | ReaderEvent::Lost(_) => {}
+                ReaderEvent::Warning(reason) => {
+                    return Some(Ok(Item::Malformed(crate::model::Malformed {
+                        place: self.target.clone(),
+                        reason,
+                    })));
+                }
                 ReaderEvent::Failed(message) => {
                     return Some(Err(SourceError::Journal {
                         path: self.target.clone(),
@@ -604,7 +612,10 @@ impl Unreadable {
     pub fn why(&self) -> String {
         match &self.group {
             Some(g) => format!(
-                "{}: {} (it belongs to group {g}: run as root or as a member of {g})",
+                "{}: {} (it belongs to group {g}: run as root or as a member of {g}; the \
+                 packaged unit has the groups systemd-journal and systemd-journal-remote, \
+                 another goes in a drop-in: systemctl edit kubelet-sentinel, then \
+                 [Service] SupplementaryGroups={g})",
                 self.path.display(),
                 self.error
             ),
@@ -614,7 +625,7 @@ impl Unreadable {
 }
 
 /// A group's name by its id, from `/etc/group`.
-fn group_name(gid: u32) -> Option<String> {
+pub(super) fn group_name(gid: u32) -> Option<String> {
     let groups = std::fs::read_to_string("/etc/group").ok()?;
     groups.lines().find_map(|l| {
         let mut f = l.split(':');
@@ -673,8 +684,29 @@ pub fn read_paths(paths: &[PathBuf], filter: &EntryFilter) -> Result<Items, Sour
     read(&target, filter)
 }
 
-/// Reads a whole journal once, from the head.
+/// Reads a whole journal once, from the head. A directory is read host by
+/// host ([`super::fleet`]).
 pub fn read(target: &Target, filter: &EntryFilter) -> Result<Items, SourceError> {
+    if let Target::Directory(dir) = target {
+        let spec = super::fleet::FleetSpec {
+            dir: dir.clone(),
+            filter: filter.clone(),
+            starts: super::fleet::Starts {
+                first: Some(Start::Head),
+                ..super::fleet::Starts::default()
+            },
+            follow: false,
+            batch: 512,
+        };
+        let reader = super::fleet::spawn(spec, 8)?;
+        // Unreadable files come as warnings, in order with the entries.
+        return Ok(Box::new(Drain {
+            rx: reader.events,
+            buf: VecDeque::new(),
+            target: target.to_string(),
+            unreadable: Vec::new(),
+        }));
+    }
     let spec = Spec {
         target: target.clone(),
         filter: filter.clone(),

@@ -10,6 +10,7 @@
 //! | `outbox` | sequence number (8 bytes, big-endian) | JSON [`OutboxEntry`] |
 //! | `meta` | `schema` | `2` (`1`: open incidents and hosts inside `state`) |
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed |
+//! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) |
 //! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, held lines, counters |
 //! | | `stats` | JSON [`Stats`]: counts over the history |
 //!
@@ -75,6 +76,8 @@ impl StoreError {
 #[derive(Debug, Default)]
 pub struct Batch {
     pub cursor: Option<String>,
+    /// Cursors of a collector's groups that moved.
+    pub group_cursors: Vec<(String, String)>,
     /// The serialized [`PipelineState`].
     pub state: Option<Vec<u8>>,
     /// Incidents opened, changed or resolved in the batch.
@@ -90,6 +93,7 @@ impl Batch {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.cursor.is_none()
+            && self.group_cursors.is_empty()
             && self.state.is_none()
             && self.incidents.is_empty()
             && self.origins.is_empty()
@@ -101,7 +105,7 @@ impl Batch {
 /// What a store holds for the service to resume.
 #[derive(Debug, Default)]
 pub struct Loaded {
-    pub cursor: Option<String>,
+    pub position: crate::journal::Position,
     pub state: Option<PipelineState>,
     pub open: Vec<Incident>,
     pub origins: Vec<(String, Origin)>,
@@ -331,6 +335,14 @@ impl Store {
             .get("cursor")
             .map_err(|e| self.err(e))?
             .map(|v| String::from_utf8_lossy(&v).into_owned());
+        let mut groups = std::collections::BTreeMap::new();
+        for kv in self.meta.scan_prefix(b"cursor/") {
+            let (k, v) = kv.map_err(|e| self.err(e))?;
+            groups.insert(
+                String::from_utf8_lossy(&k["cursor/".len()..]).into_owned(),
+                String::from_utf8_lossy(&v).into_owned(),
+            );
+        }
         let state = match self.meta.get("state").map_err(|e| self.err(e))? {
             Some(v) => Some(self.json(b"state", &v)?),
             None => None,
@@ -348,7 +360,7 @@ impl Store {
             origins.push((String::from_utf8_lossy(&h).into_owned(), self.json(&h, &v)?));
         }
         Ok(Loaded {
-            cursor,
+            position: crate::journal::Position { cursor, groups },
             state,
             open,
             origins,
@@ -464,6 +476,9 @@ impl Store {
                 }
                 if let Some(c) = &batch.cursor {
                     meta.insert("cursor", c.as_bytes())?;
+                }
+                for (g, c) in &batch.group_cursors {
+                    meta.insert(format!("cursor/{g}").as_bytes(), c.as_bytes())?;
                 }
                 Ok::<(), ConflictableTransactionError<()>>(())
             });

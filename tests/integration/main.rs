@@ -4,6 +4,7 @@
 
 mod api;
 mod cli;
+mod collector;
 mod email;
 mod formats;
 mod pastes;

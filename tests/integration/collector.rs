@@ -1,0 +1,239 @@
+//! A collector: `systemd-journal-remote` writes one file set per host (as
+//! `--split-mode=host` does) and the service follows the directory. Hosts
+//! upload late, in bursts, out of order with each other, for the first time
+//! after hours, through a rotation and across a restart of the service:
+//! every kubelet entry is counted once, and the service ends with the same
+//! incidents as `scan` of the final directory (and as reading the files
+//! through one handle, where nothing is late).
+
+use std::path::Path;
+
+use kubelet_sentinel::time::{Micros, SECOND};
+
+use crate::support::{Duration, Service, bin, export_entry, journal_remote, run, wait_for};
+
+/// One upload: entries of `host` (time, message) appended to its file.
+fn upload(dir: &Path, file: &str, host: &str, lines: &[(Micros, String)]) {
+    let mut out = Vec::new();
+    for (at, msg) in lines {
+        let at = at.to_string();
+        let stream = format!("{host}-kubelet");
+        export_entry(
+            &mut out,
+            &[
+                ("__REALTIME_TIMESTAMP", &at),
+                ("_HOSTNAME", host),
+                ("_SYSTEMD_UNIT", "kubelet.service"),
+                ("SYSLOG_IDENTIFIER", "kubelet"),
+                ("_PID", "4242"),
+                ("_STREAM_ID", &stream),
+                ("MESSAGE", msg),
+            ],
+        );
+        // Other units share the file, as they do on a real host.
+        export_entry(
+            &mut out,
+            &[
+                ("__REALTIME_TIMESTAMP", &at),
+                ("_HOSTNAME", host),
+                ("_SYSTEMD_UNIT", "containerd.service"),
+                ("SYSLOG_IDENTIFIER", "containerd"),
+                ("MESSAGE", "level=info msg=\"event handled\""),
+            ],
+        );
+    }
+    journal_remote(&out, &dir.join(file));
+}
+
+fn klog_time(at: Micros) -> String {
+    let t = chrono::DateTime::from_timestamp_micros(at).unwrap();
+    t.format("%m%d %H:%M:%S%.6f").to_string()
+}
+
+fn retry(at: Micros, node: &str) -> (Micros, String) {
+    (
+        at,
+        format!(
+            "E{}    4242 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"{node}\\\": Get \\\"https://10.0.0.1:6443/api/v1/nodes/{node}?timeout=10s\\\": dial tcp 10.0.0.1:6443: connect: connection refused\"",
+            klog_time(at)
+        ),
+    )
+}
+
+fn chatter(at: Micros) -> (Micros, String) {
+    (
+        at,
+        format!(
+            "I{}    4242 kubelet.go:2450] \"SyncLoop (PLEG): event for pod\" pod=\"kube-system/kube-proxy-x7k2p\"",
+            klog_time(at)
+        ),
+    )
+}
+
+/// A storm of `n` retries from `start`, 400 ms apart, with chatter after.
+fn storm(start: Micros, node: &str, n: i64) -> Vec<(Micros, String)> {
+    let mut v: Vec<_> = (0..n).map(|k| retry(start + k * 400_000, node)).collect();
+    v.push(chatter(start + n * 400_000 + 120 * SECOND));
+    v
+}
+
+/// `(node, opened_at, retries)` of every incident, sorted.
+fn incidents_of(v: &serde_json::Value) -> Vec<(String, String, u64)> {
+    let mut out: Vec<(String, String, u64)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["node"].as_str().unwrap().to_string(),
+                i["opened_at"].as_str().unwrap().to_string(),
+                i["retries"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn scan_json(args: &[&str]) -> serde_json::Value {
+    let out = run(bin().args(["scan", "-o", "json"]).args(args), None);
+    assert!(
+        out.status.code() == Some(0),
+        "scan: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn late_bursty_and_first_time_hosts_lose_nothing() {
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let now = kubelet_sentinel::time::now();
+    let hour = 3600 * SECOND;
+    let t0 = now - 3 * hour;
+    let kubelet_lines = std::cell::Cell::new(0u64);
+    let up = |file: &str, host: &str, lines: Vec<(Micros, String)>| {
+        kubelet_lines.set(kubelet_lines.get() + lines.len() as u64);
+        upload(dir, file, host, &lines);
+    };
+
+    // Two hosts before the service starts.
+    up("remote-10.0.0.1.journal", "h1", storm(t0, "h1", 8));
+    up(
+        "remote-10.0.0.2.journal",
+        "h2",
+        storm(t0 + 60 * SECOND, "h2", 3),
+    );
+
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+
+    // h2 runs ahead, in bursts, an hour later than anything of h1's.
+    for k in 0..4 {
+        up(
+            "remote-10.0.0.2.journal",
+            "h2",
+            (0..5)
+                .map(|j| chatter(t0 + hour + (k * 5 + j) * SECOND))
+                .collect(),
+        );
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    // h1 uploads late: a storm dated long before what h2 already sent.
+    up(
+        "remote-10.0.0.1.journal",
+        "h1",
+        storm(t0 + 30 * 60 * SECOND, "h1", 7),
+    );
+    // h3 uploads for the first time, hours of backlog at once: a persistent
+    // incident of 26 retries.
+    up(
+        "remote-10.0.0.3.journal",
+        "h3",
+        storm(t0 + 10 * SECOND, "h3", 26),
+    );
+
+    // A restart in the middle: cursors per host survive it.
+    wait_for(
+        Duration::from_secs(30),
+        || svc.status()["kubelet_lines"].as_u64() == Some(kubelet_lines.get()),
+        "the service to read every upload before the restart",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+    // While it is down: h4 appears, h1 rotates (its file is archived and a
+    // new one started), h3 sends more of its incident, older than h2's.
+    up(
+        "remote-10.0.0.4.journal",
+        "h4",
+        storm(t0 + 2 * hour, "h4", 6),
+    );
+    std::fs::rename(
+        dir.join("remote-10.0.0.1.journal"),
+        dir.join("remote-10.0.0.1@0001.journal"),
+    )
+    .unwrap();
+    up(
+        "remote-10.0.0.1.journal",
+        "h1",
+        storm(t0 + 2 * hour + 30 * SECOND, "h1", 9),
+    );
+    svc.start();
+    up(
+        "remote-10.0.0.3.journal",
+        "h3",
+        storm(t0 + 20 * 60 * SECOND, "h3", 12),
+    );
+    for k in 0..3 {
+        up(
+            "remote-10.0.0.4.journal",
+            "h4",
+            vec![retry(t0 + 2 * hour + 200 * SECOND + k * SECOND, "h4")],
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    wait_for(
+        Duration::from_secs(30),
+        || svc.status()["kubelet_lines"].as_u64() == Some(kubelet_lines.get()),
+        "the service to read every upload",
+    );
+    let status = svc.status();
+    assert_eq!(status["entries_lost"], 0, "{status}");
+    // Stopped: the last batch committed, the history is read from the store.
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+
+    let scanned = scan_json(&[&dir.display().to_string()]);
+    assert_eq!(
+        scanned["summary"]["kubelet_lines"].as_u64(),
+        Some(kubelet_lines.get())
+    );
+    assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
+    // Through one handle over all files (where nothing is late any more):
+    // the same.
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().display().to_string())
+        .collect();
+    files.sort();
+    let refs: Vec<&str> = files.iter().map(String::as_str).collect();
+    let one_handle = scan_json(&refs);
+    assert_eq!(live, incidents_of(&one_handle["incidents"]));
+    // The incidents a person reading the uploads expects: h1's two storms
+    // (and its third, after the rotation), h2's, h3's two, h4's two.
+    let nodes: Vec<&str> = live.iter().map(|(n, ..)| n.as_str()).collect();
+    assert_eq!(
+        nodes,
+        ["h1", "h1", "h1", "h2", "h3", "h3", "h4", "h4"],
+        "{live:?}"
+    );
+    let h3: Vec<u64> = live
+        .iter()
+        .filter(|(n, ..)| n == "h3")
+        .map(|(.., r)| *r)
+        .collect();
+    assert_eq!(h3, [26, 12]);
+}
