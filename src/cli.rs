@@ -653,7 +653,8 @@ fn check_config(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dy
             if !c.alert.delivers() {
                 let _ = writeln!(
                     out,
-                    "# [alert] to is empty: incidents are recorded, nothing is mailed"
+                    "# [alert] to and [alert.alertmanager] urls are empty: incidents are recorded, \
+                     nothing is delivered"
                 );
             }
             let _ = writeln!(out, "# config OK");

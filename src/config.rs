@@ -159,6 +159,18 @@ struct RawAlert {
     smtp: RawSmtp,
     #[serde(default)]
     file: RawFile,
+    #[serde(default)]
+    alertmanager: RawAlertmanager,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAlertmanager {
+    urls: S<Vec<String>>,
+    labels: S<std::collections::BTreeMap<String, String>>,
+    timeout: S<Period>,
+    resend_interval: S<Period>,
+    ca_file: S<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -230,6 +242,24 @@ pub struct FileConfig {
     pub directory: String,
 }
 
+/// `[alert.alertmanager]`: every instance of an Alertmanager cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AlertmanagerConfig {
+    pub urls: Vec<String>,
+    /// Added to every alert (`cluster = "prod-eu"`).
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub timeout: Period,
+    /// Firing alerts are posted again this often (Alertmanager forgets an
+    /// alert that is not), and each says it ends four intervals later.
+    pub resend_interval: Period,
+    /// A private CA for `https://` instances.
+    pub ca_file: String,
+}
+
+/// Labels every alert carries; `[alert.alertmanager] labels` may not
+/// override them.
+pub const ALERT_LABELS: &[&str] = &["alertname", "node", "host", "cause", "verdict", "severity"];
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AlertConfig {
     pub retries: u32,
@@ -244,12 +274,19 @@ pub struct AlertConfig {
     pub retry_max: Period,
     pub smtp: SmtpConfig,
     pub file: FileConfig,
+    pub alertmanager: AlertmanagerConfig,
 }
 
 impl AlertConfig {
     /// Whether anything is delivered at all.
     #[must_use]
     pub fn delivers(&self) -> bool {
+        self.emails() || !self.alertmanager.urls.is_empty()
+    }
+
+    /// Whether alerts are emailed.
+    #[must_use]
+    pub fn emails(&self) -> bool {
         !self.to.is_empty()
     }
 }
@@ -688,6 +725,67 @@ impl Validator<'_> {
             (SECOND, 600 * SECOND),
         )?;
 
+        let am = a.alertmanager;
+        let mut am_urls = Vec::new();
+        if let Some(list) = &am.urls {
+            for u in list.get_ref() {
+                if let Err(why) = crate::notify::alertmanager::parse_url(u) {
+                    return Err(self.invalid("alert.alertmanager", "urls", list, why));
+                }
+                am_urls.push(u.trim_end_matches('/').to_string());
+            }
+        }
+        let mut am_labels = std::collections::BTreeMap::new();
+        if let Some(labels) = &am.labels {
+            for (k, v) in labels.get_ref() {
+                let valid = k
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && !k.starts_with("__");
+                if !valid {
+                    return Err(self.invalid(
+                        "alert.alertmanager",
+                        "labels",
+                        labels,
+                        format!("{k:?} is not a label name ([a-zA-Z_][a-zA-Z0-9_]*, not __…)"),
+                    ));
+                }
+                if ALERT_LABELS.contains(&k.as_str()) {
+                    return Err(self.invalid(
+                        "alert.alertmanager",
+                        "labels",
+                        labels,
+                        format!("{k:?} is set by kubelet-sentinel itself"),
+                    ));
+                }
+                if v.is_empty() || v.contains(['\r', '\n']) {
+                    return Err(self.invalid(
+                        "alert.alertmanager",
+                        "labels",
+                        labels,
+                        format!("the value of {k:?} must be one non-empty line"),
+                    ));
+                }
+                am_labels.insert(k.clone(), v.clone());
+            }
+        }
+        let am_timeout = self.period(
+            "alert.alertmanager",
+            "timeout",
+            am.timeout,
+            10 * SECOND,
+            (SECOND, 300 * SECOND),
+        )?;
+        let resend_interval = self.period(
+            "alert.alertmanager",
+            "resend_interval",
+            am.resend_interval,
+            60 * SECOND,
+            (SECOND, 3600 * SECOND),
+        )?;
+
         let store_path = match raw.store.path {
             Some(p) if p.get_ref().trim().is_empty() => {
                 return Err(self.invalid("store", "path", &p, "must not be empty".into()));
@@ -767,6 +865,13 @@ impl Validator<'_> {
                 file: FileConfig {
                     directory: take(a.file.directory)
                         .unwrap_or_else(|| "/var/lib/kubelet-sentinel/mail".to_string()),
+                },
+                alertmanager: AlertmanagerConfig {
+                    urls: am_urls,
+                    labels: am_labels,
+                    timeout: am_timeout,
+                    resend_interval,
+                    ca_file: take(am.ca_file).unwrap_or_default(),
                 },
             },
             store: StoreConfig { path: store_path },

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -48,7 +48,7 @@ const SYNC_SPACING: Duration = Duration::from_millis(50);
 pub struct Channels {
     pub status: watch::Sender<StatusSnapshot>,
     pub config: watch::Sender<Arc<Config>>,
-    pub wake_mailer: Arc<Notify>,
+    pub wake: crate::notify::Wake,
     pub commands: mpsc::Receiver<Command>,
     pub control: mpsc::Receiver<Control>,
     pub reports: mpsc::UnboundedReceiver<DeliveryReport>,
@@ -167,8 +167,11 @@ impl Ingest {
     /// The channels that deliver with the settings in force.
     fn channels(&self) -> Vec<Channel> {
         let mut c = Vec::new();
-        if self.config.alert.delivers() {
+        if self.config.alert.emails() {
             c.push(Channel::Email);
+        }
+        if !self.config.alert.alertmanager.urls.is_empty() {
+            c.push(Channel::Alertmanager);
         }
         c
     }
@@ -224,7 +227,8 @@ impl Ingest {
         let channels = self.channels();
         if channels.is_empty() {
             tracing::info!(
-                "{words} for node {node} recorded; nothing is delivered ([alert] to is empty)"
+                "{words} for node {node} recorded; nothing is delivered ([alert] to and \
+                 [alert.alertmanager] urls are empty)"
             );
             return;
         }
@@ -299,7 +303,10 @@ impl Ingest {
     /// Writes what changed since the last commit, and the cursor, in one
     /// transaction. Only after it returns is the batch's effect durable, and
     /// only then is the mailer woken.
-    pub(super) async fn commit(&mut self, wake: Option<&Notify>) -> Result<(), StoreError> {
+    pub(super) async fn commit(
+        &mut self,
+        wake: Option<&crate::notify::Wake>,
+    ) -> Result<(), StoreError> {
         self.apply_decisions();
         let settings = self.pipeline.tracker().settings().clone();
         let mut incidents = self.pipeline.tracker_mut().take_resolved();
@@ -367,7 +374,7 @@ impl Ingest {
         self.last_commit_at = Some((self.now)());
         if alerting {
             if let Some(w) = wake {
-                w.notify_one();
+                w.notify();
             }
         }
         Ok(())
@@ -433,7 +440,7 @@ impl Ingest {
     /// time; a broken file is refused and the running settings stay.
     pub(super) async fn reload(
         &mut self,
-        wake: &Notify,
+        wake: &crate::notify::Wake,
         config_tx: &watch::Sender<Arc<Config>>,
     ) -> Result<ReloadOutcome, String> {
         let path = self.config_path.clone();
@@ -471,7 +478,7 @@ impl Ingest {
             );
         }
         let announced = self.announce();
-        wake.notify_one();
+        wake.notify();
         // The mailer rebuilds its transport from the same settings; say now
         // if that cannot work, so `systemctl reload` fails visibly.
         let delivery_problem = crate::notify::EmailTransport::from_config(&self.config.alert)
@@ -601,13 +608,13 @@ impl Ingest {
                 Some(r) = ch.reports.recv() => self.delivered(r).await,
                 Some(cmd) = ch.commands.recv() => match cmd {
                     Command::Reload(reply) => {
-                        let r = self.reload(&ch.wake_mailer, &ch.config).await;
+                        let r = self.reload(&ch.wake, &ch.config).await;
                         let _ = reply.send(r);
                     }
                 },
                 Some(c) = ch.control.recv() => match c {
                     Control::Reload => {
-                        let _ = self.reload(&ch.wake_mailer, &ch.config).await;
+                        let _ = self.reload(&ch.wake, &ch.config).await;
                     }
                     Control::Watchdog(reply) => {
                         let id = self.ask(&reader, ReaderCtl::Ping);
@@ -632,7 +639,7 @@ impl Ingest {
                 || self.uncommitted >= BATCH_ENTRIES
                 || (self.dirty() && self.last_commit.elapsed() >= BATCH_INTERVAL)
             {
-                self.commit(Some(&ch.wake_mailer)).await?;
+                self.commit(Some(&ch.wake)).await?;
             }
             let key = self.snapshot_key();
             if key != published {
@@ -641,7 +648,7 @@ impl Ingest {
             }
         }
         // Whatever was read is committed before the task ends.
-        self.commit(Some(&ch.wake_mailer)).await?;
+        self.commit(Some(&ch.wake)).await?;
         ch.status.send_replace(self.snapshot());
         Ok((self, ch))
     }

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +33,7 @@ use crate::config::{Config, StartAt};
 use crate::journal::fleet::{self, FleetSpec, Starts};
 use crate::journal::sd::{self, Reader, Spec, Start, Target};
 use crate::journal::{Position, SourceError};
+use crate::notify::alertmanager::AlertmanagerTask;
 use crate::notify::mailer::{Mailer, Now};
 use crate::pipeline::Pipeline;
 use crate::status::DeliveryStats;
@@ -240,17 +241,20 @@ pub async fn run(
         }
     );
     if !config.alert.delivers() {
-        tracing::warn!("[alert] to is empty: incidents are recorded, nothing is delivered");
+        tracing::warn!(
+            "[alert] to and [alert.alertmanager] urls are empty: incidents are recorded, nothing is delivered"
+        );
     }
     let config = Arc::new(config);
     let (status_tx, status_rx) =
         tokio::sync::watch::channel(crate::status::StatusSnapshot::default());
     let (config_tx, config_rx) = tokio::sync::watch::channel(config.clone());
     let (mail_tx, mail_rx) = tokio::sync::watch::channel(DeliveryStats::default());
+    let (am_tx, am_rx) = tokio::sync::watch::channel(DeliveryStats::default());
     let (reports_tx, reports_rx) = mpsc::unbounded_channel();
     let (commands_tx, commands_rx) = mpsc::channel(16);
     let (control_tx, control_rx) = mpsc::channel(16);
-    let wake = Arc::new(Notify::new());
+    let wake = crate::notify::Wake::default();
     let ingest = Ingest::new(
         config.clone(),
         opts.config_path.clone(),
@@ -265,7 +269,7 @@ pub async fn run(
     let channels = ingest::Channels {
         status: status_tx,
         config: config_tx,
-        wake_mailer: wake.clone(),
+        wake: wake.clone(),
         commands: commands_rx,
         control: control_rx,
         reports: reports_rx,
@@ -274,16 +278,25 @@ pub async fn run(
         store.clone(),
         &config,
         mail_tx,
-        reports_tx,
+        reports_tx.clone(),
         edges.now.clone(),
     );
+    let alertmanager =
+        AlertmanagerTask::new(store.clone(), &config, am_tx, reports_tx, edges.now.clone());
 
     if opts.once {
         let (mut ingest, mut ch) = ingest
             .run(edges.source.clone(), reader, channels, true, stop.clone())
             .await?;
         let mut mailer = mailer;
-        let failed = mailer.deliver_all_once(&stop).await;
+        let mut alertmanager = alertmanager;
+        let mut failed = 0;
+        if config.alert.emails() {
+            failed += mailer.deliver_all_once(&stop).await;
+        }
+        if !config.alert.alertmanager.urls.is_empty() {
+            failed += alertmanager.deliver_all_once(&stop).await;
+        }
         if failed > 0 {
             tracing::warn!("{failed} alert deliveries failed; they stay in the outbox");
         }
@@ -315,7 +328,10 @@ pub async fn run(
     let api = Arc::new(ApiState {
         store: store.clone(),
         status: status_rx.clone(),
-        deliveries: vec![(Channel::Email, mail_rx.clone())],
+        deliveries: vec![
+            (Channel::Email, mail_rx.clone()),
+            (Channel::Alertmanager, am_rx.clone()),
+        ],
         commands: commands_tx,
         now: Box::new(move || now()),
     });
@@ -342,12 +358,23 @@ pub async fn run(
         }),
     );
     let st = stop.clone();
-    let w = wake.clone();
+    let w = wake.email.clone();
+    let cr = config_rx.clone();
     spawn(
         "mailer",
         &mut tasks,
         Box::pin(async move {
-            mailer.run(w, config_rx, st).await;
+            mailer.run(w, cr, st).await;
+            Ok(())
+        }),
+    );
+    let st = stop.clone();
+    let w = wake.alertmanager.clone();
+    spawn(
+        "alertmanager",
+        &mut tasks,
+        Box::pin(async move {
+            alertmanager.run(w, config_rx, st).await;
             Ok(())
         }),
     );

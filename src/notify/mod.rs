@@ -17,8 +17,11 @@
 //! - [`outbox`]: grouping and backoff (pure);
 //! - [`smtp`]: one SMTP delivery, bounded;
 //! - [`transport`]: the configured transport and where its password comes from;
-//! - [`mailer`]: the task.
+//! - [`mailer`]: the email task;
+//! - [`alertmanager`]: the Alertmanager task (its own outbox entries and
+//!   retries, firing alerts posted again).
 
+pub mod alertmanager;
 pub mod mailer;
 pub mod outbox;
 pub mod render;
@@ -31,6 +34,20 @@ pub use transport::{EmailTransport, PasswordSource};
 
 use crate::time::Micros;
 use crate::tracker::{Incident, Settings};
+
+/// Wakes the delivery tasks after a commit queued alerts (or a reload).
+#[derive(Debug, Clone, Default)]
+pub struct Wake {
+    pub email: std::sync::Arc<tokio::sync::Notify>,
+    pub alertmanager: std::sync::Arc<tokio::sync::Notify>,
+}
+
+impl Wake {
+    pub fn notify(&self) {
+        self.email.notify_one();
+        self.alertmanager.notify_one();
+    }
+}
 
 /// Why a mail was not delivered, in the words an operator needs.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

@@ -322,6 +322,16 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// The certificates of a PEM file (a private CA), or why not.
+pub fn read_ca(path: &str) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+    let certs = pem_certificates(&pem);
+    if certs.is_empty() {
+        return Err(format!("{path}: no PEM certificate in it"));
+    }
+    Ok(certs)
+}
+
 /// The DER certificates of a PEM file.
 fn pem_certificates(pem: &[u8]) -> Vec<rustls::pki_types::CertificateDer<'static>> {
     use rustls::pki_types::pem::PemObject as _;

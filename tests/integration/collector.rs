@@ -13,7 +13,7 @@ use kubelet_sentinel::time::{Micros, SECOND};
 use crate::support::{Duration, Service, bin, export_entry, journal_remote, run, wait_for};
 
 /// One upload: entries of `host` (time, message) appended to its file.
-fn upload(dir: &Path, file: &str, host: &str, lines: &[(Micros, String)]) {
+pub fn upload(dir: &Path, file: &str, host: &str, lines: &[(Micros, String)]) {
     let mut out = Vec::new();
     for (at, msg) in lines {
         let at = at.to_string();
@@ -50,7 +50,7 @@ fn klog_time(at: Micros) -> String {
     t.format("%m%d %H:%M:%S%.6f").to_string()
 }
 
-fn retry(at: Micros, node: &str) -> (Micros, String) {
+pub fn retry(at: Micros, node: &str) -> (Micros, String) {
     (
         at,
         format!(

@@ -2,6 +2,7 @@
 //! need themselves (journal files written by `systemd-journal-remote`,
 //! `journalctl` for the export/json/text renderings).
 
+mod alertmanager;
 mod api;
 mod cli;
 mod collector;

@@ -650,3 +650,100 @@ impl Service {
             .unwrap_or(0)
     }
 }
+
+/// A real Alertmanager on loopback (Debian's `prometheus-alertmanager`),
+/// clustering off, mailing its notifications to an SMTP server on loopback.
+pub struct Alertmanager {
+    child: Option<std::process::Child>,
+    pub port: u16,
+    dir: PathBuf,
+}
+
+impl Alertmanager {
+    pub fn start(port: u16, smtp_port: u16, dir: &Path) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(
+            dir.join("alertmanager.yml"),
+            format!(
+                "global:\n  smtp_smarthost: '127.0.0.1:{smtp_port}'\n  smtp_from: 'alertmanager@example.com'\n  smtp_require_tls: false\n\
+                 route:\n  receiver: mail\n  group_by: ['cause']\n  group_wait: 1s\n  group_interval: 2s\n  repeat_interval: 1h\n\
+                 receivers:\n- name: mail\n  email_configs:\n  - to: 'oncall@example.com'\n    send_resolved: true\n"
+            ),
+        )
+        .unwrap();
+        let mut am = Self {
+            child: None,
+            port,
+            dir: dir.to_path_buf(),
+        };
+        am.restart();
+        am
+    }
+
+    /// Starts it (again): it keeps no alerts across a restart.
+    pub fn restart(&mut self) {
+        self.stop();
+        let log = std::fs::File::create(self.dir.join("alertmanager.log")).unwrap();
+        let child = Command::new("/usr/bin/prometheus-alertmanager")
+            .arg(format!(
+                "--config.file={}",
+                self.dir.join("alertmanager.yml").display()
+            ))
+            .arg(format!(
+                "--storage.path={}",
+                self.dir.join("data").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{}", self.port))
+            .arg("--cluster.listen-address=")
+            .arg("--log.level=warn")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start /usr/bin/prometheus-alertmanager (prometheus-alertmanager)");
+        self.child = Some(child);
+        let port = self.port;
+        wait_for(
+            Duration::from_secs(20),
+            || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+            "Alertmanager to listen",
+        );
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Its active alerts, read back with `amtool`.
+    pub fn alerts(&self) -> Vec<serde_json::Value> {
+        let out = run(
+            Command::new("/usr/bin/amtool").args([
+                "alert",
+                "query",
+                "-o",
+                "json",
+                &format!("--alertmanager.url={}", self.url()),
+            ]),
+            None,
+        );
+        if !out.status.success() {
+            return Vec::new();
+        }
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .ok()
+            .and_then(|v| v.as_array().cloned())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Alertmanager {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

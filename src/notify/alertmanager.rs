@@ -1,0 +1,672 @@
+//! Delivery to an Alertmanager cluster (its HTTP API v2, design section 6).
+//!
+//! Alerts go to every configured instance, as Prometheus sends them: the
+//! instances share what they notified (their gossip), so one accepting an
+//! alert is enough for it to be delivered. An outbox entry (written with the
+//! incident change that raised it, like an email's) goes once one instance
+//! accepted it; until then it is retried with its own backoff, apart from
+//! email. While an incident is firing, its alert is also posted again every
+//! `resend_interval` and says it ends four intervals later: an Alertmanager
+//! that restarted (it keeps no alerts on disk) has it back within one
+//! interval, and one that stops hearing of it lets it end by itself. The
+//! resolved alert carries `endsAt`, the time the incident resolved.
+//!
+//! An alert's labels say what it is about and stay the same for the whole
+//! incident (`alertname`, `node`, `host`, `cause`, `verdict`, `severity`,
+//! and `[alert.alertmanager] labels`): per-node instances and a collector
+//! reporting the same trouble post the same alert, which the Alertmanager
+//! deduplicates; its routes group and silence them. When an incident's
+//! cause changes, the alert under the old labels is ended.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt as _, Full, Limited};
+use hyper::body::Bytes;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::sync::{Notify, mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use super::mailer::{DeliveryReport, Now};
+use super::{backoff, outbox};
+use crate::config::{AlertmanagerConfig, Config};
+use crate::status::DeliveryStats;
+use crate::store::{Channel, Filter, OutboxEntry, Store, StoreError};
+use crate::time::{Micros, SECOND, human_duration, rfc3339};
+use crate::tracker::{AlertKind, Incident, Settings};
+
+/// The alert name every alert carries.
+pub const ALERTNAME: &str = "KubeletNodeStatusTrouble";
+/// What an instance may answer; the rest is not read.
+const MAX_ANSWER: usize = 64 << 10;
+/// Evidence lines are cut to this in annotations.
+const MAX_EVIDENCE: usize = 1000;
+
+/// One Alertmanager instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    /// A route prefix (`--web.route-prefix`), without the trailing slash.
+    pub prefix: String,
+}
+
+impl Endpoint {
+    fn shown(&self) -> String {
+        format!(
+            "{}://{}:{}{}",
+            if self.tls { "https" } else { "http" },
+            self.host,
+            self.port,
+            self.prefix
+        )
+    }
+}
+
+/// `http://am-0:9093` or `https://am.example.com/alertmanager`.
+pub fn parse_url(u: &str) -> Result<Endpoint, String> {
+    let bad = |why: &str| format!("{u:?} {why}");
+    let (tls, rest) = if let Some(r) = u.strip_prefix("http://") {
+        (false, r)
+    } else if let Some(r) = u.strip_prefix("https://") {
+        (true, r)
+    } else {
+        return Err(bad("is not an http:// or https:// URL"));
+    };
+    if rest.contains(['?', '#', '@']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad("has a query, a fragment, credentials or spaces"));
+    }
+    let (authority, path) = match rest.find('/') {
+        Some(n) => (&rest[..n], rest[n..].trim_end_matches('/')),
+        None => (rest, ""),
+    };
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (h, after) = v6
+            .split_once(']')
+            .ok_or_else(|| bad("has an unclosed [IPv6]"))?;
+        (h.to_string(), after.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_string(), Some(p)),
+            None => (authority.to_string(), None),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad("names no host"));
+    }
+    let port = match port {
+        Some(p) => p.parse::<u16>().map_err(|_| bad("has a bad port"))?,
+        None if tls => 443,
+        None => 80,
+    };
+    Ok(Endpoint {
+        tls,
+        host,
+        port,
+        prefix: path.to_string(),
+    })
+}
+
+/// `critical` for trouble that does not go away by itself (the Node is
+/// gone, credentials refused, the API server unreachable), `warning` else.
+fn severity(i: &Incident) -> &'static str {
+    use crate::signals::Cause;
+    match i.cause() {
+        Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
+        _ => "warning",
+    }
+}
+
+/// The labels of an incident's alert.
+#[must_use]
+pub fn labels(
+    i: &Incident,
+    settings: &Settings,
+    extra: &std::collections::BTreeMap<String, String>,
+) -> serde_json::Map<String, Value> {
+    let mut l = serde_json::Map::new();
+    for (k, v) in extra {
+        l.insert(k.clone(), Value::String(v.clone()));
+    }
+    l.insert("alertname".into(), ALERTNAME.into());
+    l.insert("node".into(), i.node.clone().into());
+    if let Some(h) = i.host.as_ref().filter(|h| !h.is_empty()) {
+        l.insert("host".into(), h.clone().into());
+    }
+    l.insert("cause".into(), i.cause().as_str().into());
+    l.insert("verdict".into(), i.verdict(settings).as_str().into());
+    l.insert("severity".into(), severity(i).into());
+    l
+}
+
+fn cut(s: &str) -> String {
+    let one = crate::tracker::one_line(s, MAX_EVIDENCE);
+    one.chars().take(MAX_EVIDENCE).collect()
+}
+
+/// One alert for Alertmanager: firing until `ends_at`, or resolved at it.
+#[must_use]
+pub fn alert(
+    i: &Incident,
+    settings: &Settings,
+    cfg: &AlertmanagerConfig,
+    ends_at: Micros,
+) -> Value {
+    let span = i.resolved_at.unwrap_or(i.last_signal_at) - i.opened_at;
+    let summary = format!(
+        "{}: {} node status retries in {} ({})",
+        crate::tracker::one_line(&i.node, 200),
+        i.counted_retries(),
+        human_duration(span),
+        i.cause().as_str()
+    );
+    let mut annotations = serde_json::Map::new();
+    annotations.insert("summary".into(), summary.into());
+    annotations.insert("description".into(), i.diagnosis(settings).into());
+    annotations.insert("incident".into(), i.id.clone().into());
+    annotations.insert("opened_at".into(), rfc3339(i.opened_at).into());
+    if let Some(e) = i.evidence().next() {
+        annotations.insert("first_evidence".into(), cut(&e.text).into());
+    }
+    if let Some(e) = i.evidence().last() {
+        annotations.insert("last_evidence".into(), cut(&e.text).into());
+    }
+    json!({
+        "labels": labels(i, settings, &cfg.labels),
+        "annotations": annotations,
+        "startsAt": rfc3339(i.over_threshold_at.unwrap_or(i.opened_at)),
+        "endsAt": rfc3339(ends_at),
+    })
+}
+
+/// When a firing alert says it ends: four resend intervals on, as
+/// Prometheus does.
+fn firing_until(now: Micros, cfg: &AlertmanagerConfig) -> Micros {
+    now + 4 * cfg.resend_interval.0
+}
+
+/// One POST of `body` to one instance; bounded in time by the caller.
+async fn post(
+    ep: &Endpoint,
+    body: Bytes,
+    tls: Option<&Arc<rustls::ClientConfig>>,
+) -> Result<(), String> {
+    let stream = tokio::net::TcpStream::connect((ep.host.as_str(), ep.port))
+        .await
+        .map_err(|e| format!("cannot connect: {e}"))?;
+    let path = format!("{}/api/v2/alerts", ep.prefix);
+    let req = hyper::Request::post(path)
+        .header(hyper::header::HOST, format!("{}:{}", ep.host, ep.port))
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .header(
+            hyper::header::USER_AGENT,
+            concat!("kubelet-sentinel/", env!("CARGO_PKG_VERSION")),
+        )
+        .body(Full::new(body))
+        .map_err(|e| e.to_string())?;
+    if ep.tls {
+        let config = tls.ok_or("no TLS configuration")?.clone();
+        let name = rustls::pki_types::ServerName::try_from(ep.host.clone())
+            .map_err(|e| format!("not a TLS server name: {e}"))?;
+        let stream = tokio_rustls::TlsConnector::from(config)
+            .connect(name, stream)
+            .await
+            .map_err(|e| format!("TLS failed: {e}"))?;
+        send(TokioIo::new(stream), req).await
+    } else {
+        send(TokioIo::new(stream), req).await
+    }
+}
+
+async fn send<T>(io: T, req: hyper::Request<Full<Bytes>>) -> Result<(), String>
+where
+    T: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
+        .await
+        .map_err(|e| format!("HTTP failed: {e}"))?;
+    let driver = tokio::spawn(conn);
+    let res = sender
+        .send_request(req)
+        .await
+        .map_err(|e| format!("HTTP failed: {e}"));
+    let out = match res {
+        Ok(res) => {
+            let code = res.status();
+            let body = Limited::new(res.into_body(), MAX_ANSWER)
+                .collect()
+                .await
+                .map(http_body_util::Collected::to_bytes)
+                .unwrap_or_default();
+            if code.is_success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "answered {code}: {}",
+                    crate::tracker::one_line(&String::from_utf8_lossy(&body), 300)
+                ))
+            }
+        }
+        Err(e) => Err(e),
+    };
+    driver.abort();
+    out
+}
+
+pub struct AlertmanagerTask {
+    store: Store,
+    cfg: AlertmanagerConfig,
+    endpoints: Vec<Endpoint>,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    settings: Settings,
+    retry_max: Micros,
+    stats: DeliveryStats,
+    publish: watch::Sender<DeliveryStats>,
+    reports: mpsc::UnboundedSender<DeliveryReport>,
+    now: Now,
+    /// The labels last posted per incident: a changed cause ends the alert
+    /// under the old ones.
+    posted: HashMap<String, serde_json::Map<String, Value>>,
+    next_resend: Micros,
+}
+
+impl AlertmanagerTask {
+    #[must_use]
+    pub fn new(
+        store: Store,
+        config: &Config,
+        publish: watch::Sender<DeliveryStats>,
+        reports: mpsc::UnboundedSender<DeliveryReport>,
+        now: Now,
+    ) -> Self {
+        let mut t = Self {
+            store,
+            cfg: config.alert.alertmanager.clone(),
+            endpoints: Vec::new(),
+            tls: None,
+            settings: Settings::default(),
+            retry_max: 0,
+            stats: DeliveryStats::default(),
+            publish,
+            reports,
+            next_resend: now(),
+            now,
+            posted: HashMap::new(),
+        };
+        t.configure(config);
+        t
+    }
+
+    /// Applies `[alert.alertmanager]` (at start and on every reload).
+    pub fn configure(&mut self, config: &Config) {
+        self.cfg = config.alert.alertmanager.clone();
+        self.settings = config.tracker_settings();
+        self.retry_max = config.alert.retry_max.0;
+        self.endpoints = self
+            .cfg
+            .urls
+            .iter()
+            .filter_map(|u| parse_url(u).ok())
+            .collect();
+        self.tls = None;
+        self.stats.disabled = None;
+        if self.endpoints.iter().any(|e| e.tls) {
+            let extra = if self.cfg.ca_file.is_empty() {
+                Ok(Vec::new())
+            } else {
+                super::transport::read_ca(&self.cfg.ca_file)
+            };
+            match extra.and_then(super::smtp::implicit_tls_config) {
+                Ok(c) => self.tls = Some(c),
+                Err(e) => {
+                    tracing::error!("Alertmanager over https: {e}");
+                    self.stats.disabled = Some(e);
+                }
+            }
+        }
+        if self.endpoints.is_empty() {
+            self.stats.disabled = Some("[alert.alertmanager] urls is empty".into());
+        }
+        self.stats.target = self
+            .endpoints
+            .iter()
+            .map(Endpoint::shown)
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.publish.send_replace(self.stats.clone());
+    }
+
+    fn active(&self) -> bool {
+        !self.endpoints.is_empty() && self.stats.disabled.is_none()
+    }
+
+    /// Posts `alerts` to every instance; Ok once one accepted them.
+    async fn post_all(
+        &self,
+        alerts: &[Value],
+        shutdown: &CancellationToken,
+    ) -> Result<String, String> {
+        let body = Bytes::from(serde_json::to_vec(alerts).unwrap_or_default());
+        let timeout = Duration::from_micros(self.cfg.timeout.0 as u64);
+        let posts = self.endpoints.iter().map(|ep| {
+            let body = body.clone();
+            let tls = self.tls.as_ref();
+            async move {
+                let r = match tokio::time::timeout(timeout, post(ep, body, tls)).await {
+                    Ok(r) => r,
+                    Err(_) => Err(format!("no answer within {}s", timeout.as_secs())),
+                };
+                (ep.shown(), r)
+            }
+        });
+        let results = tokio::select! {
+            () = shutdown.cancelled() => return Err("stopping".into()),
+            r = futures_util::future::join_all(posts) => r,
+        };
+        let (ok, failed): (Vec<_>, Vec<_>) = results.into_iter().partition(|(_, r)| r.is_ok());
+        for (ep, r) in &failed {
+            if let Err(e) = r {
+                tracing::warn!("Alertmanager {ep}: {e}");
+            }
+        }
+        if ok.is_empty() {
+            Err(failed
+                .into_iter()
+                .map(|(ep, r)| format!("{ep}: {}", r.err().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join("; "))
+        } else {
+            Ok(ok
+                .into_iter()
+                .map(|(ep, _)| ep)
+                .collect::<Vec<_>>()
+                .join(", "))
+        }
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(Store) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let store = self.store.clone();
+        tokio::task::spawn_blocking(move || f(store))
+            .await
+            .unwrap_or_else(|e| {
+                Err(StoreError::Open {
+                    path: String::new(),
+                    message: e.to_string(),
+                })
+            })
+    }
+
+    /// The alert for an incident as it is now, and the end of the alert
+    /// under labels it no longer has.
+    fn alerts_for(&mut self, i: &Incident, now: Micros) -> Vec<Value> {
+        let ends = i
+            .resolved_at
+            .unwrap_or_else(|| firing_until(now, &self.cfg));
+        let a = alert(i, &self.settings, &self.cfg, ends);
+        let mut out = Vec::new();
+        let labels = a["labels"].as_object().cloned().unwrap_or_default();
+        if let Some(old) = self.posted.get(&i.id) {
+            if *old != labels {
+                out.push(json!({
+                    "labels": old,
+                    "annotations": a["annotations"],
+                    "startsAt": a["startsAt"],
+                    "endsAt": rfc3339(now),
+                }));
+            }
+        }
+        if i.resolved_at.is_some() {
+            self.posted.remove(&i.id);
+        } else {
+            self.posted.insert(i.id.clone(), labels);
+        }
+        out.push(a);
+        out
+    }
+
+    /// Delivers what is due in the outbox; returns when to look next.
+    async fn pass(
+        &mut self,
+        shutdown: &CancellationToken,
+        once: bool,
+    ) -> Result<Option<Micros>, StoreError> {
+        let mut entries: Vec<OutboxEntry> = self
+            .blocking(|s| s.outbox())
+            .await?
+            .into_iter()
+            .filter(|e| e.channel == Channel::Alertmanager)
+            .collect();
+        self.publish_outbox(&entries);
+        if !self.active() {
+            return Ok(None);
+        }
+        let now = (self.now)();
+        // Everything due goes in one POST: an alert list is what the API
+        // takes, and the Alertmanager does the grouping.
+        let due: Vec<OutboxEntry> = entries
+            .iter()
+            .filter(|e| once || e.next_attempt_at <= now)
+            .cloned()
+            .collect();
+        if !due.is_empty() {
+            let ids: Vec<String> = due.iter().map(|e| e.incident.clone()).collect();
+            let found = self
+                .blocking(move |s| {
+                    ids.iter()
+                        .map(|id| s.incident(id))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .await?;
+            let mut incidents: Vec<Incident> = Vec::new();
+            for i in found.into_iter().flatten() {
+                if !incidents.iter().any(|x| x.id == i.id) {
+                    incidents.push(i);
+                }
+            }
+            let mut alerts = Vec::new();
+            for i in &incidents {
+                alerts.extend(self.alerts_for(i, now));
+            }
+            let seqs: Vec<u64> = due.iter().map(|e| e.seq).collect();
+            let result = if alerts.is_empty() {
+                Ok(String::new())
+            } else {
+                self.post_all(&alerts, shutdown).await
+            };
+            if shutdown.is_cancelled() {
+                return Ok(None);
+            }
+            let now = (self.now)();
+            self.stats.last_at = Some(now);
+            match result {
+                Ok(to) => {
+                    let remove = seqs.clone();
+                    self.blocking(move |s| s.outbox_remove(&remove)).await?;
+                    entries.retain(|e| !seqs.contains(&e.seq));
+                    if !alerts.is_empty() {
+                        tracing::info!(
+                            "{} alert{} posted to Alertmanager {to}",
+                            alerts.len(),
+                            if alerts.len() == 1 { "" } else { "s" }
+                        );
+                        self.stats.sent += 1;
+                        self.stats.last_result = Some(format!("posted to {to}"));
+                        self.stats.last_success_at = Some(now);
+                        let _ = self.reports.send(DeliveryReport {
+                            incidents: incidents
+                                .iter()
+                                .filter(|i| {
+                                    due.iter().any(|e| {
+                                        e.incident == i.id && e.kind != AlertKind::Resolved
+                                    })
+                                })
+                                .map(|i| i.id.clone())
+                                .collect(),
+                            at: now,
+                        });
+                    }
+                }
+                Err(err) => {
+                    self.stats.failed += 1;
+                    self.stats.last_result = Some(err.clone());
+                    let attempts = due.iter().map(|e| e.attempts).max().unwrap_or(0) + 1;
+                    let retry_in = backoff(attempts - 1, self.retry_max, due[0].seq);
+                    tracing::warn!(
+                        "Alertmanager did not take {} alert{} ({err}); attempt {attempts}, retrying in {}",
+                        alerts.len(),
+                        if alerts.len() == 1 { "" } else { "s" },
+                        human_duration(retry_in)
+                    );
+                    let updated: Vec<OutboxEntry> = due
+                        .into_iter()
+                        .map(|mut e| {
+                            e.attempts = attempts;
+                            e.next_attempt_at = now + retry_in;
+                            e.last_error = Some(err.clone());
+                            e
+                        })
+                        .collect();
+                    for u in &updated {
+                        if let Some(e) = entries.iter_mut().find(|e| e.seq == u.seq) {
+                            *e = u.clone();
+                        }
+                    }
+                    self.blocking(move |s| s.outbox_update(&updated)).await?;
+                }
+            }
+            self.publish_outbox(&entries);
+        }
+        // Firing alerts again, so a restarted Alertmanager has them back.
+        let now = (self.now)();
+        if once || now >= self.next_resend {
+            self.next_resend = now + self.cfg.resend_interval.0;
+            self.resend(shutdown).await?;
+        }
+        let next =
+            outbox::next_due(&entries, 0).map_or(self.next_resend, |d| d.min(self.next_resend));
+        Ok(Some(next))
+    }
+
+    /// Posts every open incident that was announced (its alert went into
+    /// the outbox) as firing.
+    async fn resend(&mut self, shutdown: &CancellationToken) -> Result<(), StoreError> {
+        let settings = self.settings.clone();
+        let open = self
+            .blocking(move |s| {
+                s.incidents(
+                    &Filter {
+                        open: true,
+                        ..Filter::default()
+                    },
+                    &settings,
+                )
+            })
+            .await?;
+        let now = (self.now)();
+        let mut alerts = Vec::new();
+        for i in open
+            .iter()
+            .filter(|i| i.announced && i.over_threshold_at.is_some())
+        {
+            alerts.extend(self.alerts_for(i, now));
+        }
+        if alerts.is_empty() {
+            return Ok(());
+        }
+        if let Err(e) = self.post_all(&alerts, shutdown).await {
+            if !shutdown.is_cancelled() {
+                tracing::warn!("firing alerts not posted again: {e}");
+            }
+        }
+        Ok(())
+    }
+
+    fn publish_outbox(&mut self, entries: &[OutboxEntry]) {
+        self.stats.outbox = entries.len() as u64;
+        self.stats.oldest_queued_at = entries.iter().map(|e| e.queued_at).min();
+        self.stats.failing_attempts = entries.first().map_or(0, |e| e.attempts);
+        self.publish.send_replace(self.stats.clone());
+    }
+
+    /// Delivers until `shutdown`.
+    pub async fn run(
+        mut self,
+        wake: Arc<Notify>,
+        mut config: watch::Receiver<Arc<Config>>,
+        shutdown: CancellationToken,
+    ) {
+        let mut next: Option<Micros> = Some((self.now)());
+        loop {
+            let wait = next.map(|at| Duration::from_micros((at - (self.now)()).max(0) as u64));
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = wake.notified() => {}
+                () = async { match wait { Some(d) => tokio::time::sleep(d).await, None => std::future::pending().await } } => {}
+                changed = config.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    let c = config.borrow_and_update().clone();
+                    self.configure(&c);
+                }
+            }
+            next = match self.pass(&shutdown, false).await {
+                Ok(n) => n,
+                Err(e) => {
+                    tracing::error!("Alertmanager outbox: {e}");
+                    Some((self.now)() + 5 * SECOND)
+                }
+            };
+        }
+    }
+
+    /// `run --once`: one attempt at everything, firing alerts included.
+    /// Returns how many posts failed.
+    pub async fn deliver_all_once(&mut self, shutdown: &CancellationToken) -> u64 {
+        let before = self.stats.failed;
+        if let Err(e) = self.pass(shutdown, true).await {
+            tracing::error!("Alertmanager outbox: {e}");
+        }
+        self.stats.failed - before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            parse_url("http://am-0:9093").unwrap(),
+            Endpoint {
+                tls: false,
+                host: "am-0".into(),
+                port: 9093,
+                prefix: String::new()
+            }
+        );
+        let e = parse_url("https://am.example.com/alertmanager/").unwrap();
+        assert_eq!(
+            (e.tls, e.port, e.prefix.as_str()),
+            (true, 443, "/alertmanager")
+        );
+        assert_eq!(parse_url("http://[::1]:9093").unwrap().host, "::1");
+        for bad in [
+            "am:9093",
+            "ftp://x",
+            "http://",
+            "http://x:99999",
+            "http://u:p@x",
+            "http://x/?a",
+        ] {
+            assert!(parse_url(bad).is_err(), "{bad}");
+        }
+    }
+}

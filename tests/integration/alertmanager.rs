@@ -1,0 +1,157 @@
+//! Alertmanager delivery against a real Alertmanager on loopback (Debian's
+//! `prometheus-alertmanager`, read back with `amtool`), mailing its
+//! notifications to aiosmtpd: two kubelet-sentinel instances reporting the
+//! same nodes (a node's own and a collector's) post the same alerts, which
+//! the Alertmanager deduplicates and groups into one mail; alerts raised
+//! while it is down arrive when it is back, and a restarted Alertmanager has
+//! the firing ones back within a resend interval; resolved incidents end
+//! their alerts there.
+
+use kubelet_sentinel::time::Micros;
+
+use crate::collector::{retry, upload};
+use crate::support::{Alertmanager, Duration, Service, Smtpd, free_port, subject, wait_for};
+
+fn storm(start: Micros, node: &str, n: i64) -> Vec<(Micros, String)> {
+    (0..n).map(|k| retry(start + k * 200_000, node)).collect()
+}
+
+fn nodes(alerts: &[serde_json::Value]) -> Vec<String> {
+    let mut v: Vec<String> = alerts
+        .iter()
+        .map(|a| a["labels"]["node"].as_str().unwrap_or("").to_string())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
+    let tmp = tempfile::tempdir().unwrap();
+    let maildir = tmp.path().join("mail");
+    let smtp = Smtpd::aiosmtpd(free_port(), &maildir, &[]);
+    let mut am = Alertmanager::start(free_port(), smtp.port, &tmp.path().join("am"));
+    let journals = tmp.path().join("journals");
+    std::fs::create_dir_all(&journals).unwrap();
+    let now = kubelet_sentinel::time::now();
+    upload(
+        &journals,
+        "remote-10.0.0.1.journal",
+        "n1",
+        &storm(now, "n1", 8),
+    );
+    upload(
+        &journals,
+        "remote-10.0.0.2.journal",
+        "n2",
+        &storm(now, "n2", 8),
+    );
+
+    let extra = format!(
+        "[incidents]\nresolve_after = \"15s\"\n\n[alert]\nmax_age = \"1h\"\nretry_max = \"2s\"\n\n\
+         [alert.alertmanager]\nurls = [\"{}\"]\nresend_interval = \"1s\"\nlabels = {{ cluster = \"test\" }}\n",
+        am.url()
+    );
+    let section = format!("directory = \"{}\"", journals.display());
+    // The node's own instance and a collector's: both report n1 and n2.
+    let mut a = Service::new(&section, &extra);
+    let mut b = Service::new(&section, &extra);
+    a.start();
+    b.start();
+
+    wait_for(
+        Duration::from_secs(20),
+        || nodes(&am.alerts()) == ["n1", "n2"],
+        "both nodes' alerts in Alertmanager",
+    );
+    let alerts = am.alerts();
+    assert_eq!(alerts.len(), 2, "deduplicated: {alerts:?}");
+    let l = &alerts[0]["labels"];
+    assert_eq!(l["alertname"], "KubeletNodeStatusTrouble");
+    assert_eq!(l["node"], "n1");
+    assert_eq!(l["host"], "n1");
+    assert_eq!(l["cause"], "api-unreachable");
+    assert_eq!(l["verdict"], "persistent");
+    assert_eq!(l["severity"], "critical");
+    assert_eq!(l["cluster"], "test");
+    let summary = alerts[0]["annotations"]["summary"].as_str().unwrap();
+    // Posted when it crossed the threshold (more than 5), updated since.
+    assert!(
+        summary.starts_with("n1: ") && summary.contains(" node status retries in "),
+        "{summary}"
+    );
+    assert!(
+        alerts[0]["annotations"]["first_evidence"]
+            .as_str()
+            .unwrap()
+            .contains("Error updating node status")
+    );
+    // Four posts (two nodes, two instances), one mail: Alertmanager grouped
+    // them by cause.
+    wait_for(
+        Duration::from_secs(15),
+        || !smtp.mails().is_empty(),
+        "Alertmanager's notification mail",
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    let mails = smtp.mails();
+    assert_eq!(
+        mails.len(),
+        1,
+        "{:?}",
+        mails.iter().map(|m| subject(m)).collect::<Vec<_>>()
+    );
+    assert!(mails[0].contains("n1") && mails[0].contains("n2"));
+
+    // Alertmanager down; n3 gets into trouble meanwhile; it comes back with
+    // nothing in memory.
+    am.stop();
+    let later = kubelet_sentinel::time::now();
+    upload(
+        &journals,
+        "remote-10.0.0.3.journal",
+        "n3",
+        &storm(later, "n3", 8),
+    );
+    std::thread::sleep(Duration::from_secs(3));
+    am.restart();
+    wait_for(
+        Duration::from_secs(20),
+        || nodes(&am.alerts()) == ["n1", "n2", "n3"],
+        "the firing alerts back and n3's delivered after the outage",
+    );
+    assert_eq!(am.alerts().len(), 3);
+
+    // Quiet for resolve_after: the incidents resolve and so do the alerts.
+    wait_for(
+        Duration::from_secs(45),
+        || am.alerts().is_empty(),
+        "the alerts to resolve in Alertmanager",
+    );
+    wait_for(
+        Duration::from_secs(15),
+        || smtp.mails().iter().any(|m| subject(m).contains("RESOLVED")),
+        "Alertmanager's resolved notification",
+    );
+    for svc in [&a, &b] {
+        let st = svc.status();
+        let d = st["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["channel"] == "alertmanager")
+            .cloned()
+            .unwrap();
+        assert_eq!(d["outbox"], 0, "{st}");
+        assert!(d["sent"].as_u64().unwrap() >= 2, "{st}");
+        assert!(
+            svc.incidents()
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|i| i["status"] == "resolved")
+        );
+    }
+    assert_eq!(a.signal("TERM"), Some(0));
+    assert_eq!(b.signal("TERM"), Some(0));
+}
