@@ -5,7 +5,7 @@ SCRATCH ?= $(CURDIR)/target/demo
 JOURNAL_REMOTE = $(firstword $(wildcard /lib/systemd/systemd-journal-remote /usr/lib/systemd/systemd-journal-remote))
 BIN := target/debug/kubelet-sentinel
 
-.PHONY: deps build demo test lint clean release assets tools deb rpm test-packages test-system bench bench-deps bench-smoke
+.PHONY: deps build demo test lint clean release assets tools deb rpm test-packages test-system test-fleet bench bench-deps bench-smoke
 
 deps:
 	@bash .ci/deps
@@ -39,6 +39,7 @@ test: deps lint
 	$(MAKE) --no-print-directory bench-smoke
 	$(MAKE) --no-print-directory test-packages
 	$(MAKE) --no-print-directory test-system
+	$(MAKE) --no-print-directory test-fleet
 
 # Packages: the release binary, the man page and completions generated from
 # the CLI definition, the unit, the default config.
@@ -70,6 +71,11 @@ test-packages: deb rpm
 # restart, purge (tests/system.sh).
 test-system: deb
 	bash tests/system.sh $$(ls -t target/debian/kubelet-sentinel_*.deb | head -1)
+
+# A fleet in containers: nodes uploading to a collector, a real Alertmanager
+# on the host (tests/fleet.sh).
+test-fleet: deb
+	bash tests/fleet.sh $$(ls -t target/debian/kubelet-sentinel_*.deb | head -1)
 
 clean:
 	cargo clean

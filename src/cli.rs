@@ -91,6 +91,64 @@ pub enum Command {
     Reload,
     /// Send a sample alert through the configured transport and say exactly what failed.
     TestEmail,
+    /// Hold back deliveries (email and Alertmanager) for a node pattern and/or a cause for a
+    /// while; the incidents are still recorded. Still in trouble when it ends: announced then.
+    Silence {
+        #[command(subcommand)]
+        action: SilenceCmd,
+    },
+    /// Acknowledge an open incident: no more reminders for it; its resolved notice still goes
+    /// out and says who acknowledged it.
+    Ack {
+        /// The incident's id, or a unique prefix of it.
+        id: String,
+        /// Why, for the others on call.
+        #[arg(long, default_value = "")]
+        comment: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SilenceCmd {
+    /// Add a silence (you, the calling user, are recorded as its author).
+    #[command(group(clap::ArgGroup::new("what").required(true).multiple(true).args(["node", "cause"])))]
+    Add {
+        /// A node name or a pattern (`*` any run of characters, `?` one): `worker-*`.
+        #[arg(long)]
+        node: Option<String>,
+        /// Only incidents of this cause (lister-lag, node-missing, api-unreachable,
+        /// api-timeout, auth, conflict, etcd, unknown).
+        #[arg(long)]
+        cause: Option<String>,
+        /// How long: 30m, 2h, 3d (at most 31d).
+        #[arg(long = "for", value_parser = duration)]
+        duration: Micros,
+        /// Why ("kernel upgrade").
+        #[arg(long)]
+        comment: String,
+    },
+    /// Silences: active, pending and recently expired.
+    List {
+        #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+    /// End a silence now (its id or a unique prefix).
+    Expire { id: String },
+}
+
+/// The calling user's name (for silences and acknowledgements).
+fn caller() -> String {
+    let uid = rustix::process::getuid().as_raw();
+    std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|p| {
+            p.lines().find_map(|l| {
+                let mut f = l.split(':');
+                let name = f.next()?;
+                (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_string())
+            })
+        })
+        .unwrap_or_else(|| format!("uid {uid}"))
 }
 
 #[derive(Debug, Args)]
@@ -371,7 +429,12 @@ pub fn run_service(config_path: Option<&PathBuf>, once: bool, err: &mut dyn Writ
 /// Asks the running service, or reads the store when it is not running.
 fn query(config: &Config, req: &Request) -> Result<Response, String> {
     let socket = PathBuf::from(&config.api.socket);
-    let not_running = match api::ask(&socket, hyper::Method::GET, &req.path()) {
+    let method = if req.is_post() {
+        hyper::Method::POST
+    } else {
+        hyper::Method::GET
+    };
+    let not_running = match api::ask(&socket, method, &req.path(), req.body()) {
         Ok(r) => return Ok(r),
         Err(ClientError::PermissionDenied(p)) => {
             return Err(format!(
@@ -409,7 +472,7 @@ fn query(config: &Config, req: &Request) -> Result<Response, String> {
 }
 
 fn render(req: &Request, r: &Response, output: Output) -> Result<String, String> {
-    if r.code != 200 {
+    if !(200..300).contains(&r.code) {
         let msg = serde_json::from_str::<serde_json::Value>(&r.body)
             .ok()
             .and_then(|v| v["error"].as_str().map(str::to_string))
@@ -461,6 +524,66 @@ fn render(req: &Request, r: &Response, output: Output) -> Result<String, String>
                     "LAST VERDICT",
                 ],
                 &rows,
+            )
+        }
+        Request::Silences => {
+            let list: Vec<api::SilenceOut> =
+                serde_json::from_value(v["silences"].clone()).map_err(bad)?;
+            if list.is_empty() {
+                return Ok("no silences\n".into());
+            }
+            let rows: Vec<Vec<String>> = list
+                .into_iter()
+                .map(|s| {
+                    vec![
+                        s.id,
+                        report::terminal_text(&s.node, 60),
+                        s.cause.unwrap_or_else(|| "any".into()),
+                        s.state,
+                        s.ends_at,
+                        report::terminal_text(&s.created_by, 30),
+                        report::terminal_text(&s.comment, 60),
+                    ]
+                })
+                .collect();
+            report::columns(
+                &[
+                    "ID",
+                    "NODE",
+                    "CAUSE",
+                    "STATE",
+                    "ENDS (UTC)",
+                    "BY",
+                    "COMMENT",
+                ],
+                &rows,
+            )
+        }
+        Request::AddSilence(_) => {
+            let s: api::SilenceOut = serde_json::from_value(v).map_err(bad)?;
+            format!(
+                "silence {} added: node {}{} until {} (by {})\n",
+                s.id,
+                report::terminal_text(&s.node, 60),
+                s.cause.map(|c| format!(", cause {c}")).unwrap_or_default(),
+                s.ends_at,
+                report::terminal_text(&s.created_by, 30)
+            )
+        }
+        Request::ExpireSilence(_) => {
+            let s: api::SilenceOut = serde_json::from_value(v).map_err(bad)?;
+            format!(
+                "silence {} ended; what it held back is delivered now if still due\n",
+                s.id
+            )
+        }
+        Request::Ack(_) => {
+            let i: IncidentOut = serde_json::from_value(v).map_err(bad)?;
+            format!(
+                "incident {} (node {}) acknowledged by {}: no more reminders; its resolved notice will say so\n",
+                i.id,
+                report::terminal_text(&i.node, 60),
+                i.acknowledged.map(|a| a.by).unwrap_or_default()
             )
         }
         Request::Status => {
@@ -569,7 +692,7 @@ pub fn reload(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dyn 
         Err(e) => return e,
     };
     let socket = PathBuf::from(&config.api.socket);
-    match api::ask(&socket, hyper::Method::POST, "/reload") {
+    match api::ask(&socket, hyper::Method::POST, "/reload", None) {
         Ok(r) if r.code == 200 => {
             let outcome: Result<crate::api::http::ReloadOutcome, _> = serde_json::from_str(&r.body);
             match outcome {
@@ -727,6 +850,39 @@ pub fn main() -> ExitCode {
             run_query(config, &Request::Status, output, &mut out, &mut err)
         }
         Command::TestEmail => test_email(config, &mut out, &mut err),
+        Command::Silence { action } => {
+            let (req, output) = match action {
+                SilenceCmd::Add {
+                    node,
+                    cause,
+                    duration,
+                    comment,
+                } => (
+                    Request::AddSilence(api::NewSilence {
+                        node: node.unwrap_or_else(|| "*".into()),
+                        cause,
+                        seconds: (duration / crate::time::SECOND).max(1) as u64,
+                        by: caller(),
+                        comment,
+                    }),
+                    Output::Table,
+                ),
+                SilenceCmd::List { output } => (Request::Silences, output),
+                SilenceCmd::Expire { id } => (Request::ExpireSilence(id), Output::Table),
+            };
+            run_query(config, &req, output, &mut out, &mut err)
+        }
+        Command::Ack { id, comment } => run_query(
+            config,
+            &Request::Ack(api::AckRequest {
+                id,
+                by: caller(),
+                comment,
+            }),
+            Output::Table,
+            &mut out,
+            &mut err,
+        ),
         Command::Reload => reload(config, &mut out, &mut err),
         Command::CheckConfig => check_config(config, &mut out, &mut err),
     };

@@ -99,6 +99,20 @@ pub struct IncidentOut {
     pub alerted_at: Option<String>,
     pub diagnosis: String,
     pub evidence: Vec<EvidenceOut>,
+    /// Who acknowledged it (no reminders since).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acknowledged: Option<AckOut>,
+    /// The silences holding its deliveries back now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub silenced_by: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct AckOut {
+    pub by: String,
+    pub at: String,
+    #[serde(default)]
+    pub comment: String,
 }
 
 impl IncidentOut {
@@ -135,7 +149,41 @@ impl IncidentOut {
                     text: e.text.clone(),
                 })
                 .collect(),
+            acknowledged: i.ack.as_ref().map(|a| AckOut {
+                by: a.by.clone(),
+                at: rfc3339(a.at),
+                comment: a.comment.clone(),
+            }),
+            silenced_by: Vec::new(),
         }
+    }
+
+    /// Marks it with the silences in force now that match it.
+    #[must_use]
+    pub fn silenced(
+        mut self,
+        i: &Incident,
+        silences: &[crate::store::Silence],
+        now: Micros,
+    ) -> Self {
+        if i.resolved_at.is_none() {
+            self.silenced_by = crate::notify::control::silencing(i, silences, now)
+                .map(|s| s.id.clone())
+                .collect();
+        }
+        self
+    }
+
+    /// The status column: open or resolved, and acknowledged or silenced.
+    #[must_use]
+    pub fn status_cell(&self) -> String {
+        let mut s = self.status.clone();
+        if !self.silenced_by.is_empty() {
+            s.push_str(" (silenced)");
+        } else if self.acknowledged.is_some() && self.status == "open" {
+            s.push_str(" (acked)");
+        }
+        s
     }
 }
 
@@ -216,7 +264,7 @@ pub fn table(incidents: &[IncidentOut]) -> String {
             vec![
                 o.id.clone(),
                 one_line(&o.node, 60),
-                o.status.clone(),
+                o.status_cell(),
                 o.verdict.clone(),
                 o.cause.clone(),
                 (o.retries + o.register_failures).to_string(),

@@ -83,6 +83,18 @@ pub enum Cause {
 }
 
 impl Cause {
+    /// Every cause, for validating what operators type.
+    pub const ALL: [Cause; 8] = [
+        Cause::ListerLag,
+        Cause::NodeMissing,
+        Cause::ApiUnreachable,
+        Cause::ApiTimeout,
+        Cause::Auth,
+        Cause::Conflict,
+        Cause::Etcd,
+        Cause::Unknown,
+    ];
+
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {

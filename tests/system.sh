@@ -14,8 +14,8 @@
 # Usage: tests/system.sh path/to/kubelet-sentinel_*.deb   (as root)
 set -euo pipefail
 deb=$(readlink -f "$1")
-cache=/var/cache/kubelet-sentinel-test
-mkdir -p "$cache"
+. "$(dirname "$0")/container.sh"
+cache=$KS_CACHE
 root=$(mktemp -d /var/tmp/ks-system.XXXXXX)
 nspawn_pid=""
 cleanup() {
@@ -32,17 +32,8 @@ fail() { echo "FAIL: $*" >&2; [ -n "${pid1:-}" ] && inside journalctl -u kubelet
 pass=0
 ok() { echo "ok - $*"; pass=$((pass + 1)); }
 
-# --- a Debian root with systemd, cached between runs --------------------------
-if [ -f "$cache/bookworm.tar" ]; then
-  tar -xf "$cache/bookworm.tar" -C "$root"
-else
-  debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,python3-aiosmtpd,passwd,util-linux \
-    bookworm "$root" >"$cache/debootstrap.log" 2>&1 || { tail -20 "$cache/debootstrap.log"; fail "debootstrap"; }
-  tar -cf "$cache/bookworm.tar" -C "$root" .
-fi
-# mktemp (and the cached tar's own root) make "/" 0700: no other user could
-# traverse it, and the service's dynamic user fails at CHDIR.
-chmod 755 "$root"
+# --- a Debian root with systemd, cached between runs (tests/container.sh) ----
+ks_new_root "$root" || fail "debootstrap"
 ok "Debian root ready"
 
 # The stand-in kubelet: real kubelet lines from a unit named kubelet.service,

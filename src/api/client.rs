@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use http_body_util::{BodyExt as _, Empty, Limited};
+use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::Method;
 use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
@@ -24,14 +24,19 @@ pub enum ClientError {
     Other(String),
 }
 
-/// Asks the running service: `GET path` (or `POST` with `post`).
-pub fn ask(socket: &Path, method: Method, path: &str) -> Result<Response, ClientError> {
+/// Asks the running service: `GET path`, or `POST` with a JSON body.
+pub fn ask(
+    socket: &Path,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> Result<Response, ClientError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| ClientError::Other(e.to_string()))?;
     rt.block_on(async {
-        match tokio::time::timeout(TIMEOUT, request(socket, method, path)).await {
+        match tokio::time::timeout(TIMEOUT, request(socket, method, path, body)).await {
             Ok(r) => r,
             Err(_) => Err(ClientError::Other(format!(
                 "the service did not answer on {} within {}s",
@@ -42,7 +47,12 @@ pub fn ask(socket: &Path, method: Method, path: &str) -> Result<Response, Client
     })
 }
 
-async fn request(socket: &Path, method: Method, path: &str) -> Result<Response, ClientError> {
+async fn request(
+    socket: &Path,
+    method: Method,
+    path: &str,
+    body: Option<String>,
+) -> Result<Response, ClientError> {
     let stream = tokio::net::UnixStream::connect(socket)
         .await
         .map_err(|e| match e.kind() {
@@ -64,7 +74,8 @@ async fn request(socket: &Path, method: Method, path: &str) -> Result<Response, 
         .method(method)
         .uri(path)
         .header(hyper::header::HOST, "localhost")
-        .body(Empty::<Bytes>::new())
+        .header(hyper::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body.unwrap_or_default())))
         .map_err(|e| other(&e))?;
     let res = sender.send_request(req).await.map_err(|e| other(&e))?;
     let code = res.status().as_u16();

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{Path as UrlPath, Query, State};
 use axum::http::{StatusCode, header};
@@ -41,6 +42,10 @@ pub enum Command {
     /// Read the config file again and apply it; the answer says what
     /// happened, or why it was refused.
     Reload(oneshot::Sender<Result<ReloadOutcome, String>>),
+    /// Acknowledge an open incident (the tracker holds open incidents).
+    Ack(super::AckRequest, oneshot::Sender<Response>),
+    /// Silences changed: the deliveries look at their outbox again.
+    Wake,
 }
 
 /// A reload that was applied.
@@ -159,6 +164,68 @@ async fn reload(State(st): Shared) -> HttpResponse {
     }
 }
 
+async fn silences(State(st): Shared) -> HttpResponse {
+    st.answer(Request::Silences).await
+}
+
+/// A JSON body, bounded (the server's request limit applies too).
+fn body_json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, Box<HttpResponse>> {
+    serde_json::from_slice(body)
+        .map_err(|e| Box::new(bad_request(&format!("the request body: {e}"))))
+}
+
+async fn add_silence(State(st): Shared, body: Bytes) -> HttpResponse {
+    let n: super::NewSilence = match body_json(&body) {
+        Ok(n) => n,
+        Err(r) => return *r,
+    };
+    let r = st.answer(Request::AddSilence(n)).await;
+    let _ = st.commands.send(Command::Wake).await;
+    r
+}
+
+async fn expire_silence(
+    State(st): Shared,
+    id: Result<UrlPath<String>, PathRejection>,
+) -> HttpResponse {
+    let id = match id {
+        Ok(UrlPath(id)) => id,
+        Err(e) => return bad_request(&e.body_text()),
+    };
+    let r = st.answer(Request::ExpireSilence(id)).await;
+    let _ = st.commands.send(Command::Wake).await;
+    r
+}
+
+async fn ack(
+    State(st): Shared,
+    id: Result<UrlPath<String>, PathRejection>,
+    body: Bytes,
+) -> HttpResponse {
+    let id = match id {
+        Ok(UrlPath(id)) => id,
+        Err(e) => return bad_request(&e.body_text()),
+    };
+    let mut a: super::AckRequest = match body_json(&body) {
+        Ok(a) => a,
+        Err(r) => return *r,
+    };
+    a.id = id;
+    if a.by.trim().is_empty() || a.by.len() > 256 || a.comment.len() > 1000 {
+        return bad_request(
+            "an acknowledgement needs who (by), and a comment of at most 1000 bytes",
+        );
+    }
+    let (tx, rx) = oneshot::channel();
+    if st.commands.send(Command::Ack(a, tx)).await.is_err() {
+        return json(Response::error(503, "the service is stopping"));
+    }
+    match rx.await {
+        Ok(r) => json(r),
+        Err(_) => json(Response::error(503, "the service is stopping")),
+    }
+}
+
 async fn not_found() -> HttpResponse {
     json(Response::error(404, "no such path"))
 }
@@ -172,6 +239,9 @@ pub fn socket_router(state: Arc<ApiState>) -> Router {
         .route("/status", get(status))
         .route("/metrics", get(metrics_page))
         .route("/reload", post(reload))
+        .route("/silences", get(silences).post(add_silence))
+        .route("/silences/{id}/expire", post(expire_silence))
+        .route("/incidents/{id}/ack", post(ack))
         .fallback(not_found)
         .with_state(state)
 }

@@ -16,4 +16,7 @@ pub mod metrics;
 pub mod query;
 
 pub use client::{ClientError, ask};
-pub use query::{Live, NodeRow, Request, Response, StatusOut, answer, parse_since};
+pub use query::{
+    AckRequest, Live, NewSilence, NodeRow, Request, Response, SilenceOut, StatusOut, answer,
+    parse_since,
+};

@@ -27,6 +27,103 @@ pub enum Request {
     Incident(String),
     Nodes,
     Status,
+    Silences,
+    AddSilence(NewSilence),
+    /// Ends a silence now (its id or a unique prefix).
+    ExpireSilence(String),
+    /// Acknowledges an open incident (its id or a unique prefix).
+    Ack(AckRequest),
+}
+
+/// `silence add`: what to silence, for how long, who and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewSilence {
+    pub node: String,
+    #[serde(default)]
+    pub cause: Option<String>,
+    pub seconds: u64,
+    pub by: String,
+    #[serde(default)]
+    pub comment: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AckRequest {
+    #[serde(default)]
+    pub id: String,
+    pub by: String,
+    #[serde(default)]
+    pub comment: String,
+}
+
+/// A silence as `silence list` and `status` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SilenceOut {
+    pub id: String,
+    pub node: String,
+    pub cause: Option<String>,
+    /// `active`, `pending` (starts later) or `expired`.
+    pub state: String,
+    pub starts_at: String,
+    pub ends_at: String,
+    pub created_by: String,
+    pub comment: String,
+}
+
+impl SilenceOut {
+    #[must_use]
+    pub fn new(s: &crate::store::Silence, now: Micros) -> Self {
+        Self {
+            id: s.id.clone(),
+            node: s.node.clone(),
+            cause: s.cause.clone(),
+            state: if s.active(now) {
+                "active"
+            } else if now < s.starts_at {
+                "pending"
+            } else {
+                "expired"
+            }
+            .into(),
+            starts_at: rfc3339(s.starts_at),
+            ends_at: rfc3339(s.ends_at),
+            created_by: s.created_by.clone(),
+            comment: s.comment.clone(),
+        }
+    }
+}
+
+/// Longest silence: a month (a forgotten silence must end by itself).
+pub const MAX_SILENCE: u64 = 31 * 24 * 3600;
+const MAX_TEXT: usize = 1000;
+
+impl NewSilence {
+    fn validate(&self) -> Result<(), String> {
+        if self.node.trim().is_empty() || self.node.len() > 253 {
+            return Err("--node: a node name or pattern (worker-*), at most 253 bytes".into());
+        }
+        if self.node.chars().any(char::is_control) {
+            return Err("--node: no control characters".into());
+        }
+        if let Some(c) = &self.cause {
+            if !crate::signals::Cause::ALL.iter().any(|k| k.as_str() == c) {
+                let names: Vec<&str> = crate::signals::Cause::ALL
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect();
+                return Err(format!("--cause {c:?}: one of {}", names.join(", ")));
+            }
+        }
+        if self.seconds == 0 || self.seconds > MAX_SILENCE {
+            return Err(format!("--for: from 1s to {}d", MAX_SILENCE / 86_400));
+        }
+        if self.comment.len() > MAX_TEXT || self.by.len() > 256 {
+            return Err(format!("--comment: at most {MAX_TEXT} bytes"));
+        }
+        Ok(())
+    }
 }
 
 /// An answer: a status code and a JSON body.
@@ -79,6 +176,29 @@ impl Request {
             Request::Incident(id) => format!("/incidents/{}", encode(id)),
             Request::Nodes => "/nodes".into(),
             Request::Status => "/status".into(),
+            Request::Silences | Request::AddSilence(_) => "/silences".into(),
+            Request::ExpireSilence(id) => format!("/silences/{}/expire", encode(id)),
+            Request::Ack(a) => format!("/incidents/{}/ack", encode(&a.id)),
+        }
+    }
+
+    /// POST for what changes something.
+    #[must_use]
+    pub fn is_post(&self) -> bool {
+        matches!(
+            self,
+            Request::AddSilence(_) | Request::ExpireSilence(_) | Request::Ack(_)
+        )
+    }
+
+    /// The JSON body a POST carries.
+    #[must_use]
+    pub fn body(&self) -> Option<String> {
+        match self {
+            Request::AddSilence(n) => serde_json::to_string(n).ok(),
+            Request::Ack(a) => serde_json::to_string(a).ok(),
+            Request::ExpireSilence(_) => Some("{}".into()),
+            _ => None,
         }
     }
 }
@@ -123,13 +243,24 @@ fn answer_inner(store: &Store, live: Option<&Live>, req: &Request) -> Result<Res
     Ok(match req {
         Request::Incidents(f) => {
             let incidents = store.incidents(f, &settings)?;
-            Response::json(
-                200,
-                &serde_json::json!({ "incidents": views(&incidents, &settings) }),
-            )
+            let silences = store.silences()?;
+            let now = live.map_or_else(crate::time::now, |l| l.now);
+            let list: Vec<IncidentOut> = incidents
+                .iter()
+                .zip(views(&incidents, &settings))
+                .map(|(i, o)| o.silenced(i, &silences, now))
+                .collect();
+            Response::json(200, &serde_json::json!({ "incidents": list }))
         }
         Request::Incident(id) => match find(store, id)? {
-            Ok(i) => Response::json(200, &IncidentOut::new(&i, &settings)),
+            Ok(i) => {
+                let silences = store.silences()?;
+                let now = live.map_or_else(crate::time::now, |l| l.now);
+                Response::json(
+                    200,
+                    &IncidentOut::new(&i, &settings).silenced(&i, &silences, now),
+                )
+            }
             Err(why) => Response::error(404, &why),
         },
         Request::Nodes => Response::json(
@@ -137,7 +268,98 @@ fn answer_inner(store: &Store, live: Option<&Live>, req: &Request) -> Result<Res
             &serde_json::json!({ "nodes": nodes(store, &settings)? }),
         ),
         Request::Status => Response::json(200, &status(store, live)?),
+        Request::Silences => {
+            let now = live.map_or_else(crate::time::now, |l| l.now);
+            let list: Vec<SilenceOut> = store
+                .silences()?
+                .iter()
+                .map(|s| SilenceOut::new(s, now))
+                .collect();
+            Response::json(200, &serde_json::json!({ "silences": list }))
+        }
+        Request::AddSilence(n) => {
+            if let Err(why) = n.validate() {
+                return Ok(Response::error(400, &why));
+            }
+            let now = live.map_or_else(crate::time::now, |l| l.now);
+            let s = crate::store::Silence {
+                id: new_id(&[n.node.as_bytes(), n.by.as_bytes(), &now.to_be_bytes()]),
+                node: n.node.clone(),
+                cause: n.cause.clone(),
+                starts_at: now,
+                ends_at: now + (n.seconds as Micros) * SECOND,
+                created_by: n.by.clone(),
+                comment: n.comment.clone(),
+            };
+            store.silence_put(&s)?;
+            Response::json(201, &SilenceOut::new(&s, now))
+        }
+        Request::ExpireSilence(id) => {
+            let now = live.map_or_else(crate::time::now, |l| l.now);
+            let all = store.silences()?;
+            let found: Vec<&crate::store::Silence> = all
+                .iter()
+                .filter(|s| s.id.starts_with(id.as_str()))
+                .collect();
+            match found.as_slice() {
+                [] => Response::error(404, &format!("no silence {id}")),
+                [s] if s.ends_at <= now => {
+                    Response::error(409, &format!("silence {} has already ended", s.id))
+                }
+                [s] => {
+                    let ended = crate::store::Silence {
+                        ends_at: now,
+                        ..(*s).clone()
+                    };
+                    store.silence_put(&ended)?;
+                    Response::json(200, &SilenceOut::new(&ended, now))
+                }
+                _ => Response::error(
+                    409,
+                    &format!("{id} names more than one silence; give more of the id"),
+                ),
+            }
+        }
+        Request::Ack(a) => {
+            // The service is stopped (it answers acknowledgements itself):
+            // the record in the store is the open incident it resumes.
+            let now = live.map_or_else(crate::time::now, |l| l.now);
+            match find(store, &a.id)? {
+                Err(why) => Response::error(404, &why),
+                Ok(i) if i.resolved_at.is_some() => {
+                    Response::error(409, &format!("incident {} has already resolved", i.id))
+                }
+                Ok(mut i) => {
+                    i.ack = Some(crate::tracker::Ack {
+                        by: a.by.clone(),
+                        at: now,
+                        comment: a.comment.clone(),
+                    });
+                    store.put_incident(&i)?;
+                    Response::json(200, &IncidentOut::new(&i, &settings))
+                }
+            }
+        }
     })
+}
+
+/// A short id (8 hex digits) from what makes a record unique.
+#[must_use]
+pub fn new_id(parts: &[&[u8]]) -> String {
+    // FNV-1a over the parts and a process-wide counter.
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for p in parts
+        .iter()
+        .copied()
+        .chain(std::iter::once(&n.to_be_bytes()[..]))
+    {
+        for &b in p {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{:08x}", h >> 32)
 }
 
 /// An incident by its id or a unique prefix of it.

@@ -219,11 +219,7 @@ impl Ingest {
             return;
         };
         let node = inc.node.clone();
-        let words = match kind {
-            AlertKind::Opened => "alert",
-            AlertKind::Repeat => "reminder",
-            AlertKind::Resolved => "resolved notice",
-        };
+        let words = kind.words();
         let channels = self.channels();
         if channels.is_empty() {
             tracing::info!(
@@ -257,6 +253,7 @@ impl Ingest {
                 next_attempt_at: now,
                 last_error: None,
                 in_doubt: 0,
+                held_until: None,
             });
         }
         self.pipeline.tracker_mut().mark_announced(id);
@@ -436,6 +433,70 @@ impl Ingest {
         }
     }
 
+    /// Acknowledges an open incident (its id or a unique prefix): recorded
+    /// on the tracker's incident and committed at once.
+    pub(super) async fn acknowledge(
+        &mut self,
+        a: &crate::api::AckRequest,
+        wake: &crate::notify::Wake,
+    ) -> Result<crate::api::Response, StoreError> {
+        use crate::api::Response;
+        let matches: Vec<String> = self
+            .pipeline
+            .tracker()
+            .open_incidents()
+            .filter(|i| i.id.starts_with(a.id.as_str()) && !a.id.is_empty())
+            .map(|i| i.id.clone())
+            .collect();
+        let id = match matches.as_slice() {
+            [one] => one.clone(),
+            [] => {
+                let store = self.store.clone();
+                let prefix = a.id.clone();
+                let known =
+                    tokio::task::spawn_blocking(move || store.incidents_with_prefix(&prefix, 1))
+                        .await
+                        .unwrap_or_else(|_| Ok(Vec::new()))?;
+                return Ok(match known.first() {
+                    Some(i) => {
+                        Response::error(409, &format!("incident {} has already resolved", i.id))
+                    }
+                    None => Response::error(404, &format!("no open incident {}", a.id)),
+                });
+            }
+            _ => {
+                return Ok(Response::error(
+                    409,
+                    &format!("{} names more than one incident; give more of the id", a.id),
+                ));
+            }
+        };
+        let ack = crate::tracker::Ack {
+            by: a.by.clone(),
+            at: (self.now)(),
+            comment: a.comment.clone(),
+        };
+        self.pipeline.tracker_mut().acknowledge(&id, ack);
+        self.changed.insert(id.clone());
+        self.commit(Some(wake)).await?;
+        let settings = self.pipeline.tracker().settings().clone();
+        let node = self
+            .pipeline
+            .tracker()
+            .incident(&id)
+            .map(|i| i.node.clone())
+            .unwrap_or_default();
+        tracing::info!(
+            "incident {id} (node {}) acknowledged by {}; no more reminders for it",
+            crate::tracker::one_line(&node, 80),
+            crate::tracker::one_line(&a.by, 80)
+        );
+        Ok(match self.pipeline.tracker().incident(&id) {
+            Some(i) => Response::json(200, &crate::report::IncidentOut::new(i, &settings)),
+            None => Response::error(404, &format!("no open incident {id}")),
+        })
+    }
+
     /// Reads the config file again and applies what can change at run
     /// time; a broken file is refused and the running settings stay.
     pub(super) async fn reload(
@@ -611,6 +672,11 @@ impl Ingest {
                         let r = self.reload(&ch.wake, &ch.config).await;
                         let _ = reply.send(r);
                     }
+                    Command::Ack(a, reply) => {
+                        let r = self.acknowledge(&a, &ch.wake).await?;
+                        let _ = reply.send(r);
+                    }
+                    Command::Wake => ch.wake.notify(),
                 },
                 Some(c) = ch.control.recv() => match c {
                     Control::Reload => {

@@ -48,6 +48,8 @@ const IDLE_CLOSE: Duration = Duration::from_secs(30);
 /// Batches one job reads before the group goes to the back of the queue:
 /// a host with a long backlog does not hold up the others.
 const BATCHES_PER_JOB: usize = 16;
+/// A one-time read (`scan`) gives up on a group that failed this often.
+const GIVE_UP: u32 = 3;
 /// How often a following reader looks at every group's files anyway (a
 /// missed or overflowed notification).
 const SWEEP: Duration = Duration::from_secs(5);
@@ -212,7 +214,10 @@ struct Group {
     stamp: u64,
     worker: usize,
     last_read: Option<Instant>,
-    failed: bool,
+    /// Could not be read: tried again at this time (the file was being
+    /// created, a permission was missing). `None` while it reads fine.
+    retry_at: Option<Instant>,
+    failures: u32,
 }
 
 /// Starts the collector reader. Returns once the directory was looked at:
@@ -355,7 +360,8 @@ impl Coordinator {
                 stamp: 0,
                 worker,
                 last_read: None,
-                failed: false,
+                retry_at: None,
+                failures: 0,
             },
         );
     }
@@ -408,7 +414,7 @@ impl Coordinator {
     /// their handle may see appends the stamp does not) as dirty.
     fn sweep(&mut self, recent: Duration) {
         for g in self.groups.values_mut() {
-            if g.running || g.dirty || g.failed {
+            if g.running || g.dirty || g.retry_at.is_some() {
                 continue;
             }
             if stamp(&g.files) != g.stamp || g.last_read.is_some_and(|t| t.elapsed() < recent) {
@@ -419,7 +425,14 @@ impl Coordinator {
 
     fn dispatch(&mut self) {
         for (key, g) in &mut self.groups {
-            if !g.dirty || g.running || g.failed {
+            if let Some(at) = g.retry_at {
+                if Instant::now() < at || g.failures >= GIVE_UP && !self.spec.follow {
+                    continue;
+                }
+                g.retry_at = None;
+                g.dirty = true;
+            }
+            if !g.dirty || g.running {
                 continue;
             }
             g.dirty = false;
@@ -460,20 +473,43 @@ impl Coordinator {
             g.start = Start::Realtime(crate::time::now().max(0) as u64);
         }
         if let Some(e) = d.error {
-            // One unreadable group does not stop the others.
-            g.failed = true;
-            let _ = self.tx.blocking_send(ReaderEvent::Warning(format!(
-                "{}: {e}; the other hosts are still read",
-                d.key
-            )));
-        } else if !d.at_end {
-            g.dirty = true;
+            // One unreadable group does not stop the others; it is tried
+            // again (a file journal-remote is still creating reads a moment
+            // later), less often the longer it fails.
+            g.failures += 1;
+            let wait = Duration::from_secs(1 << (g.failures - 1).min(6));
+            g.retry_at = Some(Instant::now() + wait);
+            let give_up = g.failures >= GIVE_UP && !self.spec.follow;
+            if give_up || g.failures.is_power_of_two() {
+                let then = if give_up {
+                    "its entries are missing".to_string()
+                } else {
+                    format!(
+                        "trying again in {}s; the other hosts are still read",
+                        wait.as_secs()
+                    )
+                };
+                let _ = self
+                    .tx
+                    .blocking_send(ReaderEvent::Warning(format!("{}: {e}; {then}", d.key)));
+            }
+        } else {
+            if g.failures > 0 {
+                tracing::info!("{} reads again", d.key);
+            }
+            g.failures = 0;
+            if !d.at_end {
+                g.dirty = true;
+            }
         }
         true
     }
 
     fn idle(&self) -> bool {
-        self.running == 0 && !self.groups.values().any(|g| g.dirty && !g.failed)
+        let pending = |g: &Group| {
+            g.dirty || g.retry_at.is_some() && !self.spec.follow && g.failures < GIVE_UP
+        };
+        self.running == 0 && !self.groups.values().any(pending)
     }
 
     fn run(&mut self) -> Result<(), String> {
@@ -481,9 +517,19 @@ impl Coordinator {
             let fd = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC)
                 .map_err(|e| format!("watching {}: {e}", self.spec.dir.display()))?;
             let dir = self.spec.dir.clone();
-            self.add_watch(&fd, &dir)
-                .map_err(|e| format!("watching {}: {e}", dir.display()))?;
-            self.watch_subdirs(&fd);
+            match self.add_watch(&fd, &dir) {
+                Ok(()) => self.watch_subdirs(&fd),
+                // A collector nobody has uploaded to yet: journal-remote
+                // makes its directory on the first upload. Looked for below.
+                Err(rustix::io::Errno::NOENT) => {
+                    let _ = self.tx.blocking_send(ReaderEvent::Warning(format!(
+                        "{} does not exist yet; it is read once it appears (journal-remote \
+                         makes it on the first upload)",
+                        dir.display()
+                    )));
+                }
+                Err(e) => return Err(format!("watching {}: {e}", dir.display())),
+            }
             Some(fd)
         } else {
             None
@@ -530,10 +576,18 @@ impl Coordinator {
                     };
                     if let Some(key) = group_key(&self.spec.dir, &dir.join(name)) {
                         if let Some(g) = self.groups.get_mut(&key) {
-                            g.dirty |= !g.failed;
+                            g.dirty |= g.retry_at.is_none();
                         } else {
                             self.rescan();
                         }
+                    }
+                }
+                if self.watches.is_empty() && self.spec.dir.is_dir() {
+                    let dir = self.spec.dir.clone();
+                    if self.add_watch(fd, &dir).is_ok() {
+                        tracing::info!("{} appeared; reading it", dir.display());
+                        self.watch_subdirs(fd);
+                        self.rescan();
                     }
                 }
                 if last_sweep.elapsed() >= SWEEP {
@@ -594,6 +648,9 @@ impl Coordinator {
                     Ok(_) | Err(rustix::io::Errno::INTR) => {}
                     Err(e) => return Err(format!("waiting for {}: {e}", self.spec.dir.display())),
                 }
+            } else {
+                // A one-time read waiting to try a group again.
+                std::thread::sleep(Duration::from_millis(100));
             }
         }
     }

@@ -436,21 +436,34 @@ impl AlertmanagerTask {
         shutdown: &CancellationToken,
         once: bool,
     ) -> Result<Option<Micros>, StoreError> {
-        let mut entries: Vec<OutboxEntry> = self
+        let entries: Vec<OutboxEntry> = self
             .blocking(|s| s.outbox())
             .await?
             .into_iter()
             .filter(|e| e.channel == Channel::Alertmanager)
             .collect();
-        self.publish_outbox(&entries);
         if !self.active() {
+            self.publish_outbox(&entries);
             return Ok(None);
         }
         let now = (self.now)();
+        // Silences hold alerts back, acknowledgements drop reminders.
+        let (mut entries, dropped) = self
+            .blocking(move |s| super::control::apply(&s, entries, now))
+            .await?;
+        for (e, why) in dropped {
+            tracing::info!(
+                "{} for node {} not posted to Alertmanager: {why}",
+                e.kind.words(),
+                crate::tracker::one_line(&e.node, 80)
+            );
+        }
+        self.publish_outbox(&entries);
         // Everything due goes in one POST: an alert list is what the API
         // takes, and the Alertmanager does the grouping.
         let due: Vec<OutboxEntry> = entries
             .iter()
+            .filter(|e| e.held_until.is_none_or(|h| h <= now))
             .filter(|e| once || e.next_attempt_at <= now)
             .cloned()
             .collect();
@@ -548,8 +561,8 @@ impl AlertmanagerTask {
             self.next_resend = now + self.cfg.resend_interval.0;
             self.resend(shutdown).await?;
         }
-        let next =
-            outbox::next_due(&entries, 0).map_or(self.next_resend, |d| d.min(self.next_resend));
+        let next = outbox::next_due(&entries, 0, now)
+            .map_or(self.next_resend, |d| d.min(self.next_resend));
         Ok(Some(next))
     }
 

@@ -176,7 +176,12 @@ impl Mailer {
         shutdown: &CancellationToken,
         once: bool,
     ) -> Result<Option<Micros>, StoreError> {
-        let mut entries = self.outbox().await?;
+        let entries = self.outbox().await?;
+        let mut entries = if self.transport.is_none() {
+            entries
+        } else {
+            self.controls(entries).await?
+        };
         self.publish_outbox(&entries);
         if self.transport.is_none() {
             return Ok(None);
@@ -215,7 +220,30 @@ impl Mailer {
             }
             self.publish_outbox(&entries);
         }
-        Ok(outbox::next_due(&entries, self.group_wait))
+        Ok(outbox::next_due(&entries, self.group_wait, (self.now)()))
+    }
+
+    /// Silences hold entries back, acknowledgements drop reminders.
+    async fn controls(&self, entries: Vec<OutboxEntry>) -> Result<Vec<OutboxEntry>, StoreError> {
+        let store = self.store.clone();
+        let now = (self.now)();
+        let (keep, dropped) =
+            tokio::task::spawn_blocking(move || super::control::apply(&store, entries, now))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(StoreError::Open {
+                        path: String::new(),
+                        message: e.to_string(),
+                    })
+                })?;
+        for (e, why) in dropped {
+            tracing::info!(
+                "{} for node {} not mailed: {why}",
+                e.kind.words(),
+                crate::tracker::one_line(&e.node, 80)
+            );
+        }
+        Ok(keep)
     }
 
     async fn incidents_of(

@@ -22,6 +22,7 @@
 //!   retries, firing alerts posted again).
 
 pub mod alertmanager;
+pub mod control;
 pub mod mailer;
 pub mod outbox;
 pub mod render;
@@ -152,6 +153,7 @@ mod tests {
             next_attempt_at: queued_at,
             last_error: None,
             in_doubt: 0,
+            held_until: None,
         }
     }
 

@@ -13,11 +13,19 @@ pub const HEAD_OF_LINE_ATTEMPTS: u32 = 5;
 /// [`HEAD_OF_LINE_ATTEMPTS`] times (a mail the server refuses for itself),
 /// the oldest that is due.
 fn head(entries: &[OutboxEntry], now: Micros) -> Option<&OutboxEntry> {
-    let oldest = entries.first()?;
+    let mut ready = entries.iter().filter(|e| !held(e, now));
+    let oldest = ready.next()?;
     if oldest.attempts < HEAD_OF_LINE_ATTEMPTS {
         return (oldest.next_attempt_at <= now).then_some(oldest);
     }
-    entries.iter().find(|e| e.next_attempt_at <= now)
+    std::iter::once(oldest)
+        .chain(ready)
+        .find(|e| e.next_attempt_at <= now)
+}
+
+/// Held back by a silence: not in line at all until it ends.
+fn held(e: &OutboxEntry, now: Micros) -> bool {
+    e.held_until.is_some_and(|h| h > now)
 }
 
 /// Groups due outbox entries (oldest first): the next entry and every entry
@@ -39,6 +47,7 @@ pub fn next_group(
             .iter()
             .filter(|e| {
                 e.next_attempt_at <= now
+                    && !held(e, now)
                     && (e.kind == AlertKind::Resolved) == resolved
                     && e.queued_at >= first.queued_at
                     && e.queued_at - first.queued_at <= group_wait
@@ -51,7 +60,7 @@ pub fn next_group(
 /// When the outbox next needs looking at: when the entry that goes next
 /// (see [`next_group`]) is due and done gathering company.
 #[must_use]
-pub fn next_due(entries: &[OutboxEntry], group_wait: Micros) -> Option<Micros> {
+pub fn next_due(entries: &[OutboxEntry], group_wait: Micros, now: Micros) -> Option<Micros> {
     let due = |e: &OutboxEntry| {
         if e.attempts == 0 {
             e.next_attempt_at
@@ -60,11 +69,22 @@ pub fn next_due(entries: &[OutboxEntry], group_wait: Micros) -> Option<Micros> {
             e.next_attempt_at
         }
     };
-    let oldest = entries.first()?;
-    if oldest.attempts < HEAD_OF_LINE_ATTEMPTS {
-        return Some(due(oldest));
+    // A silence's end is when its held entries are looked at again.
+    let silence_ends = entries
+        .iter()
+        .filter_map(|e| e.held_until)
+        .filter(|&h| h > now)
+        .min();
+    let ready: Vec<&OutboxEntry> = entries.iter().filter(|e| !held(e, now)).collect();
+    let next = match ready.first() {
+        None => None,
+        Some(oldest) if oldest.attempts < HEAD_OF_LINE_ATTEMPTS => Some(due(oldest)),
+        Some(_) => ready.iter().map(|e| due(e)).min(),
+    };
+    match (next, silence_ends) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
-    entries.iter().map(due).min()
 }
 
 /// Capped exponential backoff after `attempts` failures, plus up to a

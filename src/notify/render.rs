@@ -277,6 +277,16 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     let _ = writeln!(text, "  verdict:  {}", verdict_words(v, s));
     let _ = writeln!(text, "  cause:    {}: {}", c.as_str(), cause_explanation(c));
     let _ = writeln!(text, "  counters: {}", counters(i));
+    let acked = i.ack.as_ref().map(|a| {
+        let mut words = format!("by {} at {}", header_text(&a.by, 100), rfc3339(a.at));
+        if !a.comment.is_empty() {
+            words.push_str(&format!(": {}", header_text(&a.comment, 500)));
+        }
+        words
+    });
+    if let Some(a) = &acked {
+        let _ = writeln!(text, "  acknowledged: {a} (no reminders since)");
+    }
     let _ = writeln!(
         text,
         "\n  Diagnosis: {}\n",
@@ -302,7 +312,10 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
         ("verdict", verdict_words(v, s)),
         ("cause", format!("{}: {}", c.as_str(), cause_explanation(c))),
         ("counters", counters(i)),
-    ] {
+    ]
+    .into_iter()
+    .chain(acked.map(|a| ("acknowledged", format!("{a} (no reminders since)"))))
+    {
         html.push_str(&format!(
             "<tr><th align=\"left\">{k}</th><td>{}</td></tr>\n",
             html_escape(&val)

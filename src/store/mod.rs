@@ -8,6 +8,7 @@
 //! | `open` | incident id | node: the incidents still open |
 //! | `hosts` | host name | JSON [`Origin`]: what that host's kubelet told lately |
 //! | `outbox` | sequence number (8 bytes, big-endian) | JSON [`OutboxEntry`] |
+//! | `silences` | silence id | JSON [`Silence`] (expired ones are kept a while, then pruned) |
 //! | `meta` | `schema` | `2` (`1`: open incidents and hosts inside `state`) |
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed |
 //! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) |
@@ -28,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
-pub use records::{Channel, OutboxEntry, Stats, StatsDelta};
+pub use records::{Channel, OutboxEntry, Silence, Stats, StatsDelta, glob};
 
 use crate::pipeline::PipelineState;
 use crate::time::Micros;
@@ -135,6 +136,7 @@ pub struct Store {
     hosts: sled::Tree,
     meta: sled::Tree,
     outbox: sled::Tree,
+    silences: sled::Tree,
 }
 
 /// Big-endian with the sign bit flipped: byte order is time order.
@@ -221,6 +223,7 @@ impl Store {
             hosts: tree("hosts")?,
             meta: tree("meta")?,
             outbox: tree("outbox")?,
+            silences: tree("silences")?,
             path: path.to_path_buf(),
             db,
         };
@@ -622,6 +625,53 @@ impl Store {
             b.remove(&s.to_be_bytes());
         }
         self.outbox.apply_batch(b).map_err(|e| self.err(e))?;
+        self.flush()
+    }
+
+    /// Every silence, newest first.
+    pub fn silences(&self) -> Result<Vec<Silence>, StoreError> {
+        let mut out: Vec<Silence> = Vec::new();
+        for kv in &self.silences {
+            let (k, v) = kv.map_err(|e| self.err(e))?;
+            out.push(self.json(&k, &v)?);
+        }
+        out.sort_by(|a, b| b.starts_at.cmp(&a.starts_at).then(a.id.cmp(&b.id)));
+        Ok(out)
+    }
+
+    /// Adds or rewrites a silence; durable before it returns.
+    pub fn silence_put(&self, s: &Silence) -> Result<(), StoreError> {
+        self.silences
+            .insert(s.id.as_bytes(), to_json(s))
+            .map_err(|e| self.err(e))?;
+        self.flush()
+    }
+
+    /// Removes silences that ended before `before`.
+    pub fn prune_silences(&self, before: Micros) -> Result<usize, StoreError> {
+        let old: Vec<String> = self
+            .silences()?
+            .into_iter()
+            .filter(|s| s.ends_at < before)
+            .map(|s| s.id)
+            .collect();
+        for id in &old {
+            self.silences
+                .remove(id.as_bytes())
+                .map_err(|e| self.err(e))?;
+        }
+        if !old.is_empty() {
+            self.flush()?;
+        }
+        Ok(old.len())
+    }
+
+    /// Writes one incident record as it is (an acknowledgement made while
+    /// the service is stopped).
+    pub fn put_incident(&self, i: &Incident) -> Result<(), StoreError> {
+        self.incidents
+            .insert(i.id.as_bytes(), to_json(i))
+            .map_err(|e| self.err(e))?;
         self.flush()
     }
 

@@ -48,6 +48,68 @@ pub struct OutboxEntry {
     /// Attempts that failed after the server may have accepted the mail.
     #[serde(default)]
     pub in_doubt: u32,
+    /// Held back by a silence until then (not an attempt; it does not hold
+    /// up the entries after it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held_until: Option<Micros>,
+}
+
+/// An operator's silence: deliveries for what it matches are held back
+/// while it lasts; the incidents are still recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Silence {
+    pub id: String,
+    /// A node name or a glob (`worker-*`, `*`).
+    pub node: String,
+    /// Only incidents of this cause; `None`: any.
+    #[serde(default)]
+    pub cause: Option<String>,
+    pub starts_at: Micros,
+    pub ends_at: Micros,
+    pub created_by: String,
+    pub comment: String,
+}
+
+impl Silence {
+    #[must_use]
+    pub fn active(&self, now: Micros) -> bool {
+        self.starts_at <= now && now < self.ends_at
+    }
+
+    #[must_use]
+    pub fn matches(&self, node: &str, cause: &str) -> bool {
+        glob(&self.node, node) && self.cause.as_deref().is_none_or(|c| c == cause)
+    }
+}
+
+/// `*` matches any run of characters, `?` one; everything else itself.
+#[must_use]
+pub fn glob(pattern: &str, s: &str) -> bool {
+    let (p, s): (Vec<char>, Vec<char>) = (pattern.chars().collect(), s.chars().collect());
+    // Iterative, with one backtrack point: linear in practice, never
+    // exponential whatever the pattern.
+    let (mut pi, mut si) = (0, 0);
+    let (mut star, mut mark) = (None, 0);
+    while si < s.len() {
+        if pi < p.len() && (p[pi] == '?' || p[pi] == s[si]) {
+            pi += 1;
+            si += 1;
+        } else if pi < p.len() && p[pi] == '*' {
+            star = Some(pi);
+            mark = si;
+            pi += 1;
+        } else if let Some(st) = star {
+            pi = st + 1;
+            mark += 1;
+            si = mark;
+        } else {
+            return false;
+        }
+    }
+    while pi < p.len() && p[pi] == '*' {
+        pi += 1;
+    }
+    pi == p.len()
 }
 
 /// Counts over the whole history, kept up to date with every commit and

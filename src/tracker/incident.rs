@@ -90,6 +90,16 @@ pub struct Anchor {
     pub at: Micros,
 }
 
+/// An operator acknowledged an incident: no more reminders for it; its
+/// resolved notice says who.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ack {
+    pub by: String,
+    pub at: Micros,
+    #[serde(default)]
+    pub comment: String,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Incident {
     pub id: String,
@@ -132,6 +142,9 @@ pub struct Incident {
     pub evidence_head: Vec<Evidence>,
     pub evidence_tail: VecDeque<Evidence>,
     pub evidence_dropped: u64,
+    /// Acknowledged by an operator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack: Option<Ack>,
 }
 
 impl Incident {

@@ -29,7 +29,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 pub use incident::{
-    Anchor, Evidence, Incident, Resolution, Status, Verdict, cause_explanation, one_line,
+    Ack, Anchor, Evidence, Incident, Resolution, Status, Verdict, cause_explanation, one_line,
 };
 
 use crate::signals::{Cause, Role, Signal, SignalKind};
@@ -80,6 +80,18 @@ pub enum AlertKind {
     Opened,
     Repeat,
     Resolved,
+}
+
+impl AlertKind {
+    /// In words, for log lines.
+    #[must_use]
+    pub fn words(self) -> &'static str {
+        match self {
+            AlertKind::Opened => "alert",
+            AlertKind::Repeat => "reminder",
+            AlertKind::Resolved => "resolved notice",
+        }
+    }
 }
 
 /// What the tracker decided; the caller persists and acts.
@@ -222,6 +234,18 @@ impl Tracker {
     pub fn mark_announced(&mut self, id: &str) {
         if let Some(i) = self.open.values_mut().find(|i| i.id == id) {
             i.announced = true;
+        }
+    }
+
+    /// Records an operator's acknowledgement on an open incident; false
+    /// when no open incident has that id.
+    pub fn acknowledge(&mut self, id: &str, ack: Ack) -> bool {
+        match self.open.values_mut().find(|i| i.id == id) {
+            Some(i) => {
+                i.ack = Some(ack);
+                true
+            }
+            None => false,
         }
     }
 
@@ -414,6 +438,7 @@ impl Tracker {
             evidence_head: Vec::new(),
             evidence_tail: VecDeque::new(),
             evidence_dropped: 0,
+            ack: None,
         };
         for m in origin
             .markers

@@ -237,3 +237,28 @@ fn late_bursty_and_first_time_hosts_lose_nothing() {
         .collect();
     assert_eq!(h3, [26, 12]);
 }
+
+/// A collector nobody has uploaded to yet: journal-remote makes its
+/// directory on the first upload. The service waits for it instead of
+/// failing, and reads it once it is there.
+#[test]
+fn a_collector_directory_that_appears_later_is_read() {
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path().join("remote");
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    std::thread::sleep(Duration::from_millis(500));
+    std::fs::create_dir(&dir).unwrap();
+    let now = kubelet_sentinel::time::now();
+    let lines = storm(now - 300 * SECOND, "late", 7);
+    upload(&dir, "remote-10.0.0.9.journal", "late", &lines);
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
+        "the service to read the directory once it appeared",
+    );
+    let log = svc.log();
+    assert!(log.contains("does not exist yet"), "{log}");
+    assert!(!log.contains("journal reader failed"), "{log}");
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
