@@ -161,6 +161,26 @@ struct RawAlert {
     file: RawFile,
     #[serde(default)]
     alertmanager: RawAlertmanager,
+    #[serde(default)]
+    route: Vec<RawRoute>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    #[serde(rename = "match")]
+    matches: S<RawMatch>,
+    to: Spanned<Vec<String>>,
+    repeat_interval: S<Period>,
+    retries: S<u32>,
+    window: S<Period>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawMatch {
+    cause: Option<Vec<String>>,
+    node: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -256,6 +276,29 @@ pub struct AlertmanagerConfig {
     pub ca_file: String,
 }
 
+/// `[[alert.route]]`: alerts for some causes and/or nodes go to their own
+/// recipients (and may have their own thresholds). The first that matches
+/// an incident takes it; the rest go to `[alert] to`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Route {
+    /// Causes; empty: any.
+    pub causes: Vec<String>,
+    /// A node glob; empty: any node.
+    pub node: String,
+    pub to: Vec<String>,
+    pub repeat_interval: Option<Period>,
+    pub retries: Option<u32>,
+    pub window: Option<Period>,
+}
+
+impl Route {
+    #[must_use]
+    pub fn matches(&self, node: &str, cause: &str) -> bool {
+        (self.node.is_empty() || crate::store::glob(&self.node, node))
+            && (self.causes.is_empty() || self.causes.iter().any(|c| c == cause))
+    }
+}
+
 /// Labels every alert carries; `[alert.alertmanager] labels` may not
 /// override them.
 pub const ALERT_LABELS: &[&str] = &["alertname", "node", "host", "cause", "verdict", "severity"];
@@ -275,6 +318,8 @@ pub struct AlertConfig {
     pub smtp: SmtpConfig,
     pub file: FileConfig,
     pub alertmanager: AlertmanagerConfig,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub route: Vec<Route>,
 }
 
 impl AlertConfig {
@@ -284,10 +329,17 @@ impl AlertConfig {
         self.emails() || !self.alertmanager.urls.is_empty()
     }
 
-    /// Whether alerts are emailed.
+    /// Whether alerts are emailed (to `[alert] to` or a route's).
     #[must_use]
     pub fn emails(&self) -> bool {
-        !self.to.is_empty()
+        !self.to.is_empty() || self.route.iter().any(|r| !r.to.is_empty())
+    }
+
+    /// The route an incident's mail goes by: its index, `None` for
+    /// `[alert] to`.
+    #[must_use]
+    pub fn route_of(&self, node: &str, cause: &str) -> Option<usize> {
+        self.route.iter().position(|r| r.matches(node, cause))
     }
 }
 
@@ -405,6 +457,21 @@ impl Config {
             repeat_interval: self.alert.repeat_interval.0,
             send_resolved: self.alert.send_resolved,
             node_name: (!self.node.name.is_empty()).then(|| self.node.name.clone()),
+            overrides: self
+                .alert
+                .route
+                .iter()
+                .filter(|r| {
+                    r.retries.is_some() || r.window.is_some() || r.repeat_interval.is_some()
+                })
+                .map(|r| crate::tracker::Threshold {
+                    node: (!r.node.is_empty()).then(|| r.node.clone()),
+                    causes: r.causes.clone(),
+                    retries: r.retries,
+                    window: r.window.map(|p| p.0),
+                    repeat_interval: r.repeat_interval.map(|p| p.0),
+                })
+                .collect(),
         }
     }
 
@@ -661,7 +728,7 @@ impl Validator<'_> {
             "repeat_interval",
             a.repeat_interval,
             4 * 3600 * SECOND,
-            (60 * SECOND, 365 * DAY),
+            (SECOND, 365 * DAY),
         )?;
         let max_age = self.period("alert", "max_age", a.max_age, DAY, (SECOND, 36_500 * DAY))?;
         let retry_max = self.period(
@@ -786,6 +853,99 @@ impl Validator<'_> {
             (SECOND, 3600 * SECOND),
         )?;
 
+        let mut routes = Vec::new();
+        for r in a.route {
+            let to_list = &r.to;
+            if to_list.get_ref().is_empty() {
+                return Err(self.invalid(
+                    "alert.route",
+                    "to",
+                    to_list,
+                    "a route needs at least one recipient".into(),
+                ));
+            }
+            let mut to = Vec::new();
+            for addr in to_list.get_ref() {
+                if addr.parse::<lettre::message::Mailbox>().is_err() || addr.contains(['\r', '\n'])
+                {
+                    return Err(self.invalid(
+                        "alert.route",
+                        "to",
+                        to_list,
+                        format!("{addr:?} is not an email address"),
+                    ));
+                }
+                to.push(addr.clone());
+            }
+            let (mut causes, mut node) = (Vec::new(), String::new());
+            if let Some(m) = &r.matches {
+                for c in m.get_ref().cause.iter().flatten() {
+                    if !crate::signals::Cause::ALL.iter().any(|k| k.as_str() == c) {
+                        let names: Vec<&str> = crate::signals::Cause::ALL
+                            .iter()
+                            .map(|k| k.as_str())
+                            .collect();
+                        return Err(self.invalid(
+                            "alert.route",
+                            "match",
+                            m,
+                            format!("cause {c:?} is not one of {}", names.join(", ")),
+                        ));
+                    }
+                    causes.push(c.clone());
+                }
+                node = m.get_ref().node.clone().unwrap_or_default();
+                if node.len() > 253 || node.chars().any(char::is_control) {
+                    return Err(self.invalid(
+                        "alert.route",
+                        "match",
+                        m,
+                        "node: a node name or pattern, at most 253 bytes".into(),
+                    ));
+                }
+            }
+            let repeat_interval = match r.repeat_interval {
+                Some(p) => Some(self.period(
+                    "alert.route",
+                    "repeat_interval",
+                    Some(p),
+                    0,
+                    (SECOND, 365 * DAY),
+                )?),
+                None => None,
+            };
+            let window = match r.window {
+                Some(p) => Some(self.period(
+                    "alert.route",
+                    "window",
+                    Some(p),
+                    0,
+                    (SECOND, 106_751 * DAY),
+                )?),
+                None => None,
+            };
+            let retries = match r.retries {
+                Some(n) if *n.get_ref() == 0 || *n.get_ref() > 1_000_000 => {
+                    return Err(self.invalid(
+                        "alert.route",
+                        "retries",
+                        &n,
+                        "from 1 to 1000000".into(),
+                    ));
+                }
+                Some(n) => Some(n.into_inner()),
+                None => None,
+            };
+            routes.push(Route {
+                causes,
+                node,
+                to,
+                repeat_interval,
+                retries,
+                window,
+            });
+        }
+
         let store_path = match raw.store.path {
             Some(p) if p.get_ref().trim().is_empty() => {
                 return Err(self.invalid("store", "path", &p, "must not be empty".into()));
@@ -873,6 +1033,7 @@ impl Validator<'_> {
                     resend_interval,
                     ca_file: take(am.ca_file).unwrap_or_default(),
                 },
+                route: routes,
             },
             store: StoreConfig { path: store_path },
             api: ApiConfig {

@@ -40,6 +40,9 @@ enum Outcome {
 pub struct Mailer {
     store: Store,
     transport: Option<Arc<EmailTransport>>,
+    routes: Vec<crate::config::Route>,
+    /// `[alert] to` is set: unrouted alerts have somewhere to go.
+    default_to: bool,
     group_wait: Micros,
     retry_max: Micros,
     settings: Settings,
@@ -61,6 +64,8 @@ impl Mailer {
         let mut m = Self {
             store,
             transport: None,
+            routes: Vec::new(),
+            default_to: false,
             group_wait: 0,
             retry_max: 0,
             settings: Settings::default(),
@@ -78,6 +83,8 @@ impl Mailer {
     pub fn configure(&mut self, config: &Config) {
         self.group_wait = config.alert.group_wait.0;
         self.retry_max = config.alert.retry_max.0;
+        self.routes.clone_from(&config.alert.route);
+        self.default_to = !config.alert.to.is_empty();
         self.settings = config.tracker_settings();
         match EmailTransport::from_config(&config.alert) {
             Ok(Some(t)) => {
@@ -206,14 +213,36 @@ impl Mailer {
             };
             let Some(group) = group else { break };
             tried.extend(group.iter().map(|e| e.seq));
-            let (outcome, updated) = self.deliver(group, shutdown).await?;
-            match outcome {
-                Outcome::Cancelled => return Ok(None),
-                Outcome::Delivered => entries.retain(|e| !updated.iter().any(|u| u.seq == e.seq)),
-                Outcome::Failed => {
-                    for u in updated {
-                        if let Some(e) = entries.iter_mut().find(|e| e.seq == u.seq) {
-                            *e = u;
+            // One mail per route: each goes to its own recipients.
+            for (route, part) in self.split_by_route(group).await? {
+                let to = match route {
+                    Some(r) => self.routes[r].to.clone(),
+                    None if self.default_to => Vec::new(),
+                    None => {
+                        let seqs: Vec<u64> = part.iter().map(|e| e.seq).collect();
+                        for e in &part {
+                            tracing::info!(
+                                "{} for node {} not mailed: no [[alert.route]] matches it and [alert] to is empty",
+                                e.kind.words(),
+                                crate::tracker::one_line(&e.node, 80)
+                            );
+                        }
+                        self.write(seqs.clone(), Vec::new()).await?;
+                        entries.retain(|e| !seqs.contains(&e.seq));
+                        continue;
+                    }
+                };
+                let (outcome, updated) = self.deliver(part, to, shutdown).await?;
+                match outcome {
+                    Outcome::Cancelled => return Ok(None),
+                    Outcome::Delivered => {
+                        entries.retain(|e| !updated.iter().any(|u| u.seq == e.seq));
+                    }
+                    Outcome::Failed => {
+                        for u in updated {
+                            if let Some(e) = entries.iter_mut().find(|e| e.seq == u.seq) {
+                                *e = u;
+                            }
                         }
                     }
                 }
@@ -221,6 +250,28 @@ impl Mailer {
             self.publish_outbox(&entries);
         }
         Ok(outbox::next_due(&entries, self.group_wait, (self.now)()))
+    }
+
+    /// A group's entries by the route their incident's mail takes.
+    async fn split_by_route(
+        &self,
+        group: Vec<OutboxEntry>,
+    ) -> Result<Vec<(Option<usize>, Vec<OutboxEntry>)>, StoreError> {
+        if self.routes.is_empty() {
+            return Ok(vec![(None, group)]);
+        }
+        let found = self.incidents_of(&group).await?;
+        let mut parts: std::collections::BTreeMap<Option<usize>, Vec<OutboxEntry>> =
+            std::collections::BTreeMap::new();
+        for (e, i) in group.into_iter().zip(found) {
+            let route = i.and_then(|i| {
+                self.routes
+                    .iter()
+                    .position(|r| r.matches(&i.node, i.cause().as_str()))
+            });
+            parts.entry(route).or_default().push(e);
+        }
+        Ok(parts.into_iter().collect())
     }
 
     /// Silences hold entries back, acknowledgements drop reminders.
@@ -291,6 +342,7 @@ impl Mailer {
     async fn deliver(
         &mut self,
         group: Vec<OutboxEntry>,
+        to: Vec<String>,
         shutdown: &CancellationToken,
     ) -> Result<(Outcome, Vec<OutboxEntry>), StoreError> {
         let Some(transport) = self.transport.clone() else {
@@ -319,7 +371,8 @@ impl Mailer {
             AlertKind::Repeat
         };
         let refs: Vec<&Incident> = incidents.iter().collect();
-        let rendered = render(&refs, kind, &self.settings);
+        let mut rendered = render(&refs, kind, &self.settings);
+        rendered.to = to;
         let result = tokio::select! {
             () = shutdown.cancelled() => return Ok((Outcome::Cancelled, Vec::new())),
             r = transport.deliver(&rendered) => r,

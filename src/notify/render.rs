@@ -17,6 +17,8 @@ pub struct Rendered {
     pub subject: String,
     pub text: String,
     pub html: String,
+    /// A route's recipients; empty: `[alert] to`.
+    pub to: Vec<String>,
 }
 
 /// Header-safe: no control characters, bounded length.
@@ -244,6 +246,7 @@ pub fn render(incidents: &[&Incident], kind: AlertKind, s: &Settings) -> Rendere
         subject: header_text(&subject, 200),
         text,
         html,
+        to: Vec::new(),
     }
 }
 

@@ -135,7 +135,7 @@ impl EmailTransport {
     /// Builds the transport the config names. `Ok(None)` when `to` is
     /// empty: incidents are recorded and nothing is mailed.
     pub fn from_config(cfg: &AlertConfig) -> Result<Option<Arc<Self>>, SetupError> {
-        if cfg.to.is_empty() {
+        if !cfg.emails() {
             return Ok(None);
         }
         let from: Mailbox = cfg
@@ -243,7 +243,19 @@ impl EmailTransport {
         let mut b = Message::builder()
             .from(self.from.clone())
             .subject(r.subject.clone());
-        for t in &self.to {
+        // A route's recipients, or `[alert] to`.
+        let routed: Vec<Mailbox> =
+            r.to.iter()
+                .map(|t| {
+                    t.parse()
+                        .map_err(|e| DeliveryError::Other(format!("recipient {t:?}: {e}")))
+                })
+                .collect::<Result<_, _>>()?;
+        let to = if routed.is_empty() { &self.to } else { &routed };
+        if to.is_empty() {
+            return Err(DeliveryError::Other("no recipients".into()));
+        }
+        for t in to {
             b = b.to(t.clone());
         }
         b.multipart(MultiPart::alternative_plain_html(

@@ -262,10 +262,11 @@ impl Incident {
             cause_explanation(cause)
         ));
         if let Some(at) = self.over_threshold_at {
+            let limits = s.limits(&self.node, cause.as_str());
             parts.push(format!(
                 "It crossed the alert threshold (more than {} retries within {}) at {}.",
-                s.retries,
-                human_duration(s.window),
+                limits.retries,
+                human_duration(limits.window),
                 clock(at)
             ));
         }

@@ -47,6 +47,57 @@ pub struct Settings {
     /// `[node] name`: the node when neither the line nor the host's
     /// registration says.
     pub node_name: Option<String>,
+    /// Per-route thresholds (`[[alert.route]]` with `retries`, `window` or
+    /// `repeat_interval`): the first that matches an incident applies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<Threshold>,
+}
+
+/// Thresholds for the incidents of some nodes and/or causes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Threshold {
+    /// A node glob; `None`: any node.
+    pub node: Option<String>,
+    /// Causes; empty: any.
+    pub causes: Vec<String>,
+    pub retries: Option<u32>,
+    pub window: Option<Micros>,
+    pub repeat_interval: Option<Micros>,
+}
+
+impl Threshold {
+    #[must_use]
+    pub fn matches(&self, node: &str, cause: &str) -> bool {
+        self.node
+            .as_deref()
+            .is_none_or(|g| crate::store::glob(g, node))
+            && (self.causes.is_empty() || self.causes.iter().any(|c| c == cause))
+    }
+}
+
+/// What an incident is held to: retries within window, and how often it is
+/// reminded of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub retries: u32,
+    pub window: Micros,
+    pub repeat_interval: Micros,
+}
+
+impl Settings {
+    /// The limits for an incident of `node` with `cause`: the first
+    /// matching override's, the rest from `[alert]`.
+    #[must_use]
+    pub fn limits(&self, node: &str, cause: &str) -> Limits {
+        let o = self.overrides.iter().find(|o| o.matches(node, cause));
+        Limits {
+            retries: o.and_then(|o| o.retries).unwrap_or(self.retries),
+            window: o.and_then(|o| o.window).unwrap_or(self.window),
+            repeat_interval: o
+                .and_then(|o| o.repeat_interval)
+                .unwrap_or(self.repeat_interval),
+        }
+    }
 }
 
 impl Default for Settings {
@@ -59,6 +110,7 @@ impl Default for Settings {
             repeat_interval: 4 * 3600 * SECOND,
             send_resolved: true,
             node_name: None,
+            overrides: Vec::new(),
         }
     }
 }
@@ -489,15 +541,16 @@ impl Tracker {
         let id = inc.id.clone();
         out.push(Decision::UpdateIncident { id: id.clone() });
         if counted_retry {
+            let limits = s.limits(&inc.node, inc.cause().as_str());
             inc.recent.push_back(at);
-            while inc.recent.len() > s.retries as usize + 1 {
+            while inc.recent.len() > limits.retries as usize + 1 {
                 inc.recent.pop_front();
             }
-            let over = inc.recent.len() > s.retries as usize
+            let over = inc.recent.len() > limits.retries as usize
                 && inc
                     .recent
                     .front()
-                    .is_some_and(|&first| at - first <= s.window);
+                    .is_some_and(|&first| at - first <= limits.window);
             if over {
                 if inc.over_threshold_at.is_none() {
                     inc.over_threshold_at = Some(at);
@@ -509,7 +562,7 @@ impl Tracker {
                     });
                 } else if inc
                     .last_alert_at
-                    .is_some_and(|last| at - last >= s.repeat_interval)
+                    .is_some_and(|last| at - last >= limits.repeat_interval)
                 {
                     inc.last_alert_at = Some(at);
                     out.push(Decision::QueueAlert {

@@ -6,6 +6,7 @@ mod alertmanager;
 mod api;
 mod cli;
 mod collector;
+mod control;
 mod email;
 mod formats;
 mod pastes;

@@ -1,0 +1,379 @@
+//! Operators in control, against the real SMTP server: a silence holds a
+//! node's mail back while its incident is recorded, and when it ends the
+//! still-open incident is announced; an acknowledged incident sends no
+//! reminder but its resolved notice, which names who acknowledged it;
+//! routes send a cause to its own recipients.
+
+use kubelet_sentinel::time::{Micros, SECOND};
+
+use crate::collector::{retry, upload};
+use crate::support::{Duration, Service, Smtpd, free_port, subject, wait_for};
+
+fn storm(start: Micros, node: &str, n: i64) -> Vec<(Micros, String)> {
+    (0..n).map(|k| retry(start + k * 200_000, node)).collect()
+}
+
+fn mail_config(port: u16, extra: &str) -> String {
+    format!(
+        "[incidents]\nresolve_after = \"6s\"\n\n[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"0s\"\nmax_age = \"1h\"\n{extra}\n\n\
+         [alert.smtp]\nhost = \"127.0.0.1\"\nport = {port}\ntls = \"none\"\n"
+    )
+}
+
+fn subjects(smtp: &Smtpd) -> Vec<String> {
+    smtp.mails().iter().map(|m| subject(m)).collect()
+}
+
+fn cli(svc: &Service, args: &[&str]) -> String {
+    let out = svc.query(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_silence_holds_mail_back_and_its_end_announces_what_is_still_open() {
+    let tmp = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &mail_config(smtp.port, "").replace("resolve_after = \"6s\"", "resolve_after = \"60s\""),
+    );
+    svc.start();
+
+    let added = cli(
+        &svc,
+        &[
+            "silence",
+            "add",
+            "--node",
+            "worker-*",
+            "--for",
+            "5s",
+            "--comment",
+            "kernel upgrade",
+        ],
+    );
+    assert!(
+        added.contains("silence ") && added.contains("worker-*"),
+        "{added}"
+    );
+    let list = cli(&svc, &["silence", "list"]);
+    assert!(
+        list.contains("active") && list.contains("kernel upgrade"),
+        "{list}"
+    );
+
+    let now = kubelet_sentinel::time::now();
+    upload(
+        &dir,
+        "remote-10.0.0.1.journal",
+        "worker-1",
+        &storm(now, "worker-1", 8),
+    );
+    upload(
+        &dir,
+        "remote-10.0.0.2.journal",
+        "db-1",
+        &storm(now, "db-1", 8),
+    );
+    // db-1 is not silenced: mailed at once. worker-1 is recorded, marked
+    // silenced, and mailed nothing.
+    wait_for(
+        Duration::from_secs(15),
+        || subjects(&smtp).iter().any(|s| s.contains("db-1")),
+        "db-1's alert",
+    );
+    let incidents = svc.incidents();
+    let w1 = incidents
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["node"] == "worker-1")
+        .cloned()
+        .expect("worker-1 recorded");
+    assert!(!w1["silenced_by"].as_array().unwrap().is_empty(), "{w1}");
+    assert!(cli(&svc, &["incidents"]).contains("open (silenced)"));
+    assert!(!subjects(&smtp).iter().any(|s| s.contains("worker-1")));
+    // The silence ends; worker-1 is still in trouble: announced now.
+    wait_for(
+        Duration::from_secs(15),
+        || subjects(&smtp).iter().any(|s| s.contains("worker-1")),
+        "worker-1's alert once the silence ended",
+    );
+    assert_eq!(
+        subjects(&smtp)
+            .iter()
+            .filter(|s| s.contains("worker-1"))
+            .count(),
+        1
+    );
+    let list = cli(&svc, &["silence", "list", "-o", "json"]);
+    assert!(list.contains("\"expired\""), "{list}");
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
+
+#[test]
+fn an_expired_silence_and_one_whose_incident_resolved_meanwhile() {
+    let tmp = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &mail_config(smtp.port, ""),
+    );
+    svc.start();
+    let added = cli(
+        &svc,
+        &[
+            "silence",
+            "add",
+            "--cause",
+            "api-unreachable",
+            "--for",
+            "1h",
+            "--comment",
+            "maintenance",
+        ],
+    );
+    let id = added.split_whitespace().nth(1).unwrap().to_string();
+    let now = kubelet_sentinel::time::now();
+    upload(&dir, "remote-10.0.0.3.journal", "w3", &storm(now, "w3", 8));
+    // Resolves after 6 s of quiet, while silenced: never announced, no
+    // resolved notice either.
+    wait_for(
+        Duration::from_secs(30),
+        || {
+            svc.incidents()
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|i| i["status"] == "resolved")
+        },
+        "w3's incident to resolve",
+    );
+    // A new one, then the silence is ended by hand: announced at once.
+    upload(
+        &dir,
+        "remote-10.0.0.4.journal",
+        "w4",
+        &storm(kubelet_sentinel::time::now(), "w4", 8),
+    );
+    wait_for(
+        Duration::from_secs(15),
+        || {
+            svc.incidents()
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|i| i["node"] == "w4")
+        },
+        "w4 recorded",
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(subjects(&smtp).is_empty(), "{:?}", subjects(&smtp));
+    let ended = cli(&svc, &["silence", "expire", &id[..6]]);
+    assert!(ended.contains("ended"), "{ended}");
+    wait_for(
+        Duration::from_secs(15),
+        || subjects(&smtp).iter().any(|s| s.contains("w4")),
+        "w4's alert after the silence was expired",
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !subjects(&smtp).iter().any(|s| s.contains("w3")),
+        "{:?}",
+        subjects(&smtp)
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
+
+#[test]
+fn an_acknowledged_incident_gets_no_reminder_but_its_resolved_notice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &mail_config(smtp.port, "repeat_interval = \"2s\""),
+    );
+    svc.start();
+    let now = kubelet_sentinel::time::now();
+    upload(
+        &dir,
+        "remote-10.0.0.5.journal",
+        "acked",
+        &storm(now, "acked", 8),
+    );
+    upload(
+        &dir,
+        "remote-10.0.0.6.journal",
+        "other",
+        &storm(now, "other", 8),
+    );
+    wait_for(
+        Duration::from_secs(15),
+        || {
+            let s = subjects(&smtp);
+            s.iter().any(|s| s.contains("acked")) && s.iter().any(|s| s.contains("other"))
+        },
+        "both alerts",
+    );
+    let id = svc
+        .incidents()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["node"] == "acked")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let said = cli(&svc, &["ack", &id[..6], "--comment", "looking at it"]);
+    assert!(said.contains("acknowledged by"), "{said}");
+    assert!(cli(&svc, &["incidents"]).contains("open (acked)"));
+    // The trouble goes on for 6 s: a reminder every 2 s for the other one,
+    // none for the acknowledged one; then both resolve after 6 s of quiet.
+    for k in 0..12 {
+        let at = kubelet_sentinel::time::now();
+        upload(
+            &dir,
+            "remote-10.0.0.5.journal",
+            "acked",
+            &[retry(at, "acked")],
+        );
+        upload(
+            &dir,
+            "remote-10.0.0.6.journal",
+            "other",
+            &[retry(at, "other")],
+        );
+        let _ = k;
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    wait_for(
+        Duration::from_secs(30),
+        || {
+            subjects(&smtp)
+                .iter()
+                .filter(|s| s.contains("resolved"))
+                .count()
+                == 2
+        },
+        "both resolved notices",
+    );
+    let s = subjects(&smtp);
+    assert!(
+        s.iter().any(|s| s.contains("still failing: other")),
+        "{s:?}"
+    );
+    assert!(
+        !s.iter().any(|s| s.contains("still failing: acked")),
+        "{s:?}"
+    );
+    let notice = smtp
+        .mails()
+        .into_iter()
+        .find(|m| subject(m).contains("resolved: acked"))
+        .unwrap();
+    assert!(
+        notice.contains("acknowledged: by ") && notice.contains("looking at it"),
+        "{notice}"
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
+
+/// Unauthorized is an auth incident: its own recipients. A pool of noisy
+/// nodes alerts later (more retries before the threshold). The rest go to
+/// `[alert] to`.
+#[test]
+fn routes_send_causes_and_node_pools_their_own_way() {
+    let tmp = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let routes = "\n[[alert.route]]\nmatch = { cause = [\"auth\"] }\nto = [\"security@example.com\"]\n\n\
+                  [[alert.route]]\nmatch = { node = \"noisy-*\" }\nto = [\"pool@example.com\"]\nretries = 10\n";
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &(mail_config(smtp.port, "") + routes),
+    );
+    svc.start();
+    let now = kubelet_sentinel::time::now();
+    let unauthorized = |k: i64, node: &str| {
+        let at = now + k * 200_000;
+        let t = chrono::DateTime::from_timestamp_micros(at).unwrap();
+        (
+            at,
+            format!(
+                "E{}    4242 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"{node}\\\": Unauthorized\"",
+                t.format("%m%d %H:%M:%S%.6f")
+            ),
+        )
+    };
+    upload(
+        &dir,
+        "remote-10.0.0.7.journal",
+        "db-1",
+        &(0..8).map(|k| unauthorized(k, "db-1")).collect::<Vec<_>>(),
+    );
+    upload(
+        &dir,
+        "remote-10.0.0.8.journal",
+        "web-1",
+        &storm(now, "web-1", 8),
+    );
+    upload(
+        &dir,
+        "remote-10.0.0.9.journal",
+        "noisy-1",
+        &storm(now, "noisy-1", 8),
+    );
+    wait_for(
+        Duration::from_secs(15),
+        || smtp.mails().len() >= 2,
+        "the auth and the network alerts",
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let mails = smtp.mails();
+    let to_of = |node: &str| {
+        mails
+            .iter()
+            .find(|m| subject(m).contains(node))
+            .and_then(|m| {
+                m.lines()
+                    .find(|l| l.starts_with("To: "))
+                    .map(str::to_string)
+            })
+    };
+    assert_eq!(to_of("db-1").as_deref(), Some("To: security@example.com"));
+    assert_eq!(to_of("web-1").as_deref(), Some("To: oncall@example.com"));
+    // 8 retries are not more than the pool's 10: no alert for noisy-1.
+    assert_eq!(to_of("noisy-1"), None, "{:?}", subjects(&smtp));
+    upload(
+        &dir,
+        "remote-10.0.0.9.journal",
+        "noisy-1",
+        &storm(now + 2 * SECOND, "noisy-1", 4),
+    );
+    wait_for(
+        Duration::from_secs(15),
+        || smtp.mails().iter().any(|m| subject(m).contains("noisy-1")),
+        "noisy-1's alert past its own threshold",
+    );
+    let m = smtp
+        .mails()
+        .into_iter()
+        .find(|m| subject(m).contains("noisy-1"))
+        .unwrap();
+    assert!(m.contains("To: pool@example.com"), "{m}");
+    assert!(m.contains("more than 10 retries"), "{m}");
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
