@@ -14,19 +14,22 @@ use crate::journal::{EntryFilter, Format, ReadOptions};
 use crate::report::{self, IncidentOut};
 use crate::scan::{Input, scan};
 use crate::store::{Filter, Store, StoreError};
-use crate::time::{Clock, Micros, parse_duration};
+use crate::time::{Clock, Micros, Zone, parse_duration};
 use crate::tracker::Settings;
 
-/// Exit codes: 0 ok, 1 runtime failure, 2 usage, 4 `scan` read its input
-/// with losses (what was lost is on stderr and in the summary), 65 the
-/// store cannot be read (moving it aside is the fix; restarting is not),
-/// 78 config error.
+/// Exit codes: 0 ok, 1 runtime failure, 2 usage, 3 `status`: the service
+/// is not running, 4 `scan` read its input with losses (what was lost is on
+/// stderr and in the summary), 5 `status`: running but alerts are not
+/// getting out, 65 the store cannot be read (moving it aside is the fix;
+/// restarting is not), 78 config error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     Ok = 0,
     Failure = 1,
     Usage = 2,
+    NotRunning = 3,
     Losses = 4,
+    Degraded = 5,
     Data = 65,
     Config = 78,
 }
@@ -68,11 +71,15 @@ pub enum Command {
     },
     /// List incident history (from the running service, or the store when it is stopped).
     Incidents(IncidentsArgs),
-    /// One incident: counters, verdict, cause, diagnosis and timeline.
+    /// One incident: counters, verdict, cause, diagnosis, and its timeline drawn as a picture.
     Show {
+        /// The incident's id, or a unique prefix of it.
         id: String,
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
+        /// Times in UTC (local time by default, as journalctl).
+        #[arg(long)]
+        utc: bool,
     },
     /// One row per node: incidents, open, retries, last trouble, last verdict.
     Nodes {
@@ -159,12 +166,30 @@ pub struct IncidentsArgs {
     /// Only incidents still open.
     #[arg(long)]
     pub open: bool,
-    /// Incidents with trouble since then: a duration (24h) or an RFC 3339 time.
+    /// Incidents with trouble since then, as journalctl takes it: "2026-11-29 18:15",
+    /// yesterday, today, -2h, 24h (that long ago), or an RFC 3339 time. Local time unless
+    /// --utc or a trailing " UTC".
     #[arg(long)]
     pub since: Option<String>,
+    /// Incidents that opened before then (the same forms as --since).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Times in UTC (shown, and read in --since and --until when they carry no zone);
+    /// local time by default, as journalctl.
+    #[arg(long)]
+    pub utc: bool,
     /// Only incidents with this verdict.
     #[arg(long, value_parser = ["startup-race", "transient", "persistent", "undetermined"])]
     pub verdict: Option<String>,
+    /// Only incidents with this cause.
+    #[arg(long, value_parser = ["lister-lag", "node-missing", "api-unreachable", "api-timeout", "auth", "conflict", "etcd", "unknown"])]
+    pub cause: Option<String>,
+    /// Only open or only resolved incidents.
+    #[arg(long, value_parser = ["open", "resolved"], conflicts_with = "open")]
+    pub status: Option<String>,
+    /// Only incidents seen on this host (a collector's hosts).
+    #[arg(long)]
+    pub host: Option<String>,
     /// At most this many, newest first.
     #[arg(long, default_value_t = 100)]
     pub limit: usize,
@@ -223,7 +248,8 @@ pub struct ScanArgs {
     /// The node name when neither the line nor the host's registration says.
     #[arg(long)]
     pub node_name: Option<String>,
-    /// Text logs: read times as UTC instead of local time.
+    /// Times in UTC: text logs' times read as UTC, and times shown in UTC (local time by
+    /// default, as journalctl).
     #[arg(long)]
     pub utc: bool,
     /// Text logs: the year of their times (default: the latest that is not in the future).
@@ -250,6 +276,7 @@ impl ScanArgs {
 
 /// Runs `scan`, writing to `out`; the exit code follows.
 pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
+    let zone = if args.utc { Zone::Utc } else { Zone::Local };
     let read = ReadOptions {
         format: args.format,
         clock: Clock {
@@ -305,13 +332,13 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
             let views = report::views(&result.incidents, &settings);
             let mut text = String::new();
             if !views.is_empty() {
-                text.push_str(&report::table(&views));
+                text.push_str(&report::table(&views, zone));
             }
             text.push_str(&report::summary_line(&result.summary, &result.incidents));
             if args.details {
                 for v in &views {
                     text.push('\n');
-                    text.push_str(&report::details(v));
+                    text.push_str(&report::details(v, zone));
                 }
             }
             out.write_all(text.as_bytes())
@@ -471,7 +498,7 @@ fn query(config: &Config, req: &Request) -> Result<Response, String> {
     }
 }
 
-fn render(req: &Request, r: &Response, output: Output) -> Result<String, String> {
+fn render(req: &Request, r: &Response, output: Output, zone: Zone) -> Result<String, String> {
     if !(200..300).contains(&r.code) {
         let msg = serde_json::from_str::<serde_json::Value>(&r.body)
             .ok()
@@ -492,10 +519,10 @@ fn render(req: &Request, r: &Response, output: Output) -> Result<String, String>
             if list.is_empty() {
                 "no incidents\n".to_string()
             } else {
-                report::table(&list)
+                report::table(&list, zone)
             }
         }
-        Request::Incident(_) => report::details(&serde_json::from_value(v).map_err(bad)?),
+        Request::Incident(_) => report::details(&serde_json::from_value(v).map_err(bad)?, zone),
         Request::Nodes => {
             let rows: Vec<api::NodeRow> =
                 serde_json::from_value(v["nodes"].clone()).map_err(bad)?;
@@ -607,6 +634,7 @@ pub fn run_query(
     config_path: Option<&PathBuf>,
     req: &Request,
     output: Output,
+    zone: Zone,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
@@ -614,7 +642,7 @@ pub fn run_query(
         Ok(c) => c,
         Err(e) => return e,
     };
-    match query(&config, req).and_then(|r| render(req, &r, output)) {
+    match query(&config, req).and_then(|r| render(req, &r, output, zone)) {
         Ok(text) => {
             if out.write_all(text.as_bytes()).is_err() {
                 return Exit::Failure;
@@ -625,6 +653,53 @@ pub fn run_query(
             let _ = writeln!(err, "kubelet-sentinel: {e}");
             Exit::Failure
         }
+    }
+}
+
+/// `status`, with an exit code a monitoring check can use: 0 running and
+/// delivering, 3 not running (as `systemctl is-active`), 5 running but alerts
+/// are not getting out, 1 when it cannot be told.
+pub fn status_cmd(
+    config_path: Option<&PathBuf>,
+    output: Output,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Exit {
+    let config = match load_config(config_path, err) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let req = Request::Status;
+    let answer = match query(&config, &req) {
+        Ok(r) => r,
+        Err(e) if e.contains("the service is not running") => {
+            // No store either: nothing to show but that it is not running.
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            return Exit::NotRunning;
+        }
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            return Exit::Failure;
+        }
+    };
+    match render(&req, &answer, output, Zone::Local) {
+        Ok(text) => {
+            if out.write_all(text.as_bytes()).is_err() {
+                return Exit::Failure;
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            return Exit::Failure;
+        }
+    }
+    let v: serde_json::Value = serde_json::from_str(&answer.body).unwrap_or_default();
+    if v["service"] != "running" {
+        Exit::NotRunning
+    } else if v["deliveries_failing"] == true {
+        Exit::Degraded
+    } else {
+        Exit::Ok
     }
 }
 
@@ -815,40 +890,58 @@ pub fn main() -> ExitCode {
         Command::Scan(args) => run_scan(&args, &mut out, &mut err),
         Command::Run { .. } => unreachable!("handled above"),
         Command::Incidents(a) => {
-            let since = match a
-                .since
-                .as_deref()
-                .map(|s| api::parse_since(s, crate::time::now()))
-                .transpose()
-            {
-                Ok(s) => s,
-                Err(e) => {
+            let now = crate::time::now();
+            let when = |flag: &str, v: &Option<String>| {
+                v.as_deref()
+                    .map(|s| {
+                        crate::time::parse_when(s, now, a.utc).map_err(|e| format!("{flag} {e}"))
+                    })
+                    .transpose()
+            };
+            let (since, until) = match (when("--since", &a.since), when("--until", &a.until)) {
+                (Ok(s), Ok(u)) => (s, u),
+                (Err(e), _) | (_, Err(e)) => {
                     let _ = writeln!(err, "kubelet-sentinel: {e}");
                     return Exit::Usage.into();
                 }
             };
             let filter = Filter {
                 node: a.node,
-                open: a.open,
+                open: a.open || a.status.as_deref() == Some("open"),
+                resolved: a.status.as_deref() == Some("resolved"),
                 since,
+                until,
                 verdict: a.verdict,
+                cause: a.cause,
+                host: a.host,
                 limit: Some(a.limit),
             };
             run_query(
                 config,
                 &Request::Incidents(filter),
                 a.output,
+                if a.utc { Zone::Utc } else { Zone::Local },
                 &mut out,
                 &mut err,
             )
         }
-        Command::Show { id, output } => {
-            run_query(config, &Request::Incident(id), output, &mut out, &mut err)
-        }
-        Command::Nodes { output } => run_query(config, &Request::Nodes, output, &mut out, &mut err),
-        Command::Status { output } => {
-            run_query(config, &Request::Status, output, &mut out, &mut err)
-        }
+        Command::Show { id, output, utc } => run_query(
+            config,
+            &Request::Incident(id),
+            output,
+            if utc { Zone::Utc } else { Zone::Local },
+            &mut out,
+            &mut err,
+        ),
+        Command::Nodes { output } => run_query(
+            config,
+            &Request::Nodes,
+            output,
+            Zone::Local,
+            &mut out,
+            &mut err,
+        ),
+        Command::Status { output } => status_cmd(config, output, &mut out, &mut err),
         Command::TestEmail => test_email(config, &mut out, &mut err),
         Command::Silence { action } => {
             let (req, output) = match action {
@@ -870,7 +963,7 @@ pub fn main() -> ExitCode {
                 SilenceCmd::List { output } => (Request::Silences, output),
                 SilenceCmd::Expire { id } => (Request::ExpireSilence(id), Output::Table),
             };
-            run_query(config, &req, output, &mut out, &mut err)
+            run_query(config, &req, output, Zone::Local, &mut out, &mut err)
         }
         Command::Ack { id, comment } => run_query(
             config,
@@ -880,6 +973,7 @@ pub fn main() -> ExitCode {
                 comment,
             }),
             Output::Table,
+            Zone::Local,
             &mut out,
             &mut err,
         ),

@@ -36,6 +36,7 @@ pub mod journal;
 pub mod model;
 pub mod notify;
 pub mod parse;
+pub mod picture;
 pub mod pipeline;
 pub mod report;
 pub mod scan;

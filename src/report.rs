@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::pipeline::Summary;
-use crate::time::{Micros, clock, human_duration, rfc3339, short};
+use crate::time::{Micros, Zone, human, human_duration, rfc3339};
 use crate::tracker::{Incident, Settings, Status, one_line};
 
 /// Text from logs made safe for a terminal: control characters and escape
@@ -105,6 +105,9 @@ pub struct IncidentOut {
     /// The silences holding its deliveries back now.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub silenced_by: Vec<String>,
+    /// Its signals over time, for the picture `show` draws.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<crate::picture::Picture>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -155,6 +158,7 @@ impl IncidentOut {
                 comment: a.comment.clone(),
             }),
             silenced_by: Vec::new(),
+            timeline: crate::picture::Picture::of(i),
         }
     }
 
@@ -211,8 +215,10 @@ fn micros(t: &str) -> Micros {
     crate::time::parse_rfc3339(t).unwrap_or(0)
 }
 
+/// How long the trouble lasted: first to last signal (not the quiet time
+/// after it that resolved the incident).
 fn duration_of(i: &IncidentOut) -> Micros {
-    micros(i.resolved_at.as_deref().unwrap_or(&i.last_signal_at)) - micros(&i.opened_at)
+    micros(&i.last_signal_at) - micros(&i.opened_at)
 }
 
 /// Aligned columns, the last one free.
@@ -247,16 +253,9 @@ pub fn columns(header: &[&str], rows: &[Vec<String>]) -> String {
 
 /// One row per incident.
 #[must_use]
-pub fn table(incidents: &[IncidentOut]) -> String {
+pub fn table(incidents: &[IncidentOut], zone: Zone) -> String {
     let header = [
-        "ID",
-        "NODE",
-        "STATUS",
-        "VERDICT",
-        "CAUSE",
-        "RETRIES",
-        "OPENED (UTC)",
-        "DURATION",
+        "ID", "NODE", "STATUS", "VERDICT", "CAUSE", "RETRIES", "OPENED", "TROUBLE",
     ];
     let rows: Vec<Vec<String>> = incidents
         .iter()
@@ -271,7 +270,7 @@ pub fn table(incidents: &[IncidentOut]) -> String {
                 match micros(&o.opened_at) {
                     // A log with no time anywhere (headers cut off).
                     0 => "unknown".to_string(),
-                    t => short(t),
+                    t => human(t, zone),
                 },
                 human_duration(duration_of(o)),
             ]
@@ -375,7 +374,7 @@ fn shell_word(s: &str) -> String {
 /// The diagnosis and the timeline of one incident, with millisecond deltas
 /// from its opening.
 #[must_use]
-pub fn details(o: &IncidentOut) -> String {
+pub fn details(o: &IncidentOut, zone: Zone) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -386,16 +385,37 @@ pub fn details(o: &IncidentOut) -> String {
     );
     let _ = writeln!(
         out,
-        "  {}  verdict {}  cause {}  opened {}{}",
-        o.status,
+        "  {}  verdict {}  cause {}",
+        o.status_cell(),
         o.verdict,
-        o.cause,
-        o.opened_at,
+        o.cause
+    );
+    let _ = writeln!(
+        out,
+        "  opened {}; trouble lasted {} (first to last signal){}",
+        human(micros(&o.opened_at), zone),
+        human_duration(duration_of(o)),
         o.resolved_at
             .as_deref()
-            .map(|r| format!("  resolved {r}"))
+            .map(|r| format!("; resolved {}", human(micros(r), zone)))
             .unwrap_or_default()
     );
+    if let Some(a) = &o.acknowledged {
+        let _ = writeln!(
+            out,
+            "  acknowledged by {} at {}{}",
+            terminal_text(&a.by, 80),
+            human(micros(&a.at), zone),
+            if a.comment.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", terminal_text(&a.comment, 400))
+            }
+        );
+    }
+    if !o.silenced_by.is_empty() {
+        let _ = writeln!(out, "  silenced by {}", o.silenced_by.join(", "));
+    }
     let _ = writeln!(
         out,
         "  retries {}  exhausted {}  lister misses {}  register failures {}  lease failures {}  watch failures {}",
@@ -407,7 +427,11 @@ pub fn details(o: &IncidentOut) -> String {
         o.watch_failures
     );
     let _ = writeln!(out, "  diagnosis: {}", terminal_text(&o.diagnosis, 4000));
-    let _ = writeln!(out, "  timeline:");
+    if let Some(p) = &o.timeline {
+        let _ = writeln!(out, "  signals over time:");
+        out.push_str(&p.text(zone));
+    }
+    let _ = writeln!(out, "  evidence:");
     let opened = micros(&o.opened_at);
     let mut last: Option<Micros> = None;
     for e in &o.evidence {
@@ -421,7 +445,7 @@ pub fn details(o: &IncidentOut) -> String {
             out,
             "    {:>+9}ms  {}  {:<16}  {}",
             (at - opened) / 1000,
-            clock(at),
+            human(at, zone),
             e.signal,
             one_line(&e.text, 240)
         );

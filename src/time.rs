@@ -98,11 +98,34 @@ pub fn rfc3339(us: Micros) -> String {
     }
 }
 
-/// `HH:MM:SS.mmm` in UTC, for diagnoses and timelines.
+/// `HH:MM:SS.mmm UTC`, for diagnoses and timelines (the zone always said).
 #[must_use]
 pub fn clock(us: Micros) -> String {
     match Utc.timestamp_micros(us) {
-        LocalResult::Single(t) => t.format("%H:%M:%S%.3f").to_string(),
+        LocalResult::Single(t) => t.format("%H:%M:%S%.3f UTC").to_string(),
+        _ => format!("@{us}us"),
+    }
+}
+
+/// Which zone times are shown in to people: the machine's (as journalctl
+/// does) or UTC (`--utc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Zone {
+    Local,
+    Utc,
+}
+
+/// The one format times are shown in to people:
+/// `2026-11-29 18:15:02.123 UTC`, or in the local zone with its offset
+/// (`2026-11-29 19:15:02.123 +01:00`).
+#[must_use]
+pub fn human(us: Micros, zone: Zone) -> String {
+    match (zone, Utc.timestamp_micros(us)) {
+        (Zone::Utc, LocalResult::Single(t)) => t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string(),
+        (Zone::Local, LocalResult::Single(t)) => t
+            .with_timezone(&Local)
+            .format("%Y-%m-%d %H:%M:%S%.3f %:z")
+            .to_string(),
         _ => format!("@{us}us"),
     }
 }
@@ -122,6 +145,100 @@ pub fn parse_rfc3339(s: &str) -> Option<Micros> {
     DateTime::parse_from_rfc3339(s.trim())
         .ok()
         .map(|t| t.timestamp_micros())
+}
+
+/// A point in time as `journalctl --since` takes it (systemd.time(7)):
+/// `now`, `today`, `yesterday`, `tomorrow`; `-2h`, `+30m`, `2h ago`, or a
+/// bare duration (`24h`: that long ago); `2026-11-29`, `2026-11-29 18:15`,
+/// `2026-11-29 18:15:30`, `18:15` (today), in local time (or UTC with
+/// `utc`, or a trailing ` UTC`); RFC 3339.
+pub fn parse_when(input: &str, now: Micros, utc: bool) -> Result<Micros, String> {
+    let bad = || {
+        format!(
+            "{input:?}: expected a time such as \"2026-11-29 18:15\", \"yesterday\", \"-2h\", \"24h\" \
+             or an RFC 3339 time"
+        )
+    };
+    let s = input.trim();
+    if let Some(t) = parse_rfc3339(s) {
+        return Ok(t);
+    }
+    let (s, utc) = match s.strip_suffix(" UTC").or_else(|| s.strip_suffix(" utc")) {
+        Some(rest) => (rest.trim(), true),
+        None => (s, utc),
+    };
+    let local_midnight = |days: i64| -> Option<Micros> {
+        let today = if utc {
+            DateTime::<Utc>::from_timestamp_micros(now)?.date_naive()
+        } else {
+            DateTime::<Utc>::from_timestamp_micros(now)?
+                .with_timezone(&Local)
+                .date_naive()
+        };
+        let day = today + chrono::Duration::days(days);
+        at_wall(day.and_hms_opt(0, 0, 0)?, utc)
+    };
+    match s {
+        "now" => return Ok(now),
+        "today" => return local_midnight(0).ok_or_else(bad),
+        "yesterday" => return local_midnight(-1).ok_or_else(bad),
+        "tomorrow" => return local_midnight(1).ok_or_else(bad),
+        _ => {}
+    }
+    if let Some(d) = s.strip_prefix('-') {
+        return parse_duration(d.trim()).map(|d| now - d).map_err(|_| bad());
+    }
+    if let Some(d) = s.strip_prefix('+') {
+        return parse_duration(d.trim()).map(|d| now + d).map_err(|_| bad());
+    }
+    if let Some(d) = s.strip_suffix(" ago") {
+        return parse_duration(d.trim()).map(|d| now - d).map_err(|_| bad());
+    }
+    if let Ok(d) = parse_duration(s) {
+        return Ok(now - d);
+    }
+    for f in [
+        "%Y-%m-%d %H:%M:%S",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M:%S",
+        "%Y-%m-%dT%H:%M",
+    ] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(s, f) {
+            return at_wall(t, utc).ok_or_else(bad);
+        }
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
+        return d
+            .and_hms_opt(0, 0, 0)
+            .and_then(|t| at_wall(t, utc))
+            .ok_or_else(bad);
+    }
+    for f in ["%H:%M:%S", "%H:%M"] {
+        if let Ok(t) = chrono::NaiveTime::parse_from_str(s, f) {
+            let today = if utc {
+                DateTime::<Utc>::from_timestamp_micros(now).map(|d| d.date_naive())
+            } else {
+                DateTime::<Utc>::from_timestamp_micros(now)
+                    .map(|d| d.with_timezone(&Local).date_naive())
+            };
+            return today
+                .and_then(|d| at_wall(d.and_time(t), utc))
+                .ok_or_else(bad);
+        }
+    }
+    Err(bad())
+}
+
+/// A wall-clock time in the local zone (or UTC) as micros; the earlier of
+/// two when a clock change makes it ambiguous.
+fn at_wall(t: NaiveDateTime, utc: bool) -> Option<Micros> {
+    if utc {
+        return Some(t.and_utc().timestamp_micros());
+    }
+    match Local.from_local_datetime(&t) {
+        LocalResult::Single(d) | LocalResult::Ambiguous(d, _) => Some(d.timestamp_micros()),
+        LocalResult::None => None,
+    }
 }
 
 /// The current wall-clock time. Only the edges call this; the pure core gets
@@ -258,6 +375,53 @@ impl Clock {
                 .from_local_datetime(&(naive - chrono::Duration::hours(1)))
                 .earliest()
                 .map(|t| t.timestamp_micros() + 3600 * SECOND),
+        }
+    }
+}
+
+#[cfg(test)]
+mod when_tests {
+    use super::*;
+
+    #[test]
+    fn journalctl_times() {
+        let now = parse_rfc3339("2026-11-29T20:00:00Z").unwrap();
+        let h = 3600 * SECOND;
+        assert_eq!(parse_when("now", now, true), Ok(now));
+        assert_eq!(parse_when("-2h", now, true), Ok(now - 2 * h));
+        assert_eq!(parse_when("2h ago", now, true), Ok(now - 2 * h));
+        assert_eq!(parse_when("24h", now, true), Ok(now - 24 * h));
+        assert_eq!(parse_when("+1h", now, true), Ok(now + h));
+        assert_eq!(
+            parse_when("today", now, true),
+            Ok(parse_rfc3339("2026-11-29T00:00:00Z").unwrap())
+        );
+        assert_eq!(
+            parse_when("yesterday", now, true),
+            Ok(parse_rfc3339("2026-11-28T00:00:00Z").unwrap())
+        );
+        assert_eq!(
+            parse_when("2026-11-29 18:15", now, true),
+            Ok(parse_rfc3339("2026-11-29T18:15:00Z").unwrap())
+        );
+        assert_eq!(
+            parse_when("2026-11-29 18:15:30 UTC", now, false),
+            Ok(parse_rfc3339("2026-11-29T18:15:30Z").unwrap())
+        );
+        assert_eq!(
+            parse_when("2026-11-29", now, true),
+            Ok(parse_rfc3339("2026-11-29T00:00:00Z").unwrap())
+        );
+        assert_eq!(
+            parse_when("18:15", now, true),
+            Ok(parse_rfc3339("2026-11-29T18:15:00Z").unwrap())
+        );
+        assert_eq!(
+            parse_when("2026-11-29T18:15:00+01:00", now, true),
+            Ok(parse_rfc3339("2026-11-29T17:15:00Z").unwrap())
+        );
+        for bad in ["", "soon", "2026-13-01", "25:00", "-x"] {
+            assert!(parse_when(bad, now, true).is_err(), "{bad}");
         }
     }
 }

@@ -13,9 +13,9 @@ rpm=$(ls -t target/generate-rpm/kubelet-sentinel-*.rpm | head -1)
 unit=systemd/kubelet-sentinel.service
 
 # --- the unit, offline ------------------------------------------------------
-# verify checks that ExecStart exists: check a copy pointing at /bin/true.
+# verify checks that ExecStart= and ExecReload= exist: check a copy pointing at /bin/true.
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-sed 's#^ExecStart=/usr/bin/kubelet-sentinel#ExecStart=/bin/true#' "$unit" > "$tmp/kubelet-sentinel.service"
+sed -E 's#^(Exec[A-Za-z]+)=/usr/bin/kubelet-sentinel#\1=/bin/true#' "$unit" > "$tmp/kubelet-sentinel.service"
 err=$(systemd-analyze verify --man=no "$tmp/kubelet-sentinel.service" 2>&1 >/dev/null) || fail "systemd-analyze verify: $err"
 [ -z "$err" ] || fail "systemd-analyze verify printed: $err"   # it exits 0 on unknown keys
 ok "systemd-analyze verify: nothing on stderr"
@@ -53,7 +53,15 @@ grep -qx '/etc/kubelet-sentinel/config.toml' "$tmp/ctl/conffiles" || fail "confi
 grep -q 'deb-systemd-helper' "$tmp/ctl/postinst" || fail "postinst lacks the systemd snippets"
 grep -q 'rm -rf /var/lib/private/kubelet-sentinel' "$tmp/ctl/postrm" || fail "postrm does not purge the state"
 grep -q 'mkdir -p -m 0700 /etc/kubelet-sentinel/credentials' "$tmp/ctl/postinst" || fail "postinst does not create the credentials directory"
-ok ".deb: binary, unit, conffile, man page, completions, modes, dependencies, scripts"
+grep -q 'systemd-sysusers kubelet-sentinel.conf' "$tmp/ctl/postinst" || fail "postinst does not make the systemd-journal-remote group"
+expect_deb '-rw-r--r--' 'usr/lib/sysusers.d/kubelet-sentinel.conf'
+synopsis=$(dpkg-deb -f "$deb" Description | head -1)
+[ ${#synopsis} -le 72 ] || fail "the synopsis is ${#synopsis} characters (dpkg -l cuts it): $synopsis"
+ok ".deb: binary, unit, conffile, man page, completions, modes, dependencies, scripts; synopsis: $synopsis"
+lint=$(lintian --tag-display-limit 0 "$deb" 2>/dev/null || true)
+bad=$(echo "$lint" | grep -E '^[EW]: ' || true)
+[ -z "$bad" ] || fail "lintian: $bad"
+ok "lintian: no errors, no warnings$( [ -n "$lint" ] && echo " ($(echo "$lint" | wc -l) notes)")"
 
 # --- .rpm contents ----------------------------------------------------------
 list=$(rpm -qlp "$rpm" 2>/dev/null)
@@ -80,6 +88,24 @@ dpkg -P kubelet-sentinel >/dev/null 2>&1 || true
 dpkg -i "$deb" >/dev/null
 kubelet-sentinel --version | grep -q '^kubelet-sentinel ' || fail "--version"
 man -w kubelet-sentinel >/dev/null || fail "man -w kubelet-sentinel"
+man -w 5 kubelet-sentinel.toml >/dev/null || fail "man -w 5 kubelet-sentinel.toml"
+page=$(man kubelet-sentinel 2>/dev/null | col -b)
+for s in COMMANDS FILES CONFIGURATION "EXIT STATUS" EXAMPLES; do
+  echo "$page" | grep -q "^$s" || fail "the man page has no $s section"
+done
+echo "$page" | grep -qE 'kubelet-sentinel-[a-z]+\(1\)' && fail "the man page refers to per-command pages that do not exist"
+# Completion, run in bash as a user's shell would run it.
+comp=$(bash -c '
+  source /usr/share/bash-completion/bash_completion 2>/dev/null
+  source /usr/share/bash-completion/completions/kubelet-sentinel
+  fn=$(complete -p kubelet-sentinel | grep -oE -- "-F [^ ]+" | cut -d" " -f2)
+  c() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=()
+        "$fn" kubelet-sentinel "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"; echo "${COMPREPLY[*]}"; }
+  c kubelet-sentinel sta; c kubelet-sentinel incidents --cau; c kubelet-sentinel silence ""; c kubelet-sentinel scan --for')
+[ "$(echo "$comp" | sed -n 1p)" = status ] || fail "completion of 'sta': $comp"
+echo "$comp" | sed -n 2p | grep -qx -- '--cause' || fail "completion of 'incidents --cau': $comp"
+echo "$comp" | sed -n 3p | grep -qw add || fail "completion of 'silence ': $comp"
+echo "$comp" | sed -n 4p | grep -qx -- '--format' || fail "completion of 'scan --for': $comp"
 kubelet-sentinel --config /etc/kubelet-sentinel/config.toml check-config >/dev/null || fail "check-config on the installed config"
 [ "$(stat -c %a /etc/kubelet-sentinel/credentials)" = 700 ] || fail "credentials directory mode"
 systemd-analyze verify --man=no /usr/lib/systemd/system/kubelet-sentinel.service 2>&1 | tee "$tmp/verify"
@@ -90,7 +116,7 @@ grep -q '^# edited by the test$' /etc/kubelet-sentinel/config.toml || fail "the 
 dpkg -P kubelet-sentinel >/dev/null
 [ ! -e /usr/bin/kubelet-sentinel ] && [ ! -e /etc/kubelet-sentinel ] && [ ! -e /usr/lib/systemd/system/kubelet-sentinel.service ] \
   || fail "dpkg -P left files behind"
-ok ".deb: installs, --version, man -w, edited config survives reinstall, purge removes it all"
+ok ".deb: installs, --version, man pages (1 with COMMANDS, FILES, CONFIGURATION, EXIT STATUS, EXAMPLES; 5 for the config), bash completion of subcommands and their options, edited config survives reinstall, purge removes it all"
 
 # --- .rpm into a scratch root -------------------------------------------------
 root="$tmp/rpmroot"

@@ -72,6 +72,7 @@ pub struct ApiState {
 
 impl ApiState {
     fn live(&self) -> Live {
+        let now = (self.now)();
         Live {
             status: self.status.borrow().clone(),
             deliveries: self
@@ -79,7 +80,11 @@ impl ApiState {
                 .iter()
                 .map(|(c, rx)| (*c, rx.borrow().clone()))
                 .collect(),
-            now: (self.now)(),
+            now,
+            silences_active: self
+                .store
+                .silences()
+                .map_or(0, |v| v.iter().filter(|s| s.active(now)).count() as u64),
         }
     }
 

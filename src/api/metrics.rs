@@ -292,6 +292,12 @@ impl Collector for Snapshot {
         )?;
         Self::gauge(
             &mut enc,
+            "silences_active",
+            "Operators' silences in force now (deliveries they match are held back).",
+            &one(l.silences_active as f64),
+        )?;
+        Self::gauge(
+            &mut enc,
             "config_restart_needed",
             "1 while changed config keys wait for a restart.",
             &one(if s.config.restart_needed.is_empty() {

@@ -18,5 +18,4 @@ pub mod query;
 pub use client::{ClientError, ask};
 pub use query::{
     AckRequest, Live, NewSilence, NodeRow, Request, Response, SilenceOut, StatusOut, answer,
-    parse_since,
 };

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::report::{IncidentOut, views};
 use crate::status::{DeliveryStats, StatusSnapshot};
 use crate::store::{Channel, Filter, Stats, Store, StoreError};
-use crate::time::{Micros, SECOND, parse_duration, parse_rfc3339, rfc3339};
+use crate::time::{Micros, SECOND, rfc3339};
 use crate::tracker::{Settings, Status};
 
 /// What the running service adds to the store.
@@ -19,6 +19,8 @@ pub struct Live {
     pub deliveries: Vec<(Channel, DeliveryStats)>,
     /// Wall-clock time of the question.
     pub now: Micros,
+    /// Silences in force at `now`.
+    pub silences_active: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -201,16 +203,6 @@ impl Request {
             _ => None,
         }
     }
-}
-
-/// `24h` (that long ago) or an RFC 3339 time.
-pub fn parse_since(s: &str, now: Micros) -> Result<Micros, String> {
-    if let Some(t) = parse_rfc3339(s) {
-        return Ok(t);
-    }
-    parse_duration(s)
-        .map(|d| now - d)
-        .map_err(|_| format!("--since {s:?}: expected a duration such as 24h or an RFC 3339 time"))
 }
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -418,6 +410,9 @@ pub struct DeliveryOut {
     pub in_doubt: u64,
     pub last_result: Option<String>,
     pub last_at: Option<String>,
+    /// The oldest entry waiting has failed this often in a row.
+    #[serde(default)]
+    pub failing_attempts: u32,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -450,7 +445,19 @@ pub struct StatusOut {
     pub config_error: Option<String>,
     pub store: String,
     pub store_bytes: u64,
+    /// Silences in force now.
+    #[serde(default)]
+    pub silences: Vec<SilenceOut>,
+    /// Alerts are not getting out: an entry failed 3 times in a row or has
+    /// waited more than 15 minutes (a silence's hold is not counted).
+    #[serde(default)]
+    pub deliveries_failing: bool,
 }
+
+/// Attempts in a row after which `status` says deliveries are failing.
+pub const FAILING_ATTEMPTS: u32 = 3;
+/// Wait after which `status` says deliveries are failing.
+pub const FAILING_WAIT: Micros = 15 * 60 * SECOND;
 
 fn seconds(us: Micros) -> f64 {
     us.max(0) as f64 / SECOND as f64
@@ -499,6 +506,7 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
                     in_doubt: d.in_doubt,
                     last_result: d.last_result.clone(),
                     last_at: d.last_at.map(rfc3339),
+                    failing_attempts: d.failing_attempts,
                 })
                 .collect()
         })
@@ -563,6 +571,20 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
         config_error: live.and_then(|l| l.status.config.last_error.clone()),
         store: store.path().display().to_string(),
         store_bytes: store.size_on_disk(),
+        silences: store
+            .silences()?
+            .iter()
+            .filter(|s| s.active(now))
+            .map(|s| SilenceOut::new(s, now))
+            .collect(),
+        deliveries_failing: match live {
+            Some(l) => l.deliveries.iter().any(|(_, d)| {
+                d.disabled.is_none()
+                    && (d.failing_attempts >= FAILING_ATTEMPTS
+                        || d.oldest_queued_at.is_some_and(|t| now - t > FAILING_WAIT))
+            }),
+            None => false,
+        },
     })
 }
 
@@ -586,7 +608,11 @@ mod tests {
             node: Some("a b&c=d/é".into()),
             open: true,
             since: Some(5),
+            until: Some(9),
             verdict: Some("startup-race".into()),
+            cause: Some("auth".into()),
+            host: Some("h 1".into()),
+            resolved: false,
             limit: Some(5),
         };
         let p = Request::Incidents(f.clone()).path();
@@ -596,13 +622,5 @@ mod tests {
             Request::Incident("../x y".into()).path(),
             "/incidents/..%2Fx%20y"
         );
-    }
-
-    #[test]
-    fn since() {
-        let now = 100 * 3600 * SECOND;
-        assert_eq!(parse_since("24h", now).unwrap(), 76 * 3600 * SECOND);
-        assert_eq!(parse_since("1970-01-01T00:00:01Z", now).unwrap(), SECOND);
-        assert!(parse_since("yesterday", now).is_err());
     }
 }

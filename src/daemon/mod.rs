@@ -424,12 +424,12 @@ pub async fn run(
         systemd::notify(&[("READY", "1")]);
         let st = stop.clone();
         let c = control_tx.clone();
-        let (s, m) = (status_rx.clone(), mail_rx.clone());
+        let (status, mail, am) = (status_rx.clone(), mail_rx.clone(), am_rx.clone());
         spawn(
             "systemd",
             &mut tasks,
             Box::pin(async move {
-                systemd::run(s, m, c, st).await;
+                systemd::run(status, mail, am, c, st).await;
                 Ok(())
             }),
         );

@@ -23,7 +23,7 @@ pub fn notify(state: &[(&str, &str)]) {
 
 /// The `STATUS=` line.
 #[must_use]
-pub fn status_line(s: &StatusSnapshot, mail: &DeliveryStats) -> String {
+pub fn status_line(s: &StatusSnapshot, mail: &DeliveryStats, am: &DeliveryStats) -> String {
     let open = s.open.len();
     let mut line = format!(
         "{} {}: {} entries read, {} open incident{}",
@@ -38,12 +38,21 @@ pub fn status_line(s: &StatusSnapshot, mail: &DeliveryStats) -> String {
         if open == 1 { "" } else { "s" }
     );
     if let Some(why) = &mail.disabled {
-        line.push_str(&format!("; mail off ({why})"));
+        if am.disabled.is_some() {
+            line.push_str(&format!("; mail off ({why})"));
+        }
     } else if mail.outbox > 0 && mail.failing_attempts > 0 {
         line.push_str(&format!(
-            "; outbox {}, delivery failing: {}",
+            "; mail outbox {}, delivery failing: {}",
             mail.outbox,
             mail.last_result.as_deref().unwrap_or("?")
+        ));
+    }
+    if am.disabled.is_none() && am.outbox > 0 && am.failing_attempts > 0 {
+        line.push_str(&format!(
+            "; Alertmanager outbox {}, delivery failing: {}",
+            am.outbox,
+            am.last_result.as_deref().unwrap_or("?")
         ));
     }
     if !s.config.restart_needed.is_empty() {
@@ -56,6 +65,7 @@ pub fn status_line(s: &StatusSnapshot, mail: &DeliveryStats) -> String {
 pub async fn run(
     mut status: watch::Receiver<StatusSnapshot>,
     mut mail: watch::Receiver<DeliveryStats>,
+    mut am: watch::Receiver<DeliveryStats>,
     control: mpsc::Sender<Control>,
     stop: CancellationToken,
 ) {
@@ -68,7 +78,7 @@ pub async fn run(
     let mut last_sent = Instant::now() - Duration::from_secs(1);
     let mut pending: Option<Instant> = None;
     loop {
-        let line = status_line(&status.borrow(), &mail.borrow());
+        let line = status_line(&status.borrow(), &mail.borrow(), &am.borrow());
         if line != sent {
             if last_sent.elapsed() >= Duration::from_secs(1) {
                 notify(&[("STATUS", &line)]);
@@ -83,6 +93,7 @@ pub async fn run(
             () = stop.cancelled() => return,
             r = status.changed() => if r.is_err() { return },
             r = mail.changed() => if r.is_err() { return },
+            r = am.changed() => if r.is_err() { return },
             () = sleep(pending), if pending.is_some() => {}
             () = sleep(next_ping), if next_ping.is_some() => {
                 let every = watchdog.unwrap_or(Duration::from_secs(30));

@@ -602,8 +602,15 @@ impl AlertmanagerTask {
 
     fn publish_outbox(&mut self, entries: &[OutboxEntry]) {
         self.stats.outbox = entries.len() as u64;
-        self.stats.oldest_queued_at = entries.iter().map(|e| e.queued_at).min();
-        self.stats.failing_attempts = entries.first().map_or(0, |e| e.attempts);
+        // Held back by a silence is not stuck.
+        let now = (self.now)();
+        let waiting = || {
+            entries
+                .iter()
+                .filter(|e| e.held_until.is_none_or(|h| h <= now))
+        };
+        self.stats.oldest_queued_at = waiting().map(|e| e.queued_at).min();
+        self.stats.failing_attempts = waiting().next().map_or(0, |e| e.attempts);
         self.publish.send_replace(self.stats.clone());
     }
 

@@ -8,7 +8,7 @@
 use std::fmt::Write as _;
 
 use crate::signals::Cause;
-use crate::time::{Micros, clock, human_duration, rfc3339};
+use crate::time::{Micros, clock, human_duration};
 use crate::tracker::{AlertKind, Incident, Settings, Status, Verdict, cause_explanation};
 
 /// A rendered alert, before it becomes a MIME message.
@@ -71,7 +71,7 @@ fn verdict_words(v: Verdict, s: &Settings) -> String {
 #[must_use]
 pub fn next_steps(i: &Incident) -> Vec<String> {
     let node = shell_word(&i.node);
-    let since = short_local(i.opened_at - 60_000_000);
+    let since = short_utc(i.opened_at - 60_000_000);
     let mut steps = vec![
         format!("kubectl get node {node} -o wide"),
         format!(
@@ -117,7 +117,7 @@ fn shell_word(s: &str) -> String {
     }
 }
 
-fn short_local(us: Micros) -> String {
+fn short_utc(us: Micros) -> String {
     crate::time::short(us)
 }
 
@@ -138,8 +138,15 @@ fn counters(i: &Incident) -> String {
     parts.join(", ")
 }
 
+/// How long the trouble lasted: first to last signal (the quiet time that
+/// resolved it is not trouble).
 fn span(i: &Incident) -> Micros {
-    i.resolved_at.unwrap_or(i.last_signal_at) - i.opened_at
+    i.last_signal_at - i.opened_at
+}
+
+/// The one format times are shown in; mails say UTC.
+fn when(us: Micros) -> String {
+    crate::time::human(us, crate::time::Zone::Utc)
 }
 
 fn subject_one(i: &Incident, kind: AlertKind) -> String {
@@ -147,7 +154,7 @@ fn subject_one(i: &Incident, kind: AlertKind) -> String {
     let cause = i.cause().as_str();
     match kind {
         AlertKind::Resolved => format!(
-            "[kubelet-sentinel] resolved: {node} after {} ({cause})",
+            "[kubelet-sentinel] resolved: {node}, trouble lasted {} ({cause})",
             human_duration(span(i))
         ),
         AlertKind::Repeat => format!(
@@ -163,13 +170,35 @@ fn subject_one(i: &Incident, kind: AlertKind) -> String {
     }
 }
 
-fn group_cause(incidents: &[&Incident]) -> String {
-    let first = incidents[0].cause();
-    if incidents.iter().all(|i| i.cause() == first) {
-        first.as_str().to_string()
-    } else {
-        "mixed causes".to_string()
+/// The nodes of a group for a subject: a few by name, then how many more.
+fn group_nodes(incidents: &[&Incident]) -> String {
+    const SHOWN: usize = 3;
+    let mut names: Vec<String> = Vec::new();
+    for i in incidents {
+        let n = header_text(&i.node, 60);
+        if !names.contains(&n) {
+            names.push(n);
+        }
     }
+    if names.len() > SHOWN {
+        let more = names.len() - SHOWN;
+        names.truncate(SHOWN);
+        format!("{} +{more} more", names.join(", "))
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The causes of a group for a subject.
+fn group_cause(incidents: &[&Incident]) -> String {
+    let mut causes: Vec<&str> = Vec::new();
+    for i in incidents {
+        let c = i.cause().as_str();
+        if !causes.contains(&c) {
+            causes.push(c);
+        }
+    }
+    causes.join(", ")
 }
 
 /// Renders one email for alerts of one kind raised together. `incidents` is
@@ -181,13 +210,13 @@ pub fn render(incidents: &[&Incident], kind: AlertKind, s: &Settings) -> Rendere
     } else {
         match kind {
             AlertKind::Resolved => format!(
-                "[kubelet-sentinel] resolved: {} nodes ({})",
-                incidents.len(),
+                "[kubelet-sentinel] resolved: {} ({})",
+                group_nodes(incidents),
                 group_cause(incidents)
             ),
             _ => format!(
-                "[kubelet-sentinel] {} nodes: node status retries ({})",
-                incidents.len(),
+                "[kubelet-sentinel] {}: node status retries ({})",
+                group_nodes(incidents),
                 group_cause(incidents)
             ),
         }
@@ -221,7 +250,7 @@ pub fn render(incidents: &[&Incident], kind: AlertKind, s: &Settings) -> Rendere
                 v.as_str(),
                 i.cause().as_str(),
                 i.counted_retries(),
-                rfc3339(i.opened_at)
+                when(i.opened_at)
             );
             html.push_str(&format!(
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td align=\"right\">{}</td><td>{}</td></tr>\n",
@@ -231,7 +260,7 @@ pub fn render(incidents: &[&Incident], kind: AlertKind, s: &Settings) -> Rendere
                 v.as_str(),
                 i.cause().as_str(),
                 i.counted_retries(),
-                rfc3339(i.opened_at)
+                when(i.opened_at)
             ));
         }
         html.push_str("</table>\n");
@@ -261,7 +290,21 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     let v = i.verdict(s);
     let c = i.cause();
     let host = i.host.as_deref().unwrap_or("-");
-    let until = i.resolved_at.unwrap_or(i.last_signal_at);
+    let times = match i.resolved_at {
+        Some(resolved) => format!(
+            "{} to {}: trouble lasted {}; resolved {}",
+            when(i.opened_at),
+            when(i.last_signal_at),
+            human_duration(span(i)),
+            when(resolved)
+        ),
+        None => format!(
+            "since {}: trouble so far {}, last signal {}",
+            when(i.opened_at),
+            human_duration(span(i)),
+            when(i.last_signal_at)
+        ),
+    };
     let _ = writeln!(
         text,
         "Node {} (host {}), incident {}",
@@ -269,19 +312,13 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
         header_text(host, 253),
         i.id
     );
-    let _ = writeln!(
-        text,
-        "  from {} to {} ({})",
-        rfc3339(i.opened_at),
-        rfc3339(until),
-        human_duration(span(i))
-    );
+    let _ = writeln!(text, "  time:     {times}");
     let _ = writeln!(text, "  status:   {}", status_word(i));
     let _ = writeln!(text, "  verdict:  {}", verdict_words(v, s));
     let _ = writeln!(text, "  cause:    {}: {}", c.as_str(), cause_explanation(c));
     let _ = writeln!(text, "  counters: {}", counters(i));
     let acked = i.ack.as_ref().map(|a| {
-        let mut words = format!("by {} at {}", header_text(&a.by, 100), rfc3339(a.at));
+        let mut words = format!("by {} at {}", header_text(&a.by, 100), when(a.at));
         if !a.comment.is_empty() {
             words.push_str(&format!(": {}", header_text(&a.comment, 500)));
         }
@@ -302,15 +339,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
         html_escape(&i.id)
     ));
     for (k, val) in [
-        (
-            "time",
-            format!(
-                "{} to {} ({})",
-                rfc3339(i.opened_at),
-                rfc3339(until),
-                human_duration(span(i))
-            ),
-        ),
+        ("time", times.clone()),
         ("status", status_word(i).to_string()),
         ("verdict", verdict_words(v, s)),
         ("cause", format!("{}: {}", c.as_str(), cause_explanation(c))),
@@ -329,6 +358,13 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
         "<p><b>Diagnosis:</b> {}</p>\n",
         html_escape(&i.diagnosis(s))
     ));
+    if let Some(p) = crate::picture::Picture::of(i) {
+        let _ = writeln!(text, "  Signals over time:");
+        text.push_str(&p.text(crate::time::Zone::Utc));
+        text.push('\n');
+        html.push_str("<p><b>Signals over time</b></p>\n");
+        html.push_str(&p.html());
+    }
     let evidence: Vec<_> = i
         .evidence()
         .filter(|e| e.signal.role() != crate::signals::Role::Marker)
@@ -348,7 +384,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
             one(&e.text)
         );
         html.push_str(&format!(
-            "<p><b>{which} evidence</b> ({}):</p>\n<pre>{}</pre>\n",
+            "<p><b>{which} evidence</b> ({}):</p>\n<pre style=\"white-space:pre-wrap\">{}</pre>\n",
             clock(e.at),
             html_escape(&one(&e.text))
         ));

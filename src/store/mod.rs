@@ -121,7 +121,14 @@ pub struct Filter {
     pub open: bool,
     /// Incidents with a signal at or after this time.
     pub since: Option<Micros>,
+    /// Incidents that opened before this time.
+    pub until: Option<Micros>,
     pub verdict: Option<String>,
+    pub cause: Option<String>,
+    /// Incidents seen on this host.
+    pub host: Option<String>,
+    /// Only resolved ones (`open` is the other way round).
+    pub resolved: bool,
     pub limit: Option<usize>,
 }
 
@@ -541,6 +548,21 @@ impl Store {
                 if i.verdict(settings).as_str() != v {
                     continue;
                 }
+            }
+            if f.resolved && i.resolved_at.is_none() {
+                continue;
+            }
+            if f.until.is_some_and(|u| i.opened_at >= u) {
+                continue;
+            }
+            if f.cause.as_ref().is_some_and(|c| i.cause().as_str() != c) {
+                continue;
+            }
+            if f.host
+                .as_ref()
+                .is_some_and(|h| i.host.as_deref() != Some(h.as_str()))
+            {
+                continue;
             }
             out.push(i);
             if (f.node.is_some() || !f.open) && f.limit.is_some_and(|l| out.len() >= l) {

@@ -145,6 +145,9 @@ pub struct Incident {
     /// Acknowledged by an operator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ack: Option<Ack>,
+    /// Its trouble and supporting signals over time (bounded).
+    #[serde(default, skip_serializing_if = "super::timeline::Timeline::is_empty")]
+    pub timeline: super::timeline::Timeline,
 }
 
 impl Incident {

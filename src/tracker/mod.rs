@@ -23,6 +23,7 @@
 //! go: entry time always; wall time only for quiet the journal confirms.
 
 mod incident;
+pub mod timeline;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
@@ -491,6 +492,7 @@ impl Tracker {
             evidence_tail: VecDeque::new(),
             evidence_dropped: 0,
             ack: None,
+            timeline: timeline::Timeline::default(),
         };
         for m in origin
             .markers
@@ -536,6 +538,9 @@ impl Tracker {
             if cause != Cause::ListerLag && sig.kind != SignalKind::StatusExhausted {
                 inc.non_lister_trouble += 1;
             }
+        }
+        if sig.kind.role() != Role::Marker {
+            inc.timeline.add(at, sig.kind.as_str());
         }
         inc.add_evidence(Evidence::new(at, obs.cursor, sig.kind, obs.text));
         let id = inc.id.clone();

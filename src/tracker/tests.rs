@@ -114,7 +114,7 @@ fn startup_race_is_recognised_and_never_alerts() {
     assert_eq!(i.resolved_at, Some(T0 + 198_000 + 60 * SECOND));
     let d = i.diagnosis(&r.settings);
     assert!(
-        d.contains("Registered at 16:24:50.198; the lister missed the node 0 ms later"),
+        d.contains("Registered at 16:24:50.198 UTC; the lister missed the node 0 ms later"),
         "{d}"
     );
     assert!(

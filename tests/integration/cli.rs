@@ -72,10 +72,16 @@ fn table_and_details() {
     );
     assert!(text.contains("1 incident (1 open) on 1 node"), "{text}");
     assert!(
-        text.contains("-98ms  16:24:50.100  caches-synced"),
+        text.contains("-98ms  2025-07-15 16:24:50.100 UTC  caches-synced"),
         "{text}"
     );
-    assert!(text.contains("+0ms  16:24:50.198  status-retry"), "{text}");
+    assert!(
+        text.contains("+0ms  2025-07-15 16:24:50.198 UTC  status-retry"),
+        "{text}"
+    );
+    // The timeline as a picture: the retry and the markers around it.
+    assert!(text.contains("signals over time:"), "{text}");
+    assert!(text.contains("R registered  C caches synced"), "{text}");
 }
 
 #[test]

@@ -112,7 +112,7 @@ fn golden_emails() {
     let r = render(&refs, AlertKind::Opened, &s);
     assert_eq!(
         r.subject,
-        "[kubelet-sentinel] 3 nodes: node status retries (mixed causes)"
+        "[kubelet-sentinel] worker-02, worker-03, worker-04: node status retries (api-unreachable, node-missing)"
     );
     golden("group.txt", &as_file(&r));
     golden("group.html", &r.html);
@@ -121,7 +121,7 @@ fn golden_emails() {
     let r = render(&[&resolved[0]], AlertKind::Resolved, &s);
     assert_eq!(
         r.subject,
-        "[kubelet-sentinel] resolved: worker-02 after 1m10s (api-unreachable)"
+        "[kubelet-sentinel] resolved: worker-02, trouble lasted 10s (api-unreachable)"
     );
     golden("resolved.txt", &as_file(&r));
 }
@@ -419,7 +419,10 @@ fn an_outage_mails_once_the_race_never_and_resolution_follows() {
         || smtp.mails().len() >= 2,
         "the resolved notice",
     );
-    assert!(subject(&smtp.mails()[1]).starts_with("[kubelet-sentinel] resolved: down-1 after"));
+    assert!(
+        subject(&smtp.mails()[1])
+            .starts_with("[kubelet-sentinel] resolved: down-1, trouble lasted")
+    );
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(smtp.mails().len(), 2);
     assert!(smtp.mails().iter().all(|m| !m.contains("race-1")));

@@ -1,0 +1,261 @@
+//! An incident's timeline as a picture: its signals over time, lane by lane,
+//! with the markers around it (registration or kubelet start, caches
+//! synced, the threshold crossing, node ready or the quiet resolution). One
+//! model ([`Picture`], part of the JSON contract as `timeline`), drawn as
+//! text for `show` and as an HTML table for the mail (inline styles only:
+//! no script, no image, so common mail clients show it). Pure.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::{Micros, Zone, human, human_duration};
+use crate::tracker::{Incident, Resolution};
+
+/// Columns of the drawing.
+pub const COLUMNS: usize = 60;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Marker {
+    /// Epoch milliseconds.
+    pub at_ms: i64,
+    /// `registered`, `kubelet-started`, `caches-synced`, `over-threshold`,
+    /// `node-ready`, `quiet`.
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Picture {
+    /// Epoch milliseconds of the first and past the last column.
+    pub start_ms: i64,
+    pub end_ms: i64,
+    /// Signal counts per column, by lane (signal kind).
+    pub lanes: Vec<(String, Vec<u32>)>,
+    pub markers: Vec<Marker>,
+}
+
+fn symbol(kind: &str) -> char {
+    match kind {
+        "registered" => 'R',
+        "kubelet-started" => 'S',
+        "caches-synced" => 'C',
+        "over-threshold" => '▲',
+        "node-ready" => '●',
+        "quiet" => '○',
+        _ => '?',
+    }
+}
+
+fn words(kind: &str) -> &'static str {
+    match kind {
+        "registered" => "registered",
+        "kubelet-started" => "kubelet started",
+        "caches-synced" => "caches synced",
+        "over-threshold" => "over the threshold",
+        "node-ready" => "node ready",
+        "quiet" => "resolved by quiet",
+        _ => "marker",
+    }
+}
+
+/// The column of an offset into a span (both in one unit).
+fn column_of(offset: i64, span: i64) -> usize {
+    let span = span.max(1);
+    let c = i128::from(offset.clamp(0, span - 1)) * COLUMNS as i128 / i128::from(span);
+    (c as usize).min(COLUMNS - 1)
+}
+
+impl Picture {
+    /// The picture of an incident; `None` when it has no signal counts (an
+    /// incident stored before they were kept).
+    #[must_use]
+    pub fn of(i: &Incident) -> Option<Self> {
+        let t = &i.timeline;
+        if t.is_empty() {
+            return None;
+        }
+        let mut markers: Vec<(Micros, &str)> = Vec::new();
+        if let Some(a) = i.anchor {
+            markers.push((a.at, a.kind.as_str()));
+        }
+        if let Some(c) = i.caches_synced_at {
+            markers.push((c, "caches-synced"));
+        }
+        if let Some(o) = i.over_threshold_at {
+            markers.push((o, "over-threshold"));
+        }
+        match (i.resolution, i.resolved_at) {
+            (Some(Resolution::NodeReady), Some(r)) => markers.push((r, "node-ready")),
+            (Some(Resolution::Quiet), Some(r)) => markers.push((r, "quiet")),
+            _ => {}
+        }
+        // The quiet resolution lies resolve_after past the trouble: drawn at
+        // the edge, not stretching the picture by a minute of nothing.
+        let signals_end = t.end().max(i.last_signal_at + 1);
+        let start = markers
+            .iter()
+            .map(|(at, _)| *at)
+            .filter(|&at| at >= t.start - 60 * crate::time::SECOND)
+            .fold(t.start, Micros::min);
+        let end = markers
+            .iter()
+            .filter(|(_, k)| *k != "quiet")
+            .map(|(at, _)| *at + 1)
+            .fold(signals_end, Micros::max);
+        let span = (end - start).max(1);
+        let col = |at: Micros| column_of(at - start, span);
+        let mut lanes: Vec<(String, Vec<u32>)> = Vec::new();
+        for (lane, counts) in &t.lanes {
+            let mut cols = vec![0u32; COLUMNS];
+            for (b, &n) in counts.iter().enumerate() {
+                if n > 0 {
+                    let at = t.start + b as Micros * t.width + t.width / 2;
+                    let c = col(at.min(end - 1));
+                    cols[c] = cols[c].saturating_add(n);
+                }
+            }
+            lanes.push((lane.clone(), cols));
+        }
+        // Trouble first, in a fixed order.
+        let order = [
+            "status-retry",
+            "status-exhausted",
+            "register-failed",
+            "lister-miss",
+            "lease-failed",
+            "watch-failed",
+        ];
+        lanes.sort_by_key(|(l, _)| order.iter().position(|o| o == l).unwrap_or(order.len()));
+        Some(Self {
+            start_ms: start / 1000,
+            end_ms: end / 1000,
+            lanes,
+            markers: markers
+                .into_iter()
+                .map(|(at, k)| Marker {
+                    at_ms: at.clamp(start, end) / 1000,
+                    kind: k.to_string(),
+                })
+                .collect(),
+        })
+    }
+
+    fn column(&self, at_ms: i64) -> usize {
+        column_of(at_ms - self.start_ms, self.end_ms - self.start_ms)
+    }
+
+    fn max(&self) -> u32 {
+        self.lanes
+            .iter()
+            .flat_map(|(_, c)| c.iter().copied())
+            .max()
+            .unwrap_or(0)
+            .max(1)
+    }
+
+    /// For a terminal: a row of blocks per lane (taller: more signals in
+    /// that stretch of time), a row of markers, a legend.
+    #[must_use]
+    pub fn text(&self, zone: Zone) -> String {
+        const LEVELS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+        let max = self.max();
+        let span_us = (self.end_ms - self.start_ms) * 1000;
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "  {} → {} ({}; a column is {})",
+            human(self.start_ms * 1000, zone),
+            human(self.end_ms * 1000, zone),
+            human_duration(span_us),
+            human_duration((span_us / COLUMNS as i64).max(1000))
+        );
+        for (lane, cols) in &self.lanes {
+            let row: String = cols
+                .iter()
+                .map(|&n| {
+                    if n == 0 {
+                        ' '
+                    } else {
+                        LEVELS[(1 + (n as usize * 7) / max as usize).min(8)]
+                    }
+                })
+                .collect();
+            let total: u32 = cols.iter().sum();
+            let _ = writeln!(out, "  {lane:<17}│{row}│ {total}");
+        }
+        if !self.markers.is_empty() {
+            let mut row = vec![' '; COLUMNS];
+            for m in &self.markers {
+                row[self.column(m.at_ms)] = symbol(&m.kind);
+            }
+            let row: String = row.into_iter().collect();
+            let _ = writeln!(out, "  {:<17}│{row}│", "markers");
+            let legend: Vec<String> = self
+                .markers
+                .iter()
+                .map(|m| format!("{} {}", symbol(&m.kind), words(&m.kind)))
+                .collect();
+            let _ = writeln!(out, "  {:<17} {}", "", legend.join("  "));
+        }
+        out
+    }
+
+    /// For the mail: a table of small cells, darker for more signals, and a
+    /// row of markers; inline styles only.
+    #[must_use]
+    pub fn html(&self) -> String {
+        let max = self.max();
+        let cell = "width:6px;height:14px;padding:0;";
+        let mut out = String::from(
+            "<table cellpadding=\"0\" cellspacing=\"1\" style=\"border-collapse:separate;font-family:monospace;font-size:11px\">\n",
+        );
+        for (lane, cols) in &self.lanes {
+            let total: u32 = cols.iter().sum();
+            out.push_str(&format!(
+                "<tr><td style=\"padding-right:6px;white-space:nowrap\">{lane}</td>"
+            ));
+            for &n in cols {
+                // White to deep red by the share of the busiest column.
+                let shade = if n == 0 {
+                    "#f2f2f2".to_string()
+                } else {
+                    let f = 0.25 + 0.75 * f64::from(n) / f64::from(max);
+                    let g = (235.0 * (1.0 - f)) as u8;
+                    format!("#d7{g:02x}{g:02x}")
+                };
+                out.push_str(&format!(
+                    "<td style=\"{cell}background-color:{shade}\" title=\"{n}\"></td>"
+                ));
+            }
+            out.push_str(&format!(
+                "<td style=\"padding-left:6px\">{total}</td></tr>\n"
+            ));
+        }
+        if !self.markers.is_empty() {
+            let mut row = vec![String::new(); COLUMNS];
+            for m in &self.markers {
+                row[self.column(m.at_ms)] = symbol(&m.kind).to_string();
+            }
+            out.push_str("<tr><td style=\"padding-right:6px\">markers</td>");
+            for s in row {
+                out.push_str(&format!(
+                    "<td style=\"{cell}text-align:center;color:#1a5276\">{s}</td>"
+                ));
+            }
+            out.push_str("<td></td></tr>\n");
+        }
+        out.push_str("</table>\n");
+        let legend: Vec<String> = self
+            .markers
+            .iter()
+            .map(|m| format!("{} {}", symbol(&m.kind), words(&m.kind)))
+            .collect();
+        out.push_str(&format!(
+            "<p style=\"font-size:11px;color:#555\">{} to {}. {}</p>\n",
+            human(self.start_ms * 1000, Zone::Utc),
+            human(self.end_ms * 1000, Zone::Utc),
+            legend.join(" &nbsp; ")
+        ));
+        out
+    }
+}
