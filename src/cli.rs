@@ -12,7 +12,7 @@ use crate::config::{self, Config};
 use crate::daemon::{self, RunOptions};
 use crate::journal::{EntryFilter, Format, ReadOptions};
 use crate::report::{self, IncidentOut};
-use crate::scan::{Input, scan};
+use crate::scan::Input;
 use crate::store::{Filter, Store, StoreError};
 use crate::time::{Clock, Micros, Zone, parse_duration};
 use crate::tracker::Settings;
@@ -169,10 +169,10 @@ pub struct IncidentsArgs {
     /// Incidents with trouble since then, as journalctl takes it: "2026-11-29 18:15",
     /// yesterday, today, -2h, 24h (that long ago), or an RFC 3339 time. Local time unless
     /// --utc or a trailing " UTC".
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub since: Option<String>,
     /// Incidents that opened before then (the same forms as --since).
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub until: Option<String>,
     /// Times in UTC (shown, and read in --since and --until when they carry no zone);
     /// local time by default, as journalctl.
@@ -255,6 +255,9 @@ pub struct ScanArgs {
     /// Text logs: the year of their times (default: the latest that is not in the future).
     #[arg(long)]
     pub year: Option<i32>,
+    /// No progress line (it is only drawn on a terminal anyway).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 fn duration(s: &str) -> Result<Micros, String> {
@@ -309,7 +312,32 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
         (None, false) => args.paths.iter().cloned().map(Input::Path).collect(),
     };
     let settings = args.settings();
-    let result = scan(&inputs, &read, settings.clone());
+    // A progress line on a terminal: entries read and the rate, redrawn at
+    // most twice a second, wiped when done.
+    use std::io::IsTerminal as _;
+    let draw = !args.quiet && std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    let mut last = started;
+    let mut drawn = false;
+    let mut progress = |entries: u64| {
+        if !draw || entries == 0 || last.elapsed() < std::time::Duration::from_millis(500) {
+            return;
+        }
+        last = std::time::Instant::now();
+        let secs = started.elapsed().as_secs_f64().max(0.001);
+        let _ = write!(
+            err,
+            "\r\x1b[2Kscanning: {entries} entries, {:.0}k entries/s, {:.0}s",
+            entries as f64 / secs / 1000.0,
+            secs
+        );
+        let _ = err.flush();
+        drawn = true;
+    };
+    let result = crate::scan::scan_with_progress(&inputs, &read, settings.clone(), &mut progress);
+    if drawn {
+        let _ = write!(err, "\r\x1b[2K");
+    }
     for m in &result.malformed {
         let _ = writeln!(err, "kubelet-sentinel: {}: {}", m.place, m.reason);
     }

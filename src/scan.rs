@@ -31,6 +31,18 @@ pub struct ScanResult {
 /// Reads every input through one pipeline and returns what it found.
 #[must_use]
 pub fn scan(inputs: &[Input], read: &ReadOptions, settings: Settings) -> ScanResult {
+    scan_with_progress(inputs, read, settings, &mut |_| {})
+}
+
+/// [`scan`], telling `progress` the entries read so far every 64k entries
+/// (the CLI draws a progress line from it on a terminal).
+#[must_use]
+pub fn scan_with_progress(
+    inputs: &[Input],
+    read: &ReadOptions,
+    settings: Settings,
+    progress: &mut dyn FnMut(u64),
+) -> ScanResult {
     let mut pipeline = Pipeline::new(read.filter.clone(), settings);
     pipeline.set_now(read.clock.now);
     let mut decisions: Vec<Decision> = Vec::new();
@@ -51,6 +63,9 @@ pub fn scan(inputs: &[Input], read: &ReadOptions, settings: Settings) -> ScanRes
             }
         };
         for item in items {
+            if pipeline.summary().entries % 65_536 == 0 {
+                progress(pipeline.summary().entries);
+            }
             match item {
                 Ok(item) => pipeline.push_item(item, &mut decisions),
                 Err(e) => {

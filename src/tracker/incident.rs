@@ -378,9 +378,16 @@ pub fn cause_explanation(c: Cause) -> &'static str {
 /// Text on one line, at most `max` bytes.
 #[must_use]
 pub fn one_line(text: &str, max: usize) -> String {
+    // Control characters and the invisible format ones (bidirectional
+    // overrides, zero-width) cannot move the cursor, recolour or reorder
+    // what a terminal or a mail client shows.
+    let invisible = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    };
     let flat: String = text
         .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
+        .map(|c| if invisible(c) { ' ' } else { c })
         .collect();
     let mut end = flat.len().min(max);
     while !flat.is_char_boundary(end) {

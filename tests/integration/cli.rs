@@ -155,3 +155,32 @@ fn help_and_version() {
     let out = run(bin().args(["scan", "--help"]), None);
     assert!(out.status.success());
 }
+
+/// Text from logs printed to a terminal cannot move the cursor, recolour or
+/// reorder the screen: escape sequences, carriage returns and bidirectional
+/// overrides in a host or node name come out as spaces.
+#[test]
+fn log_text_cannot_drive_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("hostile.log");
+    let evil = "w\u{1b}[31m\u{1b}]0;pwned\u{7}\r\u{202e}1";
+    let mut text = String::new();
+    for k in 0..7 {
+        text.push_str(&format!(
+            "Nov 28 09:00:0{k} host\u{1b}[2J kubelet[1]: E1128 09:00:0{k}.000000       1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"{evil}\\\": Unauthorized\"\n"
+        ));
+    }
+    std::fs::write(&log, text).unwrap();
+    let out = run(bin().args(["scan", "--utc", "--details"]).arg(&log), None);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("Unauthorized") || shown.contains("auth"),
+        "{shown}"
+    );
+    for bad in ['\u{1b}', '\u{7}', '\r', '\u{202e}'] {
+        assert!(
+            !shown.contains(bad),
+            "{bad:?} reached the terminal: {shown:?}"
+        );
+    }
+}

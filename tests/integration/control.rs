@@ -377,3 +377,74 @@ fn routes_send_causes_and_node_pools_their_own_way() {
     assert!(m.contains("more than 10 retries"), "{m}");
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+/// `status` for a monitoring check: 3 when the service is not running, 5
+/// when it runs but alerts are not getting out, 0 when all is well; and the
+/// incident queries operators type (`--since yesterday`, `--cause`,
+/// `--status`, `--host`).
+#[test]
+fn status_exit_codes_and_incident_queries() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Nobody listens on this port: every delivery fails.
+    let dead = free_port();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &mail_config(dead, "retry_max = \"1s\"")
+            .replace("resolve_after = \"6s\"", "resolve_after = \"1h\""),
+    );
+    let code = |svc: &Service| svc.query(&["status"]).status.code();
+    assert_eq!(code(&svc), Some(3), "no store, not running");
+    svc.start();
+    assert_eq!(code(&svc), Some(0));
+    let now = kubelet_sentinel::time::now();
+    upload(
+        &dir,
+        "remote-10.0.0.10.journal",
+        "n-10",
+        &storm(now, "n-10", 8),
+    );
+    wait_for(
+        Duration::from_secs(30),
+        || code(&svc) == Some(5),
+        "status to say alerts are not getting out",
+    );
+    let text = String::from_utf8_lossy(&svc.query(&["status"]).stdout).into_owned();
+    assert!(
+        text.contains("deliveries_failing") && text.contains("true"),
+        "{text}"
+    );
+
+    // The queries.
+    let ids = |args: &[&str]| -> Vec<String> {
+        let out = svc.query(&[&["incidents", "-o", "json"][..], args].concat());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["incidents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["node"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(&["--since", "yesterday"]), ["n-10"]);
+    assert_eq!(
+        ids(&["--since", "-1h", "--cause", "api-unreachable"]),
+        ["n-10"]
+    );
+    assert!(ids(&["--cause", "auth"]).is_empty());
+    assert_eq!(ids(&["--status", "open", "--host", "n-10"]), ["n-10"]);
+    assert!(ids(&["--status", "resolved"]).is_empty());
+    assert!(ids(&["--until", "2000-01-01 00:00"]).is_empty());
+    let bad = svc.query(&["incidents", "--since", "soon"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("yesterday"));
+
+    assert_eq!(svc.signal("TERM"), Some(0));
+    assert_eq!(code(&svc), Some(3), "stopped, with a store");
+}
