@@ -314,8 +314,7 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
     let settings = args.settings();
     // A progress line on a terminal: entries read and the rate, redrawn at
     // most twice a second, wiped when done.
-    use std::io::IsTerminal as _;
-    let draw = !args.quiet && std::io::stderr().is_terminal();
+    let draw = !args.quiet && std::io::IsTerminal::is_terminal(&std::io::stderr());
     let started = std::time::Instant::now();
     let mut last = started;
     let mut drawn = false;
