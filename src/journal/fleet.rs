@@ -104,6 +104,11 @@ fn is_machine_id(name: &str) -> bool {
 /// The writer a file belongs to: its name without the rotation suffix
 /// (`remote-10.0.0.5@…-….journal` → `remote-10.0.0.5`), or its
 /// machine-ID directory.
+///
+/// Files of any other name are grouped by the machine ID in their header
+/// (journald writes the host's own): a host's journals copied in under
+/// names of their own (`node1-monday.journal`, `node1-tuesday.journal`)
+/// are still one host, read in order through one handle.
 #[must_use]
 pub fn group_key(dir: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(dir).ok()?;
@@ -118,12 +123,41 @@ pub fn group_key(dir: &Path, path: &Path) -> Option<String> {
         .split('@')
         .next()
         .unwrap_or(name);
+    let base = || {
+        if stem.starts_with("remote-") {
+            // journal-remote's per-sender files (their header carries the
+            // collector's machine ID, not the sender's).
+            stem.to_string()
+        } else {
+            header_machine_id(path).map_or_else(|| stem.to_string(), |m| format!("machine-{m}"))
+        }
+    };
     match parts.as_slice() {
-        [] => Some(stem.to_string()),
+        [] => Some(base()),
         [sub] if is_machine_id(sub) => Some((*sub).to_string()),
-        [sub] => Some(format!("{sub}/{stem}")),
+        [sub] => Some(format!("{sub}/{}", base())),
         _ => None,
     }
+}
+
+/// The machine ID in a journal file's header (bytes 40..56, after the
+/// signature, flags, state and file ID), in hex.
+fn header_machine_id(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut head = [0u8; 56];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    if &head[..8] != b"LPKSHHRH" {
+        return None;
+    }
+    let id = &head[40..56];
+    if id.iter().all(|&b| b == 0) {
+        return None;
+    }
+    Some(id.iter().fold(String::with_capacity(32), |mut s, b| {
+        use std::fmt::Write as _;
+        let _ = write!(s, "{b:02x}");
+        s
+    }))
 }
 
 /// The directory's journal files (and its subdirectories', one level, as

@@ -262,3 +262,44 @@ fn a_collector_directory_that_appears_later_is_read() {
     assert!(!log.contains("journal reader failed"), "{log}");
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+/// A host's journals copied in under names of their own are one host: read
+/// in order through one handle (grouped by the machine ID in their
+/// headers), so the incidents are those of reading the files in one go.
+#[test]
+fn a_hosts_files_under_names_of_their_own_are_one_host() {
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let now = kubelet_sentinel::time::now();
+    // An outage that goes on from one file into the next.
+    upload(
+        dir,
+        "node1-monday.journal",
+        "node1",
+        &storm(now - 900 * SECOND, "node1", 4)[..4],
+    );
+    upload(
+        dir,
+        "node1-tuesday.journal",
+        "node1",
+        &storm(now - 899 * SECOND, "node1", 4),
+    );
+    let (groups, _) = kubelet_sentinel::journal::fleet::discover(dir);
+    assert_eq!(groups.len(), 1, "{groups:?}");
+    assert!(groups.keys().next().unwrap().starts_with("machine-"));
+    let grouped = scan_json(&[&dir.display().to_string()]);
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().display().to_string())
+        .collect();
+    files.sort();
+    let refs: Vec<&str> = files.iter().map(String::as_str).collect();
+    let one_handle = scan_json(&refs);
+    assert_eq!(
+        incidents_of(&grouped["incidents"]),
+        incidents_of(&one_handle["incidents"])
+    );
+    assert_eq!(incidents_of(&grouped["incidents"]).len(), 1);
+    assert_eq!(incidents_of(&grouped["incidents"])[0].2, 8);
+}
