@@ -333,12 +333,14 @@ impl Coordinator {
             let (job_tx, job_rx) = std_mpsc::channel();
             let (filter, batch, tx, done) =
                 (spec.filter.clone(), spec.batch, tx.clone(), done_tx.clone());
+            let follow = spec.follow;
             // Handles are created, used and dropped on the worker's thread.
             let spawned = std::thread::Builder::new()
                 .name(format!("journal-{w}"))
                 .spawn(move || {
                     Worker {
                         filter,
+                        follow,
                         batch,
                         tx,
                         done,
@@ -772,6 +774,8 @@ struct OpenGroup {
 
 struct Worker {
     filter: EntryFilter,
+    /// Following: every term of the filter stays (see `present_only`).
+    follow: bool,
     batch: usize,
     tx: mpsc::Sender<ReaderEvent>,
     done: std_mpsc::Sender<Done>,
@@ -828,7 +832,12 @@ impl Worker {
         j.set_data_threshold(0)
             .map_err(|e| format!("cannot set data threshold: {e}"))?;
         if filtered {
-            add_matches(&mut j, &self.filter).map_err(|e| format!("cannot add matches: {e}"))?;
+            let filter = if self.follow {
+                self.filter.clone()
+            } else {
+                super::sd::present_only(&mut j, &self.filter)
+            };
+            add_matches(&mut j, &filter).map_err(|e| format!("cannot add matches: {e}"))?;
         }
         match start {
             Start::Head => j.seek_head(),

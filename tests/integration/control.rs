@@ -89,6 +89,17 @@ fn a_silence_holds_mail_back_and_its_end_announces_what_is_still_open() {
         || subjects(&smtp).iter().any(|s| s.contains("db-1")),
         "db-1's alert",
     );
+    wait_for(
+        Duration::from_secs(15),
+        || {
+            svc.incidents()
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|i| i["node"] == "worker-1")
+        },
+        "worker-1 recorded",
+    );
     let incidents = svc.incidents();
     let w1 = incidents
         .as_array()
