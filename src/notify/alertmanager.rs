@@ -30,11 +30,11 @@ use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::mailer::{DeliveryReport, Now};
-use super::{backoff, outbox};
+use super::{backoff, outbox, worker};
 use crate::config::{AlertmanagerConfig, Config};
 use crate::status::DeliveryStats;
 use crate::store::{Channel, Filter, OutboxEntry, Store, StoreError};
-use crate::time::{Micros, SECOND, human_duration, rfc3339};
+use crate::time::{Micros, human_duration, rfc3339};
 use crate::tracker::{AlertKind, Incident, Settings};
 
 /// The alert name every alert carries.
@@ -616,44 +616,42 @@ impl AlertmanagerTask {
 
     /// Delivers until `shutdown`.
     pub async fn run(
-        mut self,
+        self,
         wake: Arc<Notify>,
-        mut config: watch::Receiver<Arc<Config>>,
+        config: watch::Receiver<Arc<Config>>,
         shutdown: CancellationToken,
     ) {
-        let mut next: Option<Micros> = Some((self.now)());
-        loop {
-            let wait = next.map(|at| Duration::from_micros((at - (self.now)()).max(0) as u64));
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                () = wake.notified() => {}
-                () = async { match wait { Some(d) => tokio::time::sleep(d).await, None => std::future::pending().await } } => {}
-                changed = config.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    let c = config.borrow_and_update().clone();
-                    self.configure(&c);
-                }
-            }
-            next = match self.pass(&shutdown, false).await {
-                Ok(n) => n,
-                Err(e) => {
-                    tracing::error!("Alertmanager outbox: {e}");
-                    Some((self.now)() + 5 * SECOND)
-                }
-            };
-        }
+        worker::run(self, wake, config, shutdown).await;
     }
 
     /// `run --once`: one attempt at everything, firing alerts included.
     /// Returns how many posts failed.
     pub async fn deliver_all_once(&mut self, shutdown: &CancellationToken) -> u64 {
-        let before = self.stats.failed;
-        if let Err(e) = self.pass(shutdown, true).await {
-            tracing::error!("Alertmanager outbox: {e}");
-        }
-        self.stats.failed - before
+        worker::deliver_all_once(self, shutdown).await
+    }
+}
+
+impl worker::Deliverer for AlertmanagerTask {
+    const OUTBOX: &'static str = "Alertmanager";
+
+    fn now(&self) -> Micros {
+        (self.now)()
+    }
+
+    fn configure(&mut self, config: &Config) {
+        AlertmanagerTask::configure(self, config);
+    }
+
+    async fn pass(
+        &mut self,
+        shutdown: &CancellationToken,
+        once: bool,
+    ) -> Result<Option<Micros>, StoreError> {
+        AlertmanagerTask::pass(self, shutdown, once).await
+    }
+
+    fn failed(&self) -> u64 {
+        self.stats.failed
     }
 }
 

@@ -5,16 +5,15 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::{EmailTransport, backoff, next_group, outbox, render};
+use super::{EmailTransport, backoff, next_group, outbox, render, worker};
 use crate::config::Config;
 use crate::status::DeliveryStats;
 use crate::store::{Channel, OutboxEntry, Store, StoreError};
-use crate::time::{Micros, SECOND, human_duration};
+use crate::time::{Micros, human_duration};
 use crate::tracker::{AlertKind, Incident, Settings};
 
 /// Attempts that may each have delivered the mail; after these, the entry
@@ -109,45 +108,19 @@ impl Mailer {
     /// Delivers until `shutdown`. `wake` says alerts were committed;
     /// `config` carries reloaded settings.
     pub async fn run(
-        mut self,
+        self,
         wake: Arc<Notify>,
-        mut config: watch::Receiver<Arc<Config>>,
+        config: watch::Receiver<Arc<Config>>,
         shutdown: CancellationToken,
     ) {
-        let mut next: Option<Micros> = Some((self.now)());
-        loop {
-            let wait = next.map(|at| Duration::from_micros((at - (self.now)()).max(0) as u64));
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                () = wake.notified() => {}
-                () = sleep(wait) => {}
-                changed = config.changed() => {
-                    if changed.is_err() {
-                        return;
-                    }
-                    let c = config.borrow_and_update().clone();
-                    self.configure(&c);
-                }
-            }
-            next = match self.pass(&shutdown, false).await {
-                Ok(n) => n,
-                Err(e) => {
-                    tracing::error!("email outbox: {e}");
-                    Some((self.now)() + 5 * SECOND)
-                }
-            };
-        }
+        worker::run(self, wake, config, shutdown).await;
     }
 
     /// `run --once`: one attempt at everything in the outbox, without
     /// waiting for `group_wait` or backoff. Returns how many deliveries
     /// failed.
     pub async fn deliver_all_once(&mut self, shutdown: &CancellationToken) -> u64 {
-        let before = self.stats.failed;
-        if let Err(e) = self.pass(shutdown, true).await {
-            tracing::error!("email outbox: {e}");
-        }
-        self.stats.failed - before
+        worker::deliver_all_once(self, shutdown).await
     }
 
     async fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
@@ -449,13 +422,6 @@ impl Mailer {
     }
 }
 
-async fn sleep(wait: Option<Duration>) {
-    match wait {
-        Some(d) => tokio::time::sleep(d).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// The nodes of a group, for log lines: a few, then how many more.
 fn names(incidents: &[Incident]) -> String {
     let mut nodes: Vec<String> = incidents
@@ -469,5 +435,29 @@ fn names(incidents: &[Incident]) -> String {
         format!("{} and {more} more", nodes.join(", "))
     } else {
         nodes.join(", ")
+    }
+}
+
+impl worker::Deliverer for Mailer {
+    const OUTBOX: &'static str = "email";
+
+    fn now(&self) -> Micros {
+        (self.now)()
+    }
+
+    fn configure(&mut self, config: &Config) {
+        Mailer::configure(self, config);
+    }
+
+    async fn pass(
+        &mut self,
+        shutdown: &CancellationToken,
+        once: bool,
+    ) -> Result<Option<Micros>, StoreError> {
+        Mailer::pass(self, shutdown, once).await
+    }
+
+    fn failed(&self) -> u64 {
+        self.stats.failed
     }
 }

@@ -19,7 +19,8 @@
 //! - [`transport`]: the configured transport and where its password comes from;
 //! - [`mailer`]: the email task;
 //! - [`alertmanager`]: the Alertmanager task (its own outbox entries and
-//!   retries, firing alerts posted again).
+//!   retries, firing alerts posted again);
+//! - `worker`: the loop both tasks run under the service.
 
 pub mod alertmanager;
 pub mod control;
@@ -28,6 +29,7 @@ pub mod outbox;
 pub mod render;
 pub mod smtp;
 pub mod transport;
+mod worker;
 
 pub use outbox::{backoff, next_group};
 pub use render::{Rendered, render};
