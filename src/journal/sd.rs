@@ -320,24 +320,47 @@ pub(super) fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<(
     Ok(())
 }
 
+/// The fields whose values an [`Interner`] shares.
+#[derive(Clone, Copy)]
+enum Slot {
+    Host,
+    Unit,
+    Identifier,
+    Stream,
+    AboutUnit,
+    Container,
+}
+
 /// Shares repeated field values (host, unit, identifier, stream) between
-/// entries instead of allocating them anew for each.
+/// entries instead of allocating them anew for each. Consecutive entries
+/// mostly repeat the last value of each field, which is compared first;
+/// other values are looked up.
 #[derive(Default)]
 pub(super) struct Interner {
+    last: [Option<(Vec<u8>, Text)>; 6],
     values: std::collections::HashMap<Vec<u8>, Text>,
 }
 
 impl Interner {
-    fn get(&mut self, v: &[u8]) -> Text {
-        if let Some(t) = self.values.get(v) {
+    fn get(&mut self, slot: Slot, v: &[u8]) -> Text {
+        let last = &mut self.last[slot as usize];
+        if let Some((bytes, t)) = last
+            && bytes.as_slice() == v
+        {
             return t.clone();
         }
-        // Stream ids change with every kubelet restart: stay bounded.
-        if self.values.len() > 4096 {
-            self.values.clear();
-        }
-        let t: Text = String::from_utf8_lossy(v).into();
-        self.values.insert(v.to_vec(), t.clone());
+        let t = if let Some(t) = self.values.get(v) {
+            t.clone()
+        } else {
+            // Stream ids change with every kubelet restart: stay bounded.
+            if self.values.len() > 4096 {
+                self.values.clear();
+            }
+            let t: Text = String::from_utf8_lossy(v).into();
+            self.values.insert(v.to_vec(), t.clone());
+            t
+        };
+        *last = Some((v.to_vec(), t.clone()));
         t
     }
 }
@@ -347,20 +370,23 @@ impl Interner {
 /// The cursor of every other entry would be formatted for nothing; the
 /// committed position is the last entry of each batch, which always gets one.
 fn may_be_evidence(m: &[u8]) -> bool {
+    use memchr::memmem::Finder;
+    use std::sync::LazyLock;
+    static MARKERS: LazyLock<[Finder<'static>; 5]> = LazyLock::new(|| {
+        [
+            Finder::new("node"),
+            Finder::new("Caches"),
+            Finder::new("Watching"),
+            Finder::new("Kubelet version"),
+            Finder::new("Started kubelet"),
+        ]
+    });
     if m.first() != Some(&b'I') {
         // Errors and warnings, the JSON format, systemd's lines: keep.
         return true;
     }
     let body = &m[m.len().min(30)..];
-    [
-        &b"node"[..],
-        b"Caches",
-        b"Watching",
-        b"Kubelet version",
-        b"Started kubelet",
-    ]
-    .iter()
-    .any(|needle| body.windows(needle.len()).any(|w| w == *needle))
+    MARKERS.iter().any(|f| f.find(body).is_some())
 }
 
 /// Reads the current entry in one pass over its fields.
@@ -379,12 +405,12 @@ pub(super) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
         let (name, v) = (&data[..eq], &data[eq + 1..]);
         match name {
             b"MESSAGE" => message = Some(v.to_vec()),
-            b"_HOSTNAME" => e.host = Some(names.get(v)),
-            b"_SYSTEMD_UNIT" => e.unit = Some(names.get(v)),
-            b"SYSLOG_IDENTIFIER" => e.identifier = Some(names.get(v)),
-            b"_STREAM_ID" => e.stream = Some(names.get(v)),
-            b"UNIT" => e.about_unit = Some(names.get(v)),
-            b"CONTAINER_NAME" => e.container = Some(names.get(v)),
+            b"_HOSTNAME" => e.host = Some(names.get(Slot::Host, v)),
+            b"_SYSTEMD_UNIT" => e.unit = Some(names.get(Slot::Unit, v)),
+            b"SYSLOG_IDENTIFIER" => e.identifier = Some(names.get(Slot::Identifier, v)),
+            b"_STREAM_ID" => e.stream = Some(names.get(Slot::Stream, v)),
+            b"UNIT" => e.about_unit = Some(names.get(Slot::AboutUnit, v)),
+            b"CONTAINER_NAME" => e.container = Some(names.get(Slot::Container, v)),
             b"_LINE_BREAK" => e.cut = v == b"line-max",
             b"_PID" => e.pid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
             _ => {}
@@ -780,6 +806,31 @@ pub fn read(target: &Target, filter: &EntryFilter) -> Result<Items, SourceError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interned_values_are_shared_and_right_when_they_alternate() {
+        let mut n = Interner::default();
+        let a = n.get(Slot::Host, b"node-a");
+        let b = n.get(Slot::Host, b"node-b");
+        let a2 = n.get(Slot::Host, b"node-a");
+        assert_eq!((&*a, &*b), ("node-a", "node-b"));
+        assert!(std::sync::Arc::ptr_eq(&a, &a2));
+        // The same bytes in another field are the same value.
+        let u = n.get(Slot::Unit, b"node-a");
+        assert!(std::sync::Arc::ptr_eq(&a, &u));
+        assert_eq!(&*n.get(Slot::Stream, b"\xff"), "\u{fffd}");
+    }
+
+    #[test]
+    fn evidence_needs_a_cursor_markers_and_non_info_lines() {
+        let info = |body: &str| format!("I0101 00:00:00.000000 1 x.go:1] {body}");
+        assert!(may_be_evidence(info("\"Unable to update node status\"").as_bytes()));
+        assert!(may_be_evidence(info("Started kubelet").as_bytes()));
+        assert!(!may_be_evidence(info("\"SyncLoop (PLEG)\" pod=x").as_bytes()));
+        assert!(may_be_evidence(b"E0101 00:00:00.000000 1 x.go:1] anything"));
+        assert!(may_be_evidence(b"{\"ts\":1}"));
+        assert!(!may_be_evidence(b"I"));
+    }
 
     #[test]
     fn cursor_seqnums_and_loss() {
