@@ -35,7 +35,8 @@ use tokio::sync::mpsc;
 use systemd::journal::{Journal, OpenFilesOptions};
 
 use super::sd::{
-    Interner, Reader, ReaderCtl, ReaderEvent, Start, Unreadable, add_matches, read_entry, seqnum,
+    Intact, Interner, Reader, ReaderCtl, ReaderEvent, Start, Unreadable, add_matches, find_cursor,
+    read_entry, seqnum,
 };
 use super::{EntryFilter, SourceError, Text};
 
@@ -766,10 +767,20 @@ fn read_events(
 
 use std::os::unix::ffi::OsStrExt as _;
 
+/// A handle on `files` without matches.
+fn unfiltered(files: &[PathBuf]) -> Option<Journal> {
+    let mut j = OpenFilesOptions::default()
+        .open_files(files.iter().map(|p| p.as_os_str().as_encoded_bytes()))
+        .ok()?;
+    j.set_data_threshold(0).ok()?;
+    Some(j)
+}
+
 struct OpenGroup {
     j: Journal,
     files: Vec<PathBuf>,
     last_used: Instant,
+    intact: Intact,
 }
 
 struct Worker {
@@ -890,6 +901,7 @@ impl Worker {
                     self.open.insert(
                         key.clone(),
                         OpenGroup {
+                            intact: Intact::new(&j),
                             j,
                             files,
                             last_used: Instant::now(),
@@ -907,7 +919,7 @@ impl Worker {
         }
         let o = self.open.get_mut(key).expect("opened above");
         o.last_used = Instant::now();
-        let j = &mut o.j;
+        let (j, intact, files) = (&mut o.j, &mut o.intact, &o.files);
         let mut batch = Vec::with_capacity(self.batch);
         let mut sent = 0;
         let result: Result<(), String> = (|| {
@@ -916,6 +928,14 @@ impl Worker {
                     .next()
                     .map_err(|e| format!("reading the next entry: {e}"))?;
                 if n == 0 {
+                    // A handle over named files: files leave it only when
+                    // libsystemd gives up on them.
+                    if let Some(w) = intact.check(j, files) {
+                        if self.tx.blocking_send(ReaderEvent::Warning(w)).is_err() {
+                            done.closed = true;
+                            return Ok(());
+                        }
+                    }
                     break;
                 }
                 if let Some(c) = skip.take() {
@@ -948,8 +968,14 @@ impl Worker {
             }
             if let Some(last) = batch.last_mut() {
                 if last.cursor.is_none() {
-                    // next() found nothing: the read pointer is still on it.
-                    last.cursor = Some(j.cursor().map_err(|e| format!("reading a cursor: {e}"))?);
+                    // next() found nothing: the read pointer is still on it,
+                    // unless libsystemd dropped its file.
+                    last.cursor = Some(match j.cursor() {
+                        Ok(c) => c,
+                        Err(e) => unfiltered(files)
+                            .and_then(|mut u| find_cursor(&mut u, last))
+                            .ok_or_else(|| format!("reading a cursor: {e}"))?,
+                    });
                 }
                 done.cursor.clone_from(&last.cursor);
                 let full = std::mem::take(&mut batch);

@@ -246,6 +246,81 @@ fn open(spec: &Spec) -> Result<Journal, SourceError> {
     Ok(j)
 }
 
+/// Watches a handle for files libsystemd dropped partway through a read.
+/// When it cannot iterate a file (a damaged entry array, say), libsystemd
+/// removes that file from the handle and goes on without telling the
+/// caller: `next()` just finds nothing more there. What the handle's files
+/// occupy (`sd_journal_get_usage`, the sum of their blocks) then shrinks.
+pub(super) struct Intact {
+    usage: u64,
+}
+
+impl Intact {
+    pub(super) fn new(j: &Journal) -> Self {
+        Self {
+            usage: j.usage().unwrap_or(0),
+        }
+    }
+
+    /// A warning when a file left the handle since the last look. `files`
+    /// are the handle's files when known: the one whose size went missing
+    /// is named, and nothing is said when it was deleted (vacuum and
+    /// rotation are accounted as losses elsewhere).
+    pub(super) fn check(&mut self, j: &Journal, files: &[PathBuf]) -> Option<String> {
+        use std::os::unix::fs::MetadataExt as _;
+        let now = j.usage().ok()?;
+        let before = std::mem::replace(&mut self.usage, now);
+        if now >= before {
+            return None;
+        }
+        let gone = before - now;
+        let blocks = |p: &PathBuf| std::fs::metadata(p).ok().map(|m| m.blocks() * 512);
+        if let Some(p) = files.iter().find(|p| blocks(p) == Some(gone)) {
+            return Some(damaged(&p.display().to_string()));
+        }
+        if files.iter().any(|p| blocks(p).is_none()) {
+            return None;
+        }
+        Some(damaged(if files.is_empty() {
+            "a journal file"
+        } else {
+            "one of its files"
+        }))
+    }
+}
+
+/// The cursor of `last` when the handle it came through can no longer tell
+/// it (libsystemd dropped its file, see [`Intact`]): found again through an
+/// unfiltered handle `j`, which walks the files' own entry order rather
+/// than the damaged field's, as the entry at its time with its message.
+pub(super) fn find_cursor(j: &mut Journal, last: &Entry) -> Option<String> {
+    let at = u64::try_from(last.at?).ok()?;
+    j.seek_realtime_usec(at).ok()?;
+    for _ in 0..4096 {
+        if j.next().ok()? == 0 {
+            return None;
+        }
+        if j.timestamp_usec().ok()? != at {
+            continue;
+        }
+        let same = j
+            .get_data("MESSAGE")
+            .ok()?
+            .and_then(|f| f.value().map(|v| v == last.message.as_slice()));
+        if same == Some(true) {
+            return j.cursor().ok();
+        }
+    }
+    None
+}
+
+fn damaged(what: &str) -> String {
+    format!(
+        "{what}: damaged: libsystemd stopped reading it partway, and the kubelet entries \
+         after the damage are missing (`journalctl --verify` shows where); the rest was read"
+    )
+}
+
 /// The values `field` takes anywhere in the open files.
 fn unique_values(j: &mut Journal, field: &str) -> std::collections::HashSet<Vec<u8>> {
     let mut out = std::collections::HashSet::new();
@@ -459,6 +534,9 @@ fn pump(
     }
     let mut batch = Vec::with_capacity(spec.batch);
     let mut names = Interner::default();
+    // Following, files also leave the handle when vacuumed: only a read
+    // to the end looks.
+    let mut intact = Intact::new(j);
     // A Tail is owed after entries were sent, and once at the start.
     let mut owe_tail = true;
     let mut sync = 0;
@@ -504,9 +582,16 @@ fn pump(
             // the one a commit lands on.
             if let Some(last) = batch.last_mut() {
                 if last.cursor.is_none() {
-                    // next() found nothing: the read pointer is still on it.
-                    last.cursor = Some(j.cursor().map_err(|e| format!("reading a cursor: {e}"))?);
-                    progress.advance(last.cursor.as_deref().and_then(seqnum));
+                    // next() found nothing: the read pointer is still on it,
+                    // unless libsystemd dropped its file.
+                    let c = match j.cursor() {
+                        Ok(c) => c,
+                        Err(e) => Probe::open(spec)
+                            .and_then(|mut p| find_cursor(&mut p.j, last))
+                            .ok_or_else(|| format!("reading a cursor: {e}"))?,
+                    };
+                    progress.advance(seqnum(&c));
+                    last.cursor = Some(c);
                 }
             }
             let full = std::mem::replace(&mut batch, Vec::with_capacity(spec.batch));
@@ -517,6 +602,13 @@ fn pump(
             last_entry = Instant::now();
         }
         if !spec.follow {
+            let files = match &spec.target {
+                Target::Files(f) => f.as_slice(),
+                _ => &[],
+            };
+            if let Some(w) = intact.check(j, files) {
+                let _ = send(ReaderEvent::Warning(w));
+            }
             return Ok(());
         }
         let asked = sync;
@@ -656,8 +748,13 @@ impl Iterator for Drain {
                 ReaderEvent::Entries(v) => self.buf.extend(v),
                 ReaderEvent::Tail { .. } | ReaderEvent::Pong(_) | ReaderEvent::Lost(_) => {}
                 ReaderEvent::Warning(reason) => {
+                    // A warning that names its file needs no other place.
+                    let (place, reason) = match reason.split_once(": ") {
+                        Some((file, rest)) if file == self.target => (file.into(), rest.into()),
+                        _ => (self.target.clone(), reason),
+                    };
                     return Some(Ok(Item::Malformed(crate::model::Malformed {
-                        place: self.target.clone(),
+                        place,
                         reason,
                     })));
                 }
@@ -824,9 +921,13 @@ mod tests {
     #[test]
     fn evidence_needs_a_cursor_markers_and_non_info_lines() {
         let info = |body: &str| format!("I0101 00:00:00.000000 1 x.go:1] {body}");
-        assert!(may_be_evidence(info("\"Unable to update node status\"").as_bytes()));
+        assert!(may_be_evidence(
+            info("\"Unable to update node status\"").as_bytes()
+        ));
         assert!(may_be_evidence(info("Started kubelet").as_bytes()));
-        assert!(!may_be_evidence(info("\"SyncLoop (PLEG)\" pod=x").as_bytes()));
+        assert!(!may_be_evidence(
+            info("\"SyncLoop (PLEG)\" pod=x").as_bytes()
+        ));
         assert!(may_be_evidence(b"E0101 00:00:00.000000 1 x.go:1] anything"));
         assert!(may_be_evidence(b"{\"ts\":1}"));
         assert!(!may_be_evidence(b"I"));

@@ -9,7 +9,7 @@ use kubelet_sentinel::journal::Format;
 use kubelet_sentinel::report::IncidentOut;
 use kubelet_sentinel::tracker::Settings;
 
-use crate::support::{export_entry, journal_remote, journalctl, scan_path};
+use crate::support::{Service, bin, export_entry, journal_remote, journalctl, run, scan_path};
 
 const T0: u64 = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 
@@ -316,5 +316,97 @@ fn one_far_future_entry_moves_no_clock() {
         late.opened_at.starts_with("2025-07-15T17:24:50"),
         "{}",
         late.opened_at
+    );
+}
+
+/// The offset of the data object holding `payload` (uncompressed), checked
+/// by its type (1: data) and size: the payload starts 64 bytes in, or 72 in
+/// a compact file.
+fn data_object(file: &[u8], payload: &[u8]) -> usize {
+    let le64 = |at: usize| u64::from_le_bytes(file[at..at + 8].try_into().unwrap());
+    let mut from = 0;
+    while let Some(i) = file[from..]
+        .windows(payload.len())
+        .position(|w| w == payload)
+    {
+        let p = from + i;
+        for header in [72, 64] {
+            if p >= header {
+                let o = p - header;
+                if file[o] == 1 && le64(o + 8) == (header + payload.len()) as u64 {
+                    return o;
+                }
+            }
+        }
+        from = p + 1;
+    }
+    panic!("no data object for {}", String::from_utf8_lossy(payload));
+}
+
+/// libsystemd drops a file it cannot iterate from the handle and reads on
+/// as if it had ended there (the attack report's flipped bytes: 40 of 120
+/// kubelet entries, exit 0, no word). The file is named as damaged, what
+/// was read before the damage is kept, and the read counts as one with
+/// losses (exit 4), from the file and from its directory.
+#[test]
+fn a_damaged_journal_file_is_named_and_read_with_losses() {
+    let dir = tempfile::tempdir().unwrap();
+    let jdir = dir.path().join("journal");
+    std::fs::create_dir(&jdir).unwrap();
+    let jfile = jdir.join("remote.journal");
+    journal_remote(&export_of(&scenario()), &jfile);
+    let jpath = jfile.display().to_string();
+    let unit_lines =
+        |p: &str| journalctl(&["--file", p, "-u", "kubelet.service", "-o", "cat"]).len();
+    let intact_lines = unit_lines(&jpath);
+
+    // Damage the entry array of `_SYSTEMD_UNIT=kubelet.service`: its
+    // first entry is stored inline, the rest are behind the array.
+    let mut bytes = std::fs::read(&jfile).unwrap();
+    let d = data_object(&bytes, b"_SYSTEMD_UNIT=kubelet.service");
+    let array = u64::from_le_bytes(bytes[d + 48..d + 56].try_into().unwrap()) as usize;
+    assert_eq!(bytes[array], 6, "an entry array object");
+    bytes[array] = 0x7f;
+    std::fs::write(&jfile, &bytes).unwrap();
+    let damaged_lines = unit_lines(&jpath);
+    assert!(
+        damaged_lines > 0 && damaged_lines < intact_lines / 4,
+        "the damage hides entries from libsystemd: {damaged_lines} of {intact_lines} bytes"
+    );
+
+    for target in [&jfile, &jdir] {
+        let out = run(bin().args(["scan", "-q", "-o", "json"]).arg(target), None);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(4), "read with losses: {err}");
+        assert!(err.contains(&format!("{jpath}: damaged")), "{err}");
+        assert!(err.contains("journalctl --verify"), "{err}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["summary"]["malformed"], 1, "{v:#}");
+    }
+
+    // The service's catch-up keeps what came before the damage, with a
+    // position it can resume from: a second run reads nothing again.
+    let svc = Service::new(&format!("directory = \"{}\"", jdir.display()), "");
+    let scanned = run(bin().args(["scan", "-q", "-o", "json"]).arg(&jdir), None);
+    let scanned: serde_json::Value = serde_json::from_slice(&scanned.stdout).unwrap();
+    for _ in 0..2 {
+        let out = svc.run_once();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains(&format!("{jpath}: damaged")), "{err}");
+        let status = svc.query(&["status", "-o", "json"]);
+        let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+        assert_eq!(status["kubelet_lines"], scanned["summary"]["kubelet_lines"]);
+    }
+
+    // An intact copy says nothing.
+    let clean = dir.path().join("clean.journal");
+    journal_remote(&export_of(&scenario()), &clean);
+    let out = run(bin().args(["scan", "-q", "-o", "json"]).arg(&clean), None);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
