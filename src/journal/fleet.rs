@@ -35,8 +35,8 @@ use tokio::sync::mpsc;
 use systemd::journal::{Journal, OpenFilesOptions};
 
 use super::sd::{
-    Intact, Interner, Reader, ReaderCtl, ReaderEvent, Start, Unreadable, add_matches, find_cursor,
-    read_entry, seqnum,
+    Intact, Interner, Reader, ReaderCtl, ReaderEvent, Start, Unreadable, add_matches, damaged,
+    find_cursor, in_match, read_entry, resume_whole, seek, seqnum,
 };
 use super::{EntryFilter, SourceError, Text};
 
@@ -781,6 +781,8 @@ struct OpenGroup {
     files: Vec<PathBuf>,
     last_used: Instant,
     intact: Intact,
+    /// Read without the match (libsystemd gave up on a file through it).
+    whole: bool,
 }
 
 struct Worker {
@@ -850,13 +852,7 @@ impl Worker {
             };
             add_matches(&mut j, &filter).map_err(|e| format!("cannot add matches: {e}"))?;
         }
-        match start {
-            Start::Head => j.seek_head(),
-            Start::Tail => j.seek_tail().and_then(|()| j.previous().map(|_| ())),
-            Start::Realtime(us) => j.seek_realtime_usec(*us),
-            Start::After(c) => j.seek_cursor(c.as_str()),
-        }
-        .map_err(|e| format!("cannot seek: {e}"))?;
+        seek(&mut j, start).map_err(|e| format!("cannot seek: {e}"))?;
         Ok(j)
     }
 
@@ -902,6 +898,7 @@ impl Worker {
                         key.clone(),
                         OpenGroup {
                             intact: Intact::new(&j),
+                            whole: false,
                             j,
                             files,
                             last_used: Instant::now(),
@@ -919,8 +916,8 @@ impl Worker {
         }
         let o = self.open.get_mut(key).expect("opened above");
         o.last_used = Instant::now();
-        let (j, intact, files) = (&mut o.j, &mut o.intact, &o.files);
-        let mut batch = Vec::with_capacity(self.batch);
+        let (j, intact, files, whole) = (&mut o.j, &mut o.intact, &o.files, &mut o.whole);
+        let mut batch: Vec<crate::model::Entry> = Vec::with_capacity(self.batch);
         let mut sent = 0;
         let result: Result<(), String> = (|| {
             loop {
@@ -930,13 +927,34 @@ impl Worker {
                 if n == 0 {
                     // A handle over named files: files leave it only when
                     // libsystemd gives up on them.
-                    if let Some(w) = intact.check(j, files) {
-                        if self.tx.blocking_send(ReaderEvent::Warning(w)).is_err() {
-                            done.closed = true;
-                            return Ok(());
+                    let Some(what) = intact.check(j, files) else {
+                        break;
+                    };
+                    let warning = ReaderEvent::Warning(damaged(&what, *whole));
+                    if self.tx.blocking_send(warning).is_err() {
+                        done.closed = true;
+                        return Ok(());
+                    }
+                    if *whole {
+                        break;
+                    }
+                    // Go on from the last entry read, without the match.
+                    let mut u = unfiltered(files).ok_or("cannot open the files again")?;
+                    if let Some(last) = batch.last_mut() {
+                        if last.cursor.is_none() {
+                            last.cursor =
+                                unfiltered(files).and_then(|mut v| find_cursor(&mut v, last));
                         }
                     }
-                    break;
+                    let pos = match batch.last() {
+                        Some(last) => last.cursor.clone(),
+                        None => done.cursor.clone(),
+                    };
+                    skip = resume_whole(&mut u, pos.as_deref(), start)?;
+                    *j = u;
+                    *intact = Intact::new(j);
+                    *whole = true;
+                    continue;
                 }
                 if let Some(c) = skip.take() {
                     // After seek_cursor, next() lands on the cursor's entry
@@ -947,6 +965,15 @@ impl Worker {
                 }
                 let mut entry =
                     read_entry(j, &mut self.names).map_err(|e| format!("reading an entry: {e}"))?;
+                if *whole {
+                    if !in_match(&self.filter, &entry) {
+                        continue;
+                    }
+                    if entry.cursor.is_none() {
+                        entry.cursor =
+                            Some(j.cursor().map_err(|e| format!("reading a cursor: {e}"))?);
+                    }
+                }
                 entry.group = Some(key.clone());
                 if batch.len() + 1 >= self.batch && entry.cursor.is_none() {
                     entry.cursor = Some(j.cursor().map_err(|e| format!("reading a cursor: {e}"))?);

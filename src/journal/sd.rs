@@ -236,14 +236,18 @@ fn open(spec: &Spec) -> Result<Journal, SourceError> {
         present_only(&mut j, &spec.filter)
     };
     add_matches(&mut j, &filter).map_err(|e| journal_err(t, "cannot add matches", &e))?;
-    match &spec.start {
+    seek(&mut j, &spec.start).map_err(|e| journal_err(t, "cannot seek", &e))?;
+    Ok(j)
+}
+
+/// Places a handle where a read starts.
+pub(super) fn seek(j: &mut Journal, start: &Start) -> systemd::Result<()> {
+    match start {
         Start::Head => j.seek_head(),
         Start::Tail => j.seek_tail().and_then(|()| j.previous().map(|_| ())),
         Start::Realtime(us) => j.seek_realtime_usec(*us),
         Start::After(c) => j.seek_cursor(c.as_str()),
     }
-    .map_err(|e| journal_err(t, "cannot seek", &e))?;
-    Ok(j)
 }
 
 /// Watches a handle for files libsystemd dropped partway through a read.
@@ -262,10 +266,10 @@ impl Intact {
         }
     }
 
-    /// A warning when a file left the handle since the last look. `files`
-    /// are the handle's files when known: the one whose size went missing
-    /// is named, and nothing is said when it was deleted (vacuum and
-    /// rotation are accounted as losses elsewhere).
+    /// What left the handle since the last look, when something did.
+    /// `files` are the handle's files when known: the one whose size went
+    /// missing is named, and nothing is said when it was deleted (vacuum
+    /// and rotation are accounted as losses elsewhere).
     pub(super) fn check(&mut self, j: &Journal, files: &[PathBuf]) -> Option<String> {
         use std::os::unix::fs::MetadataExt as _;
         let now = j.usage().ok()?;
@@ -276,17 +280,65 @@ impl Intact {
         let gone = before - now;
         let blocks = |p: &PathBuf| std::fs::metadata(p).ok().map(|m| m.blocks() * 512);
         if let Some(p) = files.iter().find(|p| blocks(p) == Some(gone)) {
-            return Some(damaged(&p.display().to_string()));
+            return Some(p.display().to_string());
         }
         if files.iter().any(|p| blocks(p).is_none()) {
             return None;
         }
-        Some(damaged(if files.is_empty() {
-            "a journal file"
+        Some(if files.is_empty() {
+            "a journal file".into()
         } else {
-            "one of its files"
-        }))
+            "one of its files".into()
+        })
     }
+}
+
+/// The warning for a file libsystemd gave up on. Through the kubelet match
+/// it reads a field's own list of entries, which damage can cut; the files'
+/// list of all entries is then read from there, and the match applied
+/// here. `whole` says whether that was already so.
+pub(super) fn damaged(what: &str, whole: bool) -> String {
+    if whole {
+        format!(
+            "{what}: damaged: libsystemd stopped reading it partway, and the kubelet entries \
+             after the damage are missing (`journalctl --verify` shows where); the rest was read"
+        )
+    } else {
+        format!(
+            "{what}: damaged: libsystemd stopped reading it partway through the kubelet match \
+             (`journalctl --verify` shows where); the rest is read entry by entry"
+        )
+    }
+}
+
+/// The kubelet match of [`add_matches`], applied to an entry read without
+/// it.
+pub(super) fn in_match(f: &EntryFilter, e: &Entry) -> bool {
+    let has =
+        |v: &[String], x: &Option<Text>| x.as_deref().is_some_and(|x| v.iter().any(|y| y == x));
+    has(&f.units, &e.unit)
+        || (e.pid == Some(1) && has(&f.units, &e.about_unit))
+        || has(&f.identifiers, &e.identifier)
+        || has(&f.containers, &e.container)
+}
+
+/// Places `whole`, an unfiltered handle on the same files, after `pos` (the
+/// last entry read) or, with none, where the read began. Returns the cursor
+/// of an entry `next()` lands on that was already read.
+pub(super) fn resume_whole(
+    whole: &mut Journal,
+    pos: Option<&str>,
+    start: &Start,
+) -> Result<Option<String>, String> {
+    let start = match pos {
+        Some(c) => Start::After(c.to_string()),
+        None => start.clone(),
+    };
+    seek(whole, &start).map_err(|e| format!("cannot seek: {e}"))?;
+    Ok(match start {
+        Start::After(c) => Some(c),
+        _ => None,
+    })
 }
 
 /// The cursor of `last` when the handle it came through can no longer tell
@@ -312,13 +364,6 @@ pub(super) fn find_cursor(j: &mut Journal, last: &Entry) -> Option<String> {
         }
     }
     None
-}
-
-fn damaged(what: &str) -> String {
-    format!(
-        "{what}: damaged: libsystemd stopped reading it partway, and the kubelet entries \
-         after the damage are missing (`journalctl --verify` shows where); the rest was read"
-    )
 }
 
 /// The values `field` takes anywhere in the open files.
@@ -537,6 +582,10 @@ fn pump(
     // Following, files also leave the handle when vacuumed: only a read
     // to the end looks.
     let mut intact = Intact::new(j);
+    // Reading without the match, after libsystemd gave up on a file.
+    let mut whole = false;
+    // The cursor of the last entry sent.
+    let mut sent_upto: Option<String> = None;
     // A Tail is owed after entries were sent, and once at the start.
     let mut owe_tail = true;
     let mut sync = 0;
@@ -555,6 +604,14 @@ fn pump(
             }
             let mut entry =
                 read_entry(j, &mut names).map_err(|e| format!("reading an entry: {e}"))?;
+            if whole {
+                if !in_match(&spec.filter, &entry) {
+                    continue;
+                }
+                if entry.cursor.is_none() {
+                    entry.cursor = Some(j.cursor().map_err(|e| format!("reading a cursor: {e}"))?);
+                }
+            }
             // The last entry of a batch is where a commit may land: it
             // always carries its cursor.
             if batch.len() + 1 >= spec.batch && entry.cursor.is_none() {
@@ -566,6 +623,7 @@ fn pump(
             batch.push(entry);
             if batch.len() >= spec.batch {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(spec.batch));
+                sent_upto = full.last().and_then(|e| e.cursor.clone());
                 if !send(ReaderEvent::Entries(full)) {
                     return Ok(());
                 }
@@ -595,6 +653,7 @@ fn pump(
                 }
             }
             let full = std::mem::replace(&mut batch, Vec::with_capacity(spec.batch));
+            sent_upto = full.last().and_then(|e| e.cursor.clone());
             if !send(ReaderEvent::Entries(full)) {
                 return Ok(());
             }
@@ -606,8 +665,19 @@ fn pump(
                 Target::Files(f) => f.as_slice(),
                 _ => &[],
             };
-            if let Some(w) = intact.check(j, files) {
-                let _ = send(ReaderEvent::Warning(w));
+            if let Some(what) = intact.check(j, files) {
+                if !send(ReaderEvent::Warning(damaged(&what, whole))) {
+                    return Ok(());
+                }
+                if !whole {
+                    if let Some(mut p) = Probe::open(spec) {
+                        skip_cursor = resume_whole(&mut p.j, sent_upto.as_deref(), &spec.start)?;
+                        *j = p.j;
+                        intact = Intact::new(j);
+                        whole = true;
+                        continue;
+                    }
+                }
             }
             return Ok(());
         }
