@@ -69,13 +69,22 @@ def service(tag, incidents):
     return p, cfg, port
 
 def switches(pid):
-    total = 0
+    """Context switches by thread id (voluntary and not)."""
+    out = {}
     for t in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{t}/status") as f:
-            for line in f:
-                if line.startswith("voluntary_ctxt_switches:") or line.startswith("nonvoluntary_ctxt_switches:"):
-                    total += int(line.split()[1])
-    return total
+        try:
+            with open(f"/proc/{pid}/task/{t}/status") as f:
+                out[t] = sum(int(line.split()[1]) for line in f
+                             if line.startswith(("voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:")))
+        except FileNotFoundError:
+            pass  # ended meanwhile
+    return out
+
+def woken(before, after):
+    """Switches between two readings. Per thread: a thread that ended in
+    between would take its switches out of a plain sum; a thread that ended
+    is counted up to the first reading (its later ones are gone with it)."""
+    return sum(n - before.get(t, 0) for t, n in after.items())
 
 def cpu_seconds(pid):
     with open(f"/proc/{pid}/stat") as f:
@@ -112,7 +121,7 @@ try:
     time.sleep(idle_seconds)
     sw1, cpu1, t1 = switches(few.pid), cpu_seconds(few.pid), time.monotonic()
     threads = len(os.listdir(f"/proc/{few.pid}/task"))
-    print(f"idle_seconds={t1 - t0:.0f} wakeups_per_s={(sw1 - sw0) / (t1 - t0):.2f} cpu_s={cpu1 - cpu0:.3f} threads={threads}")
+    print(f"idle_seconds={t1 - t0:.0f} wakeups_per_s={woken(sw0, sw1) / (t1 - t0):.2f} cpu_s={cpu1 - cpu0:.3f} threads={threads}")
     for label, port, cfg in [("10", few_port, few_cfg), (str(many_count), many_port, many_cfg)]:
         scrapes = sorted(scrape(port) for _ in range(50))
         statuses = sorted(status(cfg) for _ in range(20))

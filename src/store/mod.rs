@@ -176,6 +176,26 @@ fn unreadable(e: &sled::Error) -> bool {
     )
 }
 
+/// How late the kernel may wake sled's idle I/O threads.
+const SLED_IDLE_SLACK: std::num::NonZeroU64 = std::num::NonZeroU64::new(10_000_000_000).unwrap();
+
+/// Runs `open` with a timer slack of [`SLED_IDLE_SLACK`] on this thread.
+/// sled 0.34 starts its I/O threads when it first opens a database, and
+/// they inherit the slack. Each waits for work on a condition variable with
+/// a one-second timeout, only to wait again: seven threads woke an idle
+/// service seven times a second. Work reaches them by a notify, which no
+/// slack delays; only the pointless timeouts are deferred.
+fn with_idle_slack<T>(open: impl FnOnce() -> T) -> T {
+    use rustix::thread::{current_timer_slack, set_current_timer_slack};
+    let before = current_timer_slack().ok();
+    let _ = set_current_timer_slack(Some(SLED_IDLE_SLACK));
+    let out = open();
+    if let Some(b) = before {
+        let _ = set_current_timer_slack(std::num::NonZeroU64::new(b));
+    }
+    out
+}
+
 impl Store {
     /// Opens (creating) the store. sled takes an exclusive lock: a second
     /// opener, the running service included, gets [`StoreError::Locked`].
@@ -201,26 +221,30 @@ impl Store {
                 }
             }
         };
-        let db = sled::Config::new()
-            .path(path)
-            .cache_capacity(16 << 20)
-            // Commits flush explicitly; no background flusher waking the
-            // process every second while it idles.
-            .flush_every_ms(None)
-            .open()
-            .map_err(|e| match &e {
-                // sled reports its lock as an I/O error; there is no other
-                // way to tell it apart (sled 0.34 is frozen).
-                sled::Error::Io(io)
-                    if io.kind() == std::io::ErrorKind::WouldBlock
-                        || io.to_string().contains("could not acquire lock") =>
-                {
-                    StoreError::Locked {
-                        path: shown.clone(),
-                    }
+        let db = with_idle_slack(|| {
+            sled::Config::new()
+                .path(path)
+                .cache_capacity(16 << 20)
+                // Commits flush explicitly; no background flusher waking
+                // the process every second while it idles.
+                .flush_every_ms(None)
+                .open()
+                // A new database starts the threads with its first write.
+                .and_then(|db| db.flush().map(|_| db))
+        })
+        .map_err(|e| match &e {
+            // sled reports its lock as an I/O error; there is no other
+            // way to tell it apart (sled 0.34 is frozen).
+            sled::Error::Io(io)
+                if io.kind() == std::io::ErrorKind::WouldBlock
+                    || io.to_string().contains("could not acquire lock") =>
+            {
+                StoreError::Locked {
+                    path: shown.clone(),
                 }
-                _ => sled_err(e),
-            })?;
+            }
+            _ => sled_err(e),
+        })?;
         let tree = |name: &str| db.open_tree(name).map_err(sled_err);
         let store = Self {
             incidents: tree("incidents")?,
@@ -717,6 +741,32 @@ fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// sled's seven I/O threads, started by the first open in the process,
+    /// wait with the idle slack; the opening thread gets its own back.
+    #[test]
+    fn sleds_idle_threads_wait_with_slack() {
+        let before = rustix::thread::current_timer_slack().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let _store = Store::open(&dir.path().join("store")).unwrap();
+        assert_eq!(rustix::thread::current_timer_slack().unwrap(), before);
+        let mut slack = Vec::new();
+        for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+            let read = |f: &str| std::fs::read_to_string(t.path().join(f)).unwrap_or_default();
+            let name = read("comm");
+            let Some(n) = name.trim().strip_prefix("sled-io-") else {
+                continue;
+            };
+            if n.parse::<u32>().is_ok_and(|n| n < 7) {
+                // Only /proc/TID has it, not /proc/self/task/TID.
+                let tid = t.file_name();
+                let ns =
+                    std::fs::read_to_string(Path::new("/proc").join(tid).join("timerslack_ns"));
+                slack.push(ns.unwrap().trim().parse::<u64>().unwrap());
+            }
+        }
+        assert_eq!(slack, vec![SLED_IDLE_SLACK.get(); 7]);
+    }
 
     #[test]
     fn time_keys_sort_in_time_order() {
