@@ -14,7 +14,7 @@
 //! the whole process was stopped for a while.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -266,30 +266,19 @@ impl Intact {
         }
     }
 
-    /// What left the handle since the last look, when something did.
-    /// `files` are the handle's files when known: the one whose size went
-    /// missing is named, and nothing is said when it was deleted (vacuum
-    /// and rotation are accounted as losses elsewhere).
-    pub(super) fn check(&mut self, j: &Journal, files: &[PathBuf]) -> Option<String> {
+    /// The file that left the handle since the last look, when one did:
+    /// of `files`, the one still there whose size went missing. A file
+    /// deleted (vacuum) or truncated (journald trims a file it archives)
+    /// is no such file: neither is named.
+    pub(super) fn check(&mut self, j: &Journal, files: &[PathBuf]) -> Option<PathBuf> {
         use std::os::unix::fs::MetadataExt as _;
         let now = j.usage().ok()?;
         let before = std::mem::replace(&mut self.usage, now);
-        if now >= before {
-            return None;
-        }
-        let gone = before - now;
-        let blocks = |p: &PathBuf| std::fs::metadata(p).ok().map(|m| m.blocks() * 512);
-        if let Some(p) = files.iter().find(|p| blocks(p) == Some(gone)) {
-            return Some(p.display().to_string());
-        }
-        if files.iter().any(|p| blocks(p).is_none()) {
-            return None;
-        }
-        Some(if files.is_empty() {
-            "a journal file".into()
-        } else {
-            "one of its files".into()
-        })
+        let gone = before.checked_sub(now).filter(|g| *g > 0)?;
+        files
+            .iter()
+            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.blocks() * 512 == gone))
+            .cloned()
     }
 }
 
@@ -297,7 +286,8 @@ impl Intact {
 /// it reads a field's own list of entries, which damage can cut; the files'
 /// list of all entries is then read from there, and the match applied
 /// here. `whole` says whether that was already so.
-pub(super) fn damaged(what: &str, whole: bool) -> String {
+pub(super) fn damaged(file: &Path, whole: bool) -> String {
+    let what = file.display();
     if whole {
         format!(
             "{what}: damaged: libsystemd stopped reading it partway, and the kubelet entries \
@@ -661,11 +651,7 @@ fn pump(
             last_entry = Instant::now();
         }
         if !spec.follow {
-            let files = match &spec.target {
-                Target::Files(f) => f.as_slice(),
-                _ => &[],
-            };
-            if let Some(what) = intact.check(j, files) {
+            if let Some(what) = intact.check(j, &journal_files(&spec.target)) {
                 if !send(ReaderEvent::Warning(damaged(&what, whole))) {
                     return Ok(());
                 }
@@ -876,34 +862,66 @@ pub(super) fn group_name(gid: u32) -> Option<String> {
     })
 }
 
-/// The journal files of a directory (and its machine-id subdirectories)
-/// or a file list that cannot be opened: libsystemd skips them silently.
-#[must_use]
-pub fn unreadable_files(target: &Target) -> Vec<Unreadable> {
-    use std::os::unix::fs::MetadataExt as _;
+/// The journal files a target reads: a directory's (and its machine-id
+/// subdirectories'), a file list, or the system's or a namespace's in
+/// /var/log/journal and /run/log/journal.
+fn journal_files(target: &Target) -> Vec<PathBuf> {
     let is_journal = |p: &std::path::Path| {
         p.file_name()
             .and_then(|n| n.to_str())
             .is_some_and(|n| n.ends_with(".journal") || n.ends_with(".journal~"))
     };
-    let mut files: Vec<PathBuf> = Vec::new();
-    match target {
+    let subdirs = |d: &std::path::Path, keep: &dyn Fn(&str) -> bool| -> Vec<PathBuf> {
+        std::fs::read_dir(d)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir() && p.file_name().and_then(|n| n.to_str()).is_some_and(keep))
+            .collect()
+    };
+    let roots = [
+        std::path::Path::new("/var/log/journal"),
+        std::path::Path::new("/run/log/journal"),
+    ];
+    let dirs: Vec<PathBuf> = match target {
         Target::Directory(d) => {
-            let mut dirs = vec![d.clone()];
-            if let Ok(rd) = std::fs::read_dir(d) {
-                dirs.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
-            }
-            for dir in dirs {
-                if let Ok(rd) = std::fs::read_dir(&dir) {
-                    files.extend(rd.flatten().map(|e| e.path()).filter(|p| is_journal(p)));
-                }
-            }
+            let mut v = vec![d.clone()];
+            v.extend(subdirs(d, &|_| true));
+            v
         }
-        Target::Files(fs) => files.clone_from(fs),
-        Target::System | Target::Namespace(_) => {}
-    }
+        Target::Files(fs) => return fs.clone(),
+        Target::System => roots
+            .iter()
+            .flat_map(|r| subdirs(r, &|n| !n.contains('.')))
+            .collect(),
+        Target::Namespace(ns) => {
+            let suffix = format!(".{ns}");
+            roots
+                .iter()
+                .flat_map(|r| subdirs(r, &|n| n.ends_with(&suffix)))
+                .collect()
+        }
+    };
+    let mut files: Vec<PathBuf> = dirs
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|rd| rd.flatten().map(|e| e.path()))
+        .filter(|p| is_journal(p))
+        .collect();
     files.sort();
     files
+}
+
+/// The journal files of a directory (and its machine-id subdirectories)
+/// or a file list that cannot be opened: libsystemd skips them silently.
+#[must_use]
+pub fn unreadable_files(target: &Target) -> Vec<Unreadable> {
+    use std::os::unix::fs::MetadataExt as _;
+    if matches!(target, Target::System | Target::Namespace(_)) {
+        return Vec::new();
+    }
+    journal_files(target)
         .into_iter()
         .filter_map(|p| match std::fs::File::open(&p) {
             Ok(_) => None,
@@ -1047,5 +1065,47 @@ mod eof_cursor {
         }
         assert_eq!(j.cursor().unwrap(), last);
         assert!(j.test_cursor(last.as_str()).unwrap());
+    }
+
+    /// Files that shrink or go away under a handle are not called damaged:
+    /// journald trims a file it archives, and vacuum deletes files.
+    #[test]
+    fn trimmed_and_deleted_files_are_not_damage() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<_> = ["a", "b"]
+            .iter()
+            .map(|n| {
+                let file = dir.path().join(format!("{n}.journal"));
+                let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
+                    .arg(format!("--output={}", file.display()))
+                    .arg("-")
+                    .stdin(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let export = b"__REALTIME_TIMESTAMP=1\nMESSAGE=a\n\n";
+                std::io::Write::write_all(&mut child.stdin.take().unwrap(), export).unwrap();
+                assert!(child.wait().unwrap().success());
+                file
+            })
+            .collect();
+        let j = OpenFilesOptions::default()
+            .open_files(files.iter().map(|f| f.as_os_str().as_encoded_bytes()))
+            .unwrap();
+        let mut intact = super::super::sd::Intact::new(&j);
+        assert_eq!(intact.check(&j, &files), None);
+        let full = j.usage().unwrap();
+        // Trimmed to its first 4 KiB, as an archived file's unused tail.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&files[0])
+            .unwrap()
+            .set_len(4096)
+            .unwrap();
+        assert!(j.usage().unwrap() < full, "the handle's files shrank");
+        assert_eq!(intact.check(&j, &files), None);
+        // Deleted: the handle keeps it open; nothing left the handle.
+        std::fs::remove_file(&files[1]).unwrap();
+        assert_eq!(intact.check(&j, &files), None);
     }
 }
