@@ -1039,13 +1039,8 @@ mod tests {
 mod eof_cursor {
     use systemd::journal::OpenFilesOptions;
 
-    /// After `next()` finds nothing more, the read pointer stays on the last
-    /// entry: its cursor can still be read (the reader relies on it).
-    #[test]
-    fn cursor_after_the_end() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("t.journal");
-        let export = b"__REALTIME_TIMESTAMP=1\nMESSAGE=a\n\n__REALTIME_TIMESTAMP=2\nMESSAGE=b\n\n";
+    /// Writes export-format bytes into `file` with systemd-journal-remote.
+    fn journal_remote(export: &[u8], file: &std::path::Path) {
         let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
             .arg(format!("--output={}", file.display()))
             .arg("-")
@@ -1055,6 +1050,16 @@ mod eof_cursor {
             .unwrap();
         std::io::Write::write_all(&mut child.stdin.take().unwrap(), export).unwrap();
         assert!(child.wait().unwrap().success());
+    }
+
+    /// After `next()` finds nothing more, the read pointer stays on the last
+    /// entry: its cursor can still be read (the reader relies on it).
+    #[test]
+    fn cursor_after_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.journal");
+        let export = b"__REALTIME_TIMESTAMP=1\nMESSAGE=a\n\n__REALTIME_TIMESTAMP=2\nMESSAGE=b\n\n";
+        journal_remote(export, &file);
         let mut j = OpenFilesOptions::default()
             .open_files([file.as_os_str().as_encoded_bytes()])
             .unwrap();
@@ -1076,16 +1081,7 @@ mod eof_cursor {
             .iter()
             .map(|n| {
                 let file = dir.path().join(format!("{n}.journal"));
-                let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
-                    .arg(format!("--output={}", file.display()))
-                    .arg("-")
-                    .stdin(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::null())
-                    .spawn()
-                    .unwrap();
-                let export = b"__REALTIME_TIMESTAMP=1\nMESSAGE=a\n\n";
-                std::io::Write::write_all(&mut child.stdin.take().unwrap(), export).unwrap();
-                assert!(child.wait().unwrap().success());
+                journal_remote(b"__REALTIME_TIMESTAMP=1\nMESSAGE=a\n\n", &file);
                 file
             })
             .collect();

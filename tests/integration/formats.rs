@@ -150,13 +150,20 @@ fn incidents_without_cursors(path: &Path, format: Format) -> serde_json::Value {
     v
 }
 
-#[test]
-fn journal_export_json_and_text_agree() {
+/// The scenario written by `systemd-journal-remote` into `journal/` of a
+/// new temporary directory: the directory, the journal directory, the file.
+fn scenario_journal() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let jdir = dir.path().join("journal");
     std::fs::create_dir(&jdir).unwrap();
     let jfile = jdir.join("remote.journal");
     journal_remote(&export_of(&scenario()), &jfile);
+    (dir, jdir, jfile)
+}
+
+#[test]
+fn journal_export_json_and_text_agree() {
+    let (dir, jdir, jfile) = scenario_journal();
     let jpath = jfile.display().to_string();
 
     let export = dir.path().join("kubelet.export");
@@ -352,11 +359,7 @@ fn data_object(file: &[u8], payload: &[u8]) -> usize {
 /// resumes from where it stopped.
 #[test]
 fn a_damaged_journal_file_is_named_and_read_to_its_end() {
-    let dir = tempfile::tempdir().unwrap();
-    let jdir = dir.path().join("journal");
-    std::fs::create_dir(&jdir).unwrap();
-    let jfile = jdir.join("remote.journal");
-    journal_remote(&export_of(&scenario()), &jfile);
+    let (dir, jdir, jfile) = scenario_journal();
     let jpath = jfile.display().to_string();
     let clean = dir.path().join("clean.journal");
     std::fs::copy(&jfile, &clean).unwrap();
