@@ -10,58 +10,25 @@ Prints p50, p99 and max in ms. Run as root.
 
 Usage: latency.py BINARY [ROUNDS]
 """
-import os, shutil, signal, socket, statistics, subprocess, sys, tempfile, time, datetime
+import datetime, json, os, socket, statistics, subprocess, sys, time
+
+from harness import Bench, free_port, wait_for
 
 binary = os.path.abspath(sys.argv[1])
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 200
-name = f"ksbench{os.getpid()}"
-work = tempfile.mkdtemp(prefix="ks-latency-")
-conf = f"/etc/systemd/journald@{name}.conf"
-procs = []
-
-def cleanup():
-    for p in reversed(procs):
-        p.terminate()
-        try:
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-    for path in [conf]:
-        if os.path.exists(path):
-            os.remove(path)
-    shutil.rmtree(f"/run/systemd/journal.{name}", ignore_errors=True)
-    for root in ["/run/log/journal", "/var/log/journal"]:
-        if os.path.isdir(root):
-            for d in os.listdir(root):
-                if d.endswith("." + name):
-                    shutil.rmtree(os.path.join(root, d), ignore_errors=True)
-    shutil.rmtree(work, ignore_errors=True)
-
-def wait_for(cond, what, timeout=20):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise SystemExit(f"timed out waiting for {what}")
+bench = Bench("latency")
+name, work = bench.name, bench.work
 
 try:
-    with open(conf, "w") as f:
-        f.write("[Journal]\nStorage=volatile\nRateLimitBurst=0\nRateLimitIntervalSec=0\n")
-    journald = next(p for p in ["/lib/systemd/systemd-journald", "/usr/lib/systemd/systemd-journald"] if os.path.exists(p))
-    procs.append(subprocess.Popen([journald, name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    sock_path = f"/run/systemd/journal.{name}/socket"
-    wait_for(lambda: os.path.exists(sock_path), "journald")
+    sock_path = bench.journald()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     def send(msg):
         sock.sendto(f"MESSAGE={msg}\nSYSLOG_IDENTIFIER=kubelet\n".encode(), sock_path)
     send("I0101 00:00:00.000000 1 bench.go:1] \"start\"")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     maildir = os.path.join(work, "maildir")
-    procs.append(subprocess.Popen(["/usr/bin/aiosmtpd", "-n", "-l", f"127.0.0.1:{port}", "-c", "aiosmtpd.handlers.Mailbox", maildir],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    bench.start(["/usr/bin/aiosmtpd", "-n", "-l", f"127.0.0.1:{port}", "-c", "aiosmtpd.handlers.Mailbox", maildir],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     def smtp_up():
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
@@ -76,7 +43,7 @@ try:
                 f'[alert]\nto = ["oncall@example.com"]\ngroup_wait = "0s"\n'
                 f'[alert.smtp]\nhost = "127.0.0.1"\nport = {port}\ntls = "none"\n')
     log = open(os.path.join(work, "service.log"), "w")
-    procs.append(subprocess.Popen([binary, "--config", cfg, "run"], stdout=subprocess.DEVNULL, stderr=log))
+    bench.start([binary, "--config", cfg, "run"], stdout=subprocess.DEVNULL, stderr=log)
     wait_for(lambda: os.path.exists(f"{work}/q.sock"), "the service")
     newdir = os.path.join(maildir, "new")
     def mails():
@@ -104,11 +71,10 @@ try:
     latencies.sort()
     p50 = statistics.median(latencies)
     p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
-    import json
     st = json.loads(subprocess.run([binary, "--config", cfg, "status", "-o", "json"], check=True,
                                    capture_output=True).stdout)
     per = st["store_bytes"] / max(1, st["incidents"])
     print(f"alerts={len(latencies)} p50_ms={p50:.1f} p99_ms={p99:.1f} max_ms={latencies[-1]:.1f} "
           f"store_bytes_per_incident_live={per:.0f}")
 finally:
-    cleanup()
+    bench.cleanup()

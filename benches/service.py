@@ -11,46 +11,16 @@ instance) and services. Prints one `key=value` line per measure. Run as root.
 
 Usage: service.py BINARY GEN_STORE [IDLE_SECONDS [MANY]]
 """
-import os, shutil, socket, statistics, subprocess, sys, tempfile, time
+import json, os, socket, statistics, subprocess, sys, time
+
+from harness import Bench, free_port, wait_for
 
 binary = os.path.abspath(sys.argv[1])
 gen_store = os.path.abspath(sys.argv[2])
 idle_seconds = int(sys.argv[3]) if len(sys.argv) > 3 else 30
 many_count = int(sys.argv[4]) if len(sys.argv) > 4 else 100000
-name = f"ksbenchsvc{os.getpid()}"
-work = tempfile.mkdtemp(prefix="ks-service-")
-conf = f"/etc/systemd/journald@{name}.conf"
-procs = []
-
-def cleanup():
-    for p in reversed(procs):
-        p.terminate()
-        try:
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-    if os.path.exists(conf):
-        os.remove(conf)
-    shutil.rmtree(f"/run/systemd/journal.{name}", ignore_errors=True)
-    for root in ["/run/log/journal", "/var/log/journal"]:
-        if os.path.isdir(root):
-            for d in os.listdir(root):
-                if d.endswith("." + name):
-                    shutil.rmtree(os.path.join(root, d), ignore_errors=True)
-    shutil.rmtree(work, ignore_errors=True)
-
-def wait_for(cond, what, timeout=30):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise SystemExit(f"timed out waiting for {what}")
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+bench = Bench("service")
+name, work = bench.name, bench.work
 
 def service(tag, incidents):
     d = os.path.join(work, tag)
@@ -62,9 +32,8 @@ def service(tag, incidents):
     with open(cfg, "w") as f:
         f.write(f'[journal]\nnamespace = "{name}"\nidentifiers = ["kubelet"]\nstart_at = "all"\n'
                 f'[store]\npath = "{d}/store"\n[api]\nsocket = "{d}/q.sock"\nmetrics_listen = "127.0.0.1:{port}"\n')
-    p = subprocess.Popen([binary, "--config", cfg, "run"], stdout=subprocess.DEVNULL,
-                         stderr=open(os.path.join(d, "log"), "w"))
-    procs.append(p)
+    p = bench.start([binary, "--config", cfg, "run"], stdout=subprocess.DEVNULL,
+                    stderr=open(os.path.join(d, "log"), "w"))
     wait_for(lambda: os.path.exists(f"{d}/q.sock"), "the service")
     return p, cfg, port
 
@@ -99,24 +68,25 @@ def scrape(port):
             pass
     return (time.perf_counter() - t0) * 1000
 
+def caught_up(cfg):
+    out = subprocess.run([binary, "--config", cfg, "status", "-o", "json"], capture_output=True)
+    return out.returncode == 0 and json.loads(out.stdout).get("caught_up") is True
+
 def status(cfg):
     t0 = time.perf_counter()
     subprocess.run([binary, "--config", cfg, "status", "-o", "json"], check=True, stdout=subprocess.DEVNULL)
     return (time.perf_counter() - t0) * 1000
 
 try:
-    with open(conf, "w") as f:
-        f.write("[Journal]\nStorage=volatile\nRateLimitBurst=0\nRateLimitIntervalSec=0\n")
-    journald = next(p for p in ["/lib/systemd/systemd-journald", "/usr/lib/systemd/systemd-journald"] if os.path.exists(p))
-    procs.append(subprocess.Popen([journald, name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    sock_path = f"/run/systemd/journal.{name}/socket"
-    wait_for(lambda: os.path.exists(sock_path), "journald")
+    sock_path = bench.journald()
     s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     s.sendto(b"MESSAGE=I0101 00:00:00.000000 1 bench.go:1] \"start\"\nSYSLOG_IDENTIFIER=kubelet\n", sock_path)
 
     few, few_cfg, few_port = service("few", 10)
     many, many_cfg, many_port = service("many", many_count)
-    time.sleep(3)  # caught up and settled
+    for cfg in [few_cfg, many_cfg]:
+        wait_for(lambda: caught_up(cfg), "the service to catch up")
+    time.sleep(1)  # the last commit's I/O threads go quiet
     sw0, cpu0, t0 = switches(few.pid), cpu_seconds(few.pid), time.monotonic()
     time.sleep(idle_seconds)
     sw1, cpu1, t1 = switches(few.pid), cpu_seconds(few.pid), time.monotonic()
@@ -128,4 +98,4 @@ try:
         print(f"incidents={label} scrape_ms_p50={statistics.median(scrapes):.2f} scrape_ms_max={scrapes[-1]:.2f} "
               f"status_ms_p50={statistics.median(statuses):.1f}")
 finally:
-    cleanup()
+    bench.cleanup()

@@ -114,7 +114,7 @@ impl<R: BufRead> TextReader<R> {
 }
 
 /// The fields a journal/syslog prefix gives.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Prefix<'a> {
     at: Stamp,
     host: &'a str,
@@ -631,6 +631,20 @@ impl<R: BufRead> TextReader<R> {
         }
     }
 
+    /// A record that starts with a journal or syslog prefix.
+    fn prefixed<'a>(&mut self, msg: &'a str, p: Prefix<'_>) -> Result<Physical<'a>, String> {
+        Ok(Physical::Record {
+            entry: Entry {
+                at: self.stamp_time(p.at, msg)?,
+                host: Some(p.host.into()),
+                identifier: Some(p.ident.into()),
+                pid: p.pid,
+                ..Entry::default()
+            },
+            message: msg,
+        })
+    }
+
     fn classify<'a>(&mut self, line: &'a str) -> Result<Physical<'a>, String> {
         let trimmed = line.trim();
         if is_banner(trimmed) {
@@ -643,17 +657,7 @@ impl<R: BufRead> TextReader<R> {
         }
         // A journal or syslog prefix at the start.
         if let Ok((msg, p)) = prefix(s) {
-            let at = self.stamp_time(p.at, msg)?;
-            return Ok(Physical::Record {
-                entry: Entry {
-                    at,
-                    host: Some(p.host.into()),
-                    identifier: Some(p.ident.into()),
-                    pid: p.pid,
-                    ..Entry::default()
-                },
-                message: msg,
-            });
+            return self.prefixed(msg, p);
         }
         if let Ok((msg, tag)) = host_tag(s) {
             let at = self.own_time(msg)?;
@@ -688,17 +692,7 @@ impl<R: BufRead> TextReader<R> {
             *n > 0 && *n < 96 && !c.is_whitespace() && s[..*n].ends_with([' ', '\t'])
         }) {
             if let Ok((msg, p)) = prefix(&s[n..]) {
-                let at = self.stamp_time(p.at, msg)?;
-                return Ok(Physical::Record {
-                    entry: Entry {
-                        at,
-                        host: Some(p.host.into()),
-                        identifier: Some(p.ident.into()),
-                        pid: p.pid,
-                        ..Entry::default()
-                    },
-                    message: msg,
-                });
+                return self.prefixed(msg, p);
             }
         }
         // A klog body whose header was cut off (`380] Error updating …`).

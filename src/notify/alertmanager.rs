@@ -391,15 +391,7 @@ impl AlertmanagerTask {
         &self,
         f: impl FnOnce(Store) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || f(store))
-            .await
-            .unwrap_or_else(|e| {
-                Err(StoreError::Open {
-                    path: String::new(),
-                    message: e.to_string(),
-                })
-            })
+        worker::on_store(&self.store, f).await
     }
 
     /// The alert for an incident as it is now, and the end of the alert

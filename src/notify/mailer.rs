@@ -124,15 +124,7 @@ impl Mailer {
     }
 
     async fn outbox(&self) -> Result<Vec<OutboxEntry>, StoreError> {
-        let store = self.store.clone();
-        let all = tokio::task::spawn_blocking(move || store.outbox())
-            .await
-            .unwrap_or_else(|e| {
-                Err(StoreError::Open {
-                    path: String::new(),
-                    message: e.to_string(),
-                })
-            })?;
+        let all = worker::on_store(&self.store, |s| s.outbox()).await?;
         Ok(all
             .into_iter()
             .filter(|e| e.channel == Channel::Email)
@@ -256,17 +248,11 @@ impl Mailer {
 
     /// Silences hold entries back, acknowledgements drop reminders.
     async fn controls(&self, entries: Vec<OutboxEntry>) -> Result<Vec<OutboxEntry>, StoreError> {
-        let store = self.store.clone();
         let now = (self.now)();
-        let (keep, dropped) =
-            tokio::task::spawn_blocking(move || super::control::apply(&store, entries, now))
-                .await
-                .unwrap_or_else(|e| {
-                    Err(StoreError::Open {
-                        path: String::new(),
-                        message: e.to_string(),
-                    })
-                })?;
+        let (keep, dropped) = worker::on_store(&self.store, move |s| {
+            super::control::apply(&s, entries, now)
+        })
+        .await?;
         for (e, why) in dropped {
             tracing::info!(
                 "{} for node {} not mailed: {why}",
@@ -281,40 +267,26 @@ impl Mailer {
         &self,
         group: &[OutboxEntry],
     ) -> Result<Vec<Option<Incident>>, StoreError> {
-        let store = self.store.clone();
         let ids: Vec<String> = group.iter().map(|e| e.incident.clone()).collect();
-        tokio::task::spawn_blocking(move || {
+        worker::on_store(&self.store, move |s| {
             ids.iter()
-                .map(|id| store.incident(id))
+                .map(|id| s.incident(id))
                 .collect::<Result<Vec<_>, _>>()
         })
         .await
-        .unwrap_or_else(|e| {
-            Err(StoreError::Open {
-                path: String::new(),
-                message: e.to_string(),
-            })
-        })
     }
 
     async fn write(&self, remove: Vec<u64>, update: Vec<OutboxEntry>) -> Result<(), StoreError> {
-        let store = self.store.clone();
-        tokio::task::spawn_blocking(move || {
+        worker::on_store(&self.store, move |s| {
             if !remove.is_empty() {
-                store.outbox_remove(&remove)?;
+                s.outbox_remove(&remove)?;
             }
             if !update.is_empty() {
-                store.outbox_update(&update)?;
+                s.outbox_update(&update)?;
             }
             Ok(())
         })
         .await
-        .unwrap_or_else(|e| {
-            Err(StoreError::Open {
-                path: String::new(),
-                message: e.to_string(),
-            })
-        })
     }
 
     /// One delivery attempt of a group. Returns what happened and the

@@ -9,7 +9,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::store::StoreError;
+use crate::store::{Store, StoreError};
 use crate::time::{Micros, SECOND};
 
 /// A delivery task over its own outbox entries.
@@ -86,4 +86,20 @@ async fn sleep(wait: Option<Duration>) {
         Some(d) => tokio::time::sleep(d).await,
         None => std::future::pending().await,
     }
+}
+
+/// Runs `f` on the store off the async threads (sled blocks).
+pub(crate) async fn on_store<T: Send + 'static>(
+    store: &Store,
+    f: impl FnOnce(Store) -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || f(store))
+        .await
+        .unwrap_or_else(|e| {
+            Err(StoreError::Open {
+                path: String::new(),
+                message: e.to_string(),
+            })
+        })
 }

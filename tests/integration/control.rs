@@ -4,6 +4,8 @@
 //! reminder but its resolved notice, which names who acknowledged it;
 //! routes send a cause to its own recipients.
 
+use std::path::PathBuf;
+
 use kubelet_sentinel::time::{Micros, SECOND};
 
 use crate::collector::{retry, upload};
@@ -18,6 +20,31 @@ fn mail_config(port: u16, extra: &str) -> String {
         "[incidents]\nresolve_after = \"6s\"\n\n[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"0s\"\nmax_age = \"1h\"\n{extra}\n\n\
          [alert.smtp]\nhost = \"127.0.0.1\"\nport = {port}\ntls = \"none\"\n"
     )
+}
+
+/// A service reading a collector directory and mailing aiosmtpd, started;
+/// `config` gives the mail settings for aiosmtpd's port.
+fn collector(config: impl Fn(u16) -> String) -> (tempfile::TempDir, Smtpd, PathBuf, Service) {
+    let tmp = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &config(smtp.port),
+    );
+    svc.start();
+    (tmp, smtp, dir, svc)
+}
+
+/// The incident of `node`, if there is one.
+fn incident_of(svc: &Service, node: &str) -> Option<serde_json::Value> {
+    svc.incidents()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["node"] == node)
+        .cloned()
 }
 
 fn subjects(smtp: &Smtpd) -> Vec<String> {
@@ -36,15 +63,9 @@ fn cli(svc: &Service, args: &[&str]) -> String {
 
 #[test]
 fn a_silence_holds_mail_back_and_its_end_announces_what_is_still_open() {
-    let tmp = tempfile::tempdir().unwrap();
-    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
-    let dir = tmp.path().join("journals");
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut svc = Service::new(
-        &format!("directory = \"{}\"", dir.display()),
-        &mail_config(smtp.port, "").replace("resolve_after = \"6s\"", "resolve_after = \"60s\""),
-    );
-    svc.start();
+    let (_tmp, smtp, dir, mut svc) = collector(|port| {
+        mail_config(port, "").replace("resolve_after = \"6s\"", "resolve_after = \"60s\"")
+    });
 
     let added = cli(
         &svc,
@@ -91,23 +112,10 @@ fn a_silence_holds_mail_back_and_its_end_announces_what_is_still_open() {
     );
     wait_for(
         Duration::from_secs(15),
-        || {
-            svc.incidents()
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|i| i["node"] == "worker-1")
-        },
+        || incident_of(&svc, "worker-1").is_some(),
         "worker-1 recorded",
     );
-    let incidents = svc.incidents();
-    let w1 = incidents
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["node"] == "worker-1")
-        .cloned()
-        .expect("worker-1 recorded");
+    let w1 = incident_of(&svc, "worker-1").expect("worker-1 recorded");
     assert!(!w1["silenced_by"].as_array().unwrap().is_empty(), "{w1}");
     assert!(cli(&svc, &["incidents"]).contains("open (silenced)"));
     assert!(!subjects(&smtp).iter().any(|s| s.contains("worker-1")));
@@ -131,15 +139,7 @@ fn a_silence_holds_mail_back_and_its_end_announces_what_is_still_open() {
 
 #[test]
 fn an_expired_silence_and_one_whose_incident_resolved_meanwhile() {
-    let tmp = tempfile::tempdir().unwrap();
-    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
-    let dir = tmp.path().join("journals");
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut svc = Service::new(
-        &format!("directory = \"{}\"", dir.display()),
-        &mail_config(smtp.port, ""),
-    );
-    svc.start();
+    let (_tmp, smtp, dir, mut svc) = collector(|port| mail_config(port, ""));
     let added = cli(
         &svc,
         &[
@@ -178,13 +178,7 @@ fn an_expired_silence_and_one_whose_incident_resolved_meanwhile() {
     );
     wait_for(
         Duration::from_secs(15),
-        || {
-            svc.incidents()
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|i| i["node"] == "w4")
-        },
+        || incident_of(&svc, "w4").is_some(),
         "w4 recorded",
     );
     std::thread::sleep(Duration::from_secs(1));
@@ -207,15 +201,8 @@ fn an_expired_silence_and_one_whose_incident_resolved_meanwhile() {
 
 #[test]
 fn an_acknowledged_incident_gets_no_reminder_but_its_resolved_notice() {
-    let tmp = tempfile::tempdir().unwrap();
-    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
-    let dir = tmp.path().join("journals");
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut svc = Service::new(
-        &format!("directory = \"{}\"", dir.display()),
-        &mail_config(smtp.port, "repeat_interval = \"2s\""),
-    );
-    svc.start();
+    let (_tmp, smtp, dir, mut svc) =
+        collector(|port| mail_config(port, "repeat_interval = \"2s\""));
     let now = kubelet_sentinel::time::now();
     upload(
         &dir,
@@ -237,13 +224,7 @@ fn an_acknowledged_incident_gets_no_reminder_but_its_resolved_notice() {
         },
         "both alerts",
     );
-    let id = svc
-        .incidents()
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["node"] == "acked")
-        .unwrap()["id"]
+    let id = incident_of(&svc, "acked").unwrap()["id"]
         .as_str()
         .unwrap()
         .to_string();
@@ -306,17 +287,9 @@ fn an_acknowledged_incident_gets_no_reminder_but_its_resolved_notice() {
 /// `[alert] to`.
 #[test]
 fn routes_send_causes_and_node_pools_their_own_way() {
-    let tmp = tempfile::tempdir().unwrap();
-    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
-    let dir = tmp.path().join("journals");
-    std::fs::create_dir_all(&dir).unwrap();
     let routes = "\n[[alert.route]]\nmatch = { cause = [\"auth\"] }\nto = [\"security@example.com\"]\n\n\
                   [[alert.route]]\nmatch = { node = \"noisy-*\" }\nto = [\"pool@example.com\"]\nretries = 10\n";
-    let mut svc = Service::new(
-        &format!("directory = \"{}\"", dir.display()),
-        &(mail_config(smtp.port, "") + routes),
-    );
-    svc.start();
+    let (_tmp, smtp, dir, mut svc) = collector(|port| mail_config(port, "") + routes);
     let now = kubelet_sentinel::time::now();
     let unauthorized = |k: i64, node: &str| {
         let at = now + k * 200_000;
