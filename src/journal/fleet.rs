@@ -942,8 +942,9 @@ impl Worker {
                     let mut u = unfiltered(files).ok_or("cannot open the files again")?;
                     if let Some(last) = batch.last_mut() {
                         if last.cursor.is_none() {
-                            last.cursor =
-                                unfiltered(files).and_then(|mut v| find_cursor(&mut v, last));
+                            let found = find_cursor(&mut u, last)
+                                .ok_or("cannot find the last entry read again")?;
+                            last.cursor = Some(found);
                         }
                     }
                     let pos = match batch.last() {

@@ -229,8 +229,15 @@ impl Store {
                 // the process every second while it idles.
                 .flush_every_ms(None)
                 .open()
-                // A new database starts the threads with its first write.
-                .and_then(|db| db.flush().map(|_| db))
+                // A new database starts the threads with its first write
+                // (opening an existing one starts them to recover it).
+                .and_then(|db| {
+                    if db.was_recovered() {
+                        Ok(db)
+                    } else {
+                        db.flush().map(|_| db)
+                    }
+                })
         })
         .map_err(|e| match &e {
             // sled reports its lock as an I/O error; there is no other
