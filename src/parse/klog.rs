@@ -142,32 +142,7 @@ pub fn starts_with_header(b: &[u8]) -> bool {
 /// Scans a Go-quoted string (`strconv.Quote` output) at the start of `i`.
 /// Returns the unquoted text and the rest. Borrowed when there are no escapes.
 fn go_string(i: &str) -> IResult<&str, Cow<'_, str>> {
-    let (rest, _) = char('"')(i)?;
-    let bytes = rest.as_bytes();
-    let mut escaped = false;
-    let mut n = 0;
-    while n < bytes.len() {
-        match bytes[n] {
-            b'\\' => {
-                escaped = true;
-                n += 2;
-            }
-            b'"' => {
-                let inner = &rest[..n];
-                let value = if escaped {
-                    Cow::Owned(unquote(inner))
-                } else {
-                    Cow::Borrowed(inner)
-                };
-                return Ok((&rest[n + 1..], value));
-            }
-            _ => n += 1,
-        }
-    }
-    Err(nom::Err::Error(nom::error::Error::new(
-        i,
-        nom::error::ErrorKind::Char,
-    )))
+    quoted(i, |_| true)
 }
 
 /// Go's escape rules: `\"`, `\\`, `\n`, `\t`, `\r`, `\a`, `\b`, `\f`, `\v`,
@@ -334,6 +309,19 @@ fn bare(i: &str) -> IResult<&str, Cow<'_, str>> {
 /// that is followed by the end of the line or by the next ` key=`. A
 /// properly escaped value ends at its first unescaped quote, as before.
 fn tolerant_string(i: &str) -> IResult<&str, Cow<'_, str>> {
+    quoted(i, |after| {
+        let next = after.trim_start_matches([' ', '\t']);
+        after.is_empty()
+            || after.starts_with('\n')
+            || (after.starts_with([' ', '\t'])
+                && (next.is_empty() || next.starts_with(['\n', '#']) || key(next).is_ok()))
+    })
+}
+
+/// A quoted value at the start of `i`: it ends at the first unescaped quote
+/// for which `ends` says yes of what follows, or else at the first
+/// unescaped quote. Borrowed when there are no escapes.
+fn quoted(i: &str, ends: impl Fn(&str) -> bool) -> IResult<&str, Cow<'_, str>> {
     let (rest, _) = char('"')(i)?;
     let bytes = rest.as_bytes();
     let mut escaped = false;
@@ -348,13 +336,7 @@ fn tolerant_string(i: &str) -> IResult<&str, Cow<'_, str>> {
             }
             b'"' => {
                 first.get_or_insert(n);
-                let after = &rest[n + 1..];
-                let next = after.trim_start_matches([' ', '\t']);
-                let ends = after.is_empty()
-                    || after.starts_with('\n')
-                    || (after.starts_with([' ', '\t'])
-                        && (next.is_empty() || next.starts_with(['\n', '#']) || key(next).is_ok()));
-                if ends {
+                if ends(&rest[n + 1..]) {
                     break;
                 }
             }
