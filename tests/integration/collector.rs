@@ -95,6 +95,19 @@ fn incidents_of(v: &serde_json::Value) -> Vec<(String, String, u64)> {
     out
 }
 
+/// `scan` of a directory's files named one by one: read through one
+/// handle, not host by host.
+fn scan_files_of(dir: &std::path::Path) -> serde_json::Value {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().display().to_string())
+        .collect();
+    files.sort();
+    let refs: Vec<&str> = files.iter().map(String::as_str).collect();
+    scan_json(&refs)
+}
+
 fn scan_json(args: &[&str]) -> serde_json::Value {
     let out = run(bin().args(["scan", "-o", "json"]).args(args), None);
     assert!(
@@ -213,14 +226,7 @@ fn late_bursty_and_first_time_hosts_lose_nothing() {
     assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
     // Through one handle over all files (where nothing is late any more):
     // the same.
-    let mut files: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().display().to_string())
-        .collect();
-    files.sort();
-    let refs: Vec<&str> = files.iter().map(String::as_str).collect();
-    let one_handle = scan_json(&refs);
+    let one_handle = scan_files_of(dir);
     assert_eq!(live, incidents_of(&one_handle["incidents"]));
     // The incidents a person reading the uploads expects: h1's two storms
     // (and its third, after the rotation), h2's, h3's two, h4's two.
@@ -288,14 +294,7 @@ fn a_hosts_files_under_names_of_their_own_are_one_host() {
     assert_eq!(groups.len(), 1, "{groups:?}");
     assert!(groups.keys().next().unwrap().starts_with("machine-"));
     let grouped = scan_json(&[&dir.display().to_string()]);
-    let mut files: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path().display().to_string())
-        .collect();
-    files.sort();
-    let refs: Vec<&str> = files.iter().map(String::as_str).collect();
-    let one_handle = scan_json(&refs);
+    let one_handle = scan_files_of(dir);
     assert_eq!(
         incidents_of(&grouped["incidents"]),
         incidents_of(&one_handle["incidents"])
