@@ -245,6 +245,10 @@ pub struct ScanArgs {
     /// Another `CONTAINER_NAME` to read as the kubelet (repeatable), besides kubelet.
     #[arg(long = "container")]
     pub containers: Vec<String>,
+    /// Another writer (`_UID`) whose lines count when they match by identifier or container
+    /// name only (repeatable), besides root: any user can log as `kubelet`.
+    #[arg(long = "trusted-uid")]
+    pub trusted_uids: Vec<u32>,
     /// The node name when neither the line nor the host's registration says.
     #[arg(long)]
     pub node_name: Option<String>,
@@ -303,6 +307,13 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
                 units: plus(d.units, &args.units),
                 identifiers: plus(d.identifiers, &args.identifiers),
                 containers: plus(d.containers, &args.containers),
+                trusted_uids: d
+                    .trusted_uids
+                    .iter()
+                    .chain(&args.trusted_uids)
+                    .copied()
+                    .collect(),
+                trusted_units: d.trusted_units,
             }
         },
     };
@@ -392,6 +403,28 @@ fn load_config(path: Option<&PathBuf>, err: &mut dyn Write) -> Result<Config, Ex
         let _ = writeln!(err, "kubelet-sentinel: {e}");
         Exit::Config
     })
+}
+
+/// The config for a query or control command: on a broken file, the error
+/// is said (file, line) and the command goes on with the socket and store
+/// the file names where they can be read, the defaults otherwise, so a
+/// half-finished edit never takes `status`, `incidents`, `ack` or `silence`
+/// away while the service runs on its old settings.
+fn load_for_query(path: Option<&PathBuf>, err: &mut dyn Write) -> Config {
+    let (p, explicit) = match path {
+        Some(p) => (p.clone(), true),
+        None => (PathBuf::from(config::DEFAULT_PATH), false),
+    };
+    let (config, problem) = Config::load_for_query(&p, explicit);
+    if let Some(e) = problem {
+        let _ = writeln!(
+            err,
+            "kubelet-sentinel: warning: {e}\nkubelet-sentinel: a running service keeps its \
+             settings; asking it through {}",
+            config.api.socket
+        );
+    }
+    config
 }
 
 fn init_tracing() {
@@ -665,10 +698,7 @@ pub fn run_query(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
-    let config = match load_config(config_path, err) {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let config = load_for_query(config_path, err);
     match query(&config, req).and_then(|r| render(req, &r, output, zone)) {
         Ok(text) => {
             if out.write_all(text.as_bytes()).is_err() {
@@ -692,10 +722,7 @@ pub fn status_cmd(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
-    let config = match load_config(config_path, err) {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let config = load_for_query(config_path, err);
     let req = Request::Status;
     let answer = match query(&config, &req) {
         Ok(r) => r,

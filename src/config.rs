@@ -22,7 +22,7 @@ use crate::tracker::Settings;
 pub const DEFAULT_PATH: &str = "/etc/kubelet-sentinel/config.toml";
 
 /// Config files are small; anything bigger is not one (`/dev/zero`).
-const MAX_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_BYTES: u64 = 1 << 20;
 
 /// A config problem, with where it is.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -123,6 +123,8 @@ struct RawJournal {
     units: S<Vec<String>>,
     identifiers: S<Vec<String>>,
     containers: S<Vec<String>>,
+    trusted_uids: S<Vec<u32>>,
+    trusted_units: S<Vec<String>>,
     directory: S<String>,
     namespace: S<String>,
     start_at: S<StartAt>,
@@ -229,6 +231,10 @@ pub struct JournalConfig {
     pub units: Vec<String>,
     pub identifiers: Vec<String>,
     pub containers: Vec<String>,
+    /// Writers whose identifier- or container-matched lines count.
+    pub trusted_uids: Vec<u32>,
+    /// Units whose identifier- or container-matched lines count.
+    pub trusted_units: Vec<String>,
     pub directory: String,
     pub namespace: String,
     pub start_at: StartAt,
@@ -432,6 +438,53 @@ impl Config {
         Self::parse(&text, &shown)
     }
 
+    /// For the query and control commands, which need only the socket (and
+    /// the store, when the service is not running): the file's settings, or,
+    /// when it is broken (a half-finished edit, while the service runs on its
+    /// old settings), the error beside a config made of its `[api] socket`
+    /// and `[store] path` where those two can still be read, the defaults
+    /// otherwise. The error says what is wrong; the command still answers.
+    #[must_use]
+    pub fn load_for_query(path: &Path, explicit: bool) -> (Self, Option<ConfigError>) {
+        match Self::load(path, explicit) {
+            Ok(c) => (c, None),
+            Err(e) => {
+                let shown = path.display().to_string();
+                let text = read_config(path).unwrap_or_default();
+                (Self::locations(&text, &shown), Some(e))
+            }
+        }
+    }
+
+    /// A config of only `[api] socket` and `[store] path` from `text`,
+    /// each kept where it is valid on its own.
+    fn locations(text: &str, shown: &str) -> Self {
+        let table: toml::Table = toml::from_str(text).unwrap_or_default();
+        let get = |section: &str, key: &str| {
+            table
+                .get(section)
+                .and_then(|s| s.get(key))
+                .and_then(toml::Value::as_str)
+                .map(str::to_string)
+        };
+        let one = |section: &str, key: &str, v: Option<String>| -> String {
+            v.map(|v| {
+                let mut t = toml::Table::new();
+                let mut inner = toml::Table::new();
+                inner.insert(key.to_string(), toml::Value::String(v));
+                t.insert(section.to_string(), toml::Value::Table(inner));
+                toml::to_string(&t).unwrap_or_default()
+            })
+            .filter(|t| Self::parse(t, shown).is_ok())
+            .unwrap_or_default()
+        };
+        let text = one("api", "socket", get("api", "socket"))
+            + &one("store", "path", get("store", "path"));
+        Self::parse(&text, shown)
+            .or_else(|_| Self::parse("", shown))
+            .expect("the defaults are a valid config")
+    }
+
     /// Parses and validates config text; `path` only names it in errors.
     pub fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
@@ -481,6 +534,8 @@ impl Config {
             units: self.journal.units.clone(),
             identifiers: self.journal.identifiers.clone(),
             containers: self.journal.containers.clone(),
+            trusted_uids: self.journal.trusted_uids.clone(),
+            trusted_units: self.journal.trusted_units.clone(),
         }
     }
 
@@ -522,6 +577,16 @@ impl Config {
             "[journal] containers",
             format!("{:?}", j.containers),
             format!("{:?}", n.containers),
+        );
+        check(
+            "[journal] trusted_uids",
+            format!("{:?}", j.trusted_uids),
+            format!("{:?}", n.trusted_uids),
+        );
+        check(
+            "[journal] trusted_units",
+            format!("{:?}", j.trusted_units),
+            format!("{:?}", n.trusted_units),
         );
         check(
             "[journal] directory",
@@ -643,6 +708,11 @@ impl Validator<'_> {
         let units = list(&j.units, crate::model::DEFAULT_UNITS);
         let identifiers = list(&j.identifiers, crate::model::DEFAULT_IDENTIFIERS);
         let containers = list(&j.containers, crate::model::DEFAULT_CONTAINERS);
+        let trusted_uids = j.trusted_uids.as_ref().map_or_else(
+            || crate::model::DEFAULT_TRUSTED_UIDS.to_vec(),
+            |v| v.get_ref().clone(),
+        );
+        let trusted_units = list(&j.trusted_units, &[]);
         if units.is_empty() && identifiers.is_empty() && containers.is_empty() {
             if let Some(u) = &j.units {
                 return Err(self.invalid(
@@ -990,6 +1060,8 @@ impl Validator<'_> {
                 units,
                 identifiers,
                 containers,
+                trusted_uids,
+                trusted_units,
                 directory,
                 namespace,
                 start_at,

@@ -62,6 +62,14 @@ pub struct Summary {
     /// Entries with no time of their own and none before them to take.
     #[serde(default)]
     pub untimed: u64,
+    /// Entries that matched only by identifier or container name, from a
+    /// writer that is not trusted (`EntryFilter::trusted`): look-alikes
+    /// any local user can write. Never read as kubelet lines.
+    #[serde(default)]
+    pub untrusted: u64,
+    /// Their sources (identifier and uid), at most [`OTHER_SOURCES_KEPT`].
+    #[serde(default)]
+    pub untrusted_sources: BTreeMap<String, u64>,
 }
 
 /// Bound on the sources named in [`Summary::other_klog`].
@@ -264,6 +272,10 @@ impl Pipeline {
         if !self.filter.matches(&entry) && !self.adopt(&entry) {
             return;
         }
+        if !self.filter.trusted(&entry) {
+            self.untrusted(&entry);
+            return;
+        }
         let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
         let at = entry.at;
         if crate::parse::join::is_foreign(&entry.message) {
@@ -303,6 +315,18 @@ impl Pipeline {
     /// An entry outside the filter that is the kubelet's by its content
     /// (a saved log whose identifier is not a known one, a kubelet under
     /// another unit); other klog lines are counted by their source.
+    /// Counts a look-alike from an untrusted writer, by source.
+    fn untrusted(&mut self, e: &Entry) {
+        self.summary.untrusted += 1;
+        let name = format!("{} (uid {})", source_name(e), e.uid.unwrap_or(0));
+        let kept = self.summary.untrusted_sources.len() < OTHER_SOURCES_KEPT;
+        if let Some(n) = self.summary.untrusted_sources.get_mut(&name) {
+            *n += 1;
+        } else if kept {
+            self.summary.untrusted_sources.insert(name, 1);
+        }
+    }
+
     fn adopt(&mut self, e: &Entry) -> bool {
         let m = &e.message;
         if !(crate::parse::klog::starts_with_header(m) || m.starts_with(b"{\"")) {

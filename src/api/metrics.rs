@@ -124,6 +124,13 @@ impl Collector for Snapshot {
         )?;
         Self::counter(
             &mut enc,
+            "untrusted_lines",
+            "Entries that look like the kubelet's (identifier or container name) from a writer \
+             that is not trusted: ignored.",
+            &one(sum.untrusted),
+        )?;
+        Self::counter(
+            &mut enc,
             "entries_lost",
             "Journal entries removed (rotation, vacuum) before they were read.",
             &one(sum.entries_lost),

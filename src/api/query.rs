@@ -431,6 +431,9 @@ pub struct StatusOut {
     pub open_incidents: u64,
     pub incidents: u64,
     pub entries_lost: u64,
+    /// Kubelet look-alikes from untrusted writers, ignored.
+    #[serde(default)]
+    pub untrusted: u64,
     pub mail: String,
     pub outbox: u64,
     pub outbox_oldest_seconds: Option<f64>,
@@ -549,6 +552,7 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
         open_incidents: open,
         incidents: stats.incidents,
         entries_lost: summary.entries_lost,
+        untrusted: summary.untrusted,
         mail: match &email {
             Some(d) => d
                 .disabled
