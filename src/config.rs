@@ -142,6 +142,8 @@ struct RawIncidents {
     resolve_after: S<Period>,
     race_window: S<Period>,
     retention: S<Period>,
+    max_nodes_per_host: S<u32>,
+    max_nodes: S<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -250,6 +252,10 @@ pub struct IncidentsConfig {
     pub resolve_after: Period,
     pub race_window: Period,
     pub retention: Period,
+    /// Bound on one host's nodes with an open incident.
+    pub max_nodes_per_host: u32,
+    /// Bound on nodes with an open incident in all.
+    pub max_nodes: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -510,6 +516,8 @@ impl Config {
             repeat_interval: self.alert.repeat_interval.0,
             send_resolved: self.alert.send_resolved,
             node_name: (!self.node.name.is_empty()).then(|| self.node.name.clone()),
+            max_nodes_per_host: self.incidents.max_nodes_per_host as usize,
+            max_nodes: self.incidents.max_nodes as usize,
             overrides: self
                 .alert
                 .route
@@ -769,6 +777,25 @@ impl Validator<'_> {
             i.retention,
             90 * DAY,
             (3600 * SECOND, 36_500 * DAY),
+        )?;
+        let bounded = |v: S<u32>, key: &'static str, default: usize, max: u32| match v {
+            Some(n) if *n.get_ref() == 0 || *n.get_ref() > max => {
+                Err(self.invalid("incidents", key, &n, format!("between 1 and {max}")))
+            }
+            Some(n) => Ok(n.into_inner()),
+            None => Ok(u32::try_from(default).unwrap_or(max)),
+        };
+        let max_nodes_per_host = bounded(
+            i.max_nodes_per_host,
+            "max_nodes_per_host",
+            crate::tracker::DEFAULT_MAX_NODES_PER_HOST,
+            100_000,
+        )?;
+        let max_nodes = bounded(
+            i.max_nodes,
+            "max_nodes",
+            crate::tracker::DEFAULT_MAX_NODES,
+            1_000_000,
         )?;
 
         let a = raw.alert;
@@ -1073,6 +1100,8 @@ impl Validator<'_> {
                 resolve_after,
                 race_window,
                 retention,
+                max_nodes_per_host,
+                max_nodes,
             },
             alert: AlertConfig {
                 retries,

@@ -87,6 +87,7 @@ impl Picture {
         match (i.resolution, i.resolved_at) {
             (Some(Resolution::NodeReady), Some(r)) => markers.push((r, "node-ready")),
             (Some(Resolution::Quiet), Some(r)) => markers.push((r, "quiet")),
+            (Some(Resolution::Evicted), Some(r)) => markers.push((r, "evicted")),
             _ => {}
         }
         // The quiet resolution lies resolve_after past the trouble: drawn at

@@ -35,8 +35,12 @@ pub struct Summary {
     pub malformed: u64,
     pub first_at: Option<Micros>,
     pub last_at: Option<Micros>,
-    /// Nodes named or resolved by recognised lines.
+    /// Nodes named or resolved by recognised lines, at most
+    /// [`NODES_LISTED`]: the state is written with every commit.
     pub nodes: BTreeSet<String>,
+    /// Recognised lines about nodes past those listed.
+    #[serde(default)]
+    pub nodes_unlisted: u64,
     /// Journal entries removed (rotation, vacuum) before they were read.
     #[serde(default)]
     pub entries_lost: u64,
@@ -71,6 +75,9 @@ pub struct Summary {
     #[serde(default)]
     pub untrusted_sources: BTreeMap<String, u64>,
 }
+
+/// Bound on the nodes named in [`Summary::nodes`].
+pub const NODES_LISTED: usize = 1000;
 
 /// Bound on the sources named in [`Summary::other_klog`].
 pub const OTHER_SOURCES_KEPT: usize = 16;
@@ -529,7 +536,11 @@ impl Pipeline {
     ) {
         let host = entry.host.as_deref();
         if let Some(node) = self.tracker.node_for(sig, host.unwrap_or("")) {
-            self.summary.nodes.insert(node);
+            if self.summary.nodes.len() < NODES_LISTED || self.summary.nodes.contains(&node) {
+                self.summary.nodes.insert(node);
+            } else {
+                self.summary.nodes_unlisted += 1;
+            }
         }
         let obs = Observation {
             signal: sig,

@@ -49,8 +49,12 @@ pub struct StatusSnapshot {
     pub open: Vec<OpenIncident>,
     /// Counts over the stored history.
     pub history: Stats,
-    /// Status retries and failed registrations seen since the start, by node.
+    /// Status retries and failed registrations of the nodes with an open
+    /// incident, counted since the service started.
     pub retries_by_node: BTreeMap<String, u64>,
+    /// Incidents closed to stay within the node bounds.
+    #[serde(default)]
+    pub evicted: u64,
     pub commits: u64,
     pub last_commit_at: Option<Micros>,
     pub reader_restarts: u64,

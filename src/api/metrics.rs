@@ -137,6 +137,12 @@ impl Collector for Snapshot {
         )?;
         Self::counter(
             &mut enc,
+            "incidents_evicted",
+            "Incidents closed to stay within [incidents] max_nodes_per_host and max_nodes.",
+            &one(s.evicted),
+        )?;
+        Self::counter(
+            &mut enc,
             "reader_restarts",
             "Times the journal reader was restarted after a failure.",
             &one(s.reader_restarts),
@@ -227,7 +233,8 @@ impl Collector for Snapshot {
         Self::counter(
             &mut enc,
             "node_status_retries",
-            "Status update retries and failed registrations seen since the service started, by node.",
+            "Status update retries and failed registrations since the service started, by node; a \
+             node's series ends when its incident resolves.",
             &per_node,
         )?;
         Self::gauge(

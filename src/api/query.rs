@@ -434,6 +434,9 @@ pub struct StatusOut {
     /// Kubelet look-alikes from untrusted writers, ignored.
     #[serde(default)]
     pub untrusted: u64,
+    /// Incidents closed to stay within the node bounds (live only).
+    #[serde(default)]
+    pub evicted: u64,
     pub mail: String,
     pub outbox: u64,
     pub outbox_oldest_seconds: Option<f64>,
@@ -553,6 +556,7 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
         incidents: stats.incidents,
         entries_lost: summary.entries_lost,
         untrusted: summary.untrusted,
+        evicted: live.map_or(0, |l| l.status.evicted),
         mail: match &email {
             Some(d) => d
                 .disabled

@@ -337,3 +337,54 @@ fn ids_are_deterministic_and_state_round_trips() {
     let json = serde_json::to_string(&t).unwrap();
     assert_eq!(serde_json::from_str::<Tracker>(&json).unwrap(), t);
 }
+
+#[test]
+fn nodes_in_trouble_stay_within_the_bounds_quietest_evicted_first() {
+    // One host names 10 nodes in trouble (a flood of names), one at a time,
+    // each over the threshold; then its own node goes on failing.
+    let texts: Vec<String> = (0..10)
+        .map(|n| REFUSED.replace("w2", &format!("f{n}")))
+        .collect();
+    let mut lines: Vec<Line<'_>> = Vec::new();
+    for (n, t) in texts.iter().enumerate() {
+        for k in 0..7 {
+            lines.push((i64::try_from(n).unwrap() * 100 + k, "h1", t.as_str()));
+        }
+    }
+    let own = REFUSED.replace("w2", "h1");
+    lines.push((2_000, "h1", own.as_str()));
+    // Another host's node is not touched by h1's flood.
+    lines.push((2_001, "h2", REFUSED));
+    let settings = Settings {
+        max_nodes_per_host: 3,
+        max_nodes: 4,
+        ..Settings::default()
+    };
+    let r = replay_with(&lines, settings, 2_500);
+    let open: Vec<&str> = r
+        .incidents
+        .iter()
+        .filter(|i| i.resolved_at.is_none())
+        .map(|i| i.node.as_str())
+        .collect();
+    assert_eq!(open, ["f8", "f9", "h1", "w2"], "{open:?}");
+    let evicted: Vec<&Incident> = r
+        .incidents
+        .iter()
+        .filter(|i| i.resolution == Some(Resolution::Evicted))
+        .collect();
+    assert_eq!(evicted.len(), 8);
+    assert_eq!(evicted[0].node, "f0", "the quietest goes first");
+    // Each was alerted; none gets a resolved notice (nothing says it ended).
+    let resolved_notices = r
+        .alerts
+        .iter()
+        .filter(|(k, _)| *k == AlertKind::Resolved)
+        .count();
+    assert_eq!(resolved_notices, 0);
+    assert!(
+        evicted[0].diagnosis(&r.settings).contains("to make room"),
+        "{}",
+        evicted[0].diagnosis(&r.settings)
+    );
+}
