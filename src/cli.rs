@@ -673,20 +673,86 @@ fn render(req: &Request, r: &Response, output: Output, zone: Zone) -> Result<Str
                 i.acknowledged.map(|a| a.by).unwrap_or_default()
             )
         }
-        Request::Status => {
-            let mut out = String::new();
-            for (k, val) in v.as_object().into_iter().flatten() {
-                let shown = match val {
-                    serde_json::Value::String(s) => s.clone(),
-                    serde_json::Value::Null => "-".to_string(),
-                    serde_json::Value::Array(a) if a.is_empty() => "-".to_string(),
-                    other => other.to_string(),
-                };
-                out.push_str(&format!("{k:<22} {}\n", report::terminal_text(&shown, 400)));
-            }
-            out
-        }
+        Request::Status => status_rows(&v).map_err(bad)?,
     })
+}
+
+/// `status` as rows: a key and its value a line, a line a delivery channel
+/// and a line a silence (never a JSON blob in a table).
+fn status_rows(v: &serde_json::Value) -> Result<String, serde_json::Error> {
+    let mut out = String::new();
+    let mut row = |k: &str, shown: &str| {
+        out.push_str(&format!("{k:<22} {}\n", report::terminal_text(shown, 400)));
+    };
+    for (k, val) in v.as_object().into_iter().flatten() {
+        match (k.as_str(), val) {
+            ("deliveries", serde_json::Value::Array(a)) if !a.is_empty() => {
+                let list: Vec<api::query::DeliveryOut> = serde_json::from_value(val.clone())?;
+                for d in list {
+                    let mut line = format!(
+                        "{}  {}  {}  outbox {}",
+                        d.channel,
+                        d.state,
+                        if d.target.is_empty() { "-" } else { &d.target },
+                        d.outbox
+                    );
+                    if let Some(w) = d.outbox_oldest_seconds {
+                        line.push_str(&format!(" (oldest {w:.0}s)"));
+                    }
+                    line.push_str(&format!("  sent {}  failed {}", d.sent, d.failed));
+                    if d.in_doubt > 0 {
+                        line.push_str(&format!("  in doubt {}", d.in_doubt));
+                    }
+                    if let Some(r) = &d.last_result {
+                        line.push_str(&format!(
+                            "  last: {r}{}",
+                            d.last_at
+                                .as_deref()
+                                .map(|t| format!(" at {t}"))
+                                .unwrap_or_default()
+                        ));
+                    }
+                    row("delivery", &line);
+                }
+            }
+            ("silences", serde_json::Value::Array(a)) if !a.is_empty() => {
+                let list: Vec<api::SilenceOut> = serde_json::from_value(val.clone())?;
+                for x in list {
+                    row(
+                        "silence",
+                        &format!(
+                            "{}  node {}  cause {}  until {}  by {}{}",
+                            x.id,
+                            x.node,
+                            x.cause.as_deref().unwrap_or("any"),
+                            x.ends_at,
+                            x.created_by,
+                            if x.comment.is_empty() {
+                                String::new()
+                            } else {
+                                format!("  ({})", x.comment)
+                            }
+                        ),
+                    );
+                }
+            }
+            (_, serde_json::Value::String(s)) => row(k, s),
+            (_, serde_json::Value::Null) => row(k, "-"),
+            (_, serde_json::Value::Array(a)) if a.is_empty() => row(k, "-"),
+            (_, serde_json::Value::Array(a)) => row(
+                k,
+                &a.iter()
+                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            (_, serde_json::Value::Number(n)) if n.is_f64() => {
+                row(k, &format!("{:.1}", n.as_f64().unwrap_or_default()));
+            }
+            (_, other) => row(k, &other.to_string()),
+        }
+    }
+    Ok(out)
 }
 
 /// Runs a query command.
@@ -805,6 +871,19 @@ pub fn test_email(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut 
     match sent {
         Ok(to) => {
             let _ = writeln!(out, "test alert sent: {to}");
+            // This process read the config and the password itself; say so
+            // when the running service cannot send with what it has.
+            let socket = PathBuf::from(&config.api.socket);
+            if let Ok(r) = api::ask(&socket, hyper::Method::GET, "/status", None) {
+                let v: serde_json::Value = serde_json::from_str(&r.body).unwrap_or_default();
+                if let Some(mail) = v["mail"].as_str().filter(|m| m.starts_with("disabled")) {
+                    let _ = writeln!(
+                        out,
+                        "note: the running service cannot send yet: mail {mail} \
+                         (systemctl restart kubelet-sentinel loads the password and the config)"
+                    );
+                }
+            }
             Exit::Ok
         }
         Err(e) => {

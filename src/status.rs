@@ -67,6 +67,11 @@ pub struct StatusSnapshot {
 pub struct DeliveryStats {
     /// Nothing is delivered, and why ("[alert] to is empty").
     pub disabled: Option<String>,
+    /// Disabled although it is configured (recipients or URLs set): the
+    /// transport cannot be used (a missing SMTP password, a bad CA file).
+    /// Alerts are not getting out, and `status` says so with its exit code.
+    #[serde(default)]
+    pub unusable: bool,
     /// Where it delivers ("smtp 127.0.0.1:25", "file /var/…").
     pub target: String,
     pub outbox: u64,

@@ -454,8 +454,9 @@ pub struct StatusOut {
     /// Silences in force now.
     #[serde(default)]
     pub silences: Vec<SilenceOut>,
-    /// Alerts are not getting out: an entry failed 3 times in a row or has
-    /// waited more than 15 minutes (a silence's hold is not counted).
+    /// Alerts are not getting out: a channel is configured but cannot be
+    /// used, or an entry failed 3 times in a row or has waited more than
+    /// 15 minutes (a silence's hold is not counted).
     #[serde(default)]
     pub deliveries_failing: bool,
 }
@@ -587,9 +588,10 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
             .collect(),
         deliveries_failing: match live {
             Some(l) => l.deliveries.iter().any(|(_, d)| {
-                d.disabled.is_none()
-                    && (d.failing_attempts >= FAILING_ATTEMPTS
-                        || d.oldest_queued_at.is_some_and(|t| now - t > FAILING_WAIT))
+                d.unusable
+                    || (d.disabled.is_none()
+                        && (d.failing_attempts >= FAILING_ATTEMPTS
+                            || d.oldest_queued_at.is_some_and(|t| now - t > FAILING_WAIT)))
             }),
             None => false,
         },

@@ -313,6 +313,7 @@ impl AlertmanagerTask {
             .collect();
         self.tls = None;
         self.stats.disabled = None;
+        self.stats.unusable = false;
         if self.endpoints.iter().any(|e| e.tls) {
             let extra = if self.cfg.ca_file.is_empty() {
                 Ok(Vec::new())
@@ -324,6 +325,7 @@ impl AlertmanagerTask {
                 Err(e) => {
                     tracing::error!("Alertmanager over https: {e}");
                     self.stats.disabled = Some(e);
+                    self.stats.unusable = true;
                 }
             }
         }

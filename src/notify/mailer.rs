@@ -88,18 +88,21 @@ impl Mailer {
         match EmailTransport::from_config(&config.alert) {
             Ok(Some(t)) => {
                 self.stats.disabled = None;
+                self.stats.unusable = false;
                 self.stats.target.clone_from(&t.target);
                 self.transport = Some(t);
             }
             Ok(None) => {
                 self.transport = None;
                 self.stats.disabled = Some("[alert] to is empty".into());
+                self.stats.unusable = false;
                 self.stats.target = String::new();
             }
             Err(e) => {
                 tracing::error!("email alerts cannot be sent: {e}");
                 self.transport = None;
                 self.stats.disabled = Some(e.to_string());
+                self.stats.unusable = true;
             }
         }
         self.publish.send_replace(self.stats.clone());
