@@ -128,7 +128,7 @@ pub enum SilenceCmd {
         #[arg(long)]
         cause: Option<String>,
         /// How long: 30m, 2h, 3d (at most 31d).
-        #[arg(long = "for", value_parser = duration)]
+        #[arg(long = "for", value_parser = silence_length)]
         duration: Micros,
         /// Why ("kernel upgrade").
         #[arg(long)]
@@ -266,6 +266,21 @@ pub struct ScanArgs {
 
 fn duration(s: &str) -> Result<Micros, String> {
     parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A silence's length, checked here so a wrong one is a usage error (exit 2)
+/// before anything is asked of the service.
+fn silence_length(s: &str) -> Result<Micros, String> {
+    let d = duration(s)?;
+    let max =
+        i64::try_from(crate::api::query::MAX_SILENCE).unwrap_or(i64::MAX) * crate::time::SECOND;
+    if d < crate::time::SECOND || d > max {
+        return Err(format!(
+            "from 1s to {}d",
+            crate::api::query::MAX_SILENCE / 86_400
+        ));
+    }
+    Ok(d)
 }
 
 impl ScanArgs {

@@ -291,7 +291,7 @@ pub struct AlertmanagerConfig {
 /// `[[alert.route]]`: alerts for some causes and/or nodes go to their own
 /// recipients (and may have their own thresholds). The first that matches
 /// an incident takes it; the rest go to `[alert] to`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
     /// Causes; empty: any.
     pub causes: Vec<String>,
@@ -301,6 +301,43 @@ pub struct Route {
     pub repeat_interval: Option<Period>,
     pub retries: Option<u32>,
     pub window: Option<Period>,
+}
+
+/// As the file spells it (`match = { cause = [...], node = "..." }`), so
+/// `check-config`'s output is a config that reads back the same.
+impl Serialize for Route {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Match<'a> {
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            cause: &'a [String],
+            #[serde(skip_serializing_if = "str::is_empty")]
+            node: &'a str,
+        }
+        #[derive(Serialize)]
+        struct Out<'a> {
+            to: &'a [String],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            repeat_interval: Option<Period>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            retries: Option<u32>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            window: Option<Period>,
+            #[serde(rename = "match")]
+            matches: Match<'a>,
+        }
+        Out {
+            to: &self.to,
+            repeat_interval: self.repeat_interval,
+            retries: self.retries,
+            window: self.window,
+            matches: Match {
+                cause: &self.causes,
+                node: &self.node,
+            },
+        }
+        .serialize(s)
+    }
 }
 
 impl Route {
@@ -1168,6 +1205,19 @@ fn is_loopback(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn check_config_output_reads_back_the_same() {
+        let text = "[alert]\nto = [\"a@example.com\"]\n\n[[alert.route]]\nmatch = { cause = [\"auth\"] }\n\
+                    to = [\"sec@example.com\"]\nretries = 2\n\n[[alert.route]]\nmatch = { node = \"db-*\" }\n\
+                    to = [\"db@example.com\"]\n";
+        let c = Config::parse(text, "t").unwrap();
+        let shown = c.to_toml();
+        assert!(!shown.contains("causes"), "{shown}");
+        let again = Config::parse(&shown, "shown").unwrap_or_else(|e| panic!("{e}\n{shown}"));
+        assert_eq!(again.alert.route, c.alert.route);
+        assert_eq!(again.to_toml(), shown);
+    }
 
     #[test]
     fn defaults() {

@@ -234,9 +234,15 @@ fn answer_inner(store: &Store, live: Option<&Live>, req: &Request) -> Result<Res
     };
     Ok(match req {
         Request::Incidents(f) => {
-            let incidents = store.incidents(f, &settings)?;
-            let silences = store.silences()?;
             let now = live.map_or_else(crate::time::now, |l| l.now);
+            // Nothing happened after a time still to come (as journalctl
+            // --since tomorrow), open incidents included.
+            let incidents = if f.since.is_some_and(|s| s > now) {
+                Vec::new()
+            } else {
+                store.incidents(f, &settings)?
+            };
+            let silences = store.silences()?;
             let list: Vec<IncidentOut> = incidents
                 .iter()
                 .zip(views(&incidents, &settings))
@@ -359,8 +365,14 @@ fn find(store: &Store, id: &str) -> Result<Result<crate::tracker::Incident, Stri
     if let Some(i) = store.incident(id)? {
         return Ok(Ok(i));
     }
-    if id.len() < 4 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Ok(Err(format!("no incident {id}")));
+    }
+    if id.len() < 4 {
+        return Ok(Err(format!(
+            "no incident {id}: give at least 4 characters of the id (a prefix names an \
+             incident when no other id starts with it)"
+        )));
     }
     let found = store.incidents_with_prefix(id, 2)?;
     Ok(match found.as_slice() {

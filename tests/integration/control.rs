@@ -433,6 +433,18 @@ fn status_exit_codes_and_incident_queries() {
     assert_eq!(ids(&["--status", "open", "--host", "n-10"]), ["n-10"]);
     assert!(ids(&["--status", "resolved"]).is_empty());
     assert!(ids(&["--until", "2000-01-01 00:00"]).is_empty());
+    assert!(
+        ids(&["--since", "tomorrow"]).is_empty(),
+        "the open incident"
+    );
+    let short = svc.query(&["show", "ab"]);
+    assert!(
+        String::from_utf8_lossy(&short.stderr).contains("at least 4 characters"),
+        "{}",
+        String::from_utf8_lossy(&short.stderr)
+    );
+    let long = svc.query(&["silence", "add", "--cause", "auth", "--for", "40d"]);
+    assert_eq!(long.status.code(), Some(2), "a usage error");
     let bad = svc.query(&["incidents", "--since", "soon"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("yesterday"));
