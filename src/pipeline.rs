@@ -296,19 +296,23 @@ impl Pipeline {
             }
             return;
         }
-        self.summary.kubelet_lines += 1;
         if entry.from_systemd || entry.identifier.as_deref() == Some("systemd") {
-            self.summary.lines += 1;
             let text = String::from_utf8_lossy(&entry.message);
             match signals::recognize_systemd(&text) {
                 Some(sig) => {
+                    self.summary.kubelet_lines += 1;
+                    self.summary.lines += 1;
                     self.summary.recognized += 1;
                     let at = entry.at.unwrap_or(0);
                     self.observe(&sig, at, &entry, None, &text, decisions);
                 }
-                None => self.summary.unparsed += 1,
+                // systemd's other words about the unit ("Deactivated
+                // successfully", "Failed to kill control group"): not the
+                // kubelet's lines, so not unparsed ones either.
+                None => self.summary.foreign += 1,
             }
         } else {
+            self.summary.kubelet_lines += 1;
             let mut out = std::mem::take(&mut self.out);
             self.joiner.push(entry, &mut out);
             self.drain(&mut out, decisions);

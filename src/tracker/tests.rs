@@ -388,3 +388,28 @@ fn nodes_in_trouble_stay_within_the_bounds_quietest_evicted_first() {
         evicted[0].diagnosis(&r.settings)
     );
 }
+
+#[test]
+fn systemds_other_words_about_the_unit_are_not_unparsed_kubelet_lines() {
+    let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+    let mut decisions = Vec::new();
+    for text in [
+        "kubelet.service: Deactivated successfully.",
+        "kubelet.service: Failed to kill control group /system.slice/kubelet.service, ignoring: Input/output error",
+        "Started kubelet: The Kubernetes Node Agent.",
+    ] {
+        p.push(
+            Entry {
+                at: Some(T0),
+                host: Some("w1".into()),
+                identifier: Some("systemd".into()),
+                message: text.as_bytes().to_vec(),
+                ..Entry::default()
+            },
+            &mut decisions,
+        );
+    }
+    let s = p.summary();
+    assert_eq!((s.unparsed, s.foreign, s.recognized), (0, 2, 1), "{s:?}");
+    assert_eq!(s.kubelet_lines, s.lines + s.continuations + s.unparsed);
+}
