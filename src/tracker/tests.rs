@@ -413,3 +413,32 @@ fn systemds_other_words_about_the_unit_are_not_unparsed_kubelet_lines() {
     assert_eq!((s.unparsed, s.foreign, s.recognized), (0, 2, 1), "{s:?}");
     assert_eq!(s.kubelet_lines, s.lines + s.continuations + s.unparsed);
 }
+
+#[test]
+fn the_race_picture_draws_the_retry_where_it_happened() {
+    let reg = r#"I0715 16:24:50.100000    2425 kubelet_node_status.go:75] "Successfully registered node" node="w1""#;
+    let retry = r#"E0715 16:24:50.106000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w1\": node \"w1\" not found""#;
+    let ready = r#"I0715 16:24:50.500000    2425 kubelet_node_status.go:493] "Fast updating node status as it just became ready""#;
+    let r = replay(
+        &[(100, "w1", reg), (106, "w1", retry), (500, "w1", ready)],
+        1_000,
+    );
+    let p = crate::picture::Picture::of(&r.incidents[0]).unwrap();
+    let span = p.end_ms - p.start_ms;
+    let col = |ms: i64| {
+        usize::try_from((ms - p.start_ms) * 60 / span)
+            .unwrap()
+            .min(59)
+    };
+    let (_, cols) = p.lanes.iter().find(|(l, _)| l == "status-retry").unwrap();
+    let drawn = cols.iter().position(|&n| n > 0).unwrap();
+    let registered = p.markers.iter().find(|m| m.kind == "registered").unwrap();
+    // 6 ms after the registration, on a 400 ms picture: the same column or
+    // the next, never half a 50 ms bucket later.
+    assert!(
+        drawn >= col(registered.at_ms) && drawn <= col(registered.at_ms) + 1,
+        "{p:?}"
+    );
+    let text = p.text(crate::time::Zone::Utc);
+    assert!(text.contains("a column is 6.7ms"), "{text}");
+}
