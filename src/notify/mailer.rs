@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::{EmailTransport, backoff, next_group, outbox, render, worker};
+use super::{DeliveryError, EmailTransport, backoff, next_group, outbox, worker};
 use crate::config::Config;
 use crate::status::DeliveryStats;
 use crate::store::{Channel, OutboxEntry, Store, StoreError};
@@ -326,11 +326,28 @@ impl Mailer {
             AlertKind::Repeat
         };
         let refs: Vec<&Incident> = incidents.iter().collect();
-        let mut rendered = render(&refs, kind, &self.settings);
-        rendered.to = to;
-        let result = tokio::select! {
-            () = shutdown.cancelled() => return Ok((Outcome::Cancelled, Vec::new())),
-            r = transport.deliver(&rendered) => r,
+        let mut detail = super::render::FULL;
+        let (rendered, result) = loop {
+            let mut rendered = super::render::render_with(&refs, kind, &self.settings, detail);
+            rendered.to.clone_from(&to);
+            let result = tokio::select! {
+                () = shutdown.cancelled() => return Ok((Outcome::Cancelled, Vec::new())),
+                r = transport.deliver(&rendered) => r,
+            };
+            // Too big for the server: the same alert, shown shorter, at once
+            // (the same mail again would be refused again, forever).
+            match (&result, detail.smaller()) {
+                (Err(e @ DeliveryError::TooBig { .. }), Some(smaller)) => {
+                    tracing::warn!(
+                        "alert for {}: {e}; sending it shorter ({} in full, {} listed)",
+                        names(&incidents),
+                        smaller.sections,
+                        smaller.rows
+                    );
+                    detail = smaller;
+                }
+                _ => break (rendered, result),
+            }
         };
         let now = (self.now)();
         let seqs: Vec<u64> = group.iter().map(|e| e.seq).collect();
