@@ -190,6 +190,10 @@ pub struct IncidentsArgs {
     /// Only incidents seen on this host (a collector's hosts).
     #[arg(long)]
     pub host: Option<String>,
+    /// Only incidents whose errors name this API endpoint (`10.0.0.1:6443`,
+    /// `api.example.com:443`).
+    #[arg(long)]
+    pub endpoint: Option<String>,
     /// At most this many, newest first.
     #[arg(long, default_value_t = 100)]
     pub limit: usize,
@@ -1062,6 +1066,7 @@ pub fn main() -> ExitCode {
                 verdict: a.verdict,
                 cause: a.cause,
                 host: a.host,
+                endpoint: a.endpoint,
                 limit: Some(a.limit),
             };
             run_query(

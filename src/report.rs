@@ -93,6 +93,9 @@ pub struct IncidentOut {
     pub status: String,
     pub verdict: String,
     pub cause: String,
+    /// The API endpoint (`host:port`) its errors name; null when none does.
+    #[serde(default)]
+    pub api_endpoint: Option<String>,
     pub opened_at: String,
     pub last_signal_at: String,
     pub resolved_at: Option<String>,
@@ -138,6 +141,7 @@ impl IncidentOut {
             .to_string(),
             verdict: i.verdict(s).as_str().to_string(),
             cause: i.cause().as_str().to_string(),
+            api_endpoint: i.api_endpoint.clone(),
             opened_at: rfc3339(i.opened_at),
             last_signal_at: rfc3339(i.last_signal_at),
             resolved_at: i.resolved_at.map(rfc3339),
@@ -404,10 +408,14 @@ pub fn details(o: &IncidentOut, zone: Zone) -> String {
     );
     let _ = writeln!(
         out,
-        "  {}  verdict {}  cause {}",
+        "  {}  verdict {}  cause {}{}",
         o.status_cell(),
         o.verdict,
-        o.cause
+        o.cause,
+        o.api_endpoint
+            .as_deref()
+            .map(|e| format!("  endpoint {}", terminal_text(e, 270)))
+            .unwrap_or_default()
     );
     let _ = writeln!(
         out,

@@ -134,6 +134,8 @@ pub struct Signal {
     pub node: Option<String>,
     /// For trouble and supporting signals: what the error text points at.
     pub cause: Option<Cause>,
+    /// The API endpoint the error names (`host:port`), if it names one.
+    pub endpoint: Option<String>,
 }
 
 /// How a row matches.
@@ -557,15 +559,79 @@ pub fn recognize(line: &Line<'_>) -> Option<Signal> {
     let row = lookup(line)?;
     let kind = row.kind;
     let error_text = line.value("err").unwrap_or_else(|| line.message());
-    let cause = match kind.role() {
-        Role::Marker => None,
-        _ => Some(classify(error_text)),
+    let (cause, endpoint) = match kind.role() {
+        Role::Marker => (None, None),
+        _ => (Some(classify(error_text)), api_endpoint(error_text)),
     };
     Some(Signal {
         kind,
         node: node_of(line, kind),
         cause,
+        endpoint,
     })
+}
+
+/// The API endpoint an error text names, as `host:port`: the URL the
+/// kubelet asked (`Get "https://10.0.0.1:6443/api/v1/…"`, `Post
+/// "https://api.example.com/…"` → `api.example.com:443`), else the address
+/// it dialled (`dial tcp 10.0.0.1:6443`). Hosts lower-cased, the scheme's
+/// port filled in, IPv6 in brackets (`[fd00::1]:6443`). `None` when the
+/// text names no endpoint.
+#[must_use]
+pub fn api_endpoint(text: &str) -> Option<String> {
+    fn host_port(authority: &str, default_port: Option<u16>) -> Option<String> {
+        // userinfo never belongs in a label
+        let authority = authority.rsplit('@').next()?;
+        let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+            let (h, after) = rest.split_once(']')?;
+            h.parse::<std::net::Ipv6Addr>().ok()?;
+            let port = match after.strip_prefix(':') {
+                Some(p) => p.parse::<u16>().ok()?,
+                None if after.is_empty() => default_port?,
+                None => return None,
+            };
+            (format!("[{}]", h.to_ascii_lowercase()), port)
+        } else {
+            let (h, port) = match authority.rsplit_once(':') {
+                Some((h, p)) => (h, p.parse::<u16>().ok()?),
+                None => (authority, default_port?),
+            };
+            if h.is_empty()
+                || h.len() > 253
+                || !h
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_')
+            {
+                return None;
+            }
+            if h.contains(':') {
+                return None;
+            }
+            (h.to_ascii_lowercase(), port)
+        };
+        Some(format!("{host}:{port}"))
+    }
+    let authority_end = |s: &str| {
+        s.find(|c: char| matches!(c, '/' | '"' | '\\' | ' ' | '?' | '#' | ',' | ')' | '\''))
+            .unwrap_or(s.len())
+    };
+    for (scheme, port) in [("https://", 443u16), ("http://", 80u16)] {
+        if let Some(at) = text.find(scheme) {
+            let rest = &text[at + scheme.len()..];
+            if let Some(e) = host_port(&rest[..authority_end(rest)], Some(port)) {
+                return Some(e);
+            }
+        }
+    }
+    let at = text.find("dial tcp ")?;
+    let rest = &text[at + "dial tcp ".len()..];
+    let end = rest
+        .find(|c: char| c == ' ' || c == '"' || c == '\\' || c == ',')
+        .unwrap_or(rest.len());
+    // "dial tcp 10.0.0.1:6443: connect: …": the address ends at its last ':'
+    // before the next word.
+    let addr = rest[..end].trim_end_matches(':');
+    host_port(addr, None)
 }
 
 /// Recognises systemd's own lines about the kubelet unit (`_PID=1`,
@@ -589,6 +655,7 @@ pub fn recognize_systemd(message: &str) -> Option<Signal> {
         kind,
         node: None,
         cause: None,
+        endpoint: None,
     })
 }
 
@@ -767,6 +834,38 @@ fn not_found_class(text: &str) -> Option<Cause> {
 mod tests {
     use super::*;
     use crate::parse::parse_line;
+
+    #[test]
+    fn api_endpoints_from_error_texts() {
+        for (text, want) in [
+            (
+                r#"error getting node "w1": Get "https://10.0.0.1:6443/api/v1/nodes/w1?timeout=10s": dial tcp 10.0.0.1:6443: connect: connection refused"#,
+                Some("10.0.0.1:6443"),
+            ),
+            (
+                r#"Post "https://API.Example.com/api/v1/nodes": net/http: request canceled"#,
+                Some("api.example.com:443"),
+            ),
+            (
+                r#"Get \"https://[FD00::1]:6443/api/v1/nodes/w1?timeout=10s\": context deadline exceeded"#,
+                Some("[fd00::1]:6443"),
+            ),
+            (
+                "dial tcp 192.168.1.5:6443: i/o timeout",
+                Some("192.168.1.5:6443"),
+            ),
+            (
+                "http://localhost:8080/api/v1/nodes/w1: EOF",
+                Some("localhost:8080"),
+            ),
+            (r#"nodes "w1" not found"#, None),
+            ("Unauthorized", None),
+            ("https://:6443/x", None),
+            ("dial tcp: lookup api on 10.96.0.10:53: no such host", None),
+        ] {
+            assert_eq!(api_endpoint(text).as_deref(), want, "{text}");
+        }
+    }
 
     /// (line, kind, node, cause): one row per real line shape, most from
     /// `fixtures/real-logs/` and `messages.md`.

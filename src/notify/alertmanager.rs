@@ -137,6 +137,9 @@ pub fn labels(
         l.insert("host".into(), h.clone().into());
     }
     l.insert("cause".into(), i.cause().as_str().into());
+    if let Some(e) = &i.api_endpoint {
+        l.insert("api_endpoint".into(), e.clone().into());
+    }
     l.insert("verdict".into(), i.verdict(settings).as_str().into());
     l.insert("severity".into(), severity(i).into());
     l

@@ -81,10 +81,19 @@ pub fn next_steps(i: &Incident) -> Vec<String> {
     ];
     match i.cause() {
         Cause::ApiUnreachable => {
-            steps.push("from the node: curl -sk https://<api-server>:6443/healthz (the address is in the error lines)".into());
+            steps.push(match &i.api_endpoint {
+                Some(e) => format!("from the node: curl -sk https://{}/healthz", header_text(e, 270)),
+                None => "from the node: curl -sk https://<api-server>:6443/healthz (the address is in the error lines)".into(),
+            });
             steps.push("kubectl get --raw='/readyz?verbose' from a machine that reaches the API server; check its load balancer and firewall".into());
         }
         Cause::ApiTimeout => {
+            if let Some(e) = &i.api_endpoint {
+                steps.push(format!(
+                    "from the node: time curl -sk https://{}/healthz",
+                    header_text(e, 270)
+                ));
+            }
             steps.push("kubectl get --raw='/readyz?verbose'; API server load and latency (apiserver_request_duration_seconds)".into());
             steps.push("the network path from the node to the API server (MTU, packet loss)".into());
         }
@@ -368,8 +377,20 @@ pub fn render_with(incidents: &[&Incident], kind: AlertKind, s: &Settings, d: De
             i.id
         );
     }
-    text.push_str("-- \nkubelet-sentinel: `kubelet-sentinel show <id>` on the collector shows the whole timeline.\n");
-    html.push_str("<p style=\"color:#666\">kubelet-sentinel: <code>kubelet-sentinel show &lt;id&gt;</code> shows the whole timeline.</p>\n</body></html>\n");
+    let id = if incidents.len() == 1 {
+        incidents[0].id.as_str()
+    } else {
+        "<id>"
+    };
+    let footer = format!(
+        "`kubelet-sentinel show {id}` shows the whole timeline; `kubelet-sentinel ack {id}` stops \
+         the reminders (where kubelet-sentinel runs)."
+    );
+    let _ = writeln!(text, "-- \nkubelet-sentinel: {footer}");
+    html.push_str(&format!(
+        "<p style=\"color:#666\">kubelet-sentinel: {}</p>\n</body></html>\n",
+        html_escape(&footer)
+    ));
     Rendered {
         subject: header_text(&subject, 200),
         text,
@@ -415,6 +436,9 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     let _ = writeln!(text, "  status:   {}", status_word(i));
     let _ = writeln!(text, "  verdict:  {}", verdict_words(v, s));
     let _ = writeln!(text, "  cause:    {}: {}", c.as_str(), cause_explanation(c));
+    if let Some(e) = &i.api_endpoint {
+        let _ = writeln!(text, "  endpoint: {}", header_text(e, 270));
+    }
     let _ = writeln!(text, "  counters: {}", counters(i));
     let acked = i.ack.as_ref().map(|a| {
         let mut words = format!("by {} at {}", header_text(&a.by, 100), when(a.at));
@@ -445,6 +469,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
         ("counters", counters(i)),
     ]
     .into_iter()
+    .chain(i.api_endpoint.clone().map(|e| ("endpoint", e)))
     .chain(acked.map(|a| ("acknowledged", format!("{a} (no reminders since)"))))
     {
         html.push_str(&format!(

@@ -127,6 +127,8 @@ pub struct Filter {
     pub cause: Option<String>,
     /// Incidents seen on this host.
     pub host: Option<String>,
+    /// Incidents whose errors name this API endpoint (`host:port`).
+    pub endpoint: Option<String>,
     /// Only resolved ones (`open` is the other way round).
     pub resolved: bool,
     pub limit: Option<usize>,
@@ -592,6 +594,12 @@ impl Store {
             if f.host
                 .as_ref()
                 .is_some_and(|h| i.host.as_deref() != Some(h.as_str()))
+            {
+                continue;
+            }
+            if f.endpoint
+                .as_ref()
+                .is_some_and(|e| i.api_endpoint.as_deref() != Some(e.as_str()))
             {
                 continue;
             }

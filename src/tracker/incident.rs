@@ -153,6 +153,9 @@ pub struct Incident {
     /// Its trouble and supporting signals over time (bounded).
     #[serde(default, skip_serializing_if = "super::timeline::Timeline::is_empty")]
     pub timeline: super::timeline::Timeline,
+    /// The API endpoint (`host:port`) its first error naming one named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_endpoint: Option<String>,
 }
 
 impl Incident {

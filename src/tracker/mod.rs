@@ -578,6 +578,7 @@ impl Tracker {
             evidence_dropped: 0,
             ack: None,
             timeline: timeline::Timeline::default(),
+            api_endpoint: None,
         };
         for m in origin
             .markers
@@ -600,6 +601,9 @@ impl Tracker {
         inc.last_signal_at = inc.last_signal_at.max(at);
         let cause = sig.cause.unwrap_or(Cause::Unknown);
         *inc.causes.entry(cause).or_default() += 1;
+        if inc.api_endpoint.is_none() {
+            inc.api_endpoint.clone_from(&sig.endpoint);
+        }
         let mut counted_retry = false;
         match sig.kind {
             SignalKind::StatusRetry => {

@@ -437,6 +437,11 @@ fn status_exit_codes_and_incident_queries() {
         ids(&["--since", "tomorrow"]).is_empty(),
         "the open incident"
     );
+    assert_eq!(ids(&["--endpoint", "10.0.0.1:6443"]), ["n-10"]);
+    assert!(ids(&["--endpoint", "10.0.0.2:6443"]).is_empty());
+    let json: serde_json::Value =
+        serde_json::from_slice(&svc.query(&["incidents", "-o", "json"]).stdout).unwrap();
+    assert_eq!(json["incidents"][0]["api_endpoint"], "10.0.0.1:6443");
     let short = svc.query(&["show", "ab"]);
     assert!(
         String::from_utf8_lossy(&short.stderr).contains("at least 4 characters"),
