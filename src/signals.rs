@@ -612,7 +612,7 @@ pub fn api_endpoint(text: &str) -> Option<String> {
         Some(format!("{host}:{port}"))
     }
     let authority_end = |s: &str| {
-        s.find(|c: char| matches!(c, '/' | '"' | '\\' | ' ' | '?' | '#' | ',' | ')' | '\''))
+        s.find(['/', '"', '\\', ' ', '?', '#', ',', ')', '\''])
             .unwrap_or(s.len())
     };
     for (scheme, port) in [("https://", 443u16), ("http://", 80u16)] {
@@ -625,9 +625,7 @@ pub fn api_endpoint(text: &str) -> Option<String> {
     }
     let at = text.find("dial tcp ")?;
     let rest = &text[at + "dial tcp ".len()..];
-    let end = rest
-        .find(|c: char| c == ' ' || c == '"' || c == '\\' || c == ',')
-        .unwrap_or(rest.len());
+    let end = rest.find([' ', '"', '\\', ',']).unwrap_or(rest.len());
     // "dial tcp 10.0.0.1:6443: connect: …": the address ends at its last ':'
     // before the next word.
     let addr = rest[..end].trim_end_matches(':');

@@ -634,6 +634,7 @@ mod tests {
             verdict: Some("startup-race".into()),
             cause: Some("auth".into()),
             host: Some("h 1".into()),
+            endpoint: Some("[fd00::1]:6443".into()),
             resolved: false,
             limit: Some(5),
         };
