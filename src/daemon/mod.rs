@@ -454,6 +454,22 @@ pub async fn run(
             };
         }
     }
+    if matches!(&failure, Some(DaemonError::Task { what, .. }) if what == "ended unexpectedly") {
+        // A task that ends by itself usually does so because another one
+        // failed and dropped its channel (the systemd task when ingest
+        // stops on a full disk): say the error that caused it, if it comes
+        // within a moment, rather than the consequence.
+        match tokio::time::timeout(Duration::from_secs(1), tasks.join_next_with_id()).await {
+            Ok(Some(Ok((_, Err(e))))) if !matches!(e, DaemonError::Stopped) => failure = Some(e),
+            Ok(Some(Err(e))) if e.is_panic() => {
+                failure = Some(DaemonError::Task {
+                    task: names.get(&e.id()).copied().unwrap_or("a"),
+                    what: "panicked".into(),
+                });
+            }
+            _ => {}
+        }
+    }
     if edges.systemd {
         systemd::notify(&[("STOPPING", "1")]);
     }
