@@ -161,6 +161,43 @@ fn header_machine_id(path: &Path) -> Option<String> {
     }))
 }
 
+/// The sequence-number ID in a journal file's header (bytes 72..88, after
+/// the tail entry's boot ID), in hex: the `s=` of its entries' cursors.
+fn header_seqnum_id(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut head = [0u8; 88];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    if &head[..8] != b"LPKSHHRH" {
+        return None;
+    }
+    Some(
+        head[72..88]
+            .iter()
+            .fold(String::with_capacity(32), |mut s, b| {
+                use std::fmt::Write as _;
+                let _ = write!(s, "{b:02x}");
+                s
+            }),
+    )
+}
+
+/// Whether a single cursor can be this directory's: one from before its
+/// groups were read apart (one handle over the whole directory) names the
+/// sequence-number ID of one of its files. A local journal's cursor, or one
+/// of another machine, names none: applied, every host would resume after
+/// its time and lose what it uploaded before.
+#[must_use]
+pub fn holds_cursor(dir: &Path, cursor: &str) -> bool {
+    let Some((id, _)) = seqnum(cursor) else {
+        return false;
+    };
+    discover(dir)
+        .0
+        .values()
+        .flatten()
+        .any(|f| header_seqnum_id(f).is_some_and(|s| s.eq_ignore_ascii_case(&id)))
+}
+
 /// The directory's journal files (and its subdirectories', one level, as
 /// libsystemd reads a directory) by group, and those that cannot be read.
 #[must_use]

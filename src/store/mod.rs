@@ -12,6 +12,7 @@
 //! | `meta` | `schema` | `2` (`1`: open incidents and hosts inside `state`) |
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed |
 //! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) |
+//! | | `source` | the journal the cursors belong to ([`crate::journal::source_id`]) |
 //! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, held lines, counters |
 //! | | `stats` | JSON [`Stats`]: counts over the history |
 //!
@@ -107,6 +108,8 @@ impl Batch {
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub position: crate::journal::Position,
+    /// The journal `position` belongs to (none recorded before 0.1.1).
+    pub source: Option<String>,
     pub state: Option<PipelineState>,
     pub open: Vec<Incident>,
     pub origins: Vec<(String, Origin)>,
@@ -455,8 +458,14 @@ impl Store {
             let (h, v) = kv.map_err(|e| self.err(e))?;
             origins.push((String::from_utf8_lossy(&h).into_owned(), self.json(&h, &v)?));
         }
+        let source = self
+            .meta
+            .get("source")
+            .map_err(|e| self.err(e))?
+            .map(|v| String::from_utf8_lossy(&v).into_owned());
         Ok(Loaded {
             position: crate::journal::Position { cursor, groups },
+            source,
             state,
             open,
             origins,
@@ -580,6 +589,57 @@ impl Store {
             });
         self.finish_txn(result)?;
         // Durable before the caller acts on it (acks, outbox deliveries).
+        self.flush()
+    }
+
+    /// Records the journal the cursors belong to. With `closed`, the
+    /// journal changed: in one transaction the old journal's cursors and
+    /// pipeline state are forgotten (they mean nothing in another journal)
+    /// and its open incidents written as they were closed.
+    pub fn switch_source(
+        &self,
+        source: &str,
+        closed: Option<&[Incident]>,
+        settings: &Settings,
+    ) -> Result<(), StoreError> {
+        let mut forget: Vec<sled::IVec> = Vec::new();
+        if closed.is_some() {
+            // The transactional view has no scans; this process holds the
+            // store's lock, so the keys cannot change in between.
+            for kv in self.meta.scan_prefix(b"cursor") {
+                forget.push(kv.map_err(|e| self.err(e))?.0);
+            }
+            forget.push("state".into());
+        }
+        let closed = closed.unwrap_or_default();
+        let delta = StatsDelta {
+            opened: 0,
+            resolved: closed
+                .iter()
+                .map(|i| i.verdict(settings).as_str().to_string())
+                .collect(),
+        };
+        let result: Result<(), TransactionError<()>> = (&self.incidents, &self.open, &self.meta)
+            .transaction(|(inc, open, meta)| {
+                for i in closed {
+                    inc.insert(i.id.as_bytes(), to_json(i))?;
+                    open.remove(i.id.as_bytes())?;
+                }
+                for k in &forget {
+                    meta.remove(k)?;
+                }
+                if !delta.is_empty() {
+                    let mut stats: Stats = meta
+                        .get("stats")?
+                        .and_then(|v| serde_json::from_slice(&v).ok())
+                        .unwrap_or_default();
+                    stats.add(&delta);
+                    meta.insert("stats", to_json(&stats))?;
+                }
+                meta.insert("source", source.as_bytes())?;
+                Ok::<(), ConflictableTransactionError<()>>(())
+            });
+        self.finish_txn(result)?;
         self.flush()
     }
 

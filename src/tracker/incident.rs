@@ -53,6 +53,9 @@ pub enum Resolution {
     NodeReady,
     /// No trouble signal for `resolve_after`.
     Quiet,
+    /// Closed, not resolved: the service was switched to another journal,
+    /// which nothing says confirms or ends it (no resolved notice).
+    SourceChanged,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -296,6 +299,12 @@ impl Incident {
             Some(Resolution::Quiet) => parts.push(format!(
                 "Resolved after {} without trouble (last at {}).",
                 human_duration(s.resolve_after),
+                clock(self.last_trouble_at)
+            )),
+            Some(Resolution::SourceChanged) => parts.push(format!(
+                "Closed at {}, not resolved: the service was switched to another journal \
+                 (last trouble read at {}).",
+                clock(self.resolved_at.unwrap_or(self.last_signal_at)),
                 clock(self.last_trouble_at)
             )),
             None => {}

@@ -10,7 +10,9 @@ use std::path::Path;
 
 use kubelet_sentinel::time::{Micros, SECOND};
 
-use crate::support::{Duration, Service, bin, export_entry, journal_remote, run, wait_for};
+use crate::support::{
+    Duration, Journald, Service, bin, export_entry, journal_remote, run, wait_for,
+};
 
 /// One upload: entries of `host` (time, message) appended to its file.
 pub fn upload(dir: &Path, file: &str, host: &str, lines: &[(Micros, String)]) {
@@ -301,4 +303,143 @@ fn a_hosts_files_under_names_of_their_own_are_one_host() {
     );
     assert_eq!(incidents_of(&grouped["incidents"]).len(), 1);
     assert_eq!(incidents_of(&grouped["incidents"])[0].2, 8);
+}
+
+/// The `.eml` files the file transport wrote.
+fn mails_in_dir(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "eml"))
+                .map(|e| std::fs::read_to_string(e.path()).unwrap())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The README's collector steps, literally: a service installed on the
+/// local journal (here a journald namespace) with an incident open, then
+/// `[journal] directory` set and a restart, with hosts uploading before,
+/// during and after the switch. The local journal's cursor is not applied
+/// to the directory (every host is read from `start_at`: nothing lost, the
+/// same incidents as `scan` of the directory), and the local incident,
+/// which the directory cannot confirm, is closed as source-changed with no
+/// resolved mail.
+#[test]
+fn switching_to_collector_loses_nothing_and_mails_no_false_resolved() {
+    let j = Journald::start("switch");
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let now = kubelet_sentinel::time::now();
+    let mut dir_lines = 0u64;
+    let mut up = |file: &str, host: &str, lines: Vec<(Micros, String)>| {
+        dir_lines += lines.len() as u64;
+        upload(dir, file, host, &lines);
+    };
+    // Before: a host uploaded while the service still reads the local journal.
+    up(
+        "remote-10.0.0.1.journal",
+        "h1",
+        storm(now - 900 * SECOND, "h1", 8),
+    );
+    let mut svc = Service::new(
+        &format!("namespace = \"{}\"", j.name),
+        // The mail directory does not exist: the file transport makes it.
+        "[incidents]\nresolve_after = \"4s\"\n\n[alert]\nto = [\"ops@example.com\"]\n\
+         transport = \"file\"\ngroup_wait = \"0s\"\n\n[alert.file]\ndirectory = \"MAILDIR\"\n",
+    );
+    let maildir = svc.dir.path().join("mail");
+    let config = std::fs::read_to_string(svc.config())
+        .unwrap()
+        .replace("MAILDIR", &maildir.display().to_string());
+    std::fs::write(svc.config(), &config).unwrap();
+    svc.start();
+    j.kubelet(
+        &(0..8)
+            .map(|k| retry(kubelet_sentinel::time::now() + k, "local-1").1)
+            .collect::<Vec<_>>(),
+    );
+    wait_for(
+        Duration::from_secs(20),
+        || mails_in_dir(&maildir).len() == 1,
+        "the local outage's alert",
+    );
+    let local_lines = svc.status()["kubelet_lines"].as_u64().unwrap();
+    assert_eq!(local_lines, 8);
+    // During: the config is edited (the watcher says [journal] needs a
+    // restart) while another host uploads.
+    std::fs::write(
+        svc.config(),
+        config.replace(
+            &format!("namespace = \"{}\"", j.name),
+            &format!("directory = \"{}\"", dir.display()),
+        ),
+    )
+    .unwrap();
+    up(
+        "remote-10.0.0.2.journal",
+        "h2",
+        storm(now - 800 * SECOND, "h2", 7),
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+    up(
+        "remote-10.0.0.3.journal",
+        "h3",
+        storm(now - 700 * SECOND, "h3", 9),
+    );
+    svc.start();
+    // After: more of h1, and a host new to the collector.
+    up(
+        "remote-10.0.0.1.journal",
+        "h1",
+        storm(now - 300 * SECOND, "h1", 6),
+    );
+    up(
+        "remote-10.0.0.4.journal",
+        "h4",
+        storm(now - 1200 * SECOND, "h4", 5),
+    );
+    wait_for(
+        Duration::from_secs(30),
+        || svc.status()["kubelet_lines"].as_u64() == Some(local_lines + dir_lines),
+        "the service to read every upload",
+    );
+    // Longer than resolve_after: a false resolution would be mailed by now.
+    std::thread::sleep(Duration::from_secs(6));
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    assert!(log.contains("the journal changed"), "{log}");
+    let all = svc.incidents();
+    let local: Vec<&serde_json::Value> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["node"] == "local-1")
+        .collect();
+    assert_eq!(local.len(), 1, "{all}");
+    assert_eq!(local[0]["resolution"], "source-changed", "{}", local[0]);
+    let others: Vec<serde_json::Value> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["node"] != "local-1")
+        .cloned()
+        .collect();
+    let scanned = scan_json(&[&dir.display().to_string()]);
+    assert_eq!(
+        scanned["summary"]["kubelet_lines"].as_u64(),
+        Some(dir_lines)
+    );
+    assert_eq!(
+        incidents_of(&serde_json::Value::Array(others)),
+        incidents_of(&scanned["incidents"]),
+        "{log}"
+    );
+    let mails = mails_in_dir(&maildir);
+    assert!(
+        mails
+            .iter()
+            .all(|m| !(m.contains("resolved") && m.contains("local-1"))),
+        "a resolved mail for the local incident: {mails:?}"
+    );
 }
