@@ -128,33 +128,50 @@ pub fn group_key(dir: &Path, path: &Path) -> Option<String> {
         if stem.starts_with("remote-") {
             // journal-remote's per-sender files (their header carries the
             // collector's machine ID, not the sender's).
-            stem.to_string()
+            Some(stem.to_string())
         } else {
-            header_machine_id(path).map_or_else(|| stem.to_string(), |m| format!("machine-{m}"))
+            // A file still being written (copied in) is grouped once its
+            // header is there: grouped by its name meanwhile, it would be
+            // a group of its own, read once under each key.
+            match header_machine_id(path) {
+                Header::MachineId(m) => Some(format!("machine-{m}")),
+                Header::NoMachineId => Some(stem.to_string()),
+                Header::Incomplete => None,
+            }
         }
     };
     match parts.as_slice() {
-        [] => Some(base()),
+        [] => base(),
         [sub] if is_machine_id(sub) => Some((*sub).to_string()),
-        [sub] => Some(format!("{sub}/{}", base())),
+        [sub] => base().map(|b| format!("{sub}/{b}")),
         _ => None,
     }
 }
 
+enum Header {
+    MachineId(String),
+    NoMachineId,
+    /// Shorter than a header, or not a journal's (yet).
+    Incomplete,
+}
+
 /// The machine ID in a journal file's header (bytes 40..56, after the
 /// signature, flags, state and file ID), in hex.
-fn header_machine_id(path: &Path) -> Option<String> {
+fn header_machine_id(path: &Path) -> Header {
     use std::io::Read as _;
     let mut head = [0u8; 56];
-    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
-    if &head[..8] != b"LPKSHHRH" {
-        return None;
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
+    match read {
+        Ok(()) if &head[..8] == b"LPKSHHRH" => {}
+        // Cannot be opened: reported as unreadable by its name.
+        Err(e) if e.kind() != std::io::ErrorKind::UnexpectedEof => return Header::NoMachineId,
+        _ => return Header::Incomplete,
     }
     let id = &head[40..56];
     if id.iter().all(|&b| b == 0) {
-        return None;
+        return Header::NoMachineId;
     }
-    Some(id.iter().fold(String::with_capacity(32), |mut s, b| {
+    Header::MachineId(id.iter().fold(String::with_capacity(32), |mut s, b| {
         use std::fmt::Write as _;
         let _ = write!(s, "{b:02x}");
         s
@@ -198,35 +215,69 @@ pub fn holds_cursor(dir: &Path, cursor: &str) -> bool {
         .any(|f| header_seqnum_id(f).is_some_and(|s| s.eq_ignore_ascii_case(&id)))
 }
 
+/// The directory and its subdirectories (one level, as libsystemd reads a
+/// directory), each once: a symlink to the directory itself (`c/loop ->
+/// .`) or to a subdirectory already there is the same (device, inode), and
+/// would read every file twice.
+fn dirs_of(dir: &Path) -> Vec<PathBuf> {
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let mut seen: std::collections::HashSet<(u64, u64)> = id(dir).into_iter().collect();
+    let mut dirs = vec![dir.to_path_buf()];
+    let mut subs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    // Real directories before links to them, whatever their names.
+    subs.sort_by_key(|p| (p.is_symlink(), p.clone()));
+    for p in subs {
+        if let Some(i) = id(&p).filter(|_| p.is_dir()) {
+            if seen.insert(i) {
+                dirs.push(p);
+            }
+        }
+    }
+    dirs
+}
+
 /// The directory's journal files (and its subdirectories', one level, as
 /// libsystemd reads a directory) by group, and those that cannot be read.
+/// Each file once, by (device, inode): a symlinked file is read through its
+/// target (by the link only when the target is outside), a link loop or a
+/// dangling link not at all.
 #[must_use]
 pub fn discover(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>) {
     let mut groups: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     let mut unreadable = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        dirs.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
-    }
-    for d in dirs {
-        let Ok(rd) = std::fs::read_dir(&d) else {
+    let mut found: Vec<PathBuf> = dirs_of(dir)
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|rd| rd.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        .collect();
+    found.sort_by_key(|p| (p.is_symlink(), p.clone()));
+    let mut seen = std::collections::HashSet::new();
+    for p in found {
+        match std::fs::metadata(&p) {
+            Ok(m) if m.is_file() => {
+                if !seen.insert((m.dev(), m.ino())) {
+                    continue;
+                }
+            }
+            Ok(_) => continue,
+            // A loop of links, or one to nothing.
+            Err(_) if p.is_symlink() => continue,
+            Err(_) => {}
+        }
+        let Some(key) = group_key(dir, &p) else {
             continue;
         };
-        for e in rd.flatten() {
-            let p = e.path();
-            let Some(key) = group_key(dir, &p) else {
-                continue;
-            };
-            match std::fs::File::open(&p) {
-                Ok(_) => groups.entry(key).or_default().push(p),
-                Err(error) => unreadable.push(Unreadable {
-                    group: std::fs::metadata(&p)
-                        .ok()
-                        .and_then(|m| super::sd::group_name(m.gid())),
-                    path: p,
-                    error,
-                }),
-            }
+        match std::fs::File::open(&p) {
+            Ok(_) => groups.entry(key).or_default().push(p),
+            Err(error) => unreadable.push(Unreadable {
+                group: std::fs::metadata(&p)
+                    .ok()
+                    .and_then(|m| super::sd::group_name(m.gid())),
+                path: p,
+                error,
+            }),
         }
     }
     for files in groups.values_mut() {
@@ -349,6 +400,9 @@ struct Coordinator {
     running: usize,
     /// Unreadable files already reported.
     warned: std::collections::HashSet<PathBuf>,
+    /// Some file could not be read at the last look: looked at again every
+    /// sweep (a permission fixed, a group added, may send no event).
+    unreadable_left: bool,
     /// The directory each inotify watch is on.
     watches: HashMap<i32, PathBuf>,
 }
@@ -402,6 +456,7 @@ impl Coordinator {
             done,
             running: 0,
             warned: std::collections::HashSet::new(),
+            unreadable_left: false,
             watches: HashMap::new(),
         };
         for (key, files) in found {
@@ -441,6 +496,19 @@ impl Coordinator {
     }
 
     fn warn_unreadable(&mut self, unreadable: &[Unreadable]) {
+        self.unreadable_left = !unreadable.is_empty();
+        let now_readable: Vec<PathBuf> = self
+            .warned
+            .iter()
+            .filter(|w| !unreadable.iter().any(|u| &u.path == *w))
+            .cloned()
+            .collect();
+        for p in now_readable {
+            if p.exists() {
+                tracing::info!("{} can be read now", p.display());
+            }
+            self.warned.remove(&p);
+        }
         for u in unreadable {
             if self.warned.insert(u.path.clone()) {
                 let _ = self.tx.blocking_send(ReaderEvent::Warning(format!(
@@ -666,6 +734,9 @@ impl Coordinator {
                 }
                 if last_sweep.elapsed() >= SWEEP {
                     last_sweep = Instant::now();
+                    if self.unreadable_left {
+                        self.rescan();
+                    }
                     self.sweep(Duration::ZERO);
                 }
             }
@@ -736,11 +807,11 @@ impl Coordinator {
     }
 
     fn watch_subdirs(&mut self, fd: &rustix::fd::OwnedFd) {
-        if let Ok(rd) = std::fs::read_dir(&self.spec.dir) {
-            for p in rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()) {
-                // Watching a directory twice returns the same watch.
-                let _ = self.add_watch(fd, &p);
-            }
+        // The directories read, each once: watching one inode under a
+        // second name (a link to the directory) would return the same
+        // watch and rename its events.
+        for p in dirs_of(&self.spec.dir).into_iter().skip(1) {
+            let _ = self.add_watch(fd, &p);
         }
     }
 
@@ -1090,6 +1161,28 @@ mod tests {
         assert_eq!(k("sub/remote-a.journal").as_deref(), Some("sub/remote-a"));
         assert_eq!(k("notes.txt"), None);
         assert_eq!(k("a/b/c.journal"), None);
+    }
+
+    /// A file copied in is grouped once its header is there, never by its
+    /// name first and by its machine ID later (two groups, read twice).
+    #[test]
+    fn a_file_being_written_waits_for_its_header() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("node1-monday.journal");
+        std::fs::write(&p, b"LPKSHH").unwrap();
+        assert_eq!(group_key(d.path(), &p), None);
+        let mut head = vec![0u8; 88];
+        head[..8].copy_from_slice(b"LPKSHHRH");
+        head[40..56].copy_from_slice(&[0xab; 16]);
+        std::fs::write(&p, &head).unwrap();
+        assert_eq!(
+            group_key(d.path(), &p).as_deref(),
+            Some("machine-abababababababababababababababab")
+        );
+        // journal-remote's files are grouped by name, header or not.
+        let r = d.path().join("remote-10.0.0.5.journal");
+        std::fs::write(&r, b"").unwrap();
+        assert_eq!(group_key(d.path(), &r).as_deref(), Some("remote-10.0.0.5"));
     }
 
     #[test]

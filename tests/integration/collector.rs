@@ -443,3 +443,58 @@ fn switching_to_collector_loses_nothing_and_mails_no_false_resolved() {
         "a resolved mail for the local incident: {mails:?}"
     );
 }
+
+/// Links in a collector's directory read nothing twice: a link to the
+/// directory inside itself, a symlinked file, a loop of links (D14).
+#[test]
+fn links_in_the_directory_read_each_entry_once() {
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let now = kubelet_sentinel::time::now();
+    let h1 = storm(now - 600 * SECOND, "h1", 8);
+    let h2 = storm(now - 500 * SECOND, "h2", 4);
+    let lines = (h1.len() + h2.len()) as u64;
+    upload(dir, "remote-10.0.0.1.journal", "h1", &h1);
+    upload(dir, "remote-10.0.0.2.journal", "h2", &h2);
+    let files = [
+        dir.join("remote-10.0.0.1.journal").display().to_string(),
+        dir.join("remote-10.0.0.2.journal").display().to_string(),
+    ];
+    let one_handle = scan_json(&[&files[0], &files[1]]);
+    std::os::unix::fs::symlink(".", dir.join("loop")).unwrap();
+    std::os::unix::fs::symlink("remote-10.0.0.1.journal", dir.join("remote-link.journal")).unwrap();
+    std::os::unix::fs::symlink("l2.journal", dir.join("l1.journal")).unwrap();
+    std::os::unix::fs::symlink("l1.journal", dir.join("l2.journal")).unwrap();
+
+    let scanned = scan_json(&[&dir.display().to_string()]);
+    assert_eq!(scanned["summary"]["kubelet_lines"].as_u64(), Some(lines));
+    assert_eq!(
+        incidents_of(&scanned["incidents"]),
+        incidents_of(&one_handle["incidents"])
+    );
+    let retries: Vec<u64> = incidents_of(&scanned["incidents"])
+        .iter()
+        .map(|(.., r)| *r)
+        .collect();
+    assert_eq!(retries, [8, 4]);
+
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    // More through the link to the directory's own file, while following.
+    let more = storm(now - 100 * SECOND, "h1", 3);
+    upload(dir, "remote-link.journal", "h1", &more);
+    let lines = lines + more.len() as u64;
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines),
+        "the service to read every entry",
+    );
+    // A few sweeps later, still once.
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(svc.status()["kubelet_lines"].as_u64(), Some(lines));
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let all = scan_json(&[&files[0], &files[1]]);
+    assert_eq!(live, incidents_of(&all["incidents"]), "{log}");
+}
