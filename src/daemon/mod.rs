@@ -538,15 +538,24 @@ pub async fn run(
         // failed and dropped its channel (the systemd task when ingest
         // stops on a full disk): say the error that caused it, if it comes
         // within a moment, rather than the consequence.
-        match tokio::time::timeout(Duration::from_secs(1), tasks.join_next_with_id()).await {
-            Ok(Some(Ok((_, Err(e))))) if !matches!(e, DaemonError::Stopped) => failure = Some(e),
-            Ok(Some(Err(e))) if e.is_panic() => {
-                failure = Some(DaemonError::Task {
-                    task: names.get(&e.id()).copied().unwrap_or("a"),
-                    what: "panicked".into(),
-                });
+        // Others end the same way (their channels went with it).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        loop {
+            match tokio::time::timeout_at(deadline, tasks.join_next_with_id()).await {
+                Ok(Some(Ok((_, Err(e))))) if !matches!(e, DaemonError::Stopped) => {
+                    failure = Some(e);
+                    break;
+                }
+                Ok(Some(Err(e))) if e.is_panic() => {
+                    failure = Some(DaemonError::Task {
+                        task: names.get(&e.id()).copied().unwrap_or("a"),
+                        what: "panicked".into(),
+                    });
+                    break;
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
             }
-            _ => {}
         }
     }
     if edges.systemd {

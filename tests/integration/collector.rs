@@ -498,3 +498,118 @@ fn links_in_the_directory_read_each_entry_once() {
     let all = scan_json(&[&files[0], &files[1]]);
     assert_eq!(live, incidents_of(&all["incidents"]), "{log}");
 }
+
+/// Fills the filesystem at `dir` with a file, to the last byte.
+fn fill(dir: &Path) -> std::path::PathBuf {
+    use std::io::Write as _;
+    let p = dir.join("filler");
+    let mut f = std::fs::File::create(&p).unwrap();
+    let chunk = vec![0u8; 64 << 10];
+    let mut n = chunk.len();
+    while n > 0 {
+        if f.write_all(&chunk[..n]).is_err() {
+            n /= 2;
+        }
+    }
+    let _ = f.sync_all();
+    p
+}
+
+/// The disk under the store fills up during live follow (S15): the
+/// service stops with the store's error first (D26); once space is freed
+/// it starts again, whatever sled left behind (an unfinished snapshot is
+/// set aside), and ends with the incidents of `scan`. Ten runs, each on a
+/// small tmpfs filled at a different moment.
+#[test]
+fn a_full_disk_during_follow_leaves_a_store_that_reopens_equal_to_scan() {
+    for run_no in 0..10i64 {
+        let journals = tempfile::tempdir().unwrap();
+        let dir = journals.path();
+        let now = kubelet_sentinel::time::now();
+        let lines = std::cell::Cell::new(0u64);
+        let up = |k: i64, n: i64| {
+            let host = format!("h{k}");
+            let l = storm(now - (3000 - k * 60) * SECOND, &host, n);
+            lines.set(lines.get() + l.len() as u64);
+            upload(dir, &format!("remote-10.0.1.{k}.journal"), &host, &l);
+        };
+        for k in 0..5 {
+            up(k, 8);
+        }
+        let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+        let store = svc.dir.path().join("store");
+        std::fs::create_dir(&store).unwrap();
+        let mounted = run(
+            std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+                .arg(&store),
+            None,
+        );
+        assert!(mounted.status.success(), "mount: {mounted:?}");
+        let unmount = scopeguard(store.clone());
+        svc.start();
+        wait_for(
+            Duration::from_secs(20),
+            || svc.status()["kubelet_lines"].as_u64() == Some(lines.get()),
+            "the first uploads read",
+        );
+        // Full now, in the middle of reading 0 to 3 more hosts (or after a
+        // few more commits), while hosts go on.
+        let mut k = 5;
+        while k < 5 + run_no % 4 {
+            up(k, 8);
+            k += 1;
+        }
+        let filler = fill(&store);
+        let code = loop {
+            up(k, 6 + run_no);
+            k += 1;
+            std::thread::sleep(Duration::from_millis(200));
+            let sock = svc.dir.path().join("query.sock");
+            if k > 60 || std::os::unix::net::UnixStream::connect(&sock).is_err() {
+                break svc.wait_exit(Duration::from_secs(20));
+            }
+        };
+        let log = svc.log();
+        assert_ne!(code, Some(0), "{log}");
+        // What stopped it is the store's error, not a task it took along.
+        let why = log
+            .lines()
+            .find(|l| l.ends_with("; stopping"))
+            .unwrap_or("");
+        assert!(why.contains("store"), "{log}");
+        std::fs::remove_file(&filler).unwrap();
+        svc.start();
+        wait_for(
+            Duration::from_secs(30),
+            || svc.status()["kubelet_lines"].as_u64() == Some(lines.get()),
+            "every upload read after the disk was freed",
+        );
+        let log = svc.log();
+        assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+        let live = incidents_of(&svc.incidents());
+        let scanned = scan_json(&[&dir.display().to_string()]);
+        assert_eq!(
+            live,
+            incidents_of(&scanned["incidents"]),
+            "run {run_no}: {log}"
+        );
+        drop(unmount);
+    }
+}
+
+/// Unmounts a directory when dropped (also when the test fails).
+struct Unmount(std::path::PathBuf);
+
+fn scopeguard(p: std::path::PathBuf) -> Unmount {
+    Unmount(p)
+}
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}

@@ -321,6 +321,23 @@ impl Service {
         }
     }
 
+    /// Waits for the service to exit by itself; its exit code.
+    pub fn wait_exit(&mut self, deadline: Duration) -> Option<i32> {
+        let mut child = self.child.take().expect("running");
+        let end = std::time::Instant::now() + deadline;
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st.code();
+            }
+            if std::time::Instant::now() >= end {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the service did not exit; its log:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     pub fn run_once(&self) -> Output {
         run(
             bin()
