@@ -97,6 +97,10 @@ fn is_journal(name: &str) -> bool {
     name.ends_with(".journal") || name.ends_with(".journal~")
 }
 
+/// A journal file shorter than its header says, modified this recently, is
+/// still being written (copied in).
+const STILL_WRITTEN: Duration = Duration::from_secs(10);
+
 /// A 32-hex-digit machine ID (a copied `/var/log/journal/<id>/`).
 fn is_machine_id(name: &str) -> bool {
     name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit())
@@ -151,21 +155,46 @@ pub fn group_key(dir: &Path, path: &Path) -> Option<String> {
 enum Header {
     MachineId(String),
     NoMachineId,
-    /// Shorter than a header, or not a journal's (yet).
+    /// Still being written: shorter than a header, not a journal's (yet),
+    /// or shorter than the arena its header says it has (a copy in
+    /// progress: `cp` writes the header, with its final tail pointers,
+    /// first). A handle opened on it reads part of it and never sees the
+    /// rest, so it is left until it is whole.
     Incomplete,
 }
 
 /// The machine ID in a journal file's header (bytes 40..56, after the
-/// signature, flags, state and file ID), in hex.
+/// signature, flags, state and file ID), in hex, if the file is whole.
 fn header_machine_id(path: &Path) -> Header {
     use std::io::Read as _;
-    let mut head = [0u8; 56];
-    let read = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head));
-    match read {
-        Ok(()) if &head[..8] == b"LPKSHHRH" => {}
-        // Cannot be opened: reported as unreadable by its name.
-        Err(e) if e.kind() != std::io::ErrorKind::UnexpectedEof => return Header::NoMachineId,
-        _ => return Header::Incomplete,
+    let mut head = [0u8; 104];
+    let Ok(mut f) = std::fs::File::open(path) else {
+        // Reported as unreadable by its name.
+        return Header::NoMachineId;
+    };
+    // Only while it is being written: a file cut short long ago (a copy
+    // that failed) is read as far as it goes.
+    let written_lately = |f: &std::fs::File| {
+        f.metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age < STILL_WRITTEN)
+    };
+    let whole = f.read_exact(&mut head).is_ok()
+        && &head[..8] == b"LPKSHHRH"
+        && f.metadata().is_ok_and(|m| {
+            // header_size and arena_size: a whole file is at least as long.
+            let word =
+                |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap_or_default());
+            m.len() >= word(88).saturating_add(word(96))
+        });
+    if !whole {
+        return if written_lately(&f) {
+            Header::Incomplete
+        } else {
+            Header::NoMachineId
+        };
     }
     let id = &head[40..56];
     if id.iter().all(|&b| b == 0) {
@@ -245,6 +274,13 @@ fn dirs_of(dir: &Path) -> Vec<PathBuf> {
 /// dangling link not at all.
 #[must_use]
 pub fn discover(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>) {
+    let (groups, unreadable, _) = discover_all(dir);
+    (groups, unreadable)
+}
+
+/// [`discover`], and whether some file was left for being incomplete.
+fn discover_all(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>, bool) {
+    let mut incomplete = false;
     let mut groups: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     let mut unreadable = Vec::new();
     let mut found: Vec<PathBuf> = dirs_of(dir)
@@ -266,6 +302,13 @@ pub fn discover(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>)
             Err(_) if p.is_symlink() => continue,
             Err(_) => {}
         }
+        if !is_journal(&p.file_name().unwrap_or_default().to_string_lossy()) {
+            continue;
+        }
+        if matches!(header_machine_id(&p), Header::Incomplete) {
+            incomplete = true;
+            continue;
+        }
         let Some(key) = group_key(dir, &p) else {
             continue;
         };
@@ -284,7 +327,7 @@ pub fn discover(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>)
         files.sort();
     }
     unreadable.sort_by(|a, b| a.path.cmp(&b.path));
-    (groups, unreadable)
+    (groups, unreadable, incomplete)
 }
 
 /// What changes when a group's files are written: size and modification
@@ -346,7 +389,7 @@ struct Group {
 /// Starts the collector reader. Returns once the directory was looked at:
 /// an error when it holds no journal file this process may read.
 pub fn spawn(spec: FleetSpec, capacity: usize) -> Result<Reader, SourceError> {
-    let (groups, unreadable) = discover(&spec.dir);
+    let (groups, unreadable, incomplete) = discover_all(&spec.dir);
     if groups.is_empty() {
         let message = match unreadable.first() {
             Some(u) => format!(
@@ -373,6 +416,7 @@ pub fn spawn(spec: FleetSpec, capacity: usize) -> Result<Reader, SourceError> {
         .name("journal".into())
         .spawn(move || {
             let mut c = Coordinator::new(spec, groups, &unreadable, tx, ctl_rx);
+            c.incomplete_left = incomplete;
             if let Err(e) = c.run() {
                 let _ = c.tx.blocking_send(ReaderEvent::Failed(e));
             }
@@ -403,6 +447,9 @@ struct Coordinator {
     /// Some file could not be read at the last look: looked at again every
     /// sweep (a permission fixed, a group added, may send no event).
     unreadable_left: bool,
+    /// Some file was still being written at the last look (see
+    /// [`Header::Incomplete`]): looked at again every sweep too.
+    incomplete_left: bool,
     /// The directory each inotify watch is on.
     watches: HashMap<i32, PathBuf>,
 }
@@ -457,6 +504,7 @@ impl Coordinator {
             running: 0,
             warned: std::collections::HashSet::new(),
             unreadable_left: false,
+            incomplete_left: false,
             watches: HashMap::new(),
         };
         for (key, files) in found {
@@ -521,7 +569,8 @@ impl Coordinator {
 
     /// Looks at the directory again: new groups, new and removed files.
     fn rescan(&mut self) {
-        let (found, unreadable) = discover(&self.spec.dir);
+        let (found, unreadable, incomplete) = discover_all(&self.spec.dir);
+        self.incomplete_left = incomplete;
         self.warn_unreadable(&unreadable);
         let gone: Vec<String> = self
             .groups
@@ -716,11 +765,15 @@ impl Coordinator {
                     let Some(dir) = self.watches.get(&wd) else {
                         continue;
                     };
-                    if let Some(key) = group_key(&self.spec.dir, &dir.join(name)) {
-                        if let Some(g) = self.groups.get_mut(&key) {
-                            g.dirty |= g.retry_at.is_none();
-                        } else {
-                            self.rescan();
+                    let path = dir.join(name);
+                    if let Some(key) = group_key(&self.spec.dir, &path) {
+                        match self.groups.get_mut(&key) {
+                            // A file the group does not have yet (one that
+                            // was incomplete): looked at with the others.
+                            Some(g) if g.files.contains(&path) => {
+                                g.dirty |= g.retry_at.is_none();
+                            }
+                            _ => self.rescan(),
                         }
                     }
                 }
@@ -734,7 +787,7 @@ impl Coordinator {
                 }
                 if last_sweep.elapsed() >= SWEEP {
                     last_sweep = Instant::now();
-                    if self.unreadable_left {
+                    if self.unreadable_left || self.incomplete_left {
                         self.rescan();
                     }
                     self.sweep(Duration::ZERO);
@@ -1171,9 +1224,16 @@ mod tests {
         let p = d.path().join("node1-monday.journal");
         std::fs::write(&p, b"LPKSHH").unwrap();
         assert_eq!(group_key(d.path(), &p), None);
-        let mut head = vec![0u8; 88];
+        let mut head = vec![0u8; 104];
         head[..8].copy_from_slice(b"LPKSHHRH");
         head[40..56].copy_from_slice(&[0xab; 16]);
+        // The header says 4 KiB of arena: a copy still being written.
+        head[88..96].copy_from_slice(&88u64.to_le_bytes());
+        head[96..104].copy_from_slice(&4096u64.to_le_bytes());
+        head.resize(104, 0);
+        std::fs::write(&p, &head).unwrap();
+        assert_eq!(group_key(d.path(), &p), None);
+        head.resize(88 + 4096, 0);
         std::fs::write(&p, &head).unwrap();
         assert_eq!(
             group_key(d.path(), &p).as_deref(),

@@ -613,3 +613,61 @@ impl Drop for Unmount {
             .status();
     }
 }
+
+/// A host's journal files copied into a followed directory (read while
+/// they are being written, their headers first cut short): every entry
+/// once, as `scan` of the final directory (D14).
+#[test]
+fn files_copied_in_while_following_are_read_once() {
+    let src = tempfile::tempdir().unwrap();
+    let now = kubelet_sentinel::time::now();
+    let mut lines = 0u64;
+    let mut names = Vec::new();
+    for f in 0..5i64 {
+        // One after another in time (the last entry of each, the chatter
+        // 120 s after its storm, before the next file's first).
+        let start = now - (5000 - f * 950) * SECOND;
+        let mut l: Vec<(Micros, String)> =
+            (0..1500).map(|k| chatter(start + k * 500_000)).collect();
+        l.extend(storm(start + 800 * SECOND, "n1", 6 + f));
+        lines += l.len() as u64;
+        let name = format!("system@0123-{f:016x}-0000000000000001.journal");
+        upload(src.path(), &name, "n1", &l);
+        names.push(name);
+    }
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    // As a slow `cp` writes them: a header cut short first, then the rest
+    // in pieces.
+    for name in &names {
+        use std::io::Write as _;
+        let bytes = std::fs::read(src.path().join(name)).unwrap();
+        let mut f = std::fs::File::create(dir.join(name)).unwrap();
+        f.write_all(&bytes[..40]).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        for piece in bytes[40..].chunks(128 << 10) {
+            f.write_all(piece).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while svc.status()["kubelet_lines"].as_u64() < Some(lines) {
+        assert!(
+            std::time::Instant::now() < end,
+            "read {} of {lines}: {:?} {:?}",
+            svc.status()["kubelet_lines"],
+            incidents_of(&svc.incidents()),
+            incidents_of(&scan_json(&[&dir.display().to_string()])["incidents"]),
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(svc.status()["kubelet_lines"].as_u64(), Some(lines));
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let scanned = scan_json(&[&dir.display().to_string()]);
+    assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
+}
