@@ -671,3 +671,63 @@ fn files_copied_in_while_following_are_read_once() {
     let scanned = scan_json(&[&dir.display().to_string()]);
     assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
 }
+
+/// A host's file the service may not read is named in the log, and read
+/// once its permissions are fixed, without a restart (F15). The service
+/// runs as `nobody` here: root reads every file.
+#[test]
+fn an_unreadable_file_is_read_once_it_can_be() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let now = kubelet_sentinel::time::now();
+    let h1 = storm(now - 600 * SECOND, "h1", 6);
+    let h2 = storm(now - 500 * SECOND, "h2", 7);
+    upload(dir, "remote-10.0.0.1.journal", "h1", &h1);
+    upload(dir, "remote-10.0.0.2.journal", "h2", &h2);
+    let mode = |p: &Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    mode(dir, 0o755);
+    mode(&dir.join("remote-10.0.0.1.journal"), 0o644);
+    mode(&dir.join("remote-10.0.0.2.journal"), 0o600);
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    let owned = run(
+        std::process::Command::new("chown")
+            .args(["-R", "nobody:nogroup"])
+            .arg(svc.dir.path()),
+        None,
+    );
+    assert!(owned.status.success());
+    svc.start_through(&[
+        "setpriv",
+        "--reuid=nobody",
+        "--regid=nogroup",
+        "--clear-groups",
+        "--",
+    ]);
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(h1.len() as u64),
+        "the readable host",
+    );
+    wait_for(
+        Duration::from_secs(10),
+        || {
+            svc.log()
+                .contains("cannot be read, its entries are missing")
+        },
+        "the unreadable file named in the log",
+    );
+    mode(&dir.join("remote-10.0.0.2.journal"), 0o644);
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some((h1.len() + h2.len()) as u64),
+        "the file read once it can be",
+    );
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let scanned = scan_json(&[&dir.display().to_string()]);
+    assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
+}

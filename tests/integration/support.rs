@@ -261,12 +261,25 @@ impl Service {
     }
 
     pub fn start(&mut self) {
+        self.start_through(&[]);
+    }
+
+    /// Starts it through a command that runs another (`setpriv …`).
+    pub fn start_through(&mut self, wrapper: &[&str]) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.dir.path().join("service.log"))
             .unwrap();
-        let child = bin()
+        let mut cmd = match wrapper {
+            [] => bin(),
+            [first, rest @ ..] => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(env!("CARGO_BIN_EXE_kubelet-sentinel"));
+                c
+            }
+        };
+        let child = cmd
             .arg("--config")
             .arg(self.config())
             .arg("run")
