@@ -247,29 +247,37 @@ pub async fn run(
     let target = target_of(&config);
     let source = crate::journal::source_id(&target);
     let mut loaded = loaded;
-    if let Some(old) = changed_source(&loaded, &target, &source) {
+    let changed = changed_source(&loaded, &target, &source);
+    let closed = changed.as_ref().map(|_| {
         let now = (edges.now)();
         let mut closed = std::mem::take(&mut loaded.open);
         for i in &mut closed {
             i.resolved_at = Some(now.max(i.last_signal_at));
             i.resolution = Some(Resolution::SourceChanged);
         }
-        let ids: Vec<String> = closed
-            .iter()
-            .map(|i| format!("{} ({})", &i.id, i.node))
-            .collect();
+        closed
+    });
+    let ids: Vec<String> = closed
+        .iter()
+        .flatten()
+        .map(|i| format!("{} ({})", &i.id, i.node))
+        .collect();
+    if changed.is_some() || loaded.source.as_deref() != Some(source.as_str()) {
+        // Before anything is read: the first commit's cursors are then
+        // the new journal's.
         let (s, src, settings) = (store.clone(), source.clone(), config.tracker_settings());
-        tokio::task::spawn_blocking(move || s.switch_source(&src, Some(&closed), &settings))
+        tokio::task::spawn_blocking(move || s.switch_source(&src, closed.as_deref(), &settings))
             .await
             .map_err(|e| DaemonError::Task {
                 task: "store",
                 what: e.to_string(),
             })??;
+    }
+    if let Some(old) = &changed {
         tracing::warn!(
             "the journal changed: the store's position was in {old}, the config reads {source}. \
              Its cursors are not applied to {source}: every host in it is read from [journal] \
-             start_at ({:?}){}",
-            config.journal.start_at,
+             start_at{}",
             if ids.is_empty() {
                 String::new()
             } else {
@@ -288,14 +296,6 @@ pub async fn run(
             summary: s.summary,
             ..crate::pipeline::PipelineState::default()
         });
-    } else if loaded.source.as_deref() != Some(source.as_str()) {
-        let (s, src, settings) = (store.clone(), source.clone(), config.tracker_settings());
-        tokio::task::spawn_blocking(move || s.switch_source(&src, None, &settings))
-            .await
-            .map_err(|e| DaemonError::Task {
-                task: "store",
-                what: e.to_string(),
-            })??;
     }
     let mut pipeline = match loaded.state {
         Some(s) => Pipeline::from_state(config.filter(), s),
@@ -310,10 +310,15 @@ pub async fn run(
     tracing::info!(
         "reading {journal} {}",
         if loaded.position.is_empty() {
+            let why = if changed.is_some() {
+                "the journal changed"
+            } else {
+                "first start"
+            };
             match config.journal.start_at {
-                StartAt::Boot => "from the start of this boot (first start)".to_string(),
-                StartAt::Now => "from now on (first start)".to_string(),
-                StartAt::All => "from its beginning (first start)".to_string(),
+                StartAt::Boot => format!("from the start of this boot ({why})"),
+                StartAt::Now => format!("from now on ({why})"),
+                StartAt::All => format!("from its beginning ({why})"),
             }
         } else {
             format!("from where it stopped ({})", loaded.position.describe())
@@ -535,10 +540,10 @@ pub async fn run(
     }
     if matches!(&failure, Some(DaemonError::Task { what, .. }) if what == "ended unexpectedly") {
         // A task that ends by itself usually does so because another one
-        // failed and dropped its channel (the systemd task when ingest
-        // stops on a full disk): say the error that caused it, if it comes
-        // within a moment, rather than the consequence.
-        // Others end the same way (their channels went with it).
+        // failed and dropped its channels (the systemd task, the mailer and
+        // the Alertmanager task when ingest stops on a full disk): say the
+        // error that caused it, if it comes within a moment, rather than
+        // the consequence.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
         loop {
             match tokio::time::timeout_at(deadline, tasks.join_next_with_id()).await {
