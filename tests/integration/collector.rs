@@ -615,18 +615,36 @@ impl Drop for Unmount {
 }
 
 /// A host's journal files copied into a followed directory (read while
-/// they are being written, their headers first cut short): every entry
-/// once, as `scan` of the final directory (D14).
+/// they are being written, their headers first cut short), one after
+/// another in time: every entry once, as `scan` of the final directory
+/// (D14).
 #[test]
 fn files_copied_in_while_following_are_read_once() {
+    copy_in_while_following(950);
+}
+
+/// Known loss, left open: a group's files of different sequence-number IDs
+/// (separate journald or journal-remote runs) overlap in time, and one is
+/// added after the group was read past the start of its entries. The group
+/// resumes after one cursor, and libsystemd compares a cursor with another
+/// sequence's entries by time, so the new file's entries older than the
+/// position are never read (186 of 7545 here, each file's first 22 s).
+/// `scan`, with every file there from the start, reads them.
+#[test]
+#[ignore = "known: a late file of another sequence loses its entries older than the group's position"]
+fn overlapping_files_copied_in_while_following_are_read_once() {
+    copy_in_while_following(900);
+}
+
+/// Five files of one host, each `step` seconds after the previous (each
+/// ends 922 s after it starts), copied in one after the other.
+fn copy_in_while_following(step: i64) {
     let src = tempfile::tempdir().unwrap();
     let now = kubelet_sentinel::time::now();
     let mut lines = 0u64;
     let mut names = Vec::new();
     for f in 0..5i64 {
-        // One after another in time (the last entry of each, the chatter
-        // 120 s after its storm, before the next file's first).
-        let start = now - (5000 - f * 950) * SECOND;
+        let start = now - (5000 - f * step) * SECOND;
         let mut l: Vec<(Micros, String)> =
             (0..1500).map(|k| chatter(start + k * 500_000)).collect();
         l.extend(storm(start + 800 * SECOND, "n1", 6 + f));
