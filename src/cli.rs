@@ -1000,6 +1000,18 @@ fn check_config(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dy
                 let source = crate::notify::PasswordSource::of(&c.alert);
                 let _ = writeln!(out, "# SMTP password: {}", source.describe());
             }
+            if c.alert.emails() && c.alert.transport == crate::config::Transport::File {
+                let dir = std::path::Path::new(&c.alert.file.directory);
+                match crate::notify::transport::file_directory_state(dir) {
+                    Ok(s) => {
+                        let _ = writeln!(out, "# [alert.file] directory: {s}");
+                    }
+                    Err(e) => {
+                        let _ = writeln!(out, "# [alert.file] directory: {e}");
+                        let _ = writeln!(err, "kubelet-sentinel: [alert.file] directory: {e}");
+                    }
+                }
+            }
             if !c.alert.delivers() {
                 let _ = writeln!(
                     out,

@@ -42,6 +42,7 @@ fn symbol(kind: &str) -> char {
         "over-threshold" => '▲',
         "node-ready" => '●',
         "quiet" => '○',
+        "closed" => '×',
         _ => '?',
     }
 }
@@ -54,6 +55,7 @@ fn words(kind: &str) -> &'static str {
         "over-threshold" => "over the threshold",
         "node-ready" => "node ready",
         "quiet" => "resolved by quiet",
+        "closed" => "closed, not resolved",
         _ => "marker",
     }
 }
@@ -108,7 +110,9 @@ impl Picture {
         match (i.resolution, i.resolved_at) {
             (Some(Resolution::NodeReady), Some(r)) => markers.push((r, "node-ready")),
             (Some(Resolution::Quiet), Some(r)) => markers.push((r, "quiet")),
-            (Some(Resolution::Evicted), Some(r)) => markers.push((r, "evicted")),
+            (Some(Resolution::Evicted | Resolution::SourceChanged), Some(r)) => {
+                markers.push((r, "closed"));
+            }
             _ => {}
         }
         // The quiet resolution lies resolve_after past the trouble: drawn at

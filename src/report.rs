@@ -99,6 +99,10 @@ pub struct IncidentOut {
     pub opened_at: String,
     pub last_signal_at: String,
     pub resolved_at: Option<String>,
+    /// How it ended: `node-ready`, `quiet`, or `source-changed` (closed,
+    /// not resolved: the service was switched to another journal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolution: Option<crate::tracker::Resolution>,
     pub retries: u64,
     pub exhausted: u64,
     pub lister_misses: u64,
@@ -145,6 +149,7 @@ impl IncidentOut {
             opened_at: rfc3339(i.opened_at),
             last_signal_at: rfc3339(i.last_signal_at),
             resolved_at: i.resolved_at.map(rfc3339),
+            resolution: i.resolution,
             retries: i.retries,
             exhausted: i.exhausted,
             lister_misses: i.lister_misses,

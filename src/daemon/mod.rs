@@ -37,8 +37,9 @@ use crate::notify::alertmanager::AlertmanagerTask;
 use crate::notify::mailer::{Mailer, Now};
 use crate::pipeline::Pipeline;
 use crate::status::DeliveryStats;
-use crate::store::{Channel, Store, StoreError};
+use crate::store::{Channel, Loaded, Store, StoreError};
 use crate::time::{Micros, SECOND};
+use crate::tracker::Resolution;
 
 pub use ingest::Ingest;
 
@@ -176,6 +177,31 @@ pub fn journal_source(config: &Config) -> Source {
     })
 }
 
+/// The journal the store's cursors belong to when it is not `source`, the
+/// one the config names (in words, for the log). Stores written before the
+/// source was recorded tell by their cursors: per-host cursors are a
+/// collector's, and a single cursor belongs to a directory only if one of
+/// its files has the cursor's sequence-number ID.
+fn changed_source(loaded: &Loaded, target: &Target, source: &str) -> Option<String> {
+    let p = &loaded.position;
+    if p.is_empty() {
+        return None;
+    }
+    if let Some(s) = &loaded.source {
+        return (s != source).then(|| s.clone());
+    }
+    match (target, &p.cursor) {
+        (Target::Directory(dir), Some(c))
+            if p.groups.is_empty() && !fleet::holds_cursor(dir, c) =>
+        {
+            Some("another journal (its cursor is of none of the directory's files)".into())
+        }
+        (Target::Directory(_), _) => None,
+        _ if !p.groups.is_empty() => Some("a collector's directory (per-host cursors)".into()),
+        _ => None,
+    }
+}
+
 /// Opens the store, waiting a little while it is locked: a query command
 /// reading it directly (while no service answered) holds it for a moment.
 async fn open_store(path: PathBuf) -> Result<Store, StoreError> {
@@ -218,6 +244,59 @@ pub async fn run(
                 what: e.to_string(),
             })??
     };
+    let target = target_of(&config);
+    let source = crate::journal::source_id(&target);
+    let mut loaded = loaded;
+    let changed = changed_source(&loaded, &target, &source);
+    let closed = changed.as_ref().map(|_| {
+        let now = (edges.now)();
+        let mut closed = std::mem::take(&mut loaded.open);
+        for i in &mut closed {
+            i.resolved_at = Some(now.max(i.last_signal_at));
+            i.resolution = Some(Resolution::SourceChanged);
+        }
+        closed
+    });
+    let ids: Vec<String> = closed
+        .iter()
+        .flatten()
+        .map(|i| format!("{} ({})", &i.id, i.node))
+        .collect();
+    if changed.is_some() || loaded.source.as_deref() != Some(source.as_str()) {
+        // Before anything is read: the first commit's cursors are then
+        // the new journal's.
+        let (s, src, settings) = (store.clone(), source.clone(), config.tracker_settings());
+        tokio::task::spawn_blocking(move || s.switch_source(&src, closed.as_deref(), &settings))
+            .await
+            .map_err(|e| DaemonError::Task {
+                task: "store",
+                what: e.to_string(),
+            })??;
+    }
+    if let Some(old) = &changed {
+        tracing::warn!(
+            "the journal changed: the store's position was in {old}, the config reads {source}. \
+             Its cursors are not applied to {source}: every host in it is read from [journal] \
+             start_at{}",
+            if ids.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; {} open incident(s) of the old journal closed as source-changed, \
+                     not resolved (no resolved notice): {}",
+                    ids.len(),
+                    ids.join(", ")
+                )
+            }
+        );
+        loaded.position = Position::default();
+        // Held lines and per-stream bookkeeping belong to the old journal's
+        // streams; the counts go on.
+        loaded.state = loaded.state.map(|s| crate::pipeline::PipelineState {
+            summary: s.summary,
+            ..crate::pipeline::PipelineState::default()
+        });
+    }
     let mut pipeline = match loaded.state {
         Some(s) => Pipeline::from_state(config.filter(), s),
         None => Pipeline::new(config.filter(), config.tracker_settings()),
@@ -226,15 +305,20 @@ pub async fn run(
     pipeline
         .tracker_mut()
         .set_settings(config.tracker_settings());
-    let journal = target_of(&config).to_string();
+    let journal = target.to_string();
     let reader = (edges.source)(&loaded.position, !opts.once)?;
     tracing::info!(
         "reading {journal} {}",
         if loaded.position.is_empty() {
+            let why = if changed.is_some() {
+                "the journal changed"
+            } else {
+                "first start"
+            };
             match config.journal.start_at {
-                StartAt::Boot => "from the start of this boot (first start)".to_string(),
-                StartAt::Now => "from now on (first start)".to_string(),
-                StartAt::All => "from its beginning (first start)".to_string(),
+                StartAt::Boot => format!("from the start of this boot ({why})"),
+                StartAt::Now => format!("from now on ({why})"),
+                StartAt::All => format!("from its beginning ({why})"),
             }
         } else {
             format!("from where it stopped ({})", loaded.position.describe())
@@ -454,6 +538,31 @@ pub async fn run(
             };
         }
     }
+    if matches!(&failure, Some(DaemonError::Task { what, .. }) if what == "ended unexpectedly") {
+        // A task that ends by itself usually does so because another one
+        // failed and dropped its channels (the systemd task, the mailer and
+        // the Alertmanager task when ingest stops on a full disk): say the
+        // error that caused it, if it comes within a moment, rather than
+        // the consequence.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+        loop {
+            match tokio::time::timeout_at(deadline, tasks.join_next_with_id()).await {
+                Ok(Some(Ok((_, Err(e))))) if !matches!(e, DaemonError::Stopped) => {
+                    failure = Some(e);
+                    break;
+                }
+                Ok(Some(Err(e))) if e.is_panic() => {
+                    failure = Some(DaemonError::Task {
+                        task: names.get(&e.id()).copied().unwrap_or("a"),
+                        what: "panicked".into(),
+                    });
+                    break;
+                }
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+    }
     if edges.systemd {
         systemd::notify(&[("STOPPING", "1")]);
     }
@@ -513,5 +622,48 @@ async fn signals(
             _ = int.recv() => { stop.cancel(); return Ok(()) }
             _ = hup.recv() => { let _ = control.send(Control::Reload).await; }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Stores from before the source was recorded: told by their cursors.
+    #[test]
+    fn a_cursor_of_another_journal_is_a_changed_source() {
+        let empty = tempfile::tempdir().unwrap();
+        let dir = Target::Directory(empty.path().to_path_buf());
+        let local = Loaded {
+            position: Position {
+                cursor: Some("s=c108335b;i=4d2;b=1;m=2;t=3;x=4".into()),
+                ..Position::default()
+            },
+            ..Loaded::default()
+        };
+        let collector = Loaded {
+            position: Position {
+                groups: [("remote-10.0.0.5".to_string(), "s=ab;i=1".to_string())].into(),
+                ..Position::default()
+            },
+            ..Loaded::default()
+        };
+        let id = |t: &Target| crate::journal::source_id(t);
+        // A local cursor is of none of the directory's files.
+        assert!(changed_source(&local, &dir, &id(&dir)).is_some());
+        assert!(changed_source(&local, &Target::System, &id(&Target::System)).is_none());
+        // A collector's per-host cursors on a single journal.
+        assert!(changed_source(&collector, &Target::System, &id(&Target::System)).is_some());
+        assert!(changed_source(&collector, &dir, &id(&dir)).is_none());
+        // Recorded: compared as recorded, a trailing slash aside.
+        let recorded = Loaded {
+            source: Some(id(&dir)),
+            ..collector
+        };
+        let slash = Target::Directory(PathBuf::from(format!("{}/", empty.path().display())));
+        assert!(changed_source(&recorded, &slash, &id(&slash)).is_none());
+        assert!(changed_source(&recorded, &Target::System, &id(&Target::System)).is_some());
+        // Nothing read yet: nothing to carry over.
+        assert!(changed_source(&Loaded::default(), &dir, &id(&dir)).is_none());
     }
 }

@@ -97,6 +97,10 @@ fn is_journal(name: &str) -> bool {
     name.ends_with(".journal") || name.ends_with(".journal~")
 }
 
+/// A journal file shorter than its header says, modified this recently, is
+/// still being written (copied in).
+const STILL_WRITTEN: Duration = Duration::from_secs(10);
+
 /// A 32-hex-digit machine ID (a copied `/var/log/journal/<id>/`).
 fn is_machine_id(name: &str) -> bool {
     name.len() == 32 && name.bytes().all(|b| b.is_ascii_hexdigit())
@@ -128,75 +132,202 @@ pub fn group_key(dir: &Path, path: &Path) -> Option<String> {
         if stem.starts_with("remote-") {
             // journal-remote's per-sender files (their header carries the
             // collector's machine ID, not the sender's).
-            stem.to_string()
+            Some(stem.to_string())
         } else {
-            header_machine_id(path).map_or_else(|| stem.to_string(), |m| format!("machine-{m}"))
+            // A file still being written (copied in) is grouped once its
+            // header is there: grouped by its name meanwhile, it would be
+            // a group of its own, read once under each key.
+            match header_machine_id(path) {
+                Header::MachineId(m) => Some(format!("machine-{m}")),
+                Header::NoMachineId => Some(stem.to_string()),
+                Header::Incomplete => None,
+            }
         }
     };
     match parts.as_slice() {
-        [] => Some(base()),
+        [] => base(),
         [sub] if is_machine_id(sub) => Some((*sub).to_string()),
-        [sub] => Some(format!("{sub}/{}", base())),
+        [sub] => base().map(|b| format!("{sub}/{b}")),
         _ => None,
     }
 }
 
+enum Header {
+    MachineId(String),
+    NoMachineId,
+    /// Still being written: shorter than a header, not a journal's (yet),
+    /// or shorter than the arena its header says it has (a copy in
+    /// progress: `cp` writes the header, with its final tail pointers,
+    /// first). A handle opened on it reads part of it and never sees the
+    /// rest, so it is left until it is whole.
+    Incomplete,
+}
+
 /// The machine ID in a journal file's header (bytes 40..56, after the
-/// signature, flags, state and file ID), in hex.
-fn header_machine_id(path: &Path) -> Option<String> {
+/// signature, flags, state and file ID), in hex, if the file is whole.
+fn header_machine_id(path: &Path) -> Header {
     use std::io::Read as _;
-    let mut head = [0u8; 56];
-    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
-    if &head[..8] != b"LPKSHHRH" {
-        return None;
+    let mut head = [0u8; 104];
+    let Ok(mut f) = std::fs::File::open(path) else {
+        // Reported as unreadable by its name.
+        return Header::NoMachineId;
+    };
+    // Only while it is being written: a file cut short long ago (a copy
+    // that failed) is read as far as it goes.
+    let written_lately = |f: &std::fs::File| {
+        f.metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age < STILL_WRITTEN)
+    };
+    let whole = f.read_exact(&mut head).is_ok()
+        && &head[..8] == b"LPKSHHRH"
+        && f.metadata().is_ok_and(|m| {
+            // header_size and arena_size: a whole file is at least as long.
+            let word =
+                |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap_or_default());
+            m.len() >= word(88).saturating_add(word(96))
+        });
+    if !whole {
+        return if written_lately(&f) {
+            Header::Incomplete
+        } else {
+            Header::NoMachineId
+        };
     }
     let id = &head[40..56];
     if id.iter().all(|&b| b == 0) {
-        return None;
+        return Header::NoMachineId;
     }
-    Some(id.iter().fold(String::with_capacity(32), |mut s, b| {
+    Header::MachineId(id.iter().fold(String::with_capacity(32), |mut s, b| {
         use std::fmt::Write as _;
         let _ = write!(s, "{b:02x}");
         s
     }))
 }
 
+/// The sequence-number ID in a journal file's header (bytes 72..88, after
+/// the tail entry's boot ID), in hex: the `s=` of its entries' cursors.
+fn header_seqnum_id(path: &Path) -> Option<String> {
+    use std::io::Read as _;
+    let mut head = [0u8; 88];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    if &head[..8] != b"LPKSHHRH" {
+        return None;
+    }
+    Some(
+        head[72..88]
+            .iter()
+            .fold(String::with_capacity(32), |mut s, b| {
+                use std::fmt::Write as _;
+                let _ = write!(s, "{b:02x}");
+                s
+            }),
+    )
+}
+
+/// Whether a single cursor can be this directory's: one from before its
+/// groups were read apart (one handle over the whole directory) names the
+/// sequence-number ID of one of its files. A local journal's cursor, or one
+/// of another machine, names none: applied, every host would resume after
+/// its time and lose what it uploaded before.
+#[must_use]
+pub fn holds_cursor(dir: &Path, cursor: &str) -> bool {
+    let Some((id, _)) = seqnum(cursor) else {
+        return false;
+    };
+    discover(dir)
+        .0
+        .values()
+        .flatten()
+        .any(|f| header_seqnum_id(f).is_some_and(|s| s.eq_ignore_ascii_case(&id)))
+}
+
+/// The directory and its subdirectories (one level, as libsystemd reads a
+/// directory), each once: a symlink to the directory itself (`c/loop ->
+/// .`) or to a subdirectory already there is the same (device, inode), and
+/// would read every file twice.
+fn dirs_of(dir: &Path) -> Vec<PathBuf> {
+    let id = |p: &Path| std::fs::metadata(p).ok().map(|m| (m.dev(), m.ino()));
+    let mut seen: std::collections::HashSet<(u64, u64)> = id(dir).into_iter().collect();
+    let mut dirs = vec![dir.to_path_buf()];
+    let mut subs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    // Real directories before links to them, whatever their names.
+    subs.sort_by_key(|p| (p.is_symlink(), p.clone()));
+    for p in subs {
+        if let Some(i) = id(&p).filter(|_| p.is_dir()) {
+            if seen.insert(i) {
+                dirs.push(p);
+            }
+        }
+    }
+    dirs
+}
+
 /// The directory's journal files (and its subdirectories', one level, as
 /// libsystemd reads a directory) by group, and those that cannot be read.
+/// Each file once, by (device, inode): a symlinked file is read through its
+/// target (by the link only when the target is outside), a link loop or a
+/// dangling link not at all.
 #[must_use]
 pub fn discover(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>) {
+    let (groups, unreadable, _) = discover_all(dir);
+    (groups, unreadable)
+}
+
+/// [`discover`], and whether some file was left for being incomplete.
+fn discover_all(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>, bool) {
+    let mut incomplete = false;
     let mut groups: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     let mut unreadable = Vec::new();
-    let mut dirs = vec![dir.to_path_buf()];
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        dirs.extend(rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()));
-    }
-    for d in dirs {
-        let Ok(rd) = std::fs::read_dir(&d) else {
+    let mut found: Vec<PathBuf> = dirs_of(dir)
+        .iter()
+        .filter_map(|d| std::fs::read_dir(d).ok())
+        .flat_map(|rd| rd.flatten().map(|e| e.path()).collect::<Vec<_>>())
+        .collect();
+    found.sort_by_key(|p| (p.is_symlink(), p.clone()));
+    let mut seen = std::collections::HashSet::new();
+    for p in found {
+        match std::fs::metadata(&p) {
+            Ok(m) if m.is_file() => {
+                if !seen.insert((m.dev(), m.ino())) {
+                    continue;
+                }
+            }
+            Ok(_) => continue,
+            // A loop of links, or one to nothing.
+            Err(_) if p.is_symlink() => continue,
+            Err(_) => {}
+        }
+        if !is_journal(&p.file_name().unwrap_or_default().to_string_lossy()) {
+            continue;
+        }
+        if matches!(header_machine_id(&p), Header::Incomplete) {
+            incomplete = true;
+            continue;
+        }
+        let Some(key) = group_key(dir, &p) else {
             continue;
         };
-        for e in rd.flatten() {
-            let p = e.path();
-            let Some(key) = group_key(dir, &p) else {
-                continue;
-            };
-            match std::fs::File::open(&p) {
-                Ok(_) => groups.entry(key).or_default().push(p),
-                Err(error) => unreadable.push(Unreadable {
-                    group: std::fs::metadata(&p)
-                        .ok()
-                        .and_then(|m| super::sd::group_name(m.gid())),
-                    path: p,
-                    error,
-                }),
-            }
+        match std::fs::File::open(&p) {
+            Ok(_) => groups.entry(key).or_default().push(p),
+            Err(error) => unreadable.push(Unreadable {
+                group: std::fs::metadata(&p)
+                    .ok()
+                    .and_then(|m| super::sd::group_name(m.gid())),
+                path: p,
+                error,
+            }),
         }
     }
     for files in groups.values_mut() {
         files.sort();
     }
     unreadable.sort_by(|a, b| a.path.cmp(&b.path));
-    (groups, unreadable)
+    (groups, unreadable, incomplete)
 }
 
 /// What changes when a group's files are written: size and modification
@@ -258,7 +389,7 @@ struct Group {
 /// Starts the collector reader. Returns once the directory was looked at:
 /// an error when it holds no journal file this process may read.
 pub fn spawn(spec: FleetSpec, capacity: usize) -> Result<Reader, SourceError> {
-    let (groups, unreadable) = discover(&spec.dir);
+    let (groups, unreadable, incomplete) = discover_all(&spec.dir);
     if groups.is_empty() {
         let message = match unreadable.first() {
             Some(u) => format!(
@@ -285,6 +416,7 @@ pub fn spawn(spec: FleetSpec, capacity: usize) -> Result<Reader, SourceError> {
         .name("journal".into())
         .spawn(move || {
             let mut c = Coordinator::new(spec, groups, &unreadable, tx, ctl_rx);
+            c.incomplete_left = incomplete;
             if let Err(e) = c.run() {
                 let _ = c.tx.blocking_send(ReaderEvent::Failed(e));
             }
@@ -312,6 +444,12 @@ struct Coordinator {
     running: usize,
     /// Unreadable files already reported.
     warned: std::collections::HashSet<PathBuf>,
+    /// Some file could not be read at the last look: looked at again every
+    /// sweep (a permission fixed, a group added, may send no event).
+    unreadable_left: bool,
+    /// Some file was still being written at the last look (see
+    /// [`Header::Incomplete`]): looked at again every sweep too.
+    incomplete_left: bool,
     /// The directory each inotify watch is on.
     watches: HashMap<i32, PathBuf>,
 }
@@ -365,6 +503,8 @@ impl Coordinator {
             done,
             running: 0,
             warned: std::collections::HashSet::new(),
+            unreadable_left: false,
+            incomplete_left: false,
             watches: HashMap::new(),
         };
         for (key, files) in found {
@@ -404,6 +544,19 @@ impl Coordinator {
     }
 
     fn warn_unreadable(&mut self, unreadable: &[Unreadable]) {
+        self.unreadable_left = !unreadable.is_empty();
+        let now_readable: Vec<PathBuf> = self
+            .warned
+            .iter()
+            .filter(|w| !unreadable.iter().any(|u| &u.path == *w))
+            .cloned()
+            .collect();
+        for p in now_readable {
+            if p.exists() {
+                tracing::info!("{} can be read now", p.display());
+            }
+            self.warned.remove(&p);
+        }
         for u in unreadable {
             if self.warned.insert(u.path.clone()) {
                 let _ = self.tx.blocking_send(ReaderEvent::Warning(format!(
@@ -416,7 +569,8 @@ impl Coordinator {
 
     /// Looks at the directory again: new groups, new and removed files.
     fn rescan(&mut self) {
-        let (found, unreadable) = discover(&self.spec.dir);
+        let (found, unreadable, incomplete) = discover_all(&self.spec.dir);
+        self.incomplete_left = incomplete;
         self.warn_unreadable(&unreadable);
         let gone: Vec<String> = self
             .groups
@@ -611,11 +765,15 @@ impl Coordinator {
                     let Some(dir) = self.watches.get(&wd) else {
                         continue;
                     };
-                    if let Some(key) = group_key(&self.spec.dir, &dir.join(name)) {
-                        if let Some(g) = self.groups.get_mut(&key) {
-                            g.dirty |= g.retry_at.is_none();
-                        } else {
-                            self.rescan();
+                    let path = dir.join(name);
+                    if let Some(key) = group_key(&self.spec.dir, &path) {
+                        match self.groups.get_mut(&key) {
+                            // A file the group does not have yet (one that
+                            // was incomplete): looked at with the others.
+                            Some(g) if g.files.contains(&path) => {
+                                g.dirty |= g.retry_at.is_none();
+                            }
+                            _ => self.rescan(),
                         }
                     }
                 }
@@ -629,6 +787,9 @@ impl Coordinator {
                 }
                 if last_sweep.elapsed() >= SWEEP {
                     last_sweep = Instant::now();
+                    if self.unreadable_left || self.incomplete_left {
+                        self.rescan();
+                    }
                     self.sweep(Duration::ZERO);
                 }
             }
@@ -699,11 +860,11 @@ impl Coordinator {
     }
 
     fn watch_subdirs(&mut self, fd: &rustix::fd::OwnedFd) {
-        if let Ok(rd) = std::fs::read_dir(&self.spec.dir) {
-            for p in rd.flatten().map(|e| e.path()).filter(|p| p.is_dir()) {
-                // Watching a directory twice returns the same watch.
-                let _ = self.add_watch(fd, &p);
-            }
+        // The directories read, each once: watching one inode under a
+        // second name (a link to the directory) would return the same
+        // watch and rename its events.
+        for p in dirs_of(&self.spec.dir).into_iter().skip(1) {
+            let _ = self.add_watch(fd, &p);
         }
     }
 
@@ -1053,6 +1214,35 @@ mod tests {
         assert_eq!(k("sub/remote-a.journal").as_deref(), Some("sub/remote-a"));
         assert_eq!(k("notes.txt"), None);
         assert_eq!(k("a/b/c.journal"), None);
+    }
+
+    /// A file copied in is grouped once its header is there, never by its
+    /// name first and by its machine ID later (two groups, read twice).
+    #[test]
+    fn a_file_being_written_waits_for_its_header() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("node1-monday.journal");
+        std::fs::write(&p, b"LPKSHH").unwrap();
+        assert_eq!(group_key(d.path(), &p), None);
+        let mut head = vec![0u8; 104];
+        head[..8].copy_from_slice(b"LPKSHHRH");
+        head[40..56].copy_from_slice(&[0xab; 16]);
+        // The header says 4 KiB of arena: a copy still being written.
+        head[88..96].copy_from_slice(&88u64.to_le_bytes());
+        head[96..104].copy_from_slice(&4096u64.to_le_bytes());
+        head.resize(104, 0);
+        std::fs::write(&p, &head).unwrap();
+        assert_eq!(group_key(d.path(), &p), None);
+        head.resize(88 + 4096, 0);
+        std::fs::write(&p, &head).unwrap();
+        assert_eq!(
+            group_key(d.path(), &p).as_deref(),
+            Some("machine-abababababababababababababababab")
+        );
+        // journal-remote's files are grouped by name, header or not.
+        let r = d.path().join("remote-10.0.0.5.journal");
+        std::fs::write(&r, b"").unwrap();
+        assert_eq!(group_key(d.path(), &r).as_deref(), Some("remote-10.0.0.5"));
     }
 
     #[test]

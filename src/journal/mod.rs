@@ -50,6 +50,37 @@ pub(crate) fn read_line_bounded<R: BufRead + ?Sized>(
     }
 }
 
+/// The journal a [`Position`]'s cursors belong to, in words (stored with
+/// them): the system journal or a namespace of this machine (its machine
+/// ID: a store copied to another machine holds cursors of another
+/// journal), or a collector's directory. A cursor is only ever applied to
+/// the journal it came from.
+#[must_use]
+pub fn source_id(target: &sd::Target) -> String {
+    let machine = || {
+        std::fs::read_to_string("/etc/machine-id")
+            .ok()
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .map_or_else(String::new, |m| format!(" of machine {m}"))
+    };
+    match target {
+        sd::Target::System => format!("the system journal{}", machine()),
+        sd::Target::Namespace(n) => format!("journal namespace {n:?}{}", machine()),
+        // `/var/log/journal/remote/` and `/var/log/journal/remote` are one.
+        sd::Target::Directory(d) => {
+            format!(
+                "directory {}",
+                d.components().collect::<PathBuf>().display()
+            )
+        }
+        sd::Target::Files(fs) => {
+            let names: Vec<String> = fs.iter().map(|p| p.display().to_string()).collect();
+            format!("files {}", names.join(", "))
+        }
+    }
+}
+
 /// Where a reader resumes: one cursor for a single journal, or one per
 /// group of files (one per host) for a collector's directory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -259,8 +259,62 @@ where
     out
 }
 
+/// What one instance is asked to take, and where its answer goes.
+type Post = (Bytes, tokio::sync::oneshot::Sender<Result<(), String>>);
+
+/// Posts a lane may have waiting: an instance that stops answering holds up
+/// nothing but its own lane, and is not sent more than this.
+const LANE_DEPTH: usize = 32;
+
+/// One instance's lane: its posts go one after another, in order (a
+/// resolved alert never overtakes the firing one), each within the
+/// timeout, on a task of its own, so a hung instance delays no other.
+struct Lane {
+    shown: String,
+    tx: mpsc::Sender<Post>,
+}
+
+impl Lane {
+    fn spawn(
+        ep: Endpoint,
+        tls: Option<Arc<rustls::ClientConfig>>,
+        timeout: Duration,
+        shutdown: CancellationToken,
+    ) -> Self {
+        let shown = ep.shown();
+        let (tx, mut rx) = mpsc::channel::<Post>(LANE_DEPTH);
+        let name = shown.clone();
+        tokio::spawn(async move {
+            loop {
+                let (body, reply) = tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    p = rx.recv() => match p {
+                        Some(p) => p,
+                        // Reconfigured: the lane went with the old settings.
+                        None => return,
+                    },
+                };
+                let r = tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    r = tokio::time::timeout(timeout, post(&ep, body, tls.as_ref())) => r,
+                };
+                let r =
+                    r.unwrap_or_else(|_| Err(format!("no answer within {}s", timeout.as_secs())));
+                if let Err(e) = &r {
+                    tracing::warn!("Alertmanager {name}: {e}");
+                }
+                // The pass may have gone on once another instance took it.
+                let _ = reply.send(r);
+            }
+        });
+        Self { shown, tx }
+    }
+}
+
 pub struct AlertmanagerTask {
     store: Store,
+    /// One per instance, made on the first post after (re)configuring.
+    lanes: Option<Vec<Lane>>,
     cfg: AlertmanagerConfig,
     endpoints: Vec<Endpoint>,
     tls: Option<Arc<rustls::ClientConfig>>,
@@ -287,6 +341,7 @@ impl AlertmanagerTask {
     ) -> Self {
         let mut t = Self {
             store,
+            lanes: None,
             cfg: config.alert.alertmanager.clone(),
             endpoints: Vec::new(),
             tls: None,
@@ -315,6 +370,7 @@ impl AlertmanagerTask {
             .filter_map(|u| parse_url(u).ok())
             .collect();
         self.tls = None;
+        self.lanes = None;
         self.stats.disabled = None;
         self.stats.unusable = false;
         if self.endpoints.iter().any(|e| e.tls) {
@@ -348,47 +404,50 @@ impl AlertmanagerTask {
         !self.endpoints.is_empty() && self.stats.disabled.is_none()
     }
 
-    /// Posts `alerts` to every instance; Ok once one accepted them.
+    /// Posts `alerts` to every instance; Ok as soon as one accepted them
+    /// (the cluster's gossip shares them), without waiting for the others:
+    /// each instance's lane goes on by itself.
     async fn post_all(
-        &self,
+        &mut self,
         alerts: &[Value],
         shutdown: &CancellationToken,
     ) -> Result<String, String> {
         let body = Bytes::from(serde_json::to_vec(alerts).unwrap_or_default());
         let timeout = Duration::from_micros(self.cfg.timeout.0 as u64);
-        let posts = self.endpoints.iter().map(|ep| {
-            let body = body.clone();
-            let tls = self.tls.as_ref();
-            async move {
-                let r = match tokio::time::timeout(timeout, post(ep, body, tls)).await {
-                    Ok(r) => r,
-                    Err(_) => Err(format!("no answer within {}s", timeout.as_secs())),
-                };
-                (ep.shown(), r)
-            }
+        let lanes = self.lanes.get_or_insert_with(|| {
+            self.endpoints
+                .iter()
+                .map(|ep| Lane::spawn(ep.clone(), self.tls.clone(), timeout, shutdown.clone()))
+                .collect()
         });
-        let results = tokio::select! {
-            () = shutdown.cancelled() => return Err("stopping".into()),
-            r = futures_util::future::join_all(posts) => r,
-        };
-        let (ok, failed): (Vec<_>, Vec<_>) = results.into_iter().partition(|(_, r)| r.is_ok());
-        for (ep, r) in &failed {
-            if let Err(e) = r {
-                tracing::warn!("Alertmanager {ep}: {e}");
+        let mut failed: Vec<String> = Vec::new();
+        let mut answers = futures_util::stream::FuturesUnordered::new();
+        for lane in lanes.iter() {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            match lane.tx.try_send((body.clone(), tx)) {
+                Ok(()) => {
+                    let shown = lane.shown.clone();
+                    answers.push(async move {
+                        let r = rx.await.unwrap_or_else(|_| Err("stopped".into()));
+                        (shown, r)
+                    });
+                }
+                Err(_) => failed.push(format!(
+                    "{}: {LANE_DEPTH} posts still waiting for it",
+                    lane.shown
+                )),
             }
         }
-        if ok.is_empty() {
-            Err(failed
-                .into_iter()
-                .map(|(ep, r)| format!("{ep}: {}", r.err().unwrap_or_default()))
-                .collect::<Vec<_>>()
-                .join("; "))
-        } else {
-            Ok(ok
-                .into_iter()
-                .map(|(ep, _)| ep)
-                .collect::<Vec<_>>()
-                .join(", "))
+        loop {
+            let next = tokio::select! {
+                () = shutdown.cancelled() => return Err("stopping".into()),
+                n = futures_util::StreamExt::next(&mut answers) => n,
+            };
+            match next {
+                Some((shown, Ok(()))) => return Ok(shown),
+                Some((shown, Err(e))) => failed.push(format!("{shown}: {e}")),
+                None => return Err(failed.join("; ")),
+            }
         }
     }
 

@@ -131,6 +131,36 @@ pub struct EmailTransport {
     pub password: Option<PasswordSource>,
 }
 
+/// Whether the file transport can write to `dir`, in words for
+/// `check-config`: it exists and is a directory this user may write to, or
+/// the nearest existing parent lets it be created on the first delivery.
+pub fn file_directory_state(dir: &std::path::Path) -> Result<String, String> {
+    use rustix::fs::{Access, access};
+    let writable = |d: &std::path::Path| access(d, Access::WRITE_OK | Access::EXEC_OK).is_ok();
+    if dir.is_dir() {
+        return if writable(dir) {
+            Ok(format!("{} exists and is writable", dir.display()))
+        } else {
+            Err(format!("{} is not writable by this user", dir.display()))
+        };
+    }
+    if dir.exists() {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    match dir.ancestors().skip(1).find(|a| a.is_dir()) {
+        Some(p) if writable(p) => Ok(format!(
+            "{} does not exist yet; it is created on the first delivery",
+            dir.display()
+        )),
+        Some(p) => Err(format!(
+            "{} does not exist and cannot be created ({} is not writable by this user)",
+            dir.display(),
+            p.display()
+        )),
+        None => Err(format!("{} cannot be created", dir.display())),
+    }
+}
+
 impl EmailTransport {
     /// Builds the transport the config names. `Ok(None)` when `to` is
     /// empty: incidents are recorded and nothing is mailed.
@@ -321,11 +351,17 @@ impl EmailTransport {
     pub async fn send(&self, r: &Rendered, progress: &Progress) -> Result<String, DeliveryError> {
         let msg = self.message(r)?;
         match &self.kind {
-            Kind::File(t, dir) => t
-                .send(msg)
-                .await
-                .map(|id| dir.join(format!("{id}.eml")).display().to_string())
-                .map_err(|e| DeliveryError::Other(format!("writing to {}: {e}", dir.display()))),
+            Kind::File(t, dir) => {
+                // Made if missing (as journal-remote makes its own): a
+                // missing directory would fail every delivery.
+                tokio::fs::create_dir_all(dir).await.map_err(|e| {
+                    DeliveryError::Other(format!("creating {}: {e}", dir.display()))
+                })?;
+                t.send(msg)
+                    .await
+                    .map(|id| dir.join(format!("{id}.eml")).display().to_string())
+                    .map_err(|e| DeliveryError::Other(format!("writing to {}: {e}", dir.display())))
+            }
             Kind::Sendmail(t) => t
                 .send(msg)
                 .await

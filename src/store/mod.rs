@@ -12,6 +12,7 @@
 //! | `meta` | `schema` | `2` (`1`: open incidents and hosts inside `state`) |
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed |
 //! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) |
+//! | | `source` | the journal the cursors belong to ([`crate::journal::source_id`]) |
 //! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, held lines, counters |
 //! | | `stats` | JSON [`Stats`]: counts over the history |
 //!
@@ -107,6 +108,8 @@ impl Batch {
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub position: crate::journal::Position,
+    /// The journal `position` belongs to (none recorded before 0.1.1).
+    pub source: Option<String>,
     pub state: Option<PipelineState>,
     pub open: Vec<Incident>,
     pub origins: Vec<(String, Origin)>,
@@ -178,6 +181,38 @@ fn unreadable(e: &sled::Error) -> bool {
     )
 }
 
+/// Renames the unfinished snapshots in a store's directory
+/// (`snap.*.generating`) to `set-aside.snap.*.generating`, out of sled's
+/// sight; returns how many.
+fn set_aside_snapshots(path: &Path) -> usize {
+    let Ok(rd) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    let mut moved = 0;
+    for e in rd.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("snap.") && name.ends_with(".generating")) {
+            continue;
+        }
+        let size = e.metadata().map_or(0, |m| m.len());
+        let to = path.join(format!("set-aside.{name}"));
+        match std::fs::rename(e.path(), &to) {
+            Ok(()) => {
+                tracing::warn!(
+                    "store {}: an unfinished snapshot ({name}, {size} bytes, left by an \
+                     interrupted write such as a full disk) was set aside as {}; the history \
+                     is read from the log",
+                    path.display(),
+                    to.display()
+                );
+                moved += 1;
+            }
+            Err(e) => tracing::warn!("store {}: cannot set {name} aside: {e}", path.display()),
+        }
+    }
+    moved
+}
+
 /// How late the kernel may wake sled's idle I/O threads.
 const SLED_IDLE_SLACK: std::num::NonZeroU64 = std::num::NonZeroU64::new(10_000_000_000).unwrap();
 
@@ -223,24 +258,36 @@ impl Store {
                 }
             }
         };
-        let db = with_idle_slack(|| {
-            sled::Config::new()
-                .path(path)
-                .cache_capacity(16 << 20)
-                // Commits flush explicitly; no background flusher waking
-                // the process every second while it idles.
-                .flush_every_ms(None)
-                .open()
-                // A new database starts the threads with its first write
-                // (opening an existing one starts them to recover it).
-                .and_then(|db| {
-                    if db.was_recovered() {
-                        Ok(db)
-                    } else {
-                        db.flush().map(|_| db)
-                    }
-                })
-        })
+        let open = || {
+            with_idle_slack(|| {
+                sled::Config::new()
+                    .path(path)
+                    .cache_capacity(16 << 20)
+                    // Commits flush explicitly; no background flusher waking
+                    // the process every second while it idles.
+                    .flush_every_ms(None)
+                    .open()
+                    // A new database starts the threads with its first write
+                    // (opening an existing one starts them to recover it).
+                    .and_then(|db| {
+                        if db.was_recovered() {
+                            Ok(db)
+                        } else {
+                            db.flush().map(|_| db)
+                        }
+                    })
+            })
+        };
+        let db = match open() {
+            // sled reads its newest snapshot file, finished or not, and
+            // gives up on one cut short (ENOSPC leaves a 0-byte
+            // `snap.*.generating`). Such a file was never renamed into
+            // place, so the log it summarizes is all still there: set it
+            // aside and open again. sled held the lock when it read the
+            // snapshot (it locks first), so no other process is writing it.
+            Err(sled::Error::Corruption { .. }) if set_aside_snapshots(path) > 0 => open(),
+            other => other,
+        }
         .map_err(|e| match &e {
             // sled reports its lock as an I/O error; there is no other
             // way to tell it apart (sled 0.34 is frozen).
@@ -273,6 +320,17 @@ impl Store {
                     .meta
                     .insert("schema", SCHEMA)
                     .map_err(|e| store.err(e))?;
+                // A new store is durable from here on, before the service
+                // says it started: its files and their directory entries.
+                store.flush()?;
+                for d in [Some(path), path.parent()].into_iter().flatten() {
+                    std::fs::File::open(d)
+                        .and_then(|f| f.sync_all())
+                        .map_err(|e| StoreError::Open {
+                            path: shown.clone(),
+                            message: format!("cannot sync {}: {e}", d.display()),
+                        })?;
+                }
             }
             Some(v) if v.as_ref() == SCHEMA => {}
             Some(v) if v.as_ref() == SCHEMA_1 => store.migrate_from_1()?,
@@ -402,8 +460,14 @@ impl Store {
             let (h, v) = kv.map_err(|e| self.err(e))?;
             origins.push((String::from_utf8_lossy(&h).into_owned(), self.json(&h, &v)?));
         }
+        let source = self
+            .meta
+            .get("source")
+            .map_err(|e| self.err(e))?
+            .map(|v| String::from_utf8_lossy(&v).into_owned());
         Ok(Loaded {
             position: crate::journal::Position { cursor, groups },
+            source,
             state,
             open,
             origins,
@@ -527,6 +591,57 @@ impl Store {
             });
         self.finish_txn(result)?;
         // Durable before the caller acts on it (acks, outbox deliveries).
+        self.flush()
+    }
+
+    /// Records the journal the cursors belong to. With `closed`, the
+    /// journal changed: in one transaction the old journal's cursors and
+    /// pipeline state are forgotten (they mean nothing in another journal)
+    /// and its open incidents written as they were closed.
+    pub fn switch_source(
+        &self,
+        source: &str,
+        closed: Option<&[Incident]>,
+        settings: &Settings,
+    ) -> Result<(), StoreError> {
+        let mut forget: Vec<sled::IVec> = Vec::new();
+        if closed.is_some() {
+            // The transactional view has no scans; this process holds the
+            // store's lock, so the keys cannot change in between.
+            for kv in self.meta.scan_prefix(b"cursor") {
+                forget.push(kv.map_err(|e| self.err(e))?.0);
+            }
+            forget.push("state".into());
+        }
+        let closed = closed.unwrap_or_default();
+        let delta = StatsDelta {
+            opened: 0,
+            resolved: closed
+                .iter()
+                .map(|i| i.verdict(settings).as_str().to_string())
+                .collect(),
+        };
+        let result: Result<(), TransactionError<()>> = (&self.incidents, &self.open, &self.meta)
+            .transaction(|(inc, open, meta)| {
+                for i in closed {
+                    inc.insert(i.id.as_bytes(), to_json(i))?;
+                    open.remove(i.id.as_bytes())?;
+                }
+                for k in &forget {
+                    meta.remove(k)?;
+                }
+                if !delta.is_empty() {
+                    let mut stats: Stats = meta
+                        .get("stats")?
+                        .and_then(|v| serde_json::from_slice(&v).ok())
+                        .unwrap_or_default();
+                    stats.add(&delta);
+                    meta.insert("stats", to_json(&stats))?;
+                }
+                meta.insert("source", source.as_bytes())?;
+                Ok::<(), ConflictableTransactionError<()>>(())
+            });
+        self.finish_txn(result)?;
         self.flush()
     }
 
@@ -790,6 +905,37 @@ mod tests {
         let mut sorted = keys.clone();
         sorted.sort_unstable();
         assert_eq!(keys, sorted);
+    }
+
+    /// A full disk can leave a 0-byte `snap.*.generating` behind; sled
+    /// takes the newest snapshot file and would refuse the store.
+    #[test]
+    fn an_unfinished_snapshot_is_set_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("store");
+        {
+            let s = Store::open(&p).unwrap();
+            s.commit(&Batch {
+                cursor: Some("s=1;i=2".into()),
+                stats: StatsDelta {
+                    opened: 3,
+                    resolved: Vec::new(),
+                },
+                ..Batch::default()
+            })
+            .unwrap();
+        }
+        let snap = p.join("snap.7FFFFFFFFFFFFFFF.generating");
+        std::fs::write(&snap, b"").unwrap();
+        let s = Store::open(&p).unwrap();
+        assert!(!snap.exists());
+        assert!(
+            p.join("set-aside.snap.7FFFFFFFFFFFFFFF.generating")
+                .exists()
+        );
+        let loaded = s.load().unwrap();
+        assert_eq!(loaded.position.cursor.as_deref(), Some("s=1;i=2"));
+        assert_eq!(loaded.stats.incidents, 3);
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub enum Resolution {
     /// it was the one quiet longest. No resolved notice: nothing confirmed
     /// that the trouble ended.
     Evicted,
+    /// Closed, not resolved: the service was switched to another journal,
+    /// which nothing says confirms or ends it (no resolved notice).
+    SourceChanged,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -310,6 +313,12 @@ impl Incident {
                 "Closed at {} to make room: more nodes were in trouble than [incidents] \
                  max_nodes_per_host or max_nodes allow, and this one had been quiet longest \
                  (last trouble at {}); nothing confirmed that it ended.",
+                clock(self.resolved_at.unwrap_or(self.last_signal_at)),
+                clock(self.last_trouble_at)
+            )),
+            Some(Resolution::SourceChanged) => parts.push(format!(
+                "Closed at {}, not resolved: the service was switched to another journal \
+                 (last trouble read at {}).",
                 clock(self.resolved_at.unwrap_or(self.last_signal_at)),
                 clock(self.last_trouble_at)
             )),

@@ -155,3 +155,45 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
     assert_eq!(a.signal("TERM"), Some(0));
     assert_eq!(b.signal("TERM"), Some(0));
 }
+
+/// One instance that accepts connections and never answers delays no
+/// other: each alert reaches the real Alertmanager at its usual latency,
+/// not after the hung one's timeout (D16).
+#[test]
+fn a_hung_instance_delays_no_other() {
+    let tmp = tempfile::tempdir().unwrap();
+    let maildir = tmp.path().join("mail");
+    let smtp = Smtpd::aiosmtpd(free_port(), &maildir, &[]);
+    let am = Alertmanager::start(free_port(), smtp.port, &tmp.path().join("am"));
+    // Never accepted, never answered: the kernel completes the handshakes.
+    let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hung_url = format!("http://{}", hung.local_addr().unwrap());
+    let journals = tmp.path().join("journals");
+    std::fs::create_dir_all(&journals).unwrap();
+    let extra = format!(
+        "[alert]\nmax_age = \"1h\"\n\n[alert.alertmanager]\nurls = [\"{hung_url}\", \"{}\"]\n\
+         timeout = \"20s\"\nresend_interval = \"1s\"\n",
+        am.url()
+    );
+    let mut svc = Service::new(&format!("directory = \"{}\"", journals.display()), &extra);
+    svc.start();
+    // One alert, then another while the hung instance still holds the
+    // first post (and the resends, one a second) unanswered.
+    for (k, node) in ["n1", "n2"].iter().enumerate() {
+        let now = kubelet_sentinel::time::now();
+        upload(
+            &journals,
+            &format!("remote-10.0.0.{k}.journal"),
+            node,
+            &storm(now, node, 8),
+        );
+        wait_for(
+            Duration::from_secs(8),
+            || nodes(&am.alerts()).contains(&(*node).to_string()),
+            "the alert in the answering Alertmanager",
+        );
+    }
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    drop(hung);
+}

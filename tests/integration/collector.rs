@@ -10,7 +10,9 @@ use std::path::Path;
 
 use kubelet_sentinel::time::{Micros, SECOND};
 
-use crate::support::{Duration, Service, bin, export_entry, journal_remote, run, wait_for};
+use crate::support::{
+    Duration, Journald, Service, bin, export_entry, journal_remote, run, wait_for,
+};
 
 /// One upload: entries of `host` (time, message) appended to its file.
 pub fn upload(dir: &Path, file: &str, host: &str, lines: &[(Micros, String)]) {
@@ -301,4 +303,449 @@ fn a_hosts_files_under_names_of_their_own_are_one_host() {
     );
     assert_eq!(incidents_of(&grouped["incidents"]).len(), 1);
     assert_eq!(incidents_of(&grouped["incidents"])[0].2, 8);
+}
+
+/// The `.eml` files the file transport wrote.
+fn mails_in_dir(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "eml"))
+                .map(|e| std::fs::read_to_string(e.path()).unwrap())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The README's collector steps, literally: a service installed on the
+/// local journal (here a journald namespace) with an incident open, then
+/// `[journal] directory` set and a restart, with hosts uploading before,
+/// during and after the switch. The local journal's cursor is not applied
+/// to the directory (every host is read from `start_at`: nothing lost, the
+/// same incidents as `scan` of the directory), and the local incident,
+/// which the directory cannot confirm, is closed as source-changed with no
+/// resolved mail.
+#[test]
+fn switching_to_collector_loses_nothing_and_mails_no_false_resolved() {
+    let j = Journald::start("switch");
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let now = kubelet_sentinel::time::now();
+    let mut dir_lines = 0u64;
+    let mut up = |file: &str, host: &str, lines: Vec<(Micros, String)>| {
+        dir_lines += lines.len() as u64;
+        upload(dir, file, host, &lines);
+    };
+    // Before: a host uploaded while the service still reads the local journal.
+    up(
+        "remote-10.0.0.1.journal",
+        "h1",
+        storm(now - 900 * SECOND, "h1", 8),
+    );
+    let mut svc = Service::new(
+        &format!("namespace = \"{}\"", j.name),
+        // The mail directory does not exist: the file transport makes it.
+        "[incidents]\nresolve_after = \"4s\"\n\n[alert]\nto = [\"ops@example.com\"]\n\
+         transport = \"file\"\ngroup_wait = \"0s\"\n\n[alert.file]\ndirectory = \"MAILDIR\"\n",
+    );
+    let maildir = svc.dir.path().join("mail");
+    let config = std::fs::read_to_string(svc.config())
+        .unwrap()
+        .replace("MAILDIR", &maildir.display().to_string());
+    std::fs::write(svc.config(), &config).unwrap();
+    svc.start();
+    j.kubelet(
+        &(0..8)
+            .map(|k| retry(kubelet_sentinel::time::now() + k, "local-1").1)
+            .collect::<Vec<_>>(),
+    );
+    wait_for(
+        Duration::from_secs(20),
+        || mails_in_dir(&maildir).len() == 1,
+        "the local outage's alert",
+    );
+    let local_lines = svc.status()["kubelet_lines"].as_u64().unwrap();
+    assert_eq!(local_lines, 8);
+    // During: the config is edited (the watcher says [journal] needs a
+    // restart) while another host uploads.
+    std::fs::write(
+        svc.config(),
+        config.replace(
+            &format!("namespace = \"{}\"", j.name),
+            &format!("directory = \"{}\"", dir.display()),
+        ),
+    )
+    .unwrap();
+    up(
+        "remote-10.0.0.2.journal",
+        "h2",
+        storm(now - 800 * SECOND, "h2", 7),
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+    up(
+        "remote-10.0.0.3.journal",
+        "h3",
+        storm(now - 700 * SECOND, "h3", 9),
+    );
+    svc.start();
+    // After: more of h1, and a host new to the collector.
+    up(
+        "remote-10.0.0.1.journal",
+        "h1",
+        storm(now - 300 * SECOND, "h1", 6),
+    );
+    up(
+        "remote-10.0.0.4.journal",
+        "h4",
+        storm(now - 1200 * SECOND, "h4", 5),
+    );
+    wait_for(
+        Duration::from_secs(30),
+        || svc.status()["kubelet_lines"].as_u64() == Some(local_lines + dir_lines),
+        "the service to read every upload",
+    );
+    // Longer than resolve_after: a false resolution would be mailed by now.
+    std::thread::sleep(Duration::from_secs(6));
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    assert!(log.contains("the journal changed"), "{log}");
+    let all = svc.incidents();
+    let local: Vec<&serde_json::Value> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["node"] == "local-1")
+        .collect();
+    assert_eq!(local.len(), 1, "{all}");
+    assert_eq!(local[0]["resolution"], "source-changed", "{}", local[0]);
+    let others: Vec<serde_json::Value> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["node"] != "local-1")
+        .cloned()
+        .collect();
+    let scanned = scan_json(&[&dir.display().to_string()]);
+    assert_eq!(
+        scanned["summary"]["kubelet_lines"].as_u64(),
+        Some(dir_lines)
+    );
+    assert_eq!(
+        incidents_of(&serde_json::Value::Array(others)),
+        incidents_of(&scanned["incidents"]),
+        "{log}"
+    );
+    let mails = mails_in_dir(&maildir);
+    assert!(
+        mails
+            .iter()
+            .all(|m| !(m.contains("resolved") && m.contains("local-1"))),
+        "a resolved mail for the local incident: {mails:?}"
+    );
+}
+
+/// Links in a collector's directory read nothing twice: a link to the
+/// directory inside itself, a symlinked file, a loop of links (D14).
+#[test]
+fn links_in_the_directory_read_each_entry_once() {
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let now = kubelet_sentinel::time::now();
+    let h1 = storm(now - 600 * SECOND, "h1", 8);
+    let h2 = storm(now - 500 * SECOND, "h2", 4);
+    let lines = (h1.len() + h2.len()) as u64;
+    upload(dir, "remote-10.0.0.1.journal", "h1", &h1);
+    upload(dir, "remote-10.0.0.2.journal", "h2", &h2);
+    let files = [
+        dir.join("remote-10.0.0.1.journal").display().to_string(),
+        dir.join("remote-10.0.0.2.journal").display().to_string(),
+    ];
+    let one_handle = scan_json(&[&files[0], &files[1]]);
+    std::os::unix::fs::symlink(".", dir.join("loop")).unwrap();
+    std::os::unix::fs::symlink("remote-10.0.0.1.journal", dir.join("remote-link.journal")).unwrap();
+    std::os::unix::fs::symlink("l2.journal", dir.join("l1.journal")).unwrap();
+    std::os::unix::fs::symlink("l1.journal", dir.join("l2.journal")).unwrap();
+
+    let scanned = scan_json(&[&dir.display().to_string()]);
+    assert_eq!(scanned["summary"]["kubelet_lines"].as_u64(), Some(lines));
+    assert_eq!(
+        incidents_of(&scanned["incidents"]),
+        incidents_of(&one_handle["incidents"])
+    );
+    let retries: Vec<u64> = incidents_of(&scanned["incidents"])
+        .iter()
+        .map(|(.., r)| *r)
+        .collect();
+    assert_eq!(retries, [8, 4]);
+
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    // More through the link to the directory's own file, while following.
+    let more = storm(now - 100 * SECOND, "h1", 3);
+    upload(dir, "remote-link.journal", "h1", &more);
+    let lines = lines + more.len() as u64;
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines),
+        "the service to read every entry",
+    );
+    // A few sweeps later, still once.
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(svc.status()["kubelet_lines"].as_u64(), Some(lines));
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let all = scan_json(&[&files[0], &files[1]]);
+    assert_eq!(live, incidents_of(&all["incidents"]), "{log}");
+}
+
+/// Fills the filesystem at `dir` with a file, to the last byte.
+fn fill(dir: &Path) -> std::path::PathBuf {
+    use std::io::Write as _;
+    let p = dir.join("filler");
+    let mut f = std::fs::File::create(&p).unwrap();
+    let chunk = vec![0u8; 64 << 10];
+    let mut n = chunk.len();
+    while n > 0 {
+        if f.write_all(&chunk[..n]).is_err() {
+            n /= 2;
+        }
+    }
+    let _ = f.sync_all();
+    p
+}
+
+/// The disk under the store fills up during live follow (S15): the
+/// service stops with the store's error first (D26); once space is freed
+/// it starts again, whatever sled left behind (an unfinished snapshot is
+/// set aside), and ends with the incidents of `scan`. Ten runs, each on a
+/// small tmpfs filled at a different moment.
+#[test]
+fn a_full_disk_during_follow_leaves_a_store_that_reopens_equal_to_scan() {
+    for run_no in 0..10i64 {
+        let journals = tempfile::tempdir().unwrap();
+        let dir = journals.path();
+        let now = kubelet_sentinel::time::now();
+        let lines = std::cell::Cell::new(0u64);
+        let up = |k: i64, n: i64| {
+            let host = format!("h{k}");
+            let l = storm(now - (3000 - k * 60) * SECOND, &host, n);
+            lines.set(lines.get() + l.len() as u64);
+            upload(dir, &format!("remote-10.0.1.{k}.journal"), &host, &l);
+        };
+        for k in 0..5 {
+            up(k, 8);
+        }
+        let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+        let store = svc.dir.path().join("store");
+        std::fs::create_dir(&store).unwrap();
+        let mounted = run(
+            std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", "size=4m", "tmpfs"])
+                .arg(&store),
+            None,
+        );
+        assert!(mounted.status.success(), "mount: {mounted:?}");
+        let unmount = scopeguard(store.clone());
+        svc.start();
+        wait_for(
+            Duration::from_secs(20),
+            || svc.status()["kubelet_lines"].as_u64() == Some(lines.get()),
+            "the first uploads read",
+        );
+        // Full now, in the middle of reading 0 to 3 more hosts (or after a
+        // few more commits), while hosts go on.
+        let mut k = 5;
+        while k < 5 + run_no % 4 {
+            up(k, 8);
+            k += 1;
+        }
+        let filler = fill(&store);
+        let code = loop {
+            up(k, 6 + run_no);
+            k += 1;
+            std::thread::sleep(Duration::from_millis(200));
+            let sock = svc.dir.path().join("query.sock");
+            if k > 60 || std::os::unix::net::UnixStream::connect(&sock).is_err() {
+                break svc.wait_exit(Duration::from_secs(20));
+            }
+        };
+        let log = svc.log();
+        assert_ne!(code, Some(0), "{log}");
+        // What stopped it is the store's error, not a task it took along.
+        let why = log
+            .lines()
+            .find(|l| l.ends_with("; stopping"))
+            .unwrap_or("");
+        assert!(why.contains("store"), "{log}");
+        std::fs::remove_file(&filler).unwrap();
+        svc.start();
+        wait_for(
+            Duration::from_secs(30),
+            || svc.status()["kubelet_lines"].as_u64() == Some(lines.get()),
+            "every upload read after the disk was freed",
+        );
+        let log = svc.log();
+        assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+        let live = incidents_of(&svc.incidents());
+        let scanned = scan_json(&[&dir.display().to_string()]);
+        assert_eq!(
+            live,
+            incidents_of(&scanned["incidents"]),
+            "run {run_no}: {log}"
+        );
+        drop(unmount);
+    }
+}
+
+/// Unmounts a directory when dropped (also when the test fails).
+struct Unmount(std::path::PathBuf);
+
+fn scopeguard(p: std::path::PathBuf) -> Unmount {
+    Unmount(p)
+}
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+/// A host's journal files copied into a followed directory (read while
+/// they are being written, their headers first cut short), one after
+/// another in time: every entry once, as `scan` of the final directory
+/// (D14).
+#[test]
+fn files_copied_in_while_following_are_read_once() {
+    copy_in_while_following(950);
+}
+
+/// Known loss, left open: a group's files of different sequence-number IDs
+/// (separate journald or journal-remote runs) overlap in time, and one is
+/// added after the group was read past the start of its entries. The group
+/// resumes after one cursor, and libsystemd compares a cursor with another
+/// sequence's entries by time, so the new file's entries older than the
+/// position are never read (186 of 7545 here, each file's first 22 s).
+/// `scan`, with every file there from the start, reads them.
+#[test]
+#[ignore = "known: a late file of another sequence loses its entries older than the group's position"]
+fn overlapping_files_copied_in_while_following_are_read_once() {
+    copy_in_while_following(900);
+}
+
+/// Five files of one host, each `step` seconds after the previous (each
+/// ends 922 s after it starts), copied in one after the other.
+fn copy_in_while_following(step: i64) {
+    let src = tempfile::tempdir().unwrap();
+    let now = kubelet_sentinel::time::now();
+    let mut lines = 0u64;
+    let mut names = Vec::new();
+    for f in 0..5i64 {
+        let start = now - (5000 - f * step) * SECOND;
+        let mut l: Vec<(Micros, String)> =
+            (0..1500).map(|k| chatter(start + k * 500_000)).collect();
+        l.extend(storm(start + 800 * SECOND, "n1", 6 + f));
+        lines += l.len() as u64;
+        let name = format!("system@0123-{f:016x}-0000000000000001.journal");
+        upload(src.path(), &name, "n1", &l);
+        names.push(name);
+    }
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    // As a slow `cp` writes them: a header cut short first, then the rest
+    // in pieces.
+    for name in &names {
+        use std::io::Write as _;
+        let bytes = std::fs::read(src.path().join(name)).unwrap();
+        let mut f = std::fs::File::create(dir.join(name)).unwrap();
+        f.write_all(&bytes[..40]).unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        for piece in bytes[40..].chunks(128 << 10) {
+            f.write_all(piece).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    while svc.status()["kubelet_lines"].as_u64() < Some(lines) {
+        assert!(
+            std::time::Instant::now() < end,
+            "read {} of {lines}: {:?} {:?}",
+            svc.status()["kubelet_lines"],
+            incidents_of(&svc.incidents()),
+            incidents_of(&scan_json(&[&dir.display().to_string()])["incidents"]),
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(6));
+    assert_eq!(svc.status()["kubelet_lines"].as_u64(), Some(lines));
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let scanned = scan_json(&[&dir.display().to_string()]);
+    assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
+}
+
+/// A host's file the service may not read is named in the log, and read
+/// once its permissions are fixed, without a restart (F15). The service
+/// runs as `nobody` here: root reads every file.
+#[test]
+fn an_unreadable_file_is_read_once_it_can_be() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let now = kubelet_sentinel::time::now();
+    let h1 = storm(now - 600 * SECOND, "h1", 6);
+    let h2 = storm(now - 500 * SECOND, "h2", 7);
+    upload(dir, "remote-10.0.0.1.journal", "h1", &h1);
+    upload(dir, "remote-10.0.0.2.journal", "h2", &h2);
+    let mode = |p: &Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    mode(dir, 0o755);
+    mode(&dir.join("remote-10.0.0.1.journal"), 0o644);
+    mode(&dir.join("remote-10.0.0.2.journal"), 0o600);
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    let owned = run(
+        std::process::Command::new("chown")
+            .args(["-R", "nobody:nogroup"])
+            .arg(svc.dir.path()),
+        None,
+    );
+    assert!(owned.status.success());
+    svc.start_through(&[
+        "setpriv",
+        "--reuid=nobody",
+        "--regid=nogroup",
+        "--clear-groups",
+        "--",
+    ]);
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(h1.len() as u64),
+        "the readable host",
+    );
+    wait_for(
+        Duration::from_secs(10),
+        || {
+            svc.log()
+                .contains("cannot be read, its entries are missing")
+        },
+        "the unreadable file named in the log",
+    );
+    mode(&dir.join("remote-10.0.0.2.journal"), 0o644);
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some((h1.len() + h2.len()) as u64),
+        "the file read once it can be",
+    );
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let scanned = scan_json(&[&dir.display().to_string()]);
+    assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
 }

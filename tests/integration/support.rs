@@ -261,12 +261,25 @@ impl Service {
     }
 
     pub fn start(&mut self) {
+        self.start_through(&[]);
+    }
+
+    /// Starts it through a command that runs another (`setpriv …`).
+    pub fn start_through(&mut self, wrapper: &[&str]) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(self.dir.path().join("service.log"))
             .unwrap();
-        let child = bin()
+        let mut cmd = match wrapper {
+            [] => bin(),
+            [first, rest @ ..] => {
+                let mut c = Command::new(first);
+                c.args(rest).arg(env!("CARGO_BIN_EXE_kubelet-sentinel"));
+                c
+            }
+        };
+        let child = cmd
             .arg("--config")
             .arg(self.config())
             .arg("run")
@@ -316,6 +329,23 @@ impl Service {
                     "the service did not exit on SIG{sig}; its log:\n{}",
                     std::fs::read_to_string(&log_path).unwrap_or_default()
                 );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for the service to exit by itself; its exit code.
+    pub fn wait_exit(&mut self, deadline: Duration) -> Option<i32> {
+        let mut child = self.child.take().expect("running");
+        let end = std::time::Instant::now() + deadline;
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return st.code();
+            }
+            if std::time::Instant::now() >= end {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the service did not exit; its log:\n{}", self.log());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
