@@ -15,7 +15,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{Extension, Path as UrlPath, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post};
@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::metrics;
+use super::peer::{self, Peer};
 use super::query::{Live, Request, Response, answer};
 use crate::status::{DeliveryStats, StatusSnapshot};
 use crate::store::{Channel, Filter, Store};
@@ -68,6 +69,9 @@ pub struct ApiState {
     pub deliveries: Vec<(Channel, watch::Receiver<DeliveryStats>)>,
     pub commands: mpsc::Sender<Command>,
     pub now: Box<dyn Fn() -> Micros + Send + Sync>,
+    /// `[api] admin_group`: besides root, who may change what is
+    /// delivered (see [`peer`]).
+    pub admin_group: Option<String>,
 }
 
 impl ApiState {
@@ -86,6 +90,12 @@ impl ApiState {
                 .silences()
                 .map_or(0, |v| v.iter().filter(|s| s.active(now)).count() as u64),
         }
+    }
+
+    /// The author of a write by `peer`, or the 403 that refuses it.
+    fn author(&self, peer: Peer, what: &str) -> Result<String, Box<HttpResponse>> {
+        peer::authorize(peer, self.admin_group.as_deref(), what)
+            .map_err(|why| Box::new(json(Response::error(403, &why))))
     }
 
     async fn answer(&self, req: Request) -> HttpResponse {
@@ -157,7 +167,10 @@ async fn metrics_page(State(st): Shared, headers: axum::http::HeaderMap) -> Http
     }
 }
 
-async fn reload(State(st): Shared) -> HttpResponse {
+async fn reload(State(st): Shared, Extension(peer): Extension<Peer>) -> HttpResponse {
+    if let Err(r) = st.author(peer, "reloads") {
+        return *r;
+    }
     let (tx, rx) = oneshot::channel();
     if st.commands.send(Command::Reload(tx)).await.is_err() {
         return json(Response::error(503, "the service is stopping"));
@@ -179,11 +192,21 @@ fn body_json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, Box<Http
         .map_err(|e| Box::new(bad_request(&format!("the request body: {e}"))))
 }
 
-async fn add_silence(State(st): Shared, body: Bytes) -> HttpResponse {
-    let n: super::NewSilence = match body_json(&body) {
+async fn add_silence(
+    State(st): Shared,
+    Extension(peer): Extension<Peer>,
+    body: Bytes,
+) -> HttpResponse {
+    let by = match st.author(peer, "silences") {
+        Ok(by) => by,
+        Err(r) => return *r,
+    };
+    let mut n: super::NewSilence = match body_json(&body) {
         Ok(n) => n,
         Err(r) => return *r,
     };
+    // Whatever the body says (an older CLI sends its user name).
+    n.by = by;
     let r = st.answer(Request::AddSilence(n)).await;
     let _ = st.commands.send(Command::Wake).await;
     r
@@ -191,22 +214,32 @@ async fn add_silence(State(st): Shared, body: Bytes) -> HttpResponse {
 
 async fn expire_silence(
     State(st): Shared,
+    Extension(peer): Extension<Peer>,
     id: Result<UrlPath<String>, PathRejection>,
 ) -> HttpResponse {
+    let by = match st.author(peer, "silences") {
+        Ok(by) => by,
+        Err(r) => return *r,
+    };
     let id = match id {
         Ok(UrlPath(id)) => id,
         Err(e) => return bad_request(&e.body_text()),
     };
-    let r = st.answer(Request::ExpireSilence(id)).await;
+    let r = st.answer(Request::ExpireSilence { id, by }).await;
     let _ = st.commands.send(Command::Wake).await;
     r
 }
 
 async fn ack(
     State(st): Shared,
+    Extension(peer): Extension<Peer>,
     id: Result<UrlPath<String>, PathRejection>,
     body: Bytes,
 ) -> HttpResponse {
+    let by = match st.author(peer, "acknowledgements") {
+        Ok(by) => by,
+        Err(r) => return *r,
+    };
     let id = match id {
         Ok(UrlPath(id)) => id,
         Err(e) => return bad_request(&e.body_text()),
@@ -216,10 +249,9 @@ async fn ack(
         Err(r) => return *r,
     };
     a.id = id;
-    if a.by.trim().is_empty() || a.by.len() > 256 || a.comment.len() > 1000 {
-        return bad_request(
-            "an acknowledgement needs who (by), and a comment of at most 1000 bytes",
-        );
+    a.by = by;
+    if a.comment.len() > 1000 {
+        return bad_request("an acknowledgement's comment: at most 1000 bytes");
     }
     let (tx, rx) = oneshot::channel();
     if st.commands.send(Command::Ack(a, tx)).await.is_err() {
@@ -259,23 +291,32 @@ pub fn metrics_router(state: Arc<ApiState>) -> Router {
         .with_state(state)
 }
 
-/// Something that accepts connections (a Unix or a TCP listener).
+/// Something that accepts connections (a Unix or a TCP listener), and
+/// says who connected.
 pub trait Accept: Send + 'static {
     type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
-    fn accept(&mut self) -> impl Future<Output = std::io::Result<Self::Io>> + Send;
+    fn accept(&mut self) -> impl Future<Output = std::io::Result<(Self::Io, Peer)>> + Send;
 }
 
 impl Accept for tokio::net::UnixListener {
     type Io = tokio::net::UnixStream;
-    async fn accept(&mut self) -> std::io::Result<Self::Io> {
-        tokio::net::UnixListener::accept(self).await.map(|(s, _)| s)
+    async fn accept(&mut self) -> std::io::Result<(Self::Io, Peer)> {
+        let (s, _) = tokio::net::UnixListener::accept(self).await?;
+        // SO_PEERCRED: the credentials the peer had when it connected,
+        // from the kernel, whatever it sends later.
+        let peer = s.peer_cred().map_or(Peer::Unknown, |c| Peer::Local {
+            uid: c.uid(),
+            gid: c.gid(),
+        });
+        Ok((s, peer))
     }
 }
 
 impl Accept for tokio::net::TcpListener {
     type Io = tokio::net::TcpStream;
-    async fn accept(&mut self) -> std::io::Result<Self::Io> {
-        tokio::net::TcpListener::accept(self).await.map(|(s, _)| s)
+    async fn accept(&mut self) -> std::io::Result<(Self::Io, Peer)> {
+        let (s, _) = tokio::net::TcpListener::accept(self).await?;
+        Ok((s, Peer::Unknown))
     }
 }
 
@@ -290,10 +331,10 @@ pub async fn serve<L: Accept>(mut listener: L, app: Router, shutdown: Cancellati
             () = shutdown.cancelled() => break,
             p = limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
         };
-        let io = tokio::select! {
+        let (io, peer) = tokio::select! {
             () = shutdown.cancelled() => break,
             r = listener.accept() => match r {
-                Ok(io) => { backoff = Duration::from_millis(10); io }
+                Ok(conn) => { backoff = Duration::from_millis(10); conn }
                 Err(e) => {
                     // Out of file descriptors and the like: wait, then go on.
                     tracing::warn!("query server: accepting a connection failed: {e}");
@@ -308,7 +349,7 @@ pub async fn serve<L: Accept>(mut listener: L, app: Router, shutdown: Cancellati
         };
         let app = app.clone();
         connections.spawn(async move {
-            serve_connection(io, app).await;
+            serve_connection(io, peer, app).await;
             drop(permit);
         });
     }
@@ -316,7 +357,17 @@ pub async fn serve<L: Accept>(mut listener: L, app: Router, shutdown: Cancellati
     let _ = tokio::time::timeout(Duration::from_secs(2), connections.wait()).await;
 }
 
-async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(io: S, app: Router) {
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    io: S,
+    peer: Peer,
+    app: Router,
+) {
+    use tower::ServiceExt as _;
+    // Every request on the connection carries who opened it.
+    let app = app.map_request(move |mut r: axum::http::Request<hyper::body::Incoming>| {
+        r.extensions_mut().insert(peer);
+        r
+    });
     let service = hyper_util::service::TowerToHyperService::new(app);
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
@@ -357,7 +408,7 @@ pub fn bind_socket(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
         Err(_) => {}
     }
     let listener = std::os::unix::net::UnixListener::bind(path)?;
-    if let Some(gid) = group_id("systemd-journal") {
+    if let Some(gid) = peer::group_id("systemd-journal") {
         // Not in the group (run by hand, not as root): only we may query.
         if let Err(e) = std::os::unix::fs::chown(path, None, Some(gid)) {
             tracing::warn!(
@@ -369,16 +420,4 @@ pub fn bind_socket(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
     listener.set_nonblocking(true)?;
     tokio::net::UnixListener::from_std(listener)
-}
-
-/// The group's id from `/etc/group` (the group systemd's packages create;
-/// not looked up through NSS).
-#[must_use]
-pub fn group_id(name: &str) -> Option<u32> {
-    let groups = std::fs::read_to_string("/etc/group").ok()?;
-    groups.lines().find_map(|l| {
-        let mut f = l.split(':');
-        (f.next()? == name).then_some(())?;
-        f.nth(1)?.parse().ok()
-    })
 }

@@ -176,6 +176,8 @@ mod tests {
             ends_at,
             created_by: "alice".into(),
             comment: String::new(),
+            expired_by: None,
+            expired_at: None,
         }
     }
 

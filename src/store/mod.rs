@@ -700,6 +700,21 @@ impl Store {
         self.flush()
     }
 
+    /// Adds a new silence unless its id is taken (then `false`, nothing
+    /// written); durable before it returns.
+    pub fn silence_insert(&self, s: &Silence) -> Result<bool, StoreError> {
+        // Check and insert in one step: two adds at once never share an id.
+        let swapped = self
+            .silences
+            .compare_and_swap(s.id.as_bytes(), None as Option<&[u8]>, Some(to_json(s)))
+            .map_err(|e| self.err(e))?;
+        if swapped.is_err() {
+            return Ok(false);
+        }
+        self.flush()?;
+        Ok(true)
+    }
+
     /// Removes silences that ended before `before`.
     pub fn prune_silences(&self, before: Micros) -> Result<usize, StoreError> {
         let old: Vec<String> = self

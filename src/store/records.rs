@@ -68,6 +68,11 @@ pub struct Silence {
     pub ends_at: Micros,
     pub created_by: String,
     pub comment: String,
+    /// Who ended it early (`silence expire`), and when.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expired_at: Option<Micros>,
 }
 
 impl Silence {
