@@ -432,3 +432,135 @@ fn status_exit_codes_and_incident_queries() {
     assert_eq!(svc.signal("TERM"), Some(0));
     assert_eq!(code(&svc), Some(3), "stopped, with a store");
 }
+
+/// GET `path` on the socket; the answer's body.
+fn socket_get(svc: &Service, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(svc.dir.path().join("query.sock")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "{path}: {}",
+        &text[..text.len().min(200)]
+    );
+    text
+}
+
+/// D18: silences are bounded (1 000 in force) and ended ones are pruned by
+/// the service's pruning (at start, then hourly), so 10 000 of them left in
+/// a store cost a scrape nothing. The figures are printed, not asserted.
+#[test]
+fn silences_are_capped_and_ended_ones_pruned() {
+    use kubelet_sentinel::store::{Silence, Store};
+    let journals = tempfile::tempdir().unwrap();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", journals.path().display()),
+        "",
+    );
+    let now = kubelet_sentinel::time::now();
+    let hour = 3600 * SECOND;
+    {
+        let store = Store::open(&svc.dir.path().join("store")).unwrap();
+        let silence = |id: String, starts_at: Micros, ends_at: Micros| Silence {
+            id,
+            node: "nomatch-*".into(),
+            cause: None,
+            starts_at,
+            ends_at,
+            created_by: "root".into(),
+            comment: "c".repeat(1000),
+            expired_by: None,
+            expired_at: None,
+        };
+        for k in 0..10_000 {
+            let s = silence(format!("old{k:013}"), now - 72 * hour, now - 48 * hour);
+            assert!(store.silence_insert(&s).unwrap());
+        }
+        // Ended an hour ago: kept (a day) for `silence list`.
+        assert!(
+            store
+                .silence_insert(&silence("recent".into(), now - 2 * hour, now - hour))
+                .unwrap()
+        );
+        for k in 0..999 {
+            let s = silence(format!("live{k:012}"), now, now + 24 * hour);
+            assert!(store.silence_insert(&s).unwrap());
+        }
+        let start = std::time::Instant::now();
+        let all = store.silences().unwrap();
+        eprintln!(
+            "parsing {} silences (what every scrape, query and delivery pass did): {:?}",
+            all.len(),
+            start.elapsed()
+        );
+    }
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.log().contains("pruned 10000 silences"),
+        "the expired silences to be pruned",
+    );
+    let list = cli(&svc, &["silence", "list", "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let list = list["silences"].as_array().unwrap();
+    assert_eq!(
+        list.len(),
+        1000,
+        "999 in force and the one that ended an hour ago"
+    );
+    assert!(
+        list.iter()
+            .any(|s| s["id"] == "recent" && s["state"] == "expired")
+    );
+
+    let mut took = Vec::new();
+    for _ in 0..5 {
+        let start = std::time::Instant::now();
+        let page = socket_get(&svc, "/metrics");
+        took.push(start.elapsed());
+        assert!(
+            page.contains("kubelet_sentinel_silences_active 999"),
+            "{page}"
+        );
+    }
+    eprintln!("/metrics with 999 silences in force, after pruning: {took:?}");
+
+    // The thousandth is taken, the next refused with what to do.
+    let out = svc.query(&[
+        "silence",
+        "add",
+        "--node",
+        "w-1",
+        "--for",
+        "1h",
+        "--comment",
+        "x",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = svc.query(&[
+        "silence",
+        "add",
+        "--node",
+        "w-2",
+        "--for",
+        "1h",
+        "--comment",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("1000 silences are in force, the most there may be (1000)"),
+        "{err}"
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
