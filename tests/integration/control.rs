@@ -564,3 +564,107 @@ fn silences_are_capped_and_ended_ones_pruned() {
     );
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+/// S9: expiring a silence early releases what it held. The still-open
+/// incident's opening alert is mailed at once (not at the silence's first
+/// end), and when the incident resolves later its resolved notice follows;
+/// the same after a restart with the silence expired while the service was
+/// stopped.
+#[test]
+fn expiring_a_silence_early_announces_what_it_held_at_once() {
+    let (_tmp, smtp, dir, mut svc) = collector(|port| {
+        mail_config(port, "").replace("resolve_after = \"6s\"", "resolve_after = \"12s\"")
+    });
+    let add = |node: &str| {
+        let added = cli(
+            &svc,
+            &[
+                "silence",
+                "add",
+                "--node",
+                node,
+                "--for",
+                "10m",
+                "--comment",
+                "s9",
+            ],
+        );
+        added.split_whitespace().nth(1).unwrap().to_string()
+    };
+    let held = |node: &str| {
+        wait_for(
+            Duration::from_secs(15),
+            || {
+                incident_of(&svc, node)
+                    .is_some_and(|i| !i["silenced_by"].as_array().unwrap().is_empty())
+            },
+            "the incident recorded and silenced",
+        );
+        // The mailer has seen it and holds it.
+        std::thread::sleep(Duration::from_secs(1));
+        assert!(subjects(&smtp).is_empty(), "{:?}", subjects(&smtp));
+    };
+    let id = add("h2-*");
+    upload(
+        &dir,
+        "remote-10.0.0.21.journal",
+        "h2-1",
+        &storm(kubelet_sentinel::time::now(), "h2-1", 8),
+    );
+    held("h2-1");
+    let expired_at = std::time::Instant::now();
+    cli(&svc, &["silence", "expire", &id]);
+    wait_for(
+        Duration::from_secs(10),
+        || subjects(&smtp).iter().any(|s| s.contains("h2-1")),
+        "h2-1's opening alert after the early expiry",
+    );
+    eprintln!(
+        "opening alert mailed {:?} after the expiry",
+        expired_at.elapsed()
+    );
+    assert_eq!(incident_of(&svc, "h2-1").unwrap()["status"], "open");
+    // It resolves (12 s of quiet): the notice follows the opening alert.
+    wait_for(
+        Duration::from_secs(40),
+        || {
+            subjects(&smtp)
+                .iter()
+                .filter(|s| s.contains("h2-1"))
+                .count()
+                == 2
+        },
+        "h2-1's resolved notice",
+    );
+    let s = subjects(&smtp);
+    assert!(!s[0].to_lowercase().contains("resolved"), "{s:?}");
+    assert!(s[1].to_lowercase().contains("resolved"), "{s:?}");
+
+    // Held, the service stopped, the silence expired meanwhile (the CLI
+    // writes the store), started again: announced at once.
+    let id = add("h3-*");
+    upload(
+        &dir,
+        "remote-10.0.0.31.journal",
+        "h3-1",
+        &storm(kubelet_sentinel::time::now(), "h3-1", 8),
+    );
+    wait_for(
+        Duration::from_secs(15),
+        || {
+            incident_of(&svc, "h3-1")
+                .is_some_and(|i| !i["silenced_by"].as_array().unwrap().is_empty())
+        },
+        "h3-1 recorded and silenced",
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(svc.signal("TERM"), Some(0));
+    cli(&svc, &["silence", "expire", &id]);
+    svc.start();
+    wait_for(
+        Duration::from_secs(10),
+        || subjects(&smtp).iter().any(|s| s.contains("h3-1")),
+        "h3-1's opening alert after the restart",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
