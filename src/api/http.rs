@@ -3,9 +3,18 @@
 //!
 //! Any bytes a client sends get an answer or a closed connection, never a
 //! panic or a stall of others: one task per connection (a panic ends that
-//! connection only), at most [`MAX_CONNECTIONS`] at a time, headers within
-//! [`HEADER_TIMEOUT`] and [`MAX_HEADER_BYTES`], the whole connection within
-//! [`CONNECTION_TIMEOUT`]. The store is read on the blocking pool.
+//! connection only); the request head within [`HEADER_TIMEOUT`] and
+//! [`MAX_HEADER_BYTES`], its body within [`BODY_TIMEOUT`] and
+//! [`MAX_BODY_BYTES`], the whole connection within [`CONNECTION_TIMEOUT`].
+//!
+//! Architecture invariant: a client that has not sent a whole request
+//! holds nothing another client needs. Accepting never waits: a
+//! connection still sending its request is only counted, at most
+//! [`MAX_PENDING`] per listener, the oldest closed when a new one comes;
+//! one of [`MAX_IN_FLIGHT`] permits is taken once the request (head and
+//! body) is in, for the time the answer takes. Each listener has its own
+//! budgets, so scrapers on TCP and people on the socket never queue
+//! behind each other. The store is read on the blocking pool.
 
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::Path;
@@ -32,10 +41,16 @@ use crate::status::{DeliveryStats, StatusSnapshot};
 use crate::store::{Channel, Filter, Store};
 use crate::time::Micros;
 
-pub const MAX_CONNECTIONS: usize = 128;
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections per listener still sending their request.
+pub const MAX_PENDING: usize = 512;
+/// Requests per listener being answered at a time.
+pub const MAX_IN_FLIGHT: usize = 64;
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(5);
 pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+/// Request bodies are small JSON (a silence, an acknowledgement).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// What the query server asks of the service.
 #[derive(Debug)]
@@ -320,17 +335,70 @@ impl Accept for tokio::net::TcpListener {
     }
 }
 
+/// The connections of one listener that have not sent a whole request
+/// yet, oldest first: the one to close when there are too many.
+#[derive(Default)]
+struct Pending {
+    queue: std::sync::Mutex<std::collections::VecDeque<Arc<Waiting>>>,
+}
+
+/// One connection still to send its request.
+struct Waiting {
+    /// Its request is in (or it ended): no longer anyone's to close.
+    done: std::sync::atomic::AtomicBool,
+    close: CancellationToken,
+}
+
+impl Pending {
+    /// Counts a new connection; closes the oldest still waiting when
+    /// [`MAX_PENDING`] are.
+    fn admit(&self) -> Arc<Waiting> {
+        use std::sync::atomic::Ordering;
+        let w = Arc::new(Waiting {
+            done: std::sync::atomic::AtomicBool::new(false),
+            close: CancellationToken::new(),
+        });
+        let mut q = self
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        q.retain(|w| !w.done.load(Ordering::Relaxed));
+        while q.len() >= MAX_PENDING {
+            if let Some(oldest) = q.pop_front() {
+                oldest.close.cancel();
+            }
+        }
+        q.push_back(w.clone());
+        w
+    }
+}
+
+/// Lets this process have as many descriptors as its hard limit allows
+/// (systemd's default soft limit is 1024): held connections must not
+/// starve the journal, the store or the next client of descriptors.
+fn raise_fd_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let l = getrlimit(Resource::Nofile);
+    if l.current < l.maximum {
+        let _ = setrlimit(
+            Resource::Nofile,
+            rustix::process::Rlimit {
+                current: l.maximum,
+                maximum: l.maximum,
+            },
+        );
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown`; then gives the connections
 /// in flight a moment to finish.
 pub async fn serve<L: Accept>(mut listener: L, app: Router, shutdown: CancellationToken) {
-    let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    raise_fd_limit();
+    let pending = Arc::new(Pending::default());
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let connections = TaskTracker::new();
     let mut backoff = Duration::from_millis(10);
     loop {
-        let permit = tokio::select! {
-            () = shutdown.cancelled() => break,
-            p = limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-        };
         let (io, peer) = tokio::select! {
             () = shutdown.cancelled() => break,
             r = listener.accept() => match r {
@@ -347,10 +415,19 @@ pub async fn serve<L: Accept>(mut listener: L, app: Router, shutdown: Cancellati
                 }
             },
         };
+        let waiting = pending.admit();
         let app = app.clone();
+        let in_flight = in_flight.clone();
         connections.spawn(async move {
-            serve_connection(io, peer, app).await;
-            drop(permit);
+            let close = waiting.close.clone();
+            tokio::select! {
+                () = serve_connection(io, peer, app, waiting.clone(), in_flight) => {}
+                // Too many waiting for their request: this was the oldest.
+                () = close.cancelled() => {}
+            }
+            waiting
+                .done
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         });
     }
     connections.close();
@@ -361,14 +438,51 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     io: S,
     peer: Peer,
     app: Router,
+    waiting: Arc<Waiting>,
+    in_flight: Arc<Semaphore>,
 ) {
+    use http_body_util::BodyExt as _;
     use tower::ServiceExt as _;
-    // Every request on the connection carries who opened it.
-    let app = app.map_request(move |mut r: axum::http::Request<hyper::body::Incoming>| {
-        r.extensions_mut().insert(peer);
-        r
+    // hyper calls this once the request head is in (within HEADER_TIMEOUT).
+    let service = tower::service_fn(move |r: axum::http::Request<hyper::body::Incoming>| {
+        let (app, in_flight, waiting) = (app.clone(), in_flight.clone(), waiting.clone());
+        async move {
+            let (mut parts, body) = r.into_parts();
+            // Every request carries who opened the connection.
+            parts.extensions.insert(peer);
+            let limited = http_body_util::Limited::new(body, MAX_BODY_BYTES);
+            let body = match tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await {
+                Ok(Ok(b)) => b.to_bytes(),
+                Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                    return Ok::<_, std::convert::Infallible>(json(Response::error(
+                        413,
+                        &format!("a request body is at most {MAX_BODY_BYTES} bytes"),
+                    )));
+                }
+                Ok(Err(e)) => return Ok(bad_request(&format!("the request body: {e}"))),
+                Err(_) => {
+                    return Ok(json(Response::error(
+                        408,
+                        &format!(
+                            "the request body did not arrive within {}s",
+                            BODY_TIMEOUT.as_secs()
+                        ),
+                    )));
+                }
+            };
+            // The whole request is in: nobody closes this one to make room,
+            // and now it may wait its turn.
+            waiting
+                .done
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            let Ok(_permit) = in_flight.acquire_owned().await else {
+                return Ok(json(Response::error(503, "the service is stopping")));
+            };
+            let r = axum::http::Request::from_parts(parts, axum::body::Body::from(body));
+            app.oneshot(r).await
+        }
     });
-    let service = hyper_util::service::TowerToHyperService::new(app);
+    let service = hyper_util::service::TowerToHyperService::new(service);
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
