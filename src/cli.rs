@@ -98,17 +98,20 @@ pub enum Command {
     CheckConfig,
     /// Apply the edited config file to the running service (what `systemctl reload` runs);
     /// fails, with the reason, when the file is broken. The service also notices edits by itself.
+    /// Needs root, the service's user or `[api] admin_group` (exit 77 otherwise).
     Reload,
     /// Send a sample alert through the configured transport and say exactly what failed.
     TestEmail,
     /// Hold back deliveries (email and Alertmanager) for a node pattern and/or a cause for a
     /// while; the incidents are still recorded. Still in trouble when it ends: announced then.
+    /// Adding and expiring need root or `[api] admin_group` (exit 77 otherwise); listing, the
+    /// socket's group.
     Silence {
         #[command(subcommand)]
         action: SilenceCmd,
     },
     /// Acknowledge an open incident: no more reminders for it; its resolved notice still goes
-    /// out and says who acknowledged it.
+    /// out and says who acknowledged it. Needs root or `[api] admin_group` (exit 77 otherwise).
     Ack {
         /// The incident's id, or a unique prefix of it.
         id: String,
@@ -142,7 +145,7 @@ pub enum SilenceCmd {
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
     },
-    /// End a silence now (its id or a unique prefix).
+    /// End a silence now (its id or a unique prefix); who did it is recorded.
     Expire { id: String },
 }
 

@@ -834,6 +834,33 @@ mod tests {
         assert_eq!(keys, sorted);
     }
 
+    /// D25: an id already taken is never overwritten.
+    #[test]
+    fn a_silence_id_is_taken_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let s = Silence {
+            id: "00000000000000aa".into(),
+            node: "w-*".into(),
+            cause: None,
+            starts_at: 0,
+            ends_at: 10,
+            created_by: "root".into(),
+            comment: "first".into(),
+            expired_by: None,
+            expired_at: None,
+        };
+        assert!(store.silence_insert(&s).unwrap());
+        let again = Silence {
+            comment: "second".into(),
+            ..s.clone()
+        };
+        assert!(!store.silence_insert(&again).unwrap());
+        assert_eq!(store.silences().unwrap(), vec![s]);
+        assert_eq!(store.prune_silences(11).unwrap(), 1);
+        assert!(store.silences().unwrap().is_empty());
+    }
+
     #[test]
     fn a_second_open_is_locked() {
         let dir = tempfile::tempdir().unwrap();
