@@ -5,7 +5,7 @@ SCRATCH ?= $(CURDIR)/target/demo
 JOURNAL_REMOTE = $(firstword $(wildcard /lib/systemd/systemd-journal-remote /usr/lib/systemd/systemd-journal-remote))
 BIN := target/debug/kubelet-sentinel
 
-.PHONY: deps build demo test lint clean release assets tools deb rpm test-packages test-system test-fleet bench bench-deps bench-smoke
+.PHONY: deps build demo test lint clean release assets tools deb-tool rpm-tool deb rpm test-packages test-system test-fleet bench bench-deps bench-smoke
 
 deps:
 	@bash .ci/deps
@@ -18,17 +18,23 @@ build: deps
 # its store under $(SCRATCH), and shows what it recorded.
 demo: build
 	@rm -rf $(SCRATCH) && mkdir -p $(SCRATCH)/journal
-	target/debug/examples/sample_journal > $(SCRATCH)/sample.export
-	$(JOURNAL_REMOTE) --output=$(SCRATCH)/journal/sample.journal - < $(SCRATCH)/sample.export
+	@target/debug/examples/sample_journal > $(SCRATCH)/sample.export
+	@$(JOURNAL_REMOTE) --output=$(SCRATCH)/journal/sample.journal - < $(SCRATCH)/sample.export
 	@# The sample journal is dated 2026-11-28: max_age is widened so its alerts are mailed.
 	@printf '[journal]\ndirectory = "%s"\nstart_at = "all"\n[store]\npath = "%s"\n[api]\nsocket = "%s"\n[alert]\nto = ["oncall@example.com"]\ntransport = "file"\nmax_age = "3650d"\n[alert.file]\ndirectory = "%s"\n' \
 		$(SCRATCH)/journal $(SCRATCH)/store $(SCRATCH)/query.sock $(SCRATCH)/mail > $(SCRATCH)/config.toml
 	@mkdir -p $(SCRATCH)/mail
-	$(BIN) --config $(SCRATCH)/config.toml run --once
-	$(BIN) --config $(SCRATCH)/config.toml incidents
-	$(BIN) --config $(SCRATCH)/config.toml nodes
-	$(BIN) --config $(SCRATCH)/config.toml show $$($(BIN) --config $(SCRATCH)/config.toml incidents --verdict startup-race --limit 1 | awk 'NR==2 {print $$1}')
-	@echo; echo "Alert emails (file transport):"; for f in $(SCRATCH)/mail/*.eml; do echo "  $$f: $$(grep -m1 '^Subject:' $$f)"; done
+	@echo "== kubelet-sentinel run --once (the sample journal in $(SCRATCH)/journal)"
+	@$(BIN) --config $(SCRATCH)/config.toml run --once
+	@echo; echo "== kubelet-sentinel incidents"
+	@$(BIN) --config $(SCRATCH)/config.toml incidents
+	@echo; echo "== kubelet-sentinel nodes"
+	@$(BIN) --config $(SCRATCH)/config.toml nodes
+	@id=$$($(BIN) --config $(SCRATCH)/config.toml incidents --verdict startup-race --limit 1 | awk 'NR==2 {print $$1}'); \
+		echo; echo "== kubelet-sentinel show $$id"; $(BIN) --config $(SCRATCH)/config.toml show $$id
+	@echo; echo "== Alert emails (file transport, $(SCRATCH)/mail):"
+	@for f in $(SCRATCH)/mail/*.eml; do \
+		echo "  $$(basename $$f): $$(awk '/^Subject:/ {s=$$0; while ((getline l) > 0 && l ~ /^[ \t]/) {sub(/^[ \t]+/, " ", l); s=s l}; print s; exit}' $$f)"; done
 
 lint:
 	cargo fmt --all -- --check
@@ -45,20 +51,26 @@ test: deps lint
 # the CLI definition, the unit, the default config.
 release: deps
 	cargo build --release --locked
-	strip -s target/release/kubelet-sentinel
+	@# A stripped copy is packaged: target/release/kubelet-sentinel may be
+	@# running (a benchmark, a test service) and is left as built.
+	strip -s -o target/release/kubelet-sentinel.stripped target/release/kubelet-sentinel
 
 assets: build
 	target/debug/examples/gen_assets target/assets
 
-tools:
+deb-tool:
 	@command -v cargo-deb >/dev/null || cargo install --locked cargo-deb
+
+rpm-tool:
 	@command -v cargo-generate-rpm >/dev/null || cargo install --locked cargo-generate-rpm
 
-deb: tools release assets
+tools: deb-tool rpm-tool
+
+deb: deb-tool release assets
 	@mkdir -p target/debian
 	cargo deb --no-build --no-strip -o target/debian/
 
-rpm: tools release assets
+rpm: rpm-tool release assets
 	cargo generate-rpm
 
 # Package contents, the unit's checks, install/reinstall/purge of the .deb

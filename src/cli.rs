@@ -134,7 +134,7 @@ pub enum SilenceCmd {
         #[arg(long)]
         cause: Option<String>,
         /// How long: 30m, 2h, 3d (at most 31d).
-        #[arg(long = "for", value_parser = duration)]
+        #[arg(long = "for", value_parser = silence_length)]
         duration: Micros,
         /// Why ("kernel upgrade").
         #[arg(long)]
@@ -243,6 +243,10 @@ pub struct ScanArgs {
     /// Another `CONTAINER_NAME` to read as the kubelet (repeatable), besides kubelet.
     #[arg(long = "container")]
     pub containers: Vec<String>,
+    /// Another writer (`_UID`) whose lines count when they match by identifier or container
+    /// name only (repeatable), besides root: any user can log as `kubelet`.
+    #[arg(long = "trusted-uid")]
+    pub trusted_uids: Vec<u32>,
     /// The node name when neither the line nor the host's registration says.
     #[arg(long)]
     pub node_name: Option<String>,
@@ -260,6 +264,21 @@ pub struct ScanArgs {
 
 fn duration(s: &str) -> Result<Micros, String> {
     parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A silence's length, checked here so a wrong one is a usage error (exit 2)
+/// before anything is asked of the service.
+fn silence_length(s: &str) -> Result<Micros, String> {
+    let d = duration(s)?;
+    let max =
+        i64::try_from(crate::api::query::MAX_SILENCE).unwrap_or(i64::MAX) * crate::time::SECOND;
+    if d < crate::time::SECOND || d > max {
+        return Err(format!(
+            "from 1s to {}d",
+            crate::api::query::MAX_SILENCE / 86_400
+        ));
+    }
+    Ok(d)
 }
 
 impl ScanArgs {
@@ -301,6 +320,13 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
                 units: plus(d.units, &args.units),
                 identifiers: plus(d.identifiers, &args.identifiers),
                 containers: plus(d.containers, &args.containers),
+                trusted_uids: d
+                    .trusted_uids
+                    .iter()
+                    .chain(&args.trusted_uids)
+                    .copied()
+                    .collect(),
+                trusted_units: d.trusted_units,
             }
         },
     };
@@ -390,6 +416,28 @@ fn load_config(path: Option<&PathBuf>, err: &mut dyn Write) -> Result<Config, Ex
         let _ = writeln!(err, "kubelet-sentinel: {e}");
         Exit::Config
     })
+}
+
+/// The config for a query or control command: on a broken file, the error
+/// is said (file, line) and the command goes on with the socket and store
+/// the file names where they can be read, the defaults otherwise, so a
+/// half-finished edit never takes `status`, `incidents`, `ack` or `silence`
+/// away while the service runs on its old settings.
+fn load_for_query(path: Option<&PathBuf>, err: &mut dyn Write) -> Config {
+    let (p, explicit) = match path {
+        Some(p) => (p.clone(), true),
+        None => (PathBuf::from(config::DEFAULT_PATH), false),
+    };
+    let (config, problem) = Config::load_for_query(&p, explicit);
+    if let Some(e) = problem {
+        let _ = writeln!(
+            err,
+            "kubelet-sentinel: warning: {e}\nkubelet-sentinel: a running service keeps its \
+             settings; asking it through {}",
+            config.api.socket
+        );
+    }
+    config
 }
 
 fn init_tracing() {
@@ -639,20 +687,86 @@ fn render(req: &Request, r: &Response, output: Output, zone: Zone) -> Result<Str
                 i.acknowledged.map(|a| a.by).unwrap_or_default()
             )
         }
-        Request::Status => {
-            let mut out = String::new();
-            for (k, val) in v.as_object().into_iter().flatten() {
-                let shown = match val {
-                    serde_json::Value::String(s) => s.clone(),
-                    serde_json::Value::Null => "-".to_string(),
-                    serde_json::Value::Array(a) if a.is_empty() => "-".to_string(),
-                    other => other.to_string(),
-                };
-                out.push_str(&format!("{k:<22} {}\n", report::terminal_text(&shown, 400)));
-            }
-            out
-        }
+        Request::Status => status_rows(&v).map_err(bad)?,
     })
+}
+
+/// `status` as rows: a key and its value a line, a line a delivery channel
+/// and a line a silence (never a JSON blob in a table).
+fn status_rows(v: &serde_json::Value) -> Result<String, serde_json::Error> {
+    let mut out = String::new();
+    let mut row = |k: &str, shown: &str| {
+        out.push_str(&format!("{k:<22} {}\n", report::terminal_text(shown, 400)));
+    };
+    for (k, val) in v.as_object().into_iter().flatten() {
+        match (k.as_str(), val) {
+            ("deliveries", serde_json::Value::Array(a)) if !a.is_empty() => {
+                let list: Vec<api::query::DeliveryOut> = serde_json::from_value(val.clone())?;
+                for d in list {
+                    let mut line = format!(
+                        "{}  {}  {}  outbox {}",
+                        d.channel,
+                        d.state,
+                        if d.target.is_empty() { "-" } else { &d.target },
+                        d.outbox
+                    );
+                    if let Some(w) = d.outbox_oldest_seconds {
+                        line.push_str(&format!(" (oldest {w:.0}s)"));
+                    }
+                    line.push_str(&format!("  sent {}  failed {}", d.sent, d.failed));
+                    if d.in_doubt > 0 {
+                        line.push_str(&format!("  in doubt {}", d.in_doubt));
+                    }
+                    if let Some(r) = &d.last_result {
+                        line.push_str(&format!(
+                            "  last: {r}{}",
+                            d.last_at
+                                .as_deref()
+                                .map(|t| format!(" at {t}"))
+                                .unwrap_or_default()
+                        ));
+                    }
+                    row("delivery", &line);
+                }
+            }
+            ("silences", serde_json::Value::Array(a)) if !a.is_empty() => {
+                let list: Vec<api::SilenceOut> = serde_json::from_value(val.clone())?;
+                for x in list {
+                    row(
+                        "silence",
+                        &format!(
+                            "{}  node {}  cause {}  until {}  by {}{}",
+                            x.id,
+                            x.node,
+                            x.cause.as_deref().unwrap_or("any"),
+                            x.ends_at,
+                            x.created_by,
+                            if x.comment.is_empty() {
+                                String::new()
+                            } else {
+                                format!("  ({})", x.comment)
+                            }
+                        ),
+                    );
+                }
+            }
+            (_, serde_json::Value::String(s)) => row(k, s),
+            (_, serde_json::Value::Null) => row(k, "-"),
+            (_, serde_json::Value::Array(a)) if a.is_empty() => row(k, "-"),
+            (_, serde_json::Value::Array(a)) => row(
+                k,
+                &a.iter()
+                    .map(|x| x.as_str().map_or_else(|| x.to_string(), str::to_string))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            (_, serde_json::Value::Number(n)) if n.is_f64() => {
+                row(k, &format!("{:.1}", n.as_f64().unwrap_or_default()));
+            }
+            (_, other) => row(k, &other.to_string()),
+        }
+    }
+    Ok(out)
 }
 
 /// Runs a query command.
@@ -664,10 +778,7 @@ pub fn run_query(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
-    let config = match load_config(config_path, err) {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let config = load_for_query(config_path, err);
     let answer = query(&config, req);
     if let Ok(r) = &answer {
         if r.code == 403 {
@@ -707,10 +818,7 @@ pub fn status_cmd(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
-    let config = match load_config(config_path, err) {
-        Ok(c) => c,
-        Err(e) => return e,
-    };
+    let config = load_for_query(config_path, err);
     let req = Request::Status;
     let answer = match query(&config, &req) {
         Ok(r) => r,
@@ -793,6 +901,19 @@ pub fn test_email(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut 
     match sent {
         Ok(to) => {
             let _ = writeln!(out, "test alert sent: {to}");
+            // This process read the config and the password itself; say so
+            // when the running service cannot send with what it has.
+            let socket = PathBuf::from(&config.api.socket);
+            if let Ok(r) = api::ask(&socket, hyper::Method::GET, "/status", None) {
+                let v: serde_json::Value = serde_json::from_str(&r.body).unwrap_or_default();
+                if let Some(mail) = v["mail"].as_str().filter(|m| m.starts_with("disabled")) {
+                    let _ = writeln!(
+                        out,
+                        "note: the running service cannot send yet: mail {mail} \
+                         (systemctl restart kubelet-sentinel loads the password and the config)"
+                    );
+                }
+            }
             Exit::Ok
         }
         Err(e) => {

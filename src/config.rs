@@ -22,7 +22,7 @@ use crate::tracker::Settings;
 pub const DEFAULT_PATH: &str = "/etc/kubelet-sentinel/config.toml";
 
 /// Config files are small; anything bigger is not one (`/dev/zero`).
-const MAX_BYTES: u64 = 1 << 20;
+pub(crate) const MAX_BYTES: u64 = 1 << 20;
 
 /// A config problem, with where it is.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -123,6 +123,8 @@ struct RawJournal {
     units: S<Vec<String>>,
     identifiers: S<Vec<String>>,
     containers: S<Vec<String>>,
+    trusted_uids: S<Vec<u32>>,
+    trusted_units: S<Vec<String>>,
     directory: S<String>,
     namespace: S<String>,
     start_at: S<StartAt>,
@@ -140,6 +142,8 @@ struct RawIncidents {
     resolve_after: S<Period>,
     race_window: S<Period>,
     retention: S<Period>,
+    max_nodes_per_host: S<u32>,
+    max_nodes: S<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -230,6 +234,10 @@ pub struct JournalConfig {
     pub units: Vec<String>,
     pub identifiers: Vec<String>,
     pub containers: Vec<String>,
+    /// Writers whose identifier- or container-matched lines count.
+    pub trusted_uids: Vec<u32>,
+    /// Units whose identifier- or container-matched lines count.
+    pub trusted_units: Vec<String>,
     pub directory: String,
     pub namespace: String,
     pub start_at: StartAt,
@@ -245,6 +253,10 @@ pub struct IncidentsConfig {
     pub resolve_after: Period,
     pub race_window: Period,
     pub retention: Period,
+    /// Bound on one host's nodes with an open incident.
+    pub max_nodes_per_host: u32,
+    /// Bound on nodes with an open incident in all.
+    pub max_nodes: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -280,7 +292,7 @@ pub struct AlertmanagerConfig {
 /// `[[alert.route]]`: alerts for some causes and/or nodes go to their own
 /// recipients (and may have their own thresholds). The first that matches
 /// an incident takes it; the rest go to `[alert] to`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
     /// Causes; empty: any.
     pub causes: Vec<String>,
@@ -290,6 +302,43 @@ pub struct Route {
     pub repeat_interval: Option<Period>,
     pub retries: Option<u32>,
     pub window: Option<Period>,
+}
+
+/// As the file spells it (`match = { cause = [...], node = "..." }`), so
+/// `check-config`'s output is a config that reads back the same.
+impl Serialize for Route {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Match<'a> {
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            cause: &'a [String],
+            #[serde(skip_serializing_if = "str::is_empty")]
+            node: &'a str,
+        }
+        #[derive(Serialize)]
+        struct Out<'a> {
+            to: &'a [String],
+            #[serde(skip_serializing_if = "Option::is_none")]
+            repeat_interval: Option<Period>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            retries: Option<u32>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            window: Option<Period>,
+            #[serde(rename = "match")]
+            matches: Match<'a>,
+        }
+        Out {
+            to: &self.to,
+            repeat_interval: self.repeat_interval,
+            retries: self.retries,
+            window: self.window,
+            matches: Match {
+                cause: &self.causes,
+                node: &self.node,
+            },
+        }
+        .serialize(s)
+    }
 }
 
 impl Route {
@@ -436,6 +485,53 @@ impl Config {
         Self::parse(&text, &shown)
     }
 
+    /// For the query and control commands, which need only the socket (and
+    /// the store, when the service is not running): the file's settings, or,
+    /// when it is broken (a half-finished edit, while the service runs on its
+    /// old settings), the error beside a config made of its `[api] socket`
+    /// and `[store] path` where those two can still be read, the defaults
+    /// otherwise. The error says what is wrong; the command still answers.
+    #[must_use]
+    pub fn load_for_query(path: &Path, explicit: bool) -> (Self, Option<ConfigError>) {
+        match Self::load(path, explicit) {
+            Ok(c) => (c, None),
+            Err(e) => {
+                let shown = path.display().to_string();
+                let text = read_config(path).unwrap_or_default();
+                (Self::locations(&text, &shown), Some(e))
+            }
+        }
+    }
+
+    /// A config of only `[api] socket` and `[store] path` from `text`,
+    /// each kept where it is valid on its own.
+    fn locations(text: &str, shown: &str) -> Self {
+        let table: toml::Table = toml::from_str(text).unwrap_or_default();
+        let get = |section: &str, key: &str| {
+            table
+                .get(section)
+                .and_then(|s| s.get(key))
+                .and_then(toml::Value::as_str)
+                .map(str::to_string)
+        };
+        let one = |section: &str, key: &str, v: Option<String>| -> String {
+            v.map(|v| {
+                let mut t = toml::Table::new();
+                let mut inner = toml::Table::new();
+                inner.insert(key.to_string(), toml::Value::String(v));
+                t.insert(section.to_string(), toml::Value::Table(inner));
+                toml::to_string(&t).unwrap_or_default()
+            })
+            .filter(|t| Self::parse(t, shown).is_ok())
+            .unwrap_or_default()
+        };
+        let text = one("api", "socket", get("api", "socket"))
+            + &one("store", "path", get("store", "path"));
+        Self::parse(&text, shown)
+            .or_else(|_| Self::parse("", shown))
+            .expect("the defaults are a valid config")
+    }
+
     /// Parses and validates config text; `path` only names it in errors.
     pub fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
         let raw: RawConfig = toml::from_str(text).map_err(|e| {
@@ -461,6 +557,8 @@ impl Config {
             repeat_interval: self.alert.repeat_interval.0,
             send_resolved: self.alert.send_resolved,
             node_name: (!self.node.name.is_empty()).then(|| self.node.name.clone()),
+            max_nodes_per_host: self.incidents.max_nodes_per_host as usize,
+            max_nodes: self.incidents.max_nodes as usize,
             overrides: self
                 .alert
                 .route
@@ -485,6 +583,8 @@ impl Config {
             units: self.journal.units.clone(),
             identifiers: self.journal.identifiers.clone(),
             containers: self.journal.containers.clone(),
+            trusted_uids: self.journal.trusted_uids.clone(),
+            trusted_units: self.journal.trusted_units.clone(),
         }
     }
 
@@ -526,6 +626,16 @@ impl Config {
             "[journal] containers",
             format!("{:?}", j.containers),
             format!("{:?}", n.containers),
+        );
+        check(
+            "[journal] trusted_uids",
+            format!("{:?}", j.trusted_uids),
+            format!("{:?}", n.trusted_uids),
+        );
+        check(
+            "[journal] trusted_units",
+            format!("{:?}", j.trusted_units),
+            format!("{:?}", n.trusted_units),
         );
         check(
             "[journal] directory",
@@ -652,6 +762,11 @@ impl Validator<'_> {
         let units = list(&j.units, crate::model::DEFAULT_UNITS);
         let identifiers = list(&j.identifiers, crate::model::DEFAULT_IDENTIFIERS);
         let containers = list(&j.containers, crate::model::DEFAULT_CONTAINERS);
+        let trusted_uids = j.trusted_uids.as_ref().map_or_else(
+            || crate::model::DEFAULT_TRUSTED_UIDS.to_vec(),
+            |v| v.get_ref().clone(),
+        );
+        let trusted_units = list(&j.trusted_units, &[]);
         if units.is_empty() && identifiers.is_empty() && containers.is_empty() {
             if let Some(u) = &j.units {
                 return Err(self.invalid(
@@ -708,6 +823,25 @@ impl Validator<'_> {
             i.retention,
             90 * DAY,
             (3600 * SECOND, 36_500 * DAY),
+        )?;
+        let bounded = |v: S<u32>, key: &'static str, default: usize, max: u32| match v {
+            Some(n) if *n.get_ref() == 0 || *n.get_ref() > max => {
+                Err(self.invalid("incidents", key, &n, format!("between 1 and {max}")))
+            }
+            Some(n) => Ok(n.into_inner()),
+            None => Ok(u32::try_from(default).unwrap_or(max)),
+        };
+        let max_nodes_per_host = bounded(
+            i.max_nodes_per_host,
+            "max_nodes_per_host",
+            crate::tracker::DEFAULT_MAX_NODES_PER_HOST,
+            100_000,
+        )?;
+        let max_nodes = bounded(
+            i.max_nodes,
+            "max_nodes",
+            crate::tracker::DEFAULT_MAX_NODES,
+            1_000_000,
         )?;
 
         let a = raw.alert;
@@ -1017,6 +1151,8 @@ impl Validator<'_> {
                 units,
                 identifiers,
                 containers,
+                trusted_uids,
+                trusted_units,
                 directory,
                 namespace,
                 start_at,
@@ -1028,6 +1164,8 @@ impl Validator<'_> {
                 resolve_after,
                 race_window,
                 retention,
+                max_nodes_per_host,
+                max_nodes,
             },
             alert: AlertConfig {
                 retries,
@@ -1095,6 +1233,19 @@ fn is_loopback(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn check_config_output_reads_back_the_same() {
+        let text = "[alert]\nto = [\"a@example.com\"]\n\n[[alert.route]]\nmatch = { cause = [\"auth\"] }\n\
+                    to = [\"sec@example.com\"]\nretries = 2\n\n[[alert.route]]\nmatch = { node = \"db-*\" }\n\
+                    to = [\"db@example.com\"]\n";
+        let c = Config::parse(text, "t").unwrap();
+        let shown = c.to_toml();
+        assert!(!shown.contains("causes"), "{shown}");
+        let again = Config::parse(&shown, "shown").unwrap_or_else(|e| panic!("{e}\n{shown}"));
+        assert_eq!(again.alert.route, c.alert.route);
+        assert_eq!(again.to_toml(), shown);
+    }
 
     #[test]
     fn defaults() {

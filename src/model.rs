@@ -35,6 +35,10 @@ pub struct Entry {
     /// `CONTAINER_NAME` (Docker's journald log driver).
     #[serde(default)]
     pub container: Option<Text>,
+    /// `_UID`: the writer's user, which journald sets and no client can
+    /// forge. `None` for saved text logs, which carry no such field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uid: Option<u32>,
     /// MESSAGE, as bytes: it may be binary or invalid UTF-8.
     pub message: Vec<u8>,
     /// `_LINE_BREAK=line-max`: journald cut a line longer than `LineMax`
@@ -60,7 +64,17 @@ pub struct EntryFilter {
     /// `CONTAINER_NAME`s (a kubelet run in a container by Docker's journald
     /// log driver).
     pub containers: Vec<String>,
+    /// Writers (`_UID`) whose entries count when they match by identifier
+    /// or container name only (see [`EntryFilter::trusted`]).
+    pub trusted_uids: Vec<u32>,
+    /// Units (`_SYSTEMD_UNIT`) whose entries count when they match by
+    /// identifier or container name, whoever runs them.
+    pub trusted_units: Vec<String>,
 }
+
+/// The writers trusted by default: root, as which every packaged kubelet
+/// (and dockerd, which writes a containerised kubelet's lines) runs.
+pub const DEFAULT_TRUSTED_UIDS: &[u32] = &[0];
 
 /// The units a kubelet runs as: upstream and kubeadm, k3s (server and
 /// agent: the kubelet runs inside), rke2, `MicroK8s` (kubelite, and the older
@@ -135,11 +149,33 @@ impl Default for EntryFilter {
             units: strings(DEFAULT_UNITS),
             identifiers: strings(DEFAULT_IDENTIFIERS),
             containers: strings(DEFAULT_CONTAINERS),
+            trusted_uids: DEFAULT_TRUSTED_UIDS.to_vec(),
+            trusted_units: Vec::new(),
         }
     }
 }
 
 impl EntryFilter {
+    /// Whether a matched entry may count as the kubelet's. Any local user
+    /// can log under the identifier `kubelet` (`logger -t kubelet`, a
+    /// datagram with `CONTAINER_NAME=kubelet`), but only journald sets
+    /// `_SYSTEMD_UNIT`, `_PID` and `_UID`. So an entry of a configured unit
+    /// (its cgroup), systemd's own line about it (`_PID=1`), or one written
+    /// by a trusted uid or unit counts; any other look-alike is counted
+    /// apart and never opens an incident. Saved text logs carry no `_UID`:
+    /// the operator chose the file, and its lines count as today.
+    #[must_use]
+    pub fn trusted(&self, e: &Entry) -> bool {
+        let Some(uid) = e.uid else {
+            return true;
+        };
+        let unit_in = |v: &[String]| e.unit.as_deref().is_some_and(|u| v.iter().any(|x| x == u));
+        e.from_systemd
+            || unit_in(&self.units)
+            || self.trusted_uids.contains(&uid)
+            || unit_in(&self.trusted_units)
+    }
+
     /// The journal match: the unit, systemd's own lines about the unit, or a
     /// configured identifier. Entries from saved text logs carry no unit, so
     /// for them the known kubelet identifiers count too.

@@ -65,6 +65,27 @@ fn column_of(offset: i64, span: i64) -> usize {
     (c as usize).min(COLUMNS - 1)
 }
 
+/// What one column stands for, not rounded down to a whole unit: 112 s
+/// over 60 columns is "1.9s", not "1s".
+fn column_width(span_us: i64) -> String {
+    let us = span_us as f64 / COLUMNS as f64;
+    let tidy = |v: f64, unit: &str| {
+        let t = format!("{v:.1}");
+        format!("{}{unit}", t.strip_suffix(".0").unwrap_or(&t))
+    };
+    if us < 1_000.0 {
+        "1ms".to_string()
+    } else if us < 10_000.0 {
+        tidy(us / 1_000.0, "ms")
+    } else if us < 1_000_000.0 {
+        format!("{:.0}ms", us / 1_000.0)
+    } else if us < 60_000_000.0 {
+        tidy(us / 1_000_000.0, "s")
+    } else {
+        human_duration(us as i64)
+    }
+}
+
 impl Picture {
     /// The picture of an incident; `None` when it has no signal counts (an
     /// incident stored before they were kept).
@@ -87,11 +108,14 @@ impl Picture {
         match (i.resolution, i.resolved_at) {
             (Some(Resolution::NodeReady), Some(r)) => markers.push((r, "node-ready")),
             (Some(Resolution::Quiet), Some(r)) => markers.push((r, "quiet")),
+            (Some(Resolution::Evicted), Some(r)) => markers.push((r, "evicted")),
             _ => {}
         }
         // The quiet resolution lies resolve_after past the trouble: drawn at
         // the edge, not stretching the picture by a minute of nothing.
-        let signals_end = t.end().max(i.last_signal_at + 1);
+        // Signals are drawn at their bucket's start, so the picture ends
+        // at the last signal itself, not at its bucket's end.
+        let signals_end = (i.last_signal_at + 1).max(t.start + 1);
         let start = markers
             .iter()
             .map(|(at, _)| *at)
@@ -109,7 +133,10 @@ impl Picture {
             let mut cols = vec![0u32; COLUMNS];
             for (b, &n) in counts.iter().enumerate() {
                 if n > 0 {
-                    let at = t.start + b as Micros * t.width + t.width / 2;
+                    // At the bucket's start: the first bucket starts at the
+                    // incident's first signal, so a start-up race's retry is
+                    // drawn where it happened, not half a bucket later.
+                    let at = t.start + b as Micros * t.width;
                     let c = col(at.min(end - 1));
                     cols[c] = cols[c].saturating_add(n);
                 }
@@ -167,7 +194,7 @@ impl Picture {
             human(self.start_ms * 1000, zone),
             human(self.end_ms * 1000, zone),
             human_duration(span_us),
-            human_duration((span_us / COLUMNS as i64).max(1000))
+            column_width(span_us)
         );
         for (lane, cols) in &self.lanes {
             let row: String = cols

@@ -35,8 +35,12 @@ pub struct Summary {
     pub malformed: u64,
     pub first_at: Option<Micros>,
     pub last_at: Option<Micros>,
-    /// Nodes named or resolved by recognised lines.
+    /// Nodes named or resolved by recognised lines, at most
+    /// [`NODES_LISTED`]: the state is written with every commit.
     pub nodes: BTreeSet<String>,
+    /// Recognised lines about nodes past those listed.
+    #[serde(default)]
+    pub nodes_unlisted: u64,
     /// Journal entries removed (rotation, vacuum) before they were read.
     #[serde(default)]
     pub entries_lost: u64,
@@ -62,7 +66,18 @@ pub struct Summary {
     /// Entries with no time of their own and none before them to take.
     #[serde(default)]
     pub untimed: u64,
+    /// Entries that matched only by identifier or container name, from a
+    /// writer that is not trusted (`EntryFilter::trusted`): look-alikes
+    /// any local user can write. Never read as kubelet lines.
+    #[serde(default)]
+    pub untrusted: u64,
+    /// Their sources (identifier and uid), at most [`OTHER_SOURCES_KEPT`].
+    #[serde(default)]
+    pub untrusted_sources: BTreeMap<String, u64>,
 }
+
+/// Bound on the nodes named in [`Summary::nodes`].
+pub const NODES_LISTED: usize = 1000;
 
 /// Bound on the sources named in [`Summary::other_klog`].
 pub const OTHER_SOURCES_KEPT: usize = 16;
@@ -264,6 +279,10 @@ impl Pipeline {
         if !self.filter.matches(&entry) && !self.adopt(&entry) {
             return;
         }
+        if !self.filter.trusted(&entry) {
+            self.untrusted(&entry);
+            return;
+        }
         let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
         let at = entry.at;
         if crate::parse::join::is_foreign(&entry.message) {
@@ -277,19 +296,23 @@ impl Pipeline {
             }
             return;
         }
-        self.summary.kubelet_lines += 1;
         if entry.from_systemd || entry.identifier.as_deref() == Some("systemd") {
-            self.summary.lines += 1;
             let text = String::from_utf8_lossy(&entry.message);
             match signals::recognize_systemd(&text) {
                 Some(sig) => {
+                    self.summary.kubelet_lines += 1;
+                    self.summary.lines += 1;
                     self.summary.recognized += 1;
                     let at = entry.at.unwrap_or(0);
                     self.observe(&sig, at, &entry, None, &text, decisions);
                 }
-                None => self.summary.unparsed += 1,
+                // systemd's other words about the unit ("Deactivated
+                // successfully", "Failed to kill control group"): not the
+                // kubelet's lines, so not unparsed ones either.
+                None => self.summary.foreign += 1,
             }
         } else {
+            self.summary.kubelet_lines += 1;
             let mut out = std::mem::take(&mut self.out);
             self.joiner.push(entry, &mut out);
             self.drain(&mut out, decisions);
@@ -303,6 +326,18 @@ impl Pipeline {
     /// An entry outside the filter that is the kubelet's by its content
     /// (a saved log whose identifier is not a known one, a kubelet under
     /// another unit); other klog lines are counted by their source.
+    /// Counts a look-alike from an untrusted writer, by source.
+    fn untrusted(&mut self, e: &Entry) {
+        self.summary.untrusted += 1;
+        let name = format!("{} (uid {})", source_name(e), e.uid.unwrap_or(0));
+        let kept = self.summary.untrusted_sources.len() < OTHER_SOURCES_KEPT;
+        if let Some(n) = self.summary.untrusted_sources.get_mut(&name) {
+            *n += 1;
+        } else if kept {
+            self.summary.untrusted_sources.insert(name, 1);
+        }
+    }
+
     fn adopt(&mut self, e: &Entry) -> bool {
         let m = &e.message;
         if !(crate::parse::klog::starts_with_header(m) || m.starts_with(b"{\"")) {
@@ -505,7 +540,11 @@ impl Pipeline {
     ) {
         let host = entry.host.as_deref();
         if let Some(node) = self.tracker.node_for(sig, host.unwrap_or("")) {
-            self.summary.nodes.insert(node);
+            if self.summary.nodes.len() < NODES_LISTED || self.summary.nodes.contains(&node) {
+                self.summary.nodes.insert(node);
+            } else {
+                self.summary.nodes_unlisted += 1;
+            }
         }
         let obs = Observation {
             signal: sig,

@@ -38,6 +38,10 @@ pub struct SummaryOut {
     pub damaged: u64,
     /// Non-klog lines of the kubelet's units (not kubelet lines).
     pub foreign: u64,
+    /// Look-alikes from writers that are not trusted: never read.
+    pub untrusted: u64,
+    /// Their sources, by identifier and uid.
+    pub untrusted_sources: std::collections::BTreeMap<String, u64>,
     /// Lines read as the kubelet's by their content, by identifier.
     pub adopted: std::collections::BTreeMap<String, u64>,
     /// klog lines of other sources, by identifier.
@@ -60,6 +64,8 @@ impl SummaryOut {
             malformed: s.malformed,
             damaged: s.damaged,
             foreign: s.foreign,
+            untrusted: s.untrusted,
+            untrusted_sources: s.untrusted_sources.clone(),
             adopted: s.adopted.clone(),
             other_klog: s.other_klog.clone(),
             first_at: s.first_at.map(rfc3339),
@@ -300,6 +306,19 @@ pub fn summary_line(summary: &Summary, incidents: &[Incident]) -> String {
     );
     if summary.foreign > 0 {
         let _ = write!(s, ", {} foreign", summary.foreign);
+    }
+    if summary.untrusted > 0 {
+        let _ = write!(
+            s,
+            ", {} untrusted look-alikes ignored ({})",
+            summary.untrusted,
+            summary
+                .untrusted_sources
+                .iter()
+                .map(|(k, n)| format!("{k}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     if summary.malformed > 0 {
         let _ = write!(s, ", {} malformed records skipped", summary.malformed);

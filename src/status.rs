@@ -49,8 +49,12 @@ pub struct StatusSnapshot {
     pub open: Vec<OpenIncident>,
     /// Counts over the stored history.
     pub history: Stats,
-    /// Status retries and failed registrations seen since the start, by node.
+    /// Status retries and failed registrations of the nodes with an open
+    /// incident, counted since the service started.
     pub retries_by_node: BTreeMap<String, u64>,
+    /// Incidents closed to stay within the node bounds.
+    #[serde(default)]
+    pub evicted: u64,
     pub commits: u64,
     pub last_commit_at: Option<Micros>,
     pub reader_restarts: u64,
@@ -63,6 +67,11 @@ pub struct StatusSnapshot {
 pub struct DeliveryStats {
     /// Nothing is delivered, and why ("[alert] to is empty").
     pub disabled: Option<String>,
+    /// Disabled although it is configured (recipients or URLs set): the
+    /// transport cannot be used (a missing SMTP password, a bad CA file).
+    /// Alerts are not getting out, and `status` says so with its exit code.
+    #[serde(default)]
+    pub unusable: bool,
     /// Where it delivers ("smtp 127.0.0.1:25", "file /var/…").
     pub target: String,
     pub outbox: u64,

@@ -113,9 +113,9 @@ inside grep -q '^to = \["oncall@example.com"\]' /etc/kubelet-sentinel/config.tom
 # kubelet-sentinel check-config && kubelet-sentinel test-email
 inside kubelet-sentinel check-config >/dev/null || fail "check-config: $(inside kubelet-sentinel check-config 2>&1 | tail -3)"
 inside kubelet-sentinel test-email | grep -q 'test alert sent' || fail "test-email"
-# systemctl enable --now kubelet-sentinel; systemctl reload kubelet-sentinel
+# systemctl enable --now kubelet-sentinel; systemctl restart kubelet-sentinel
 inside systemctl enable --now kubelet-sentinel >/dev/null 2>&1 || fail "systemctl enable --now"
-inside systemctl reload kubelet-sentinel || fail "systemctl reload: $(inside journalctl -u kubelet-sentinel -n 5 --no-pager)"
+inside systemctl restart kubelet-sentinel || fail "systemctl restart: $(inside journalctl -u kubelet-sentinel -n 5 --no-pager)"
 # kubelet-sentinel status
 inside kubelet-sentinel status | grep -q '^mail  *enabled' || fail "status after the README's steps: $(inside kubelet-sentinel status)"
 [ "$(inside systemctl show -p Type --value kubelet-sentinel)" = notify ] || fail "Type"

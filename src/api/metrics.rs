@@ -124,9 +124,22 @@ impl Collector for Snapshot {
         )?;
         Self::counter(
             &mut enc,
+            "untrusted_lines",
+            "Entries that look like the kubelet's (identifier or container name) from a writer \
+             that is not trusted: ignored.",
+            &one(sum.untrusted),
+        )?;
+        Self::counter(
+            &mut enc,
             "entries_lost",
             "Journal entries removed (rotation, vacuum) before they were read.",
             &one(sum.entries_lost),
+        )?;
+        Self::counter(
+            &mut enc,
+            "incidents_evicted",
+            "Incidents closed to stay within [incidents] max_nodes_per_host and max_nodes.",
+            &one(s.evicted),
         )?;
         Self::counter(
             &mut enc,
@@ -220,7 +233,8 @@ impl Collector for Snapshot {
         Self::counter(
             &mut enc,
             "node_status_retries",
-            "Status update retries and failed registrations seen since the service started, by node.",
+            "Status update retries and failed registrations since the service started, by node; a \
+             node's series ends when its incident resolves.",
             &per_node,
         )?;
         Self::gauge(

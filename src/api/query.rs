@@ -253,9 +253,15 @@ fn answer_inner(store: &Store, live: Option<&Live>, req: &Request) -> Result<Res
     };
     Ok(match req {
         Request::Incidents(f) => {
-            let incidents = store.incidents(f, &settings)?;
-            let silences = store.silences()?;
             let now = live.map_or_else(crate::time::now, |l| l.now);
+            // Nothing happened after a time still to come (as journalctl
+            // --since tomorrow), open incidents included.
+            let incidents = if f.since.is_some_and(|s| s > now) {
+                Vec::new()
+            } else {
+                store.incidents(f, &settings)?
+            };
+            let silences = store.silences()?;
             let list: Vec<IncidentOut> = incidents
                 .iter()
                 .zip(views(&incidents, &settings))
@@ -399,8 +405,14 @@ fn find(store: &Store, id: &str) -> Result<Result<crate::tracker::Incident, Stri
     if let Some(i) = store.incident(id)? {
         return Ok(Ok(i));
     }
-    if id.len() < 4 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+    if !id.bytes().all(|b| b.is_ascii_hexdigit()) {
         return Ok(Err(format!("no incident {id}")));
+    }
+    if id.len() < 4 {
+        return Ok(Err(format!(
+            "no incident {id}: give at least 4 characters of the id (a prefix names an \
+             incident when no other id starts with it)"
+        )));
     }
     let found = store.incidents_with_prefix(id, 2)?;
     Ok(match found.as_slice() {
@@ -471,6 +483,12 @@ pub struct StatusOut {
     pub open_incidents: u64,
     pub incidents: u64,
     pub entries_lost: u64,
+    /// Kubelet look-alikes from untrusted writers, ignored.
+    #[serde(default)]
+    pub untrusted: u64,
+    /// Incidents closed to stay within the node bounds (live only).
+    #[serde(default)]
+    pub evicted: u64,
     pub mail: String,
     pub outbox: u64,
     pub outbox_oldest_seconds: Option<f64>,
@@ -488,8 +506,9 @@ pub struct StatusOut {
     /// Silences in force now.
     #[serde(default)]
     pub silences: Vec<SilenceOut>,
-    /// Alerts are not getting out: an entry failed 3 times in a row or has
-    /// waited more than 15 minutes (a silence's hold is not counted).
+    /// Alerts are not getting out: a channel is configured but cannot be
+    /// used, or an entry failed 3 times in a row or has waited more than
+    /// 15 minutes (a silence's hold is not counted).
     #[serde(default)]
     pub deliveries_failing: bool,
 }
@@ -589,6 +608,8 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
         open_incidents: open,
         incidents: stats.incidents,
         entries_lost: summary.entries_lost,
+        untrusted: summary.untrusted,
+        evicted: live.map_or(0, |l| l.status.evicted),
         mail: match &email {
             Some(d) => d
                 .disabled
@@ -619,9 +640,10 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
             .collect(),
         deliveries_failing: match live {
             Some(l) => l.deliveries.iter().any(|(_, d)| {
-                d.disabled.is_none()
-                    && (d.failing_attempts >= FAILING_ATTEMPTS
-                        || d.oldest_queued_at.is_some_and(|t| now - t > FAILING_WAIT))
+                d.unusable
+                    || (d.disabled.is_none()
+                        && (d.failing_attempts >= FAILING_ATTEMPTS
+                            || d.oldest_queued_at.is_some_and(|t| now - t > FAILING_WAIT)))
             }),
             None => false,
         },

@@ -316,6 +316,23 @@ impl Ingest {
                 .resolved
                 .push(i.verdict(&settings).as_str().to_string());
         }
+        // One line a commit however many were closed: a flood of names
+        // must not become a flood of log lines.
+        let mut evicted = incidents
+            .iter()
+            .filter(|i| i.resolution == Some(crate::tracker::Resolution::Evicted));
+        if let Some(first) = evicted.next() {
+            tracing::warn!(
+                incident = %first.id,
+                node = %crate::tracker::one_line(&first.node, 253),
+                more = evicted.count(),
+                "incidents closed to make room: more nodes in trouble than [incidents] \
+                 max_nodes_per_host ({}) or max_nodes ({}); the quietest go first (kubelet-sentinel \
+                 status counts them)",
+                settings.max_nodes_per_host,
+                settings.max_nodes
+            );
+        }
         for id in &self.changed {
             if resolved.contains(id) {
                 continue;
@@ -337,6 +354,9 @@ impl Ingest {
             }
             if i.resolved_at.is_some() {
                 self.known_retries.remove(&i.id);
+                // A node's series goes with its last open incident, so the
+                // series stay as many as the nodes in trouble.
+                self.retries_by_node.remove(&i.node);
             } else {
                 self.known_retries.insert(i.id.clone(), now);
             }
@@ -406,6 +426,7 @@ impl Ingest {
             commits: self.commits,
             last_commit_at: self.last_commit_at,
             reader_restarts: self.reader_restarts,
+            evicted: self.pipeline.tracker().evicted(),
             settings: settings.clone(),
             config: self.config_status.clone(),
         }

@@ -38,7 +38,7 @@ pub fn status_line(s: &StatusSnapshot, mail: &DeliveryStats, am: &DeliveryStats)
         if open == 1 { "" } else { "s" }
     );
     if let Some(why) = &mail.disabled {
-        if am.disabled.is_some() {
+        if am.disabled.is_some() || mail.unusable {
             line.push_str(&format!("; mail off ({why})"));
         }
     } else if mail.outbox > 0 && mail.failing_attempts > 0 {

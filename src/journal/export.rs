@@ -236,6 +236,7 @@ pub fn entry_from_fields<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>)
                 e.pid = text(v).trim().parse().ok();
                 pid1 = e.pid == Some(1);
             }
+            b"_UID" => e.uid = text(v).trim().parse().ok(),
             b"_STREAM_ID" => e.stream = Some(text(v).into()),
             b"UNIT" => e.about_unit = Some(text(v).into()),
             b"_LINE_BREAK" => e.cut = v == b"line-max",

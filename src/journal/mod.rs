@@ -268,6 +268,7 @@ mod tests {
             units: vec!["kubelet.service".into()],
             identifiers: vec!["kubenswrapper".into()],
             containers: vec!["kubelet".into()],
+            ..EntryFilter::default()
         };
         let e = |unit: Option<&str>, ident: Option<&str>| Entry {
             unit: unit.map(Into::into),
@@ -301,5 +302,35 @@ mod tests {
             ..Entry::default()
         };
         assert!(f.matches(&docker));
+    }
+
+    #[test]
+    fn only_trusted_writers_count_by_identifier_or_container() {
+        let f = EntryFilter::default();
+        let by = |unit: &str, uid: Option<u32>| Entry {
+            unit: Some(unit.into()),
+            identifier: Some("kubelet".into()),
+            uid,
+            ..Entry::default()
+        };
+        // `logger -t kubelet` by a user in a session: matched, not trusted.
+        assert!(f.matches(&by("session-3.scope", Some(1000))));
+        assert!(!f.trusted(&by("session-3.scope", Some(1000))));
+        assert!(f.trusted(&by("session-3.scope", Some(0))));
+        // The kubelet's own unit, whoever it runs as; a saved log (no _UID).
+        assert!(f.trusted(&by("kubelet.service", Some(1000))));
+        assert!(f.trusted(&Entry {
+            identifier: Some("kubelet".into()),
+            ..Entry::default()
+        }));
+        // Configured writers and units.
+        let g = EntryFilter {
+            trusted_uids: vec![0, 997],
+            trusted_units: vec!["rootless-kubelet.service".into()],
+            ..EntryFilter::default()
+        };
+        assert!(g.trusted(&by("user@997.service", Some(997))));
+        assert!(g.trusted(&by("rootless-kubelet.service", Some(1000))));
+        assert!(!g.trusted(&by("user@1000.service", Some(1000))));
     }
 }

@@ -141,6 +141,7 @@ impl Probe {
                 units: Vec::new(),
                 identifiers: Vec::new(),
                 containers: Vec::new(),
+                ..EntryFilter::default()
             },
             start: Start::Head,
             ..spec.clone()
@@ -392,6 +393,8 @@ pub(super) fn present_only(j: &mut Journal, f: &EntryFilter) -> EntryFilter {
         units: keep(&f.units, &units),
         identifiers: keep(&f.identifiers, &idents),
         containers: keep(&f.containers, &containers),
+        trusted_uids: f.trusted_uids.clone(),
+        trusted_units: f.trusted_units.clone(),
     };
     // No term at all would match everything: keep one that matches nothing.
     if pruned.units.is_empty() && pruned.identifiers.is_empty() && pruned.containers.is_empty() {
@@ -523,6 +526,7 @@ pub(super) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
             b"CONTAINER_NAME" => e.container = Some(names.get(Slot::Container, v)),
             b"_LINE_BREAK" => e.cut = v == b"line-max",
             b"_PID" => e.pid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
+            b"_UID" => e.uid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
             _ => {}
         }
     }

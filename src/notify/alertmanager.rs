@@ -331,6 +331,7 @@ impl AlertmanagerTask {
             .collect();
         self.tls = None;
         self.stats.disabled = None;
+        self.stats.unusable = false;
         if self.endpoints.iter().any(|e| e.tls) {
             let extra = if self.cfg.ca_file.is_empty() {
                 Ok(Vec::new())
@@ -342,6 +343,7 @@ impl AlertmanagerTask {
                 Err(e) => {
                     tracing::error!("Alertmanager over https: {e}");
                     self.stats.disabled = Some(e);
+                    self.stats.unusable = true;
                 }
             }
         }

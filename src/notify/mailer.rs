@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::{EmailTransport, backoff, next_group, outbox, render, worker};
+use super::{DeliveryError, EmailTransport, backoff, next_group, outbox, worker};
 use crate::config::Config;
 use crate::status::DeliveryStats;
 use crate::store::{Channel, OutboxEntry, Store, StoreError};
@@ -88,18 +88,21 @@ impl Mailer {
         match EmailTransport::from_config(&config.alert) {
             Ok(Some(t)) => {
                 self.stats.disabled = None;
+                self.stats.unusable = false;
                 self.stats.target.clone_from(&t.target);
                 self.transport = Some(t);
             }
             Ok(None) => {
                 self.transport = None;
                 self.stats.disabled = Some("[alert] to is empty".into());
+                self.stats.unusable = false;
                 self.stats.target = String::new();
             }
             Err(e) => {
                 tracing::error!("email alerts cannot be sent: {e}");
                 self.transport = None;
                 self.stats.disabled = Some(e.to_string());
+                self.stats.unusable = true;
             }
         }
         self.publish.send_replace(self.stats.clone());
@@ -323,11 +326,28 @@ impl Mailer {
             AlertKind::Repeat
         };
         let refs: Vec<&Incident> = incidents.iter().collect();
-        let mut rendered = render(&refs, kind, &self.settings);
-        rendered.to = to;
-        let result = tokio::select! {
-            () = shutdown.cancelled() => return Ok((Outcome::Cancelled, Vec::new())),
-            r = transport.deliver(&rendered) => r,
+        let mut detail = super::render::FULL;
+        let (rendered, result) = loop {
+            let mut rendered = super::render::render_with(&refs, kind, &self.settings, detail);
+            rendered.to.clone_from(&to);
+            let result = tokio::select! {
+                () = shutdown.cancelled() => return Ok((Outcome::Cancelled, Vec::new())),
+                r = transport.deliver(&rendered) => r,
+            };
+            // Too big for the server: the same alert, shown shorter, at once
+            // (the same mail again would be refused again, forever).
+            match (&result, detail.smaller()) {
+                (Err(e @ DeliveryError::TooBig { .. }), Some(smaller)) => {
+                    tracing::warn!(
+                        "alert for {}: {e}; sending it shorter ({} in full, {} listed)",
+                        names(&incidents),
+                        smaller.sections,
+                        smaller.rows
+                    );
+                    detail = smaller;
+                }
+                _ => break (rendered, result),
+            }
         };
         let now = (self.now)();
         let seqs: Vec<u64> = group.iter().map(|e| e.seq).collect();

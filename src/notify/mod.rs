@@ -63,6 +63,9 @@ pub enum DeliveryError {
     Auth { server: String, detail: String },
     #[error("{server} rejected the mail or a recipient: {detail}")]
     Rejected { server: String, detail: String },
+    /// 552: the message is larger than the server takes; a smaller one may go.
+    #[error("{server} refused the mail's size: {detail}")]
+    TooBig { server: String, detail: String },
     #[error("the conversation with {server} broke off: {detail}")]
     Lost { server: String, detail: String },
     #[error("{server} deferred the mail: {detail}")]

@@ -201,10 +201,72 @@ fn group_cause(incidents: &[&Incident]) -> String {
     causes.join(", ")
 }
 
+/// How much of a group one mail shows: a mail for a thousand nodes lists a
+/// bounded number of them in full and summarises the rest, so its size
+/// (and the time to build it) does not grow with the outage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Detail {
+    /// Incidents shown with their diagnosis, picture, evidence and steps.
+    pub sections: usize,
+    /// Rows of the group's table.
+    pub rows: usize,
+}
+
+/// What a mail shows first: about 200 KB at most, well under common SMTP
+/// size limits (Postfix's 10 MB).
+pub const FULL: Detail = Detail {
+    sections: 10,
+    rows: 100,
+};
+
+impl Detail {
+    /// A smaller mail, for a server that refused the size of this one.
+    #[must_use]
+    pub fn smaller(self) -> Option<Self> {
+        if self.sections > 1 {
+            Some(Self {
+                sections: 1,
+                rows: self.rows.min(50),
+            })
+        } else if self.sections == 1 || self.rows > 20 {
+            Some(Self {
+                sections: 0,
+                rows: 20,
+            })
+        } else {
+            None
+        }
+    }
+}
+
 /// Renders one email for alerts of one kind raised together. `incidents` is
 /// never empty.
 #[must_use]
 pub fn render(incidents: &[&Incident], kind: AlertKind, s: &Settings) -> Rendered {
+    render_with(incidents, kind, s, FULL)
+}
+
+/// Causes and how many of `incidents` have each, most first.
+fn cause_counts(incidents: &[&Incident]) -> String {
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for i in incidents {
+        let c = i.cause().as_str();
+        match counts.iter_mut().find(|(k, _)| *k == c) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((c, 1)),
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    counts
+        .iter()
+        .map(|(c, n)| format!("{c} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// [`render`] showing at most what `d` allows.
+#[must_use]
+pub fn render_with(incidents: &[&Incident], kind: AlertKind, s: &Settings, d: Detail) -> Rendered {
     let subject = if incidents.len() == 1 {
         subject_one(incidents[0], kind)
     } else {
@@ -240,7 +302,7 @@ pub fn render(incidents: &[&Incident], kind: AlertKind, s: &Settings) -> Rendere
             "{:<30} {:<10} {:<13} {:<16} {:>7}  since",
             "node", "status", "verdict", "cause", "retries"
         );
-        for i in incidents {
+        for i in incidents.iter().take(d.rows) {
             let v = i.verdict(s);
             let _ = writeln!(
                 text,
@@ -264,10 +326,47 @@ pub fn render(incidents: &[&Incident], kind: AlertKind, s: &Settings) -> Rendere
             ));
         }
         html.push_str("</table>\n");
+        if incidents.len() > d.rows {
+            let more = format!(
+                "… and {} more nodes (all {} by cause: {}); `kubelet-sentinel incidents --status open` \
+                 lists them all.",
+                incidents.len() - d.rows,
+                incidents.len(),
+                cause_counts(incidents)
+            );
+            let _ = writeln!(text, "{more}");
+            html.push_str(&format!("<p>{}</p>\n", html_escape(&more)));
+        }
         text.push('\n');
+        if incidents.len() > d.sections {
+            let note = if d.sections == 0 {
+                "`kubelet-sentinel show <id>` shows each incident in full.".to_string()
+            } else {
+                format!(
+                    "The first {} in full; `kubelet-sentinel show <id>` shows any other.",
+                    d.sections
+                )
+            };
+            let _ = writeln!(text, "{note}\n");
+            html.push_str(&format!("<p>{}</p>\n", html_escape(&note)));
+        }
     }
-    for i in incidents {
+    let sections = d.sections;
+    for i in incidents.iter().take(sections) {
         section(&mut text, &mut html, i, s);
+    }
+    if incidents.len() == 1 && sections == 0 {
+        let i = incidents[0];
+        let _ = writeln!(
+            text,
+            "Node {}, incident {}: {} node status retries ({}); `kubelet-sentinel show {}` \
+             shows it in full.\n",
+            header_text(&i.node, 100),
+            i.id,
+            i.counted_retries(),
+            i.cause().as_str(),
+            i.id
+        );
     }
     text.push_str("-- \nkubelet-sentinel: `kubelet-sentinel show <id>` on the collector shows the whole timeline.\n");
     html.push_str("<p style=\"color:#666\">kubelet-sentinel: <code>kubelet-sentinel show &lt;id&gt;</code> shows the whole timeline.</p>\n</body></html>\n");

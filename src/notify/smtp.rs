@@ -282,6 +282,12 @@ impl SmtpServer {
             return self.timeout_error(phase);
         }
         if e.status().is_some() && e.is_permanent() {
+            // 552: "exceeded storage allocation", what a server says of a
+            // message over its size limit (Postfix: "552 5.3.4 Message size
+            // exceeds fixed limit").
+            if e.status().is_some_and(|c| c.to_string() == "552") {
+                return DeliveryError::TooBig { server, detail };
+            }
             return match phase {
                 Phase::Login => DeliveryError::Auth { server, detail },
                 _ => DeliveryError::Rejected { server, detail },

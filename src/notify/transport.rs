@@ -240,6 +240,19 @@ impl EmailTransport {
     }
 
     fn message(&self, r: &Rendered) -> Result<Message, DeliveryError> {
+        fn crlf(s: &str) -> String {
+            let mut out = String::with_capacity(s.len() + s.len() / 32);
+            for line in s.split_inclusive('\n') {
+                match line.strip_suffix('\n') {
+                    Some(l) => {
+                        out.push_str(l.strip_suffix('\r').unwrap_or(l));
+                        out.push_str("\r\n");
+                    }
+                    None => out.push_str(line),
+                }
+            }
+            out
+        }
         let mut b = Message::builder()
             .from(self.from.clone())
             .subject(r.subject.clone());
@@ -258,9 +271,12 @@ impl EmailTransport {
         for t in to {
             b = b.to(t.clone());
         }
+        // Line ends as SMTP has them already: lettre would otherwise insert
+        // a CR before every LF in place, one shift of the rest each time,
+        // which is quadratic in a big group's mail.
         b.multipart(MultiPart::alternative_plain_html(
-            r.text.clone(),
-            r.html.clone(),
+            crlf(&r.text),
+            crlf(&r.html),
         ))
         .map_err(|e| DeliveryError::Other(format!("building the message: {e}")))
     }

@@ -53,6 +53,11 @@ pub enum Resolution {
     NodeReady,
     /// No trouble signal for `resolve_after`.
     Quiet,
+    /// Closed to make room: its host (or the whole reader) had more nodes
+    /// in trouble than `[incidents] max_nodes_per_host` (`max_nodes`), and
+    /// it was the one quiet longest. No resolved notice: nothing confirmed
+    /// that the trouble ended.
+    Evicted,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -296,6 +301,13 @@ impl Incident {
             Some(Resolution::Quiet) => parts.push(format!(
                 "Resolved after {} without trouble (last at {}).",
                 human_duration(s.resolve_after),
+                clock(self.last_trouble_at)
+            )),
+            Some(Resolution::Evicted) => parts.push(format!(
+                "Closed at {} to make room: more nodes were in trouble than [incidents] \
+                 max_nodes_per_host or max_nodes allow, and this one had been quiet longest \
+                 (last trouble at {}); nothing confirmed that it ended.",
+                clock(self.resolved_at.unwrap_or(self.last_signal_at)),
                 clock(self.last_trouble_at)
             )),
             None => {}

@@ -52,6 +52,27 @@ pub struct Settings {
     /// `repeat_interval`): the first that matches an incident applies.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub overrides: Vec<Threshold>,
+    /// Bound on nodes with an open incident from one host
+    /// (`[incidents] max_nodes_per_host`).
+    #[serde(default = "default_max_nodes_per_host")]
+    pub max_nodes_per_host: usize,
+    /// Bound on nodes with an open incident in all (`[incidents] max_nodes`).
+    #[serde(default = "default_max_nodes")]
+    pub max_nodes: usize,
+}
+
+/// A kubelet names its own node; a few more (a renamed node, a host's
+/// lines about another node) fit with room to spare.
+pub const DEFAULT_MAX_NODES_PER_HOST: usize = 64;
+/// Ten times a large collector's fleet of nodes in trouble at once.
+pub const DEFAULT_MAX_NODES: usize = 20_000;
+
+fn default_max_nodes_per_host() -> usize {
+    DEFAULT_MAX_NODES_PER_HOST
+}
+
+fn default_max_nodes() -> usize {
+    DEFAULT_MAX_NODES
 }
 
 /// Thresholds for the incidents of some nodes and/or causes.
@@ -112,6 +133,8 @@ impl Default for Settings {
             send_resolved: true,
             node_name: None,
             overrides: Vec::new(),
+            max_nodes_per_host: DEFAULT_MAX_NODES_PER_HOST,
+            max_nodes: DEFAULT_MAX_NODES,
         }
     }
 }
@@ -177,6 +200,11 @@ pub struct Origin {
     named_node: Option<String>,
     started_at: Option<Micros>,
     caches_synced_at: Option<Micros>,
+    /// The node this host's kubelet last registered, and when: kept with
+    /// the host (written when it changes), not in one map of every node
+    /// written with every commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    registration: Option<(String, Micros)>,
     /// Recent markers, kept as evidence for an incident that opens soon after.
     markers: VecDeque<Evidence>,
 }
@@ -193,7 +221,9 @@ pub struct Tracker {
     /// states written before the split.
     #[serde(default, skip_serializing)]
     origins: BTreeMap<String, Origin>,
-    /// When each node last registered.
+    /// When each node last registered, in states written before
+    /// registrations moved to [`Origin::registration`]; read, never written.
+    #[serde(default, skip_serializing)]
     registered_at: BTreeMap<String, Micros>,
     /// Open incidents by node. Not in the serialized tracker: the store keeps
     /// them as incidents (and an index of the open ones), written when they
@@ -210,6 +240,10 @@ pub struct Tracker {
     /// Hosts whose [`Origin`] changed since [`Tracker::take_dirty_origins`].
     #[serde(skip)]
     dirty_origins: BTreeSet<String>,
+    /// Incidents closed to stay within the node bounds
+    /// ([`Resolution::Evicted`]).
+    #[serde(default)]
+    evicted: u64,
 }
 
 /// A deterministic id: the same entries give the same ids in `scan`, catch-up
@@ -392,6 +426,7 @@ impl Tracker {
             Role::Trouble => {
                 self.expire(&node, at, out);
                 if !self.open.contains_key(&node) {
+                    self.make_room(host, at, out);
                     self.open_incident(obs, &node, out);
                 }
                 self.count(obs, &node, out);
@@ -414,7 +449,7 @@ impl Tracker {
             SignalKind::RegisterAttempt => origin.registered_node = Some(node.to_string()),
             SignalKind::Registered => {
                 origin.registered_node = Some(node.to_string());
-                self.registered_at.insert(node.to_string(), at);
+                origin.registration = Some((node.to_string(), at));
             }
             SignalKind::KubeletStarted => origin.started_at = Some(at),
             SignalKind::CachesSynced => origin.caches_synced_at = Some(at),
@@ -437,20 +472,70 @@ impl Tracker {
         }
     }
 
+    /// Incidents closed to stay within the node bounds, so far.
+    #[must_use]
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// Before a new incident of `host` opens: closes the incident quiet
+    /// longest of that host when it has `max_nodes_per_host` open, and the
+    /// one quiet longest of all when `max_nodes` are open, so what any
+    /// writer can grow stays bounded (the kubelet's own node is the one in
+    /// trouble now, never the one evicted).
+    fn make_room(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
+        let of = |i: &Incident| i.host.as_deref().unwrap_or("") == host;
+        let oldest = |open: &BTreeMap<String, Incident>, of_host: bool| {
+            open.iter()
+                .filter(|(_, i)| !of_host || of(i))
+                .min_by_key(|(_, i)| (i.last_signal_at, i.opened_at))
+                .map(|(n, _)| n.clone())
+        };
+        let per_host = self.settings.max_nodes_per_host.max(1);
+        if self.open.len() >= per_host && self.open.values().filter(|i| of(i)).count() >= per_host {
+            if let Some(n) = oldest(&self.open, true) {
+                self.evict(&n, at, out);
+            }
+        }
+        if self.open.len() >= self.settings.max_nodes.max(1) {
+            if let Some(n) = oldest(&self.open, false) {
+                self.evict(&n, at, out);
+            }
+        }
+    }
+
+    fn evict(&mut self, node: &str, at: Micros, out: &mut Vec<Decision>) {
+        let Some(mut inc) = self.open.remove(node) else {
+            return;
+        };
+        self.evicted += 1;
+        inc.resolved_at = Some(at.max(inc.last_signal_at));
+        inc.resolution = Some(Resolution::Evicted);
+        out.push(Decision::ResolveIncident { id: inc.id.clone() });
+        // The host's due time may now be early, which is allowed.
+        self.resolved.push(inc);
+    }
+
+    /// When `node` last registered: the latest of the hosts that say so.
+    fn registered(&self, node: &str) -> Option<Micros> {
+        self.origins
+            .values()
+            .filter_map(|o| o.registration.as_ref())
+            .filter(|(n, _)| n == node)
+            .map(|(_, t)| *t)
+            .max()
+            .or_else(|| self.registered_at.get(node).copied())
+    }
+
     fn open_incident(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
         let at = obs.at;
         let host = obs.host.unwrap_or("");
         let origin = self.origins.get(host).cloned().unwrap_or_default();
         // The registration or kubelet start this trouble came after.
-        let registered = self
-            .registered_at
-            .get(node)
-            .copied()
-            .filter(|&t| t <= at)
-            .map(|t| Anchor {
-                kind: SignalKind::Registered,
-                at: t,
-            });
+        let registered = self.registered(node).filter(|&t| t <= at).map(|t| Anchor {
+            kind: SignalKind::Registered,
+            at: t,
+        });
         let started = origin.started_at.filter(|&t| t <= at).map(|t| Anchor {
             kind: SignalKind::KubeletStarted,
             at: t,

@@ -337,3 +337,108 @@ fn ids_are_deterministic_and_state_round_trips() {
     let json = serde_json::to_string(&t).unwrap();
     assert_eq!(serde_json::from_str::<Tracker>(&json).unwrap(), t);
 }
+
+#[test]
+fn nodes_in_trouble_stay_within_the_bounds_quietest_evicted_first() {
+    // One host names 10 nodes in trouble (a flood of names), one at a time,
+    // each over the threshold; then its own node goes on failing.
+    let texts: Vec<String> = (0..10)
+        .map(|n| REFUSED.replace("w2", &format!("f{n}")))
+        .collect();
+    let mut lines: Vec<Line<'_>> = Vec::new();
+    for (n, t) in texts.iter().enumerate() {
+        for k in 0..7 {
+            lines.push((i64::try_from(n).unwrap() * 100 + k, "h1", t.as_str()));
+        }
+    }
+    let own = REFUSED.replace("w2", "h1");
+    lines.push((2_000, "h1", own.as_str()));
+    // Another host's node is not touched by h1's flood.
+    lines.push((2_001, "h2", REFUSED));
+    let settings = Settings {
+        max_nodes_per_host: 3,
+        max_nodes: 4,
+        ..Settings::default()
+    };
+    let r = replay_with(&lines, settings, 2_500);
+    let open: Vec<&str> = r
+        .incidents
+        .iter()
+        .filter(|i| i.resolved_at.is_none())
+        .map(|i| i.node.as_str())
+        .collect();
+    assert_eq!(open, ["f8", "f9", "h1", "w2"], "{open:?}");
+    let evicted: Vec<&Incident> = r
+        .incidents
+        .iter()
+        .filter(|i| i.resolution == Some(Resolution::Evicted))
+        .collect();
+    assert_eq!(evicted.len(), 8);
+    assert_eq!(evicted[0].node, "f0", "the quietest goes first");
+    // Each was alerted; none gets a resolved notice (nothing says it ended).
+    let resolved_notices = r
+        .alerts
+        .iter()
+        .filter(|(k, _)| *k == AlertKind::Resolved)
+        .count();
+    assert_eq!(resolved_notices, 0);
+    assert!(
+        evicted[0].diagnosis(&r.settings).contains("to make room"),
+        "{}",
+        evicted[0].diagnosis(&r.settings)
+    );
+}
+
+#[test]
+fn systemds_other_words_about_the_unit_are_not_unparsed_kubelet_lines() {
+    let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+    let mut decisions = Vec::new();
+    for text in [
+        "kubelet.service: Deactivated successfully.",
+        "kubelet.service: Failed to kill control group /system.slice/kubelet.service, ignoring: Input/output error",
+        "Started kubelet: The Kubernetes Node Agent.",
+    ] {
+        p.push(
+            Entry {
+                at: Some(T0),
+                host: Some("w1".into()),
+                identifier: Some("systemd".into()),
+                message: text.as_bytes().to_vec(),
+                ..Entry::default()
+            },
+            &mut decisions,
+        );
+    }
+    let s = p.summary();
+    assert_eq!((s.unparsed, s.foreign, s.recognized), (0, 2, 1), "{s:?}");
+    assert_eq!(s.kubelet_lines, s.lines + s.continuations + s.unparsed);
+}
+
+#[test]
+fn the_race_picture_draws_the_retry_where_it_happened() {
+    let reg = r#"I0715 16:24:50.100000    2425 kubelet_node_status.go:75] "Successfully registered node" node="w1""#;
+    let retry = r#"E0715 16:24:50.106000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w1\": node \"w1\" not found""#;
+    let ready = r#"I0715 16:24:50.500000    2425 kubelet_node_status.go:493] "Fast updating node status as it just became ready""#;
+    let r = replay(
+        &[(100, "w1", reg), (106, "w1", retry), (500, "w1", ready)],
+        1_000,
+    );
+    let p = crate::picture::Picture::of(&r.incidents[0]).unwrap();
+    let span = p.end_ms - p.start_ms;
+    let col = |ms: i64| {
+        usize::try_from((ms - p.start_ms) * 60 / span)
+            .unwrap()
+            .min(59)
+    };
+    let (_, cols) = p.lanes.iter().find(|(l, _)| l == "status-retry").unwrap();
+    let drawn = cols.iter().position(|&n| n > 0).unwrap();
+    let registered = p.markers.iter().find(|m| m.kind == "registered").unwrap();
+    // 6 ms after the registration, on a 400 ms picture: the same column or
+    // the next, never half a 50 ms bucket later.
+    assert!(
+        drawn >= col(registered.at_ms) && drawn <= col(registered.at_ms) + 1,
+        "{p:?}"
+    );
+    let text = p.text(crate::time::Zone::Utc);
+    assert!(text.contains("a column is 6.7ms"), "{text}");
+}

@@ -399,6 +399,14 @@ fn status_exit_codes_and_incident_queries() {
         text.contains("deliveries_failing") && text.contains("true"),
         "{text}"
     );
+    // A row a channel, not a JSON blob.
+    assert!(
+        text.lines().any(|l| l.starts_with("delivery ")
+            && l.contains("email  enabled  smtp 127.0.0.1:")
+            && l.contains("outbox 1")),
+        "{text}"
+    );
+    assert!(!text.contains("[{"), "{text}");
 
     // The queries.
     let ids = |args: &[&str]| -> Vec<String> {
@@ -425,12 +433,43 @@ fn status_exit_codes_and_incident_queries() {
     assert_eq!(ids(&["--status", "open", "--host", "n-10"]), ["n-10"]);
     assert!(ids(&["--status", "resolved"]).is_empty());
     assert!(ids(&["--until", "2000-01-01 00:00"]).is_empty());
+    assert!(
+        ids(&["--since", "tomorrow"]).is_empty(),
+        "the open incident"
+    );
+    let short = svc.query(&["show", "ab"]);
+    assert!(
+        String::from_utf8_lossy(&short.stderr).contains("at least 4 characters"),
+        "{}",
+        String::from_utf8_lossy(&short.stderr)
+    );
+    let long = svc.query(&["silence", "add", "--cause", "auth", "--for", "40d"]);
+    assert_eq!(long.status.code(), Some(2), "a usage error");
     let bad = svc.query(&["incidents", "--since", "soon"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("yesterday"));
 
     assert_eq!(svc.signal("TERM"), Some(0));
     assert_eq!(code(&svc), Some(3), "stopped, with a store");
+}
+
+#[test]
+fn status_exits_5_when_mail_is_configured_but_cannot_be_sent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Recipients and a server, a username and no password (created after
+    // the start, or never): the mail transport cannot be built.
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &format!("{}username = \"alerts\"\n", mail_config(free_port(), "")),
+    );
+    svc.start();
+    let out = svc.query(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(5), "{text}");
+    assert!(text.contains("no password"), "{text}");
+    assert_eq!(svc.signal("TERM"), Some(0));
 }
 
 /// GET `path` on the socket; the answer's body.

@@ -623,3 +623,79 @@ fn a_stop_during_a_hung_delivery_is_quick_and_loses_nothing() {
         serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap();
     assert_eq!(st["outbox"], 1, "{st}");
 }
+
+#[test]
+fn a_thousand_nodes_make_one_small_mail_built_in_linear_time() {
+    let mut lines = Vec::new();
+    for n in 0..1000 {
+        let host: &'static str = Box::leak(format!("big-{n:04}").into_boxed_str());
+        lines.extend(outage(host, host, 2, n));
+    }
+    let all = incidents(&lines, 30_000);
+    assert_eq!(all.len(), 1000);
+    let refs: Vec<&Incident> = all.iter().collect();
+    let t = Instant::now();
+    let r = render::render(&refs, AlertKind::Opened, &Settings::default());
+    let built = t.elapsed();
+    let size = r.text.len() + r.html.len();
+    println!("1000-node group mail: {size} bytes (text and HTML) in {built:?}");
+    assert!(size < 400_000, "{size} bytes");
+    assert!(
+        r.text
+            .contains("… and 900 more nodes (all 1000 by cause: api-unreachable 1000)"),
+        "{}",
+        &r.text[..2000]
+    );
+    assert!(r.text.contains("The first 10 in full"));
+    assert_eq!(r.text.matches("What to check next").count(), 10);
+    // Smaller, for a server that refuses the size: one in full, then none.
+    let one = render::FULL.smaller().unwrap();
+    let r1 = render::render_with(&refs, AlertKind::Opened, &Settings::default(), one);
+    assert_eq!(r1.text.matches("What to check next").count(), 1);
+    let none = one.smaller().unwrap();
+    let r0 = render::render_with(&refs, AlertKind::Opened, &Settings::default(), none);
+    assert_eq!(r0.text.matches("What to check next").count(), 0);
+    assert!(r0.text.len() < r1.text.len() && r1.text.len() < r.text.len());
+    assert_eq!(none.smaller(), None);
+}
+
+#[test]
+fn a_mail_too_big_for_the_server_goes_shorter_not_again() {
+    let j = Journald::start("size");
+    let dir = tempfile::tempdir().unwrap();
+    // A server that takes at most 40 KB a message (Postfix-style 552 past it).
+    let smtp = Smtpd::aiosmtpd(free_port(), &dir.path().join("md"), &["-s", "40000"]);
+    let mut svc = mail_service(&j, smtp.port, "group_wait = \"3s\"\n");
+    // One group of 30 nodes: ten sections in full are more than 40 KB.
+    let text = std::fs::read_to_string(svc.config())
+        .unwrap()
+        .replace("group_wait = \"0s\"\n", "");
+    std::fs::write(svc.config(), text).unwrap();
+    svc.start();
+    for n in 0..30 {
+        let node = format!("sz-{n:02}");
+        for _ in 0..7 {
+            j.kubelet(&[refused_line(&node)]);
+        }
+    }
+    wait_for(
+        Duration::from_secs(30),
+        || !smtp.mails().is_empty(),
+        "the shortened alert",
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let mails = smtp.mails();
+    assert_eq!(mails.len(), 1, "one page for the group");
+    assert!(mails[0].len() < 40_000, "{}", mails[0].len());
+    assert!(
+        subject(&mails[0]).contains("+27 more"),
+        "{}",
+        subject(&mails[0])
+    );
+    let log = svc.log();
+    assert!(
+        log.contains("refused the mail's size") && log.contains("sending it shorter"),
+        "{log}"
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+}

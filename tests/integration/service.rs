@@ -582,3 +582,139 @@ fn a_line_over_journald_line_max_is_one_line_again() {
         "journald cut it into pieces: {st}"
     );
 }
+
+/// Sends one entry to the namespace's socket as `uid` (a real process under
+/// that user, as `logger -t kubelet` by a local user would).
+fn send_as(j: &Journald, uid: u32, fields: &[(&str, &str)]) {
+    let mut dgram = String::new();
+    for (k, v) in fields {
+        dgram.push_str(&format!("{k}={v}\n"));
+    }
+    let out = run(
+        Command::new("setpriv")
+            .arg(format!("--reuid={uid}"))
+            .arg(format!("--regid={uid}"))
+            .args(["--clear-groups", "/usr/bin/python3", "-c"])
+            .arg(
+                "import socket,sys; s=socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); \
+                 s.sendto(sys.stdin.buffer.read(), sys.argv[1])",
+            )
+            .arg(j.socket()),
+        Some(dgram.as_bytes()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn kubelet_look_alikes_from_other_users_open_nothing() {
+    let j = Journald::start("trust");
+    let mut svc = Service::new(
+        &format!(
+            "namespace = \"{}\"\nidentifiers = [\"kubelet\"]\ncontainers = [\"kubelet\"]",
+            j.name
+        ),
+        "[incidents]\nresolve_after = \"1h\"\n",
+    );
+    svc.start();
+    // A local stranger (nobody) writes kubelet lines under the kubelet's
+    // identifier and container name.
+    for _ in 0..6 {
+        send_as(
+            &j,
+            65534,
+            &[
+                ("MESSAGE", &refused("spoofed-prod-db")),
+                ("SYSLOG_IDENTIFIER", "kubelet"),
+            ],
+        );
+        send_as(
+            &j,
+            65534,
+            &[
+                ("MESSAGE", &refused("spoofed-ctr")),
+                ("CONTAINER_NAME", "kubelet"),
+            ],
+        );
+    }
+    // Root's lines (the kubelet runs as root) count.
+    j.kubelet(&[refused("real-1"), refused("real-1")]);
+    wait_for(
+        Duration::from_secs(10),
+        || retries_of(&svc, "real-1") == 2,
+        "root's lines",
+    );
+    let status = || -> serde_json::Value {
+        serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap()
+    };
+    wait_for(
+        Duration::from_secs(10),
+        || status()["untrusted"] == 12,
+        "the look-alikes counted",
+    );
+    let nodes: Vec<_> = svc
+        .incidents()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["node"].clone())
+        .collect();
+    assert_eq!(nodes, ["real-1"], "{nodes:?}");
+    // scan of the same journal agrees, and says why the others were left.
+    let out = run(
+        crate::support::bin().args(["scan", "--namespace", &j.name, "--identifier", "kubelet"]),
+        None,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("real-1") && !text.contains("spoofed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("12 untrusted look-alikes ignored (kubelet (uid 65534): 12)"),
+        "{text}"
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
+
+#[test]
+fn a_broken_config_leaves_the_queries_answering() {
+    let j = Journald::start("typo");
+    let mut svc = namespace_service(&j, "[incidents]\nresolve_after = \"1h\"\n");
+    svc.start();
+    j.kubelet(&[refused("typo-1")]);
+    wait_for(
+        Duration::from_secs(10),
+        || retries_of(&svc, "typo-1") == 1,
+        "the incident",
+    );
+    // A half-finished edit: an unknown key in the file the service runs on.
+    let text = std::fs::read_to_string(svc.config()).unwrap();
+    std::fs::write(
+        svc.config(),
+        format!("{text}\n[alert]\nrepeat_intervall = \"2h\"\n"),
+    )
+    .unwrap();
+    for args in [
+        &["incidents"][..],
+        &["status"],
+        &["nodes"],
+        &["silence", "list"],
+    ] {
+        let out = svc.query(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            err.contains("repeat_intervall") && err.contains("line") && err.contains("query.sock"),
+            "{args:?}: {err}"
+        );
+    }
+    let out = svc.query(&["incidents"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("typo-1"));
+    // The file itself is still refused where it is being applied.
+    assert_eq!(svc.query(&["check-config"]).status.code(), Some(78));
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
