@@ -102,12 +102,25 @@ fn main_page(cmd: &clap::Command) -> std::io::Result<Vec<u8>> {
     )?;
     section(
         &mut page,
+        "WHO MAY DO WHAT",
+        "The query socket is mode 0660, group systemd\\-journal: whoever may read the journal may read \
+         \\fBincidents\\fR, \\fBshow\\fR, \\fBnodes\\fR, \\fBstatus\\fR and \\fBsilence list\\fR. \
+         Changing what is delivered (\\fBsilence add\\fR, \\fBsilence expire\\fR, \\fBack\\fR, \\fBreload\\fR) \
+         needs root or membership of the group [api] admin_group (none by default: root only); the service \
+         tells who is asking from the socket's peer credentials, and records that user's name as the author \
+         of a silence, an expiry or an acknowledgement, never a name the request carries. Others get exit \
+         status 77 and what they would need. The TCP listener ([api] metrics_listen) serves \\fI/metrics\\fR \
+         only. At most 1000 silences are in force at a time; ended ones are pruned a day after their end.\n",
+    )?;
+    section(
+        &mut page,
         "EXIT STATUS",
         ".TP\n0\nSuccess.\n.TP\n1\nA runtime failure (an input or the service could not be reached or read).\n\
          .TP\n2\nUsage error.\n.TP\n3\n\\fBstatus\\fR: the service is not running.\n\
          .TP\n4\n\\fBscan\\fR: the input was read with losses (named on stderr, counted in the summary).\n\
          .TP\n5\n\\fBstatus\\fR: the service runs but alerts are not getting out.\n\
          .TP\n65\nThe store cannot be read (damaged, or another version's): move it aside.\n\
+         .TP\n77\nThe service refused a change to this user: \\fBsilence add\\fR, \\fBsilence expire\\fR, \\fBack\\fR and \\fBreload\\fR need root or membership of [api] admin_group.\n\
          .TP\n78\nConfig error (the message names key, line and column).\n",
     )?;
     section(

@@ -21,7 +21,9 @@ use crate::tracker::Settings;
 /// is not running, 4 `scan` read its input with losses (what was lost is on
 /// stderr and in the summary), 5 `status`: running but alerts are not
 /// getting out, 65 the store cannot be read (moving it aside is the fix;
-/// restarting is not), 78 config error.
+/// restarting is not), 77 the service refused a change to this user
+/// (silences, acknowledgements and reload need root or `[api]
+/// admin_group`; sysexits' `EX_NOPERM`), 78 config error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     Ok = 0,
@@ -31,6 +33,7 @@ pub enum Exit {
     Losses = 4,
     Degraded = 5,
     Data = 65,
+    Forbidden = 77,
     Config = 78,
 }
 
@@ -95,17 +98,20 @@ pub enum Command {
     CheckConfig,
     /// Apply the edited config file to the running service (what `systemctl reload` runs);
     /// fails, with the reason, when the file is broken. The service also notices edits by itself.
+    /// Needs root, the service's user or `[api] admin_group` (exit 77 otherwise).
     Reload,
     /// Send a sample alert through the configured transport and say exactly what failed.
     TestEmail,
     /// Hold back deliveries (email and Alertmanager) for a node pattern and/or a cause for a
     /// while; the incidents are still recorded. Still in trouble when it ends: announced then.
+    /// Adding and expiring need root or `[api] admin_group` (exit 77 otherwise); listing, the
+    /// socket's group.
     Silence {
         #[command(subcommand)]
         action: SilenceCmd,
     },
     /// Acknowledge an open incident: no more reminders for it; its resolved notice still goes
-    /// out and says who acknowledged it.
+    /// out and says who acknowledged it. Needs root or `[api] admin_group` (exit 77 otherwise).
     Ack {
         /// The incident's id, or a unique prefix of it.
         id: String,
@@ -139,23 +145,15 @@ pub enum SilenceCmd {
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
     },
-    /// End a silence now (its id or a unique prefix).
+    /// End a silence now (its id or a unique prefix); who did it is recorded.
     Expire { id: String },
 }
 
-/// The calling user's name (for silences and acknowledgements).
+/// The calling user's name: the author when the CLI writes the store
+/// itself (the service stopped). Over the socket the service takes it
+/// from the connection's credentials instead.
 fn caller() -> String {
-    let uid = rustix::process::getuid().as_raw();
-    std::fs::read_to_string("/etc/passwd")
-        .ok()
-        .and_then(|p| {
-            p.lines().find_map(|l| {
-                let mut f = l.split(':');
-                let name = f.next()?;
-                (f.nth(1)?.parse::<u32>().ok()? == uid).then(|| name.to_string())
-            })
-        })
-        .unwrap_or_else(|| format!("uid {uid}"))
+    api::peer::current_user()
 }
 
 #[derive(Debug, Args)]
@@ -579,11 +577,7 @@ fn query(config: &Config, req: &Request) -> Result<Response, String> {
 
 fn render(req: &Request, r: &Response, output: Output, zone: Zone) -> Result<String, String> {
     if !(200..300).contains(&r.code) {
-        let msg = serde_json::from_str::<serde_json::Value>(&r.body)
-            .ok()
-            .and_then(|v| v["error"].as_str().map(str::to_string))
-            .unwrap_or_else(|| r.body.clone());
-        return Err(msg);
+        return Err(error_text(r));
     }
     if output == Output::Json {
         return Ok(r.body.clone());
@@ -645,7 +639,12 @@ fn render(req: &Request, r: &Response, output: Output, zone: Zone) -> Result<Str
                         s.id,
                         report::terminal_text(&s.node, 60),
                         s.cause.unwrap_or_else(|| "any".into()),
-                        s.state,
+                        match &s.expired_by {
+                            Some(by) => {
+                                format!("expired by {}", report::terminal_text(by, 30))
+                            }
+                            None => s.state,
+                        },
                         s.ends_at,
                         report::terminal_text(&s.created_by, 30),
                         report::terminal_text(&s.comment, 60),
@@ -676,7 +675,7 @@ fn render(req: &Request, r: &Response, output: Output, zone: Zone) -> Result<Str
                 report::terminal_text(&s.created_by, 30)
             )
         }
-        Request::ExpireSilence(_) => {
+        Request::ExpireSilence { .. } => {
             let s: api::SilenceOut = serde_json::from_value(v).map_err(bad)?;
             format!(
                 "silence {} ended; what it held back is delivered now if still due\n",
@@ -784,7 +783,15 @@ pub fn run_query(
     err: &mut dyn Write,
 ) -> Exit {
     let config = load_for_query(config_path, err);
-    match query(&config, req).and_then(|r| render(req, &r, output, zone)) {
+    let answer = query(&config, req);
+    if let Ok(r) = &answer {
+        if r.code == 403 {
+            // Not this user's to change: said as the service put it.
+            let _ = writeln!(err, "kubelet-sentinel: {}", error_text(r));
+            return Exit::Forbidden;
+        }
+    }
+    match answer.and_then(|r| render(req, &r, output, zone)) {
         Ok(text) => {
             if out.write_all(text.as_bytes()).is_err() {
                 return Exit::Failure;
@@ -796,6 +803,14 @@ pub fn run_query(
             Exit::Failure
         }
     }
+}
+
+/// The `error` of an answer's JSON body, or the body.
+fn error_text(r: &Response) -> String {
+    serde_json::from_str::<serde_json::Value>(&r.body)
+        .ok()
+        .and_then(|v| v["error"].as_str().map(str::to_string))
+        .unwrap_or_else(|| r.body.clone())
 }
 
 /// `status`, with an exit code a monitoring check can use: 0 running and
@@ -955,10 +970,11 @@ pub fn reload(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dyn 
             Exit::Ok
         }
         Ok(r) => {
-            let msg = serde_json::from_str::<serde_json::Value>(&r.body)
-                .ok()
-                .and_then(|v| v["error"].as_str().map(str::to_string))
-                .unwrap_or(r.body);
+            let msg = error_text(&r);
+            if r.code == 403 {
+                let _ = writeln!(err, "kubelet-sentinel: {msg}");
+                return Exit::Forbidden;
+            }
             let _ = writeln!(
                 err,
                 "kubelet-sentinel: the service refused the config: {msg}"
@@ -1018,6 +1034,9 @@ fn check_config(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dy
                     "# [alert] to and [alert.alertmanager] urls are empty: incidents are recorded, \
                      nothing is delivered"
                 );
+            }
+            if let Some(why) = api::peer::missing_admin_group(&c.api.admin_group) {
+                let _ = writeln!(out, "# {why}");
             }
             let _ = writeln!(out, "# config OK");
             Exit::Ok
@@ -1126,7 +1145,9 @@ pub fn main() -> ExitCode {
                     Output::Table,
                 ),
                 SilenceCmd::List { output } => (Request::Silences, output),
-                SilenceCmd::Expire { id } => (Request::ExpireSilence(id), Output::Table),
+                SilenceCmd::Expire { id } => {
+                    (Request::ExpireSilence { id, by: caller() }, Output::Table)
+                }
             };
             run_query(config, &req, output, Zone::Local, &mut out, &mut err)
         }

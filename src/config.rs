@@ -226,6 +226,7 @@ struct RawStore {
 struct RawApi {
     socket: S<String>,
     metrics_listen: S<String>,
+    admin_group: S<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -401,6 +402,9 @@ pub struct StoreConfig {
 pub struct ApiConfig {
     pub socket: String,
     pub metrics_listen: String,
+    /// Besides root, the group whose members may silence, expire
+    /// silences, acknowledge and reload over the socket; empty: root only.
+    pub admin_group: String,
 }
 
 /// The validated configuration, every default filled in.
@@ -662,6 +666,11 @@ impl Config {
             "[api] metrics_listen",
             self.api.metrics_listen.clone(),
             new.api.metrics_listen.clone(),
+        );
+        check(
+            "[api] admin_group",
+            self.api.admin_group.clone(),
+            new.api.admin_group.clone(),
         );
         keys
     }
@@ -1119,6 +1128,24 @@ impl Validator<'_> {
             }
             m => take(m).unwrap_or_default(),
         };
+        // A group that does not exist (yet) only leaves writes to root: the
+        // service and check-config say so, rather than refuse to start.
+        let admin_group = match raw.api.admin_group {
+            Some(g)
+                if g.get_ref().len() > 64
+                    || g.get_ref()
+                        .chars()
+                        .any(|c| c == ':' || c == ',' || c.is_whitespace() || c.is_control()) =>
+            {
+                return Err(self.invalid(
+                    "api",
+                    "admin_group",
+                    &g,
+                    "a group name from /etc/group (no spaces, ':' or ','; at most 64 bytes)".into(),
+                ));
+            }
+            g => take(g).unwrap_or_default(),
+        };
         Ok(Config {
             journal: JournalConfig {
                 units,
@@ -1177,6 +1204,7 @@ impl Validator<'_> {
             api: ApiConfig {
                 socket,
                 metrics_listen,
+                admin_group,
             },
         })
     }

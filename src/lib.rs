@@ -20,7 +20,8 @@
 //! - [`store`]: sled; every key layout, one transaction per batch.
 //! - [`notify`]: the alert email (pure) and its delivery (lettre).
 //! - [`api`]: the query server and `/metrics`, the answers the CLI also
-//!   computes offline, and the CLI's client.
+//!   computes offline, the CLI's client, and who may change what (the
+//!   socket peer's credentials).
 //! - [`status`]: the snapshots the service's tasks publish.
 //! - [`daemon`]: `run`: the tasks on tokio, signals, `sd_notify`, reloads.
 //! - [`config`]: raw TOML to validated settings.

@@ -3,9 +3,18 @@
 //!
 //! Any bytes a client sends get an answer or a closed connection, never a
 //! panic or a stall of others: one task per connection (a panic ends that
-//! connection only), at most [`MAX_CONNECTIONS`] at a time, headers within
-//! [`HEADER_TIMEOUT`] and [`MAX_HEADER_BYTES`], the whole connection within
-//! [`CONNECTION_TIMEOUT`]. The store is read on the blocking pool.
+//! connection only); the request head within [`HEADER_TIMEOUT`] and
+//! [`MAX_HEADER_BYTES`], its body within [`BODY_TIMEOUT`] and
+//! [`MAX_BODY_BYTES`], the whole connection within [`CONNECTION_TIMEOUT`].
+//!
+//! Architecture invariant: a client that has not sent a whole request
+//! holds nothing another client needs. Accepting never waits: a
+//! connection still sending its request is only counted, at most
+//! [`MAX_PENDING`] per listener, the oldest closed when a new one comes;
+//! one of [`MAX_IN_FLIGHT`] permits is taken once the request (head and
+//! body) is in, for the time the answer takes. Each listener has its own
+//! budgets, so scrapers on TCP and people on the socket never queue
+//! behind each other. The store is read on the blocking pool.
 
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::Path;
@@ -15,7 +24,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{Path as UrlPath, Query, State};
+use axum::extract::{Extension, Path as UrlPath, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post};
@@ -26,15 +35,22 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::metrics;
+use super::peer::{self, Peer};
 use super::query::{Live, Request, Response, answer};
 use crate::status::{DeliveryStats, StatusSnapshot};
 use crate::store::{Channel, Filter, Store};
 use crate::time::Micros;
 
-pub const MAX_CONNECTIONS: usize = 128;
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// Connections per listener still sending their request.
+pub const MAX_PENDING: usize = 512;
+/// Requests per listener being answered at a time.
+pub const MAX_IN_FLIGHT: usize = 64;
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(5);
 pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+/// Request bodies are small JSON (a silence, an acknowledgement).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// What the query server asks of the service.
 #[derive(Debug)]
@@ -68,6 +84,9 @@ pub struct ApiState {
     pub deliveries: Vec<(Channel, watch::Receiver<DeliveryStats>)>,
     pub commands: mpsc::Sender<Command>,
     pub now: Box<dyn Fn() -> Micros + Send + Sync>,
+    /// `[api] admin_group`: besides root, who may change what is
+    /// delivered (see [`peer`]).
+    pub admin_group: Option<String>,
 }
 
 impl ApiState {
@@ -86,6 +105,12 @@ impl ApiState {
                 .silences()
                 .map_or(0, |v| v.iter().filter(|s| s.active(now)).count() as u64),
         }
+    }
+
+    /// The author of a write by `peer`, or the 403 that refuses it.
+    fn author(&self, peer: Peer, what: &str) -> Result<String, Box<HttpResponse>> {
+        peer::authorize(peer, self.admin_group.as_deref(), what)
+            .map_err(|why| Box::new(json(Response::error(403, &why))))
     }
 
     async fn answer(&self, req: Request) -> HttpResponse {
@@ -157,7 +182,10 @@ async fn metrics_page(State(st): Shared, headers: axum::http::HeaderMap) -> Http
     }
 }
 
-async fn reload(State(st): Shared) -> HttpResponse {
+async fn reload(State(st): Shared, Extension(peer): Extension<Peer>) -> HttpResponse {
+    if let Err(r) = st.author(peer, "reloads") {
+        return *r;
+    }
     let (tx, rx) = oneshot::channel();
     if st.commands.send(Command::Reload(tx)).await.is_err() {
         return json(Response::error(503, "the service is stopping"));
@@ -179,11 +207,21 @@ fn body_json<T: serde::de::DeserializeOwned>(body: &Bytes) -> Result<T, Box<Http
         .map_err(|e| Box::new(bad_request(&format!("the request body: {e}"))))
 }
 
-async fn add_silence(State(st): Shared, body: Bytes) -> HttpResponse {
-    let n: super::NewSilence = match body_json(&body) {
+async fn add_silence(
+    State(st): Shared,
+    Extension(peer): Extension<Peer>,
+    body: Bytes,
+) -> HttpResponse {
+    let by = match st.author(peer, "silences") {
+        Ok(by) => by,
+        Err(r) => return *r,
+    };
+    let mut n: super::NewSilence = match body_json(&body) {
         Ok(n) => n,
         Err(r) => return *r,
     };
+    // Whatever the body says (an older CLI sends its user name).
+    n.by = by;
     let r = st.answer(Request::AddSilence(n)).await;
     let _ = st.commands.send(Command::Wake).await;
     r
@@ -191,22 +229,32 @@ async fn add_silence(State(st): Shared, body: Bytes) -> HttpResponse {
 
 async fn expire_silence(
     State(st): Shared,
+    Extension(peer): Extension<Peer>,
     id: Result<UrlPath<String>, PathRejection>,
 ) -> HttpResponse {
+    let by = match st.author(peer, "silences") {
+        Ok(by) => by,
+        Err(r) => return *r,
+    };
     let id = match id {
         Ok(UrlPath(id)) => id,
         Err(e) => return bad_request(&e.body_text()),
     };
-    let r = st.answer(Request::ExpireSilence(id)).await;
+    let r = st.answer(Request::ExpireSilence { id, by }).await;
     let _ = st.commands.send(Command::Wake).await;
     r
 }
 
 async fn ack(
     State(st): Shared,
+    Extension(peer): Extension<Peer>,
     id: Result<UrlPath<String>, PathRejection>,
     body: Bytes,
 ) -> HttpResponse {
+    let by = match st.author(peer, "acknowledgements") {
+        Ok(by) => by,
+        Err(r) => return *r,
+    };
     let id = match id {
         Ok(UrlPath(id)) => id,
         Err(e) => return bad_request(&e.body_text()),
@@ -216,10 +264,9 @@ async fn ack(
         Err(r) => return *r,
     };
     a.id = id;
-    if a.by.trim().is_empty() || a.by.len() > 256 || a.comment.len() > 1000 {
-        return bad_request(
-            "an acknowledgement needs who (by), and a comment of at most 1000 bytes",
-        );
+    a.by = by;
+    if a.comment.len() > 1000 {
+        return bad_request("an acknowledgement's comment: at most 1000 bytes");
     }
     let (tx, rx) = oneshot::channel();
     if st.commands.send(Command::Ack(a, tx)).await.is_err() {
@@ -259,41 +306,103 @@ pub fn metrics_router(state: Arc<ApiState>) -> Router {
         .with_state(state)
 }
 
-/// Something that accepts connections (a Unix or a TCP listener).
+/// Something that accepts connections (a Unix or a TCP listener), and
+/// says who connected.
 pub trait Accept: Send + 'static {
     type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
-    fn accept(&mut self) -> impl Future<Output = std::io::Result<Self::Io>> + Send;
+    fn accept(&mut self) -> impl Future<Output = std::io::Result<(Self::Io, Peer)>> + Send;
 }
 
 impl Accept for tokio::net::UnixListener {
     type Io = tokio::net::UnixStream;
-    async fn accept(&mut self) -> std::io::Result<Self::Io> {
-        tokio::net::UnixListener::accept(self).await.map(|(s, _)| s)
+    async fn accept(&mut self) -> std::io::Result<(Self::Io, Peer)> {
+        let (s, _) = tokio::net::UnixListener::accept(self).await?;
+        // SO_PEERCRED: the credentials the peer had when it connected,
+        // from the kernel, whatever it sends later.
+        let peer = s.peer_cred().map_or(Peer::Unknown, |c| Peer::Local {
+            uid: c.uid(),
+            gid: c.gid(),
+        });
+        Ok((s, peer))
     }
 }
 
 impl Accept for tokio::net::TcpListener {
     type Io = tokio::net::TcpStream;
-    async fn accept(&mut self) -> std::io::Result<Self::Io> {
-        tokio::net::TcpListener::accept(self).await.map(|(s, _)| s)
+    async fn accept(&mut self) -> std::io::Result<(Self::Io, Peer)> {
+        let (s, _) = tokio::net::TcpListener::accept(self).await?;
+        Ok((s, Peer::Unknown))
+    }
+}
+
+/// The connections of one listener that have not sent a whole request
+/// yet, oldest first: the one to close when there are too many.
+#[derive(Default)]
+struct Pending {
+    queue: std::sync::Mutex<std::collections::VecDeque<Arc<Waiting>>>,
+}
+
+/// One connection still to send its request.
+struct Waiting {
+    /// Its request is in (or it ended): no longer anyone's to close.
+    done: std::sync::atomic::AtomicBool,
+    close: CancellationToken,
+}
+
+impl Pending {
+    /// Counts a new connection; closes the oldest still waiting when
+    /// [`MAX_PENDING`] are.
+    fn admit(&self) -> Arc<Waiting> {
+        use std::sync::atomic::Ordering;
+        let w = Arc::new(Waiting {
+            done: std::sync::atomic::AtomicBool::new(false),
+            close: CancellationToken::new(),
+        });
+        let mut q = self
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        q.retain(|w| !w.done.load(Ordering::Relaxed));
+        while q.len() >= MAX_PENDING {
+            if let Some(oldest) = q.pop_front() {
+                oldest.close.cancel();
+            }
+        }
+        q.push_back(w.clone());
+        w
+    }
+}
+
+/// Lets this process have as many descriptors as its hard limit allows
+/// (systemd's default soft limit is 1024): held connections must not
+/// starve the journal, the store or the next client of descriptors.
+fn raise_fd_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let l = getrlimit(Resource::Nofile);
+    if l.current < l.maximum {
+        let _ = setrlimit(
+            Resource::Nofile,
+            rustix::process::Rlimit {
+                current: l.maximum,
+                maximum: l.maximum,
+            },
+        );
     }
 }
 
 /// Serves `app` on `listener` until `shutdown`; then gives the connections
 /// in flight a moment to finish.
 pub async fn serve<L: Accept>(mut listener: L, app: Router, shutdown: CancellationToken) {
-    let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    raise_fd_limit();
+    let pending = Arc::new(Pending::default());
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let connections = TaskTracker::new();
     let mut backoff = Duration::from_millis(10);
     loop {
-        let permit = tokio::select! {
-            () = shutdown.cancelled() => break,
-            p = limit.clone().acquire_owned() => match p { Ok(p) => p, Err(_) => break },
-        };
-        let io = tokio::select! {
+        let (io, peer) = tokio::select! {
             () = shutdown.cancelled() => break,
             r = listener.accept() => match r {
-                Ok(io) => { backoff = Duration::from_millis(10); io }
+                Ok(conn) => { backoff = Duration::from_millis(10); conn }
                 Err(e) => {
                     // Out of file descriptors and the like: wait, then go on.
                     tracing::warn!("query server: accepting a connection failed: {e}");
@@ -306,18 +415,74 @@ pub async fn serve<L: Accept>(mut listener: L, app: Router, shutdown: Cancellati
                 }
             },
         };
+        let waiting = pending.admit();
         let app = app.clone();
+        let in_flight = in_flight.clone();
         connections.spawn(async move {
-            serve_connection(io, app).await;
-            drop(permit);
+            let close = waiting.close.clone();
+            tokio::select! {
+                () = serve_connection(io, peer, app, waiting.clone(), in_flight) => {}
+                // Too many waiting for their request: this was the oldest.
+                () = close.cancelled() => {}
+            }
+            waiting
+                .done
+                .store(true, std::sync::atomic::Ordering::Relaxed);
         });
     }
     connections.close();
     let _ = tokio::time::timeout(Duration::from_secs(2), connections.wait()).await;
 }
 
-async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(io: S, app: Router) {
-    let service = hyper_util::service::TowerToHyperService::new(app);
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
+    io: S,
+    peer: Peer,
+    app: Router,
+    waiting: Arc<Waiting>,
+    in_flight: Arc<Semaphore>,
+) {
+    use http_body_util::BodyExt as _;
+    use tower::ServiceExt as _;
+    // hyper calls this once the request head is in (within HEADER_TIMEOUT).
+    let service = tower::service_fn(move |r: axum::http::Request<hyper::body::Incoming>| {
+        let (app, in_flight, waiting) = (app.clone(), in_flight.clone(), waiting.clone());
+        async move {
+            let (mut parts, body) = r.into_parts();
+            // Every request carries who opened the connection.
+            parts.extensions.insert(peer);
+            let limited = http_body_util::Limited::new(body, MAX_BODY_BYTES);
+            let body = match tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await {
+                Ok(Ok(b)) => b.to_bytes(),
+                Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+                    return Ok::<_, std::convert::Infallible>(json(Response::error(
+                        413,
+                        &format!("a request body is at most {MAX_BODY_BYTES} bytes"),
+                    )));
+                }
+                Ok(Err(e)) => return Ok(bad_request(&format!("the request body: {e}"))),
+                Err(_) => {
+                    return Ok(json(Response::error(
+                        408,
+                        &format!(
+                            "the request body did not arrive within {}s",
+                            BODY_TIMEOUT.as_secs()
+                        ),
+                    )));
+                }
+            };
+            // The whole request is in: nobody closes this one to make room,
+            // and now it may wait its turn.
+            waiting
+                .done
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+            let Ok(_permit) = in_flight.acquire_owned().await else {
+                return Ok(json(Response::error(503, "the service is stopping")));
+            };
+            let r = axum::http::Request::from_parts(parts, axum::body::Body::from(body));
+            app.oneshot(r).await
+        }
+    });
+    let service = hyper_util::service::TowerToHyperService::new(service);
     let conn = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_TIMEOUT)
@@ -357,7 +522,7 @@ pub fn bind_socket(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
         Err(_) => {}
     }
     let listener = std::os::unix::net::UnixListener::bind(path)?;
-    if let Some(gid) = group_id("systemd-journal") {
+    if let Some(gid) = peer::group_id("systemd-journal") {
         // Not in the group (run by hand, not as root): only we may query.
         if let Err(e) = std::os::unix::fs::chown(path, None, Some(gid)) {
             tracing::warn!(
@@ -369,16 +534,4 @@ pub fn bind_socket(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
     listener.set_nonblocking(true)?;
     tokio::net::UnixListener::from_std(listener)
-}
-
-/// The group's id from `/etc/group` (the group systemd's packages create;
-/// not looked up through NSS).
-#[must_use]
-pub fn group_id(name: &str) -> Option<u32> {
-    let groups = std::fs::read_to_string("/etc/group").ok()?;
-    groups.lines().find_map(|l| {
-        let mut f = l.split(':');
-        (f.next()? == name).then_some(())?;
-        f.nth(1)?.parse().ok()
-    })
 }

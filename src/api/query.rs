@@ -31,8 +31,11 @@ pub enum Request {
     Status,
     Silences,
     AddSilence(NewSilence),
-    /// Ends a silence now (its id or a unique prefix).
-    ExpireSilence(String),
+    /// Ends a silence now (its id or a unique prefix); `by` who.
+    ExpireSilence {
+        id: String,
+        by: String,
+    },
     /// Acknowledges an open incident (its id or a unique prefix).
     Ack(AckRequest),
 }
@@ -45,6 +48,10 @@ pub struct NewSilence {
     #[serde(default)]
     pub cause: Option<String>,
     pub seconds: u64,
+    /// Who: the server sets it from the peer's credentials (a body's
+    /// value, which older CLIs send, is ignored); the CLI sets it only
+    /// when it writes the store itself.
+    #[serde(default, skip_serializing)]
     pub by: String,
     #[serde(default)]
     pub comment: String,
@@ -55,6 +62,8 @@ pub struct NewSilence {
 pub struct AckRequest {
     #[serde(default)]
     pub id: String,
+    /// Who: as [`NewSilence::by`].
+    #[serde(default, skip_serializing)]
     pub by: String,
     #[serde(default)]
     pub comment: String,
@@ -72,6 +81,11 @@ pub struct SilenceOut {
     pub ends_at: String,
     pub created_by: String,
     pub comment: String,
+    /// Ended early by `silence expire`: who, and when.
+    #[serde(default)]
+    pub expired_by: Option<String>,
+    #[serde(default)]
+    pub expired_at: Option<String>,
 }
 
 impl SilenceOut {
@@ -93,12 +107,17 @@ impl SilenceOut {
             ends_at: rfc3339(s.ends_at),
             created_by: s.created_by.clone(),
             comment: s.comment.clone(),
+            expired_by: s.expired_by.clone(),
+            expired_at: s.expired_at.map(rfc3339),
         }
     }
 }
 
 /// Longest silence: a month (a forgotten silence must end by itself).
 pub const MAX_SILENCE: u64 = 31 * 24 * 3600;
+/// Silences in force (or pending) at a time: more is a mistake or an
+/// attack, and every delivery pass matches every one.
+pub const MAX_SILENCES: usize = 1000;
 const MAX_TEXT: usize = 1000;
 
 impl NewSilence {
@@ -179,7 +198,7 @@ impl Request {
             Request::Nodes => "/nodes".into(),
             Request::Status => "/status".into(),
             Request::Silences | Request::AddSilence(_) => "/silences".into(),
-            Request::ExpireSilence(id) => format!("/silences/{}/expire", encode(id)),
+            Request::ExpireSilence { id, .. } => format!("/silences/{}/expire", encode(id)),
             Request::Ack(a) => format!("/incidents/{}/ack", encode(&a.id)),
         }
     }
@@ -189,7 +208,7 @@ impl Request {
     pub fn is_post(&self) -> bool {
         matches!(
             self,
-            Request::AddSilence(_) | Request::ExpireSilence(_) | Request::Ack(_)
+            Request::AddSilence(_) | Request::ExpireSilence { .. } | Request::Ack(_)
         )
     }
 
@@ -199,7 +218,7 @@ impl Request {
         match self {
             Request::AddSilence(n) => serde_json::to_string(n).ok(),
             Request::Ack(a) => serde_json::to_string(a).ok(),
-            Request::ExpireSilence(_) => Some("{}".into()),
+            Request::ExpireSilence { .. } => Some("{}".into()),
             _ => None,
         }
     }
@@ -280,19 +299,38 @@ fn answer_inner(store: &Store, live: Option<&Live>, req: &Request) -> Result<Res
                 return Ok(Response::error(400, &why));
             }
             let now = live.map_or_else(crate::time::now, |l| l.now);
-            let s = crate::store::Silence {
-                id: new_id(&[n.node.as_bytes(), n.by.as_bytes(), &now.to_be_bytes()]),
+            let in_force = store.silences()?.iter().filter(|s| s.ends_at > now).count();
+            if in_force >= MAX_SILENCES {
+                return Ok(Response::error(
+                    409,
+                    &format!(
+                        "{in_force} silences are in force, the most there may be \
+                         ({MAX_SILENCES}); expire some, or silence a pattern (worker-*) or a cause"
+                    ),
+                ));
+            }
+            let mut s = crate::store::Silence {
+                id: String::new(),
                 node: n.node.clone(),
                 cause: n.cause.clone(),
                 starts_at: now,
                 ends_at: now + (n.seconds as Micros) * SECOND,
                 created_by: n.by.clone(),
                 comment: n.comment.clone(),
+                expired_by: None,
+                expired_at: None,
             };
-            store.silence_put(&s)?;
+            // 64 bits, and never one already taken: the store inserts only
+            // where the id is free (one compare-and-swap).
+            loop {
+                s.id = new_id(&[n.node.as_bytes(), n.by.as_bytes(), &now.to_be_bytes()]);
+                if store.silence_insert(&s)? {
+                    break;
+                }
+            }
             Response::json(201, &SilenceOut::new(&s, now))
         }
-        Request::ExpireSilence(id) => {
+        Request::ExpireSilence { id, by } => {
             let now = live.map_or_else(crate::time::now, |l| l.now);
             let all = store.silences()?;
             let found: Vec<&crate::store::Silence> = all
@@ -307,6 +345,8 @@ fn answer_inner(store: &Store, live: Option<&Live>, req: &Request) -> Result<Res
                 [s] => {
                     let ended = crate::store::Silence {
                         ends_at: now,
+                        expired_by: Some(by.clone()),
+                        expired_at: Some(now),
                         ..(*s).clone()
                     };
                     store.silence_put(&ended)?;
@@ -341,7 +381,7 @@ fn answer_inner(store: &Store, live: Option<&Live>, req: &Request) -> Result<Res
     })
 }
 
-/// A short id (8 hex digits) from what makes a record unique.
+/// An id (16 hex digits, 64 bits) from what makes a record unique.
 #[must_use]
 pub fn new_id(parts: &[&[u8]]) -> String {
     // FNV-1a over the parts and a process-wide counter.
@@ -357,7 +397,7 @@ pub fn new_id(parts: &[&[u8]]) -> String {
             h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
         }
     }
-    format!("{:08x}", h >> 32)
+    format!("{h:016x}")
 }
 
 /// An incident by its id or a unique prefix of it.

@@ -41,6 +41,9 @@ const BATCH_INTERVAL: Duration = Duration::from_millis(500);
 /// write together.
 const HOLD_LINES: Duration = Duration::from_millis(50);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// Ended silences stay this long for `silence list`, then are pruned with
+/// the incidents.
+const SILENCES_KEPT: Micros = 24 * 3600 * SECOND;
 /// Quiet checks are at least this far apart, whatever the deadlines say.
 const SYNC_SPACING: Duration = Duration::from_millis(50);
 
@@ -581,18 +584,23 @@ impl Ingest {
         let store = self.store.clone();
         let before = (self.now)() - self.config.incidents.retention.0;
         let settings = self.pipeline.tracker().settings().clone();
+        let silences_before = (self.now)() - SILENCES_KEPT;
         let r = tokio::task::spawn_blocking(move || {
             let n = store.prune(before, &settings)?;
-            Ok::<_, StoreError>((n, store.stats()?))
+            let s = store.prune_silences(silences_before)?;
+            Ok::<_, StoreError>((n, s, store.stats()?))
         })
         .await;
         match r {
-            Ok(Ok((n, stats))) => {
+            Ok(Ok((n, s, stats))) => {
                 self.stats = stats;
                 if n > 0 {
                     tracing::info!(
                         "pruned {n} resolved incidents older than [incidents] retention"
                     );
+                }
+                if s > 0 {
+                    tracing::info!("pruned {s} silences that ended over a day ago");
                 }
             }
             Ok(Err(e)) => tracing::warn!("pruning: {e}"),

@@ -408,6 +408,9 @@ pub async fn run(
         tracing::info!("serving /metrics on http://{addr}/metrics");
         Some(l)
     };
+    if let Some(why) = crate::api::peer::missing_admin_group(&config.api.admin_group) {
+        tracing::warn!("{why}");
+    }
     let now = edges.now.clone();
     let api = Arc::new(ApiState {
         store: store.clone(),
@@ -418,6 +421,7 @@ pub async fn run(
         ],
         commands: commands_tx,
         now: Box::new(move || now()),
+        admin_group: (!config.api.admin_group.is_empty()).then(|| config.api.admin_group.clone()),
     });
 
     let mut tasks = JoinSet::new();

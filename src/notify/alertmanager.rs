@@ -120,7 +120,21 @@ fn severity(i: &Incident) -> &'static str {
     }
 }
 
-/// The labels of an incident's alert.
+/// Longest label value sent: a DNS name's bound (a collector host can
+/// claim a 1 MB `_HOSTNAME`).
+const MAX_LABEL: usize = 253;
+
+/// A label or annotation value as Alertmanager and whatever renders its
+/// alerts get it: no control or invisible characters (ESC, NUL,
+/// bidirectional overrides), cut at `max` bytes; the same as the node name
+/// in mails and tables.
+fn clean(s: &str, max: usize) -> Value {
+    crate::tracker::one_line(s, max).into()
+}
+
+/// The labels of an incident's alert. Every value is [`clean`]ed: a node
+/// or host name comes from journal fields anyone on a collector's network
+/// can set.
 #[must_use]
 pub fn labels(
     i: &Incident,
@@ -129,12 +143,12 @@ pub fn labels(
 ) -> serde_json::Map<String, Value> {
     let mut l = serde_json::Map::new();
     for (k, v) in extra {
-        l.insert(k.clone(), Value::String(v.clone()));
+        l.insert(k.clone(), clean(v, MAX_LABEL));
     }
     l.insert("alertname".into(), ALERTNAME.into());
-    l.insert("node".into(), i.node.clone().into());
+    l.insert("node".into(), clean(&i.node, MAX_LABEL));
     if let Some(h) = i.host.as_ref().filter(|h| !h.is_empty()) {
-        l.insert("host".into(), h.clone().into());
+        l.insert("host".into(), clean(h, MAX_LABEL));
     }
     l.insert("cause".into(), i.cause().as_str().into());
     if let Some(e) = &i.api_endpoint {
@@ -168,7 +182,11 @@ pub fn alert(
     );
     let mut annotations = serde_json::Map::new();
     annotations.insert("summary".into(), summary.into());
-    annotations.insert("description".into(), i.diagnosis(settings).into());
+    // The diagnosis quotes the node and host names: cleaned like the rest.
+    annotations.insert(
+        "description".into(),
+        clean(&i.diagnosis(settings), MAX_EVIDENCE * 4),
+    );
     annotations.insert("incident".into(), i.id.clone().into());
     annotations.insert("opened_at".into(), rfc3339(i.opened_at).into());
     if let Some(e) = i.evidence().next() {
@@ -742,5 +760,58 @@ mod tests {
         ] {
             assert!(parse_url(bad).is_err(), "{bad}");
         }
+    }
+
+    /// D23: a host (or node, or configured label) with ESC, NUL or a
+    /// bidirectional override reaches Alertmanager cleaned and bounded.
+    #[test]
+    fn labels_and_annotations_carry_no_control_characters() {
+        let mut p = crate::pipeline::Pipeline::new(
+            crate::model::EntryFilter::default(),
+            Settings::default(),
+        );
+        let mut d = Vec::new();
+        for k in 0..7 {
+            p.push(
+                crate::model::Entry {
+                    at: Some(k * crate::time::SECOND),
+                    message: b"E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": Unauthorized\"".to_vec(),
+                    ..crate::model::Entry::default()
+                },
+                &mut d,
+            );
+        }
+        p.flush(&mut d);
+        let mut i = p.tracker().open_incidents().next().unwrap().clone();
+        i.host = Some(format!(
+            "esc\x1b]0;pwn\x07nul\x00byte\u{202e}{}",
+            "y".repeat(1 << 20)
+        ));
+        let extra = std::collections::BTreeMap::from([("team".to_string(), "a\r\nb".to_string())]);
+        let cfg = AlertmanagerConfig {
+            urls: Vec::new(),
+            labels: extra,
+            timeout: crate::config::Period(crate::time::SECOND),
+            resend_interval: crate::config::Period(60 * crate::time::SECOND),
+            ca_file: String::new(),
+        };
+        let a = alert(&i, &Settings::default(), &cfg, 0);
+        let mut values = Vec::new();
+        for part in ["labels", "annotations"] {
+            for v in a[part].as_object().unwrap().values() {
+                values.push(v.as_str().unwrap().to_string());
+            }
+        }
+        for v in &values {
+            assert!(
+                !v.chars().any(|c| c.is_control() || c == '\u{202e}'),
+                "{:?}",
+                &v[..v.len().min(80)]
+            );
+        }
+        let host = a["labels"]["host"].as_str().unwrap();
+        assert!(host.starts_with("esc ]0;pwn nul byte yyy"), "{host:.40}");
+        assert!(host.len() <= MAX_LABEL + '…'.len_utf8(), "{}", host.len());
+        assert_eq!(a["labels"]["team"], "a  b");
     }
 }

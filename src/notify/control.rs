@@ -2,10 +2,14 @@
 //! the outbox (design section 6). Pure: the delivery tasks apply it.
 //!
 //! - A silence matching the incident's node (a glob) and cause holds its
-//!   alerts back until the silence ends; the incident is still recorded.
-//!   When it ends, what was held goes out if the incident is still in
-//!   trouble (it is announced then); an incident that resolved meanwhile is
-//!   never announced, and so gets no resolved notice either.
+//!   alerts back while it is in force; the incident is still recorded.
+//!   When it ends, at its time or early (`silence expire`), what it held is
+//!   released at once: an incident still in trouble is announced then.
+//! - An incident whose trouble alert was raised while a silence was in
+//!   force, and that resolved before that silence ended, is the silence's:
+//!   nobody is told it opened, nor that it ended. Nothing else a silence
+//!   held is dropped: an alert already waiting when the silence began (a
+//!   failing delivery) goes out after it, with its resolved notice.
 //! - An acknowledged incident gets no more reminders; its resolved notice
 //!   still goes out and says who acknowledged it.
 
@@ -25,6 +29,32 @@ pub enum Action {
     Drop(String),
 }
 
+/// When an incident's alerts waiting in one channel's outbox were queued:
+/// its first trouble alert (opening or reminder) and its resolved notice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Queued {
+    pub trouble: Option<Micros>,
+    pub resolved: Option<Micros>,
+}
+
+impl Queued {
+    /// Per incident, from the entries of one channel.
+    #[must_use]
+    pub fn of(entries: &[OutboxEntry]) -> std::collections::HashMap<String, Queued> {
+        let mut out: std::collections::HashMap<String, Queued> = std::collections::HashMap::new();
+        for e in entries {
+            let q = out.entry(e.incident.clone()).or_default();
+            let slot = if e.kind == AlertKind::Resolved {
+                &mut q.resolved
+            } else {
+                &mut q.trouble
+            };
+            *slot = Some(slot.map_or(e.queued_at, |t| t.min(e.queued_at)));
+        }
+        out
+    }
+}
+
 /// The silences in force now that match an incident.
 pub fn silencing<'a>(
     i: &Incident,
@@ -38,9 +68,33 @@ pub fn silencing<'a>(
         .filter(move |s| s.active(now) && s.matches(&node, cause))
 }
 
-/// What to do with one outbox entry now.
+/// The silence an incident belongs to for good: in force when its trouble
+/// alert was raised, and still when it resolved (its end as it ended,
+/// early or not). Silences are matched by wall time, when entries were
+/// queued; without a resolved notice queued (`send_resolved = false`) the
+/// incident's own end says when it resolved.
+fn suppressing<'a>(i: &Incident, q: Queued, silences: &'a [Silence]) -> Option<&'a Silence> {
+    let raised = q.trouble?;
+    let resolved = q.resolved.or(i.resolved_at)?;
+    let cause = i.cause().as_str();
+    silences.iter().find(|s| {
+        s.matches(&i.node, cause)
+            && s.starts_at <= raised
+            && raised < s.ends_at
+            && resolved < s.ends_at
+    })
+}
+
+/// What to do with one outbox entry now; `q`: when its incident's entries
+/// in the same outbox were queued.
 #[must_use]
-pub fn decide(e: &OutboxEntry, i: &Incident, silences: &[Silence], now: Micros) -> Action {
+pub fn decide(
+    e: &OutboxEntry,
+    i: &Incident,
+    silences: &[Silence],
+    now: Micros,
+    q: Queued,
+) -> Action {
     if e.kind == AlertKind::Repeat {
         if let Some(a) = &i.ack {
             return Action::Drop(format!("a reminder, and {} acknowledged it", a.by));
@@ -54,18 +108,27 @@ pub fn decide(e: &OutboxEntry, i: &Incident, silences: &[Silence], now: Micros) 
             why: format!("silenced ({}) until {}", ids.join(", "), rfc3339(until)),
         };
     }
-    if e.held_until.is_some() {
+    if let Some(s) = suppressing(i, q, silences) {
         match e.kind {
-            AlertKind::Opened | AlertKind::Repeat if i.resolved_at.is_some() => {
-                return Action::Drop("it resolved while silenced".into());
+            AlertKind::Opened | AlertKind::Repeat => {
+                return Action::Drop(format!("it resolved while silenced ({})", s.id));
             }
             AlertKind::Resolved if i.alerted_at.is_none() => {
-                return Action::Drop(
-                    "it resolved while silenced; nobody was told it opened".into(),
-                );
+                return Action::Drop(format!(
+                    "it resolved while silenced ({}); nobody was told it opened",
+                    s.id
+                ));
             }
-            _ => {}
+            AlertKind::Resolved => {}
         }
+    }
+    if e.held_until.is_some()
+        && e.kind == AlertKind::Resolved
+        && i.alerted_at.is_none()
+        && q.trouble.is_none()
+    {
+        // Its opening alert was dropped as the silence's in an earlier pass.
+        return Action::Drop("it resolved while silenced; nobody was told it opened".into());
     }
     Action::Deliver
 }
@@ -75,8 +138,10 @@ pub type Applied = (Vec<OutboxEntry>, Vec<(OutboxEntry, String)>);
 
 /// Applies silences and acknowledgements to outbox entries (of one
 /// channel): dropped entries leave the outbox, held ones get their
-/// `held_until`. Returns the entries still to deliver (held ones
-/// included: they wait) and the dropped ones with why.
+/// `held_until`, and ones a silence no longer holds are released (their
+/// `held_until` becomes now: a silence expired early holds nothing).
+/// Returns the entries still to deliver (held ones included: they wait)
+/// and the dropped ones with why.
 pub fn apply(
     store: &crate::store::Store,
     entries: Vec<OutboxEntry>,
@@ -86,6 +151,7 @@ pub fn apply(
         return Ok((entries, Vec::new()));
     }
     let silences = store.silences()?;
+    let queued = Queued::of(&entries);
     let mut cache: std::collections::HashMap<String, Option<Incident>> =
         std::collections::HashMap::new();
     let mut keep = Vec::with_capacity(entries.len());
@@ -100,8 +166,17 @@ pub fn apply(
             keep.push(e);
             continue;
         };
-        match decide(&e, i, &silences, now) {
-            Action::Deliver => keep.push(e),
+        let q = queued.get(&e.incident).copied().unwrap_or_default();
+        match decide(&e, i, &silences, now, q) {
+            Action::Deliver => {
+                if e.held_until.is_some_and(|h| h > now) {
+                    // Held for a silence that has ended early: due now,
+                    // and after a restart too.
+                    e.held_until = Some(now);
+                    changed.push(e.clone());
+                }
+                keep.push(e);
+            }
             Action::Hold { until, why } => {
                 if e.held_until != Some(until) {
                     e.held_until = Some(until);
@@ -176,6 +251,17 @@ mod tests {
             ends_at,
             created_by: "alice".into(),
             comment: String::new(),
+            expired_by: None,
+            expired_at: None,
+        }
+    }
+
+    /// The trouble alert queued at `trouble`, the resolved notice at
+    /// `resolved`.
+    fn queued(trouble: Micros, resolved: Option<Micros>) -> Queued {
+        Queued {
+            trouble: Some(trouble),
+            resolved,
         }
     }
 
@@ -184,9 +270,13 @@ mod tests {
         let i = incident();
         assert_eq!(i.cause().as_str(), "auth");
         let s = [silence("worker-*", Some("auth"), 100 * SECOND)];
-        let e = entry(AlertKind::Opened);
+        let e = OutboxEntry {
+            queued_at: 40 * SECOND,
+            ..entry(AlertKind::Opened)
+        };
+        let open = queued(40 * SECOND, None);
         assert!(
-            matches!(decide(&e, &i, &s, 50 * SECOND), Action::Hold { until, .. } if until == 100 * SECOND)
+            matches!(decide(&e, &i, &s, 50 * SECOND, open), Action::Hold { until, .. } if until == 100 * SECOND)
         );
         // Another cause or node: not this silence's.
         assert_eq!(
@@ -194,12 +284,19 @@ mod tests {
                 &e,
                 &i,
                 &[silence("worker-*", Some("etcd"), 100 * SECOND)],
-                50 * SECOND
+                50 * SECOND,
+                open
             ),
             Action::Deliver
         );
         assert_eq!(
-            decide(&e, &i, &[silence("db-*", None, 100 * SECOND)], 50 * SECOND),
+            decide(
+                &e,
+                &i,
+                &[silence("db-*", None, 100 * SECOND)],
+                50 * SECOND,
+                open
+            ),
             Action::Deliver
         );
         // Over: still in trouble, announced now.
@@ -207,25 +304,98 @@ mod tests {
             held_until: Some(100 * SECOND),
             ..e.clone()
         };
-        assert_eq!(decide(&held, &i, &s, 100 * SECOND), Action::Deliver);
+        assert_eq!(decide(&held, &i, &s, 100 * SECOND, open), Action::Deliver);
         // Resolved meanwhile: never announced, no resolved notice.
         let mut r = i.clone();
         r.resolved_at = Some(90 * SECOND);
+        let gone = queued(40 * SECOND, Some(90 * SECOND));
         assert!(matches!(
-            decide(&held, &r, &s, 100 * SECOND),
+            decide(&held, &r, &s, 100 * SECOND, gone),
             Action::Drop(_)
         ));
         let notice = OutboxEntry {
             held_until: Some(100 * SECOND),
+            queued_at: 90 * SECOND,
             ..entry(AlertKind::Resolved)
         };
         assert!(matches!(
-            decide(&notice, &r, &s, 100 * SECOND),
+            decide(&notice, &r, &s, 100 * SECOND, gone),
+            Action::Drop(_)
+        ));
+        // Its opening alert dropped in an earlier pass: the same.
+        assert!(matches!(
+            decide(
+                &notice,
+                &r,
+                &s,
+                100 * SECOND,
+                Queued {
+                    trouble: None,
+                    ..gone
+                }
+            ),
             Action::Drop(_)
         ));
         // It had been announced before the silence: the notice goes.
         r.alerted_at = Some(SECOND);
-        assert_eq!(decide(&notice, &r, &s, 100 * SECOND), Action::Deliver);
+        assert_eq!(decide(&notice, &r, &s, 100 * SECOND, gone), Action::Deliver);
+    }
+
+    /// S9: a silence expired early (its end moved to now) holds nothing:
+    /// the open incident's alert goes at once, and when it resolves later
+    /// its notice follows; nothing is dropped.
+    #[test]
+    fn an_early_expiry_releases_what_the_silence_held() {
+        let i = incident();
+        // Meant to last to 100 s, expired at 20 s.
+        let s = [silence("worker-*", None, 20 * SECOND)];
+        let held = OutboxEntry {
+            queued_at: 10 * SECOND,
+            held_until: Some(100 * SECOND),
+            ..entry(AlertKind::Opened)
+        };
+        assert_eq!(
+            decide(&held, &i, &s, 21 * SECOND, queued(10 * SECOND, None)),
+            Action::Deliver
+        );
+        // Resolved after the expiry (and before the silence's first end):
+        // the opening alert and the notice both go.
+        let mut r = i.clone();
+        r.resolved_at = Some(50 * SECOND);
+        let q = queued(10 * SECOND, Some(50 * SECOND));
+        assert_eq!(decide(&held, &r, &s, 51 * SECOND, q), Action::Deliver);
+        let notice = OutboxEntry {
+            queued_at: 50 * SECOND,
+            ..entry(AlertKind::Resolved)
+        };
+        assert_eq!(decide(&notice, &r, &s, 51 * SECOND, q), Action::Deliver);
+    }
+
+    /// An alert already waiting when a silence began (its delivery
+    /// failing) is not the silence's to drop, even if the incident resolved
+    /// while it was held: a 5 s silence does not turn "late" into "never".
+    #[test]
+    fn what_waited_before_the_silence_is_not_dropped_by_it() {
+        let mut r = incident();
+        r.resolved_at = Some(30 * SECOND);
+        let s = [Silence {
+            starts_at: 20 * SECOND,
+            ..silence("*", None, 40 * SECOND)
+        }];
+        let q = queued(5 * SECOND, Some(30 * SECOND));
+        let failing = OutboxEntry {
+            queued_at: 5 * SECOND,
+            attempts: 9,
+            held_until: Some(40 * SECOND),
+            ..entry(AlertKind::Opened)
+        };
+        assert_eq!(decide(&failing, &r, &s, 41 * SECOND, q), Action::Deliver);
+        let notice = OutboxEntry {
+            queued_at: 30 * SECOND,
+            held_until: Some(40 * SECOND),
+            ..entry(AlertKind::Resolved)
+        };
+        assert_eq!(decide(&notice, &r, &s, 41 * SECOND, q), Action::Deliver);
     }
 
     #[test]
@@ -237,10 +407,10 @@ mod tests {
             comment: String::new(),
         });
         assert!(
-            matches!(decide(&entry(AlertKind::Repeat), &i, &[], 0), Action::Drop(w) if w.contains("bob"))
+            matches!(decide(&entry(AlertKind::Repeat), &i, &[], 0, Queued::default()), Action::Drop(w) if w.contains("bob"))
         );
         assert_eq!(
-            decide(&entry(AlertKind::Resolved), &i, &[], 0),
+            decide(&entry(AlertKind::Resolved), &i, &[], 0, Queued::default()),
             Action::Deliver
         );
     }

@@ -149,6 +149,10 @@ pub struct Store {
     meta: sled::Tree,
     outbox: sled::Tree,
     silences: sled::Tree,
+    /// The silences as parsed, shared by every clone (one process holds
+    /// the store): every delivery pass, query and scrape reads them, and
+    /// only the silence functions below write the tree.
+    parsed_silences: std::sync::Arc<std::sync::Mutex<Option<Vec<Silence>>>>,
 }
 
 /// Big-endian with the sign bit flipped: byte order is time order.
@@ -311,6 +315,7 @@ impl Store {
             meta: tree("meta")?,
             outbox: tree("outbox")?,
             silences: tree("silences")?,
+            parsed_silences: std::sync::Arc::default(),
             path: path.to_path_buf(),
             db,
         };
@@ -806,24 +811,66 @@ impl Store {
 
     /// Every silence, newest first.
     pub fn silences(&self) -> Result<Vec<Silence>, StoreError> {
+        let mut cached = self
+            .parsed_silences
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(all) = cached.as_ref() {
+            return Ok(all.clone());
+        }
         let mut out: Vec<Silence> = Vec::new();
         for kv in &self.silences {
             let (k, v) = kv.map_err(|e| self.err(e))?;
             out.push(self.json(&k, &v)?);
         }
         out.sort_by(|a, b| b.starts_at.cmp(&a.starts_at).then(a.id.cmp(&b.id)));
+        *cached = Some(out.clone());
         Ok(out)
     }
 
-    /// Adds or rewrites a silence; durable before it returns.
+    /// Runs a change of the silences tree; the parsed ones are read again
+    /// next time. The lock is held across it so that a reader never caches
+    /// what was read before the change.
+    fn change_silences<T>(
+        &self,
+        f: impl FnOnce() -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut cached = self
+            .parsed_silences
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *cached = None;
+        f()
+    }
+
+    /// Rewrites a silence; durable before it returns.
     pub fn silence_put(&self, s: &Silence) -> Result<(), StoreError> {
-        self.silences
-            .insert(s.id.as_bytes(), to_json(s))
-            .map_err(|e| self.err(e))?;
+        self.change_silences(|| {
+            self.silences
+                .insert(s.id.as_bytes(), to_json(s))
+                .map_err(|e| self.err(e))?;
+            Ok(())
+        })?;
         self.flush()
     }
 
-    /// Removes silences that ended before `before`.
+    /// Adds a new silence unless its id is taken (then `false`, nothing
+    /// written); durable before it returns.
+    pub fn silence_insert(&self, s: &Silence) -> Result<bool, StoreError> {
+        // Check and insert in one step: two adds at once never share an id.
+        let swapped = self.change_silences(|| {
+            self.silences
+                .compare_and_swap(s.id.as_bytes(), None as Option<&[u8]>, Some(to_json(s)))
+                .map_err(|e| self.err(e))
+        })?;
+        if swapped.is_err() {
+            return Ok(false);
+        }
+        self.flush()?;
+        Ok(true)
+    }
+
+    /// Removes silences that ended before `before`. Returns how many.
     pub fn prune_silences(&self, before: Micros) -> Result<usize, StoreError> {
         let old: Vec<String> = self
             .silences()?
@@ -831,14 +878,17 @@ impl Store {
             .filter(|s| s.ends_at < before)
             .map(|s| s.id)
             .collect();
-        for id in &old {
-            self.silences
-                .remove(id.as_bytes())
-                .map_err(|e| self.err(e))?;
+        if old.is_empty() {
+            return Ok(0);
         }
-        if !old.is_empty() {
-            self.flush()?;
-        }
+        self.change_silences(|| {
+            let mut b = sled::Batch::default();
+            for id in &old {
+                b.remove(id.as_bytes());
+            }
+            self.silences.apply_batch(b).map_err(|e| self.err(e))
+        })?;
+        self.flush()?;
         Ok(old.len())
     }
 
@@ -936,6 +986,33 @@ mod tests {
         let loaded = s.load().unwrap();
         assert_eq!(loaded.position.cursor.as_deref(), Some("s=1;i=2"));
         assert_eq!(loaded.stats.incidents, 3);
+    }
+
+    /// D25: an id already taken is never overwritten.
+    #[test]
+    fn a_silence_id_is_taken_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let s = Silence {
+            id: "00000000000000aa".into(),
+            node: "w-*".into(),
+            cause: None,
+            starts_at: 0,
+            ends_at: 10,
+            created_by: "root".into(),
+            comment: "first".into(),
+            expired_by: None,
+            expired_at: None,
+        };
+        assert!(store.silence_insert(&s).unwrap());
+        let again = Silence {
+            comment: "second".into(),
+            ..s.clone()
+        };
+        assert!(!store.silence_insert(&again).unwrap());
+        assert_eq!(store.silences().unwrap(), vec![s]);
+        assert_eq!(store.prune_silences(11).unwrap(), 1);
+        assert!(store.silences().unwrap().is_empty());
     }
 
     #[test]

@@ -216,3 +216,126 @@ proptest! {
         prop_assert_eq!(svc.signal("TERM"), Some(0));
     }
 }
+
+/// Is the server done with this (non-blocking) connection? A read of 0
+/// bytes or an answer: it closed it, or answered a trickle with 408.
+fn closed<S: Read>(s: &mut S) -> bool {
+    let mut b = [0u8; 512];
+    !matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+/// S13: 1 000 idle TCP connections and 200 clients trickling a request
+/// body on the socket, each put back as soon as the service closes it,
+/// hold up neither a scrape nor `status`: a connection holds a permit only
+/// once its whole request is in, and each listener has its own budget.
+/// The figures are printed; the bound asserted is liveness (0.1.0's cap
+/// made the scrape take 68.8 s and `status` 27.1 s), not speed.
+#[test]
+fn idle_and_trickling_crowds_hold_up_nobody() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    // 1 200 connections and their replacements from this process.
+    let l = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+    let _ = rustix::process::setrlimit(
+        rustix::process::Resource::Nofile,
+        rustix::process::Rlimit {
+            current: l.maximum,
+            maximum: l.maximum,
+        },
+    );
+    let journals = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", journals.path().display()),
+        "",
+    );
+    let text = std::fs::read_to_string(svc.config()).unwrap().replacen(
+        "[api]\n",
+        &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
+        1,
+    );
+    std::fs::write(svc.config(), text).unwrap();
+    svc.start();
+    let sock = svc.dir.path().join("query.sock");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let reopened = Arc::new(AtomicU64::new(0));
+    let idle = {
+        let (stop, reopened) = (stop.clone(), reopened.clone());
+        std::thread::spawn(move || {
+            let open = || {
+                let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+                s.set_nonblocking(true).unwrap();
+                s
+            };
+            let mut conns: Vec<_> = (0..1000).map(|_| open()).collect();
+            while !stop.load(Ordering::Relaxed) {
+                for c in &mut conns {
+                    if closed(c) {
+                        *c = open();
+                        reopened.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        })
+    };
+    let trickle = {
+        let (stop, reopened, sock) = (stop.clone(), reopened.clone(), sock.clone());
+        std::thread::spawn(move || {
+            let open = || {
+                let mut s = UnixStream::connect(&sock).unwrap();
+                s.write_all(
+                    b"POST /silences HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n{",
+                )
+                .unwrap();
+                s.set_nonblocking(true).unwrap();
+                s
+            };
+            let mut conns: Vec<_> = (0..200).map(|_| open()).collect();
+            while !stop.load(Ordering::Relaxed) {
+                for c in &mut conns {
+                    if closed(c) || c.write_all(b" ").is_err() {
+                        *c = open();
+                        reopened.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        })
+    };
+    // Let the crowds build up, then ask for ~12 s, across their timeouts.
+    std::thread::sleep(Duration::from_secs(2));
+    let (mut scrapes, mut statuses) = (Vec::new(), Vec::new());
+    for _ in 0..6 {
+        let start = Instant::now();
+        assert_eq!(
+            exchange(tcp(port), b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
+            "HTTP/1.1 200 OK"
+        );
+        scrapes.push(start.elapsed());
+        let start = Instant::now();
+        let out = svc.query(&["status", "-o", "json"]);
+        assert!(
+            out.status.success(),
+            "status: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        statuses.push(start.elapsed());
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    stop.store(true, Ordering::Relaxed);
+    idle.join().unwrap();
+    trickle.join().unwrap();
+    eprintln!(
+        "1 000 idle TCP and 200 trickling socket clients ({} put back after the service closed them): \
+         scrapes {scrapes:?}, status {statuses:?}",
+        reopened.load(Ordering::Relaxed)
+    );
+    let worst = scrapes.iter().chain(&statuses).max().copied().unwrap();
+    assert!(worst < Duration::from_secs(5), "{worst:?}");
+    // A trickled body ends in a 408, never in a silence.
+    let out = svc.query(&["silence", "list", "-o", "json"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("\"silences\": []"));
+    assert_eq!(svc.signal("TERM"), Some(0));
+}

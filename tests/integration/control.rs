@@ -476,3 +476,239 @@ fn status_exits_5_when_mail_is_configured_but_cannot_be_sent() {
     assert!(text.contains("no password"), "{text}");
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+/// GET `path` on the socket; the answer's body.
+fn socket_get(svc: &Service, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::os::unix::net::UnixStream::connect(svc.dir.path().join("query.sock")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut buf = Vec::new();
+    let _ = s.read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "{path}: {}",
+        &text[..text.len().min(200)]
+    );
+    text
+}
+
+/// D18: silences are bounded (1 000 in force) and ended ones are pruned by
+/// the service's pruning (at start, then hourly), so 10 000 of them left in
+/// a store cost a scrape nothing. The figures are printed, not asserted.
+#[test]
+fn silences_are_capped_and_ended_ones_pruned() {
+    use kubelet_sentinel::store::{Silence, Store};
+    let journals = tempfile::tempdir().unwrap();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", journals.path().display()),
+        "",
+    );
+    let now = kubelet_sentinel::time::now();
+    let hour = 3600 * SECOND;
+    {
+        let store = Store::open(&svc.dir.path().join("store")).unwrap();
+        let silence = |id: String, starts_at: Micros, ends_at: Micros| Silence {
+            id,
+            node: "nomatch-*".into(),
+            cause: None,
+            starts_at,
+            ends_at,
+            created_by: "root".into(),
+            comment: "c".repeat(1000),
+            expired_by: None,
+            expired_at: None,
+        };
+        for k in 0..10_000 {
+            let s = silence(format!("old{k:013}"), now - 72 * hour, now - 48 * hour);
+            assert!(store.silence_insert(&s).unwrap());
+        }
+        // Ended an hour ago: kept (a day) for `silence list`.
+        assert!(
+            store
+                .silence_insert(&silence("recent".into(), now - 2 * hour, now - hour))
+                .unwrap()
+        );
+        for k in 0..999 {
+            let s = silence(format!("live{k:012}"), now, now + 24 * hour);
+            assert!(store.silence_insert(&s).unwrap());
+        }
+        let start = std::time::Instant::now();
+        let all = store.silences().unwrap();
+        eprintln!(
+            "parsing {} silences (what every scrape, query and delivery pass did): {:?}",
+            all.len(),
+            start.elapsed()
+        );
+    }
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.log().contains("pruned 10000 silences"),
+        "the expired silences to be pruned",
+    );
+    let list = cli(&svc, &["silence", "list", "-o", "json"]);
+    let list: serde_json::Value = serde_json::from_str(&list).unwrap();
+    let list = list["silences"].as_array().unwrap();
+    assert_eq!(
+        list.len(),
+        1000,
+        "999 in force and the one that ended an hour ago"
+    );
+    assert!(
+        list.iter()
+            .any(|s| s["id"] == "recent" && s["state"] == "expired")
+    );
+
+    let mut took = Vec::new();
+    for _ in 0..5 {
+        let start = std::time::Instant::now();
+        let page = socket_get(&svc, "/metrics");
+        took.push(start.elapsed());
+        assert!(
+            page.contains("kubelet_sentinel_silences_active 999"),
+            "{page}"
+        );
+    }
+    eprintln!("/metrics with 999 silences in force, after pruning: {took:?}");
+
+    // The thousandth is taken, the next refused with what to do.
+    let out = svc.query(&[
+        "silence",
+        "add",
+        "--node",
+        "w-1",
+        "--for",
+        "1h",
+        "--comment",
+        "x",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = svc.query(&[
+        "silence",
+        "add",
+        "--node",
+        "w-2",
+        "--for",
+        "1h",
+        "--comment",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("1000 silences are in force, the most there may be (1000)"),
+        "{err}"
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
+
+/// S9: expiring a silence early releases what it held. The still-open
+/// incident's opening alert is mailed at once (not at the silence's first
+/// end), and when the incident resolves later its resolved notice follows;
+/// the same after a restart with the silence expired while the service was
+/// stopped.
+#[test]
+fn expiring_a_silence_early_announces_what_it_held_at_once() {
+    let (_tmp, smtp, dir, mut svc) = collector(|port| {
+        mail_config(port, "").replace("resolve_after = \"6s\"", "resolve_after = \"12s\"")
+    });
+    let add = |node: &str| {
+        let added = cli(
+            &svc,
+            &[
+                "silence",
+                "add",
+                "--node",
+                node,
+                "--for",
+                "10m",
+                "--comment",
+                "s9",
+            ],
+        );
+        added.split_whitespace().nth(1).unwrap().to_string()
+    };
+    let held = |node: &str| {
+        wait_for(
+            Duration::from_secs(15),
+            || {
+                incident_of(&svc, node)
+                    .is_some_and(|i| !i["silenced_by"].as_array().unwrap().is_empty())
+            },
+            "the incident recorded and silenced",
+        );
+        // The mailer has seen it and holds it.
+        std::thread::sleep(Duration::from_secs(1));
+        assert!(subjects(&smtp).is_empty(), "{:?}", subjects(&smtp));
+    };
+    let id = add("h2-*");
+    upload(
+        &dir,
+        "remote-10.0.0.21.journal",
+        "h2-1",
+        &storm(kubelet_sentinel::time::now(), "h2-1", 8),
+    );
+    held("h2-1");
+    let expired_at = std::time::Instant::now();
+    cli(&svc, &["silence", "expire", &id]);
+    wait_for(
+        Duration::from_secs(10),
+        || subjects(&smtp).iter().any(|s| s.contains("h2-1")),
+        "h2-1's opening alert after the early expiry",
+    );
+    eprintln!(
+        "opening alert mailed {:?} after the expiry",
+        expired_at.elapsed()
+    );
+    assert_eq!(incident_of(&svc, "h2-1").unwrap()["status"], "open");
+    // It resolves (12 s of quiet): the notice follows the opening alert.
+    wait_for(
+        Duration::from_secs(40),
+        || {
+            subjects(&smtp)
+                .iter()
+                .filter(|s| s.contains("h2-1"))
+                .count()
+                == 2
+        },
+        "h2-1's resolved notice",
+    );
+    let s = subjects(&smtp);
+    assert!(!s[0].to_lowercase().contains("resolved"), "{s:?}");
+    assert!(s[1].to_lowercase().contains("resolved"), "{s:?}");
+
+    // Held, the service stopped, the silence expired meanwhile (the CLI
+    // writes the store), started again: announced at once.
+    let id = add("h3-*");
+    upload(
+        &dir,
+        "remote-10.0.0.31.journal",
+        "h3-1",
+        &storm(kubelet_sentinel::time::now(), "h3-1", 8),
+    );
+    wait_for(
+        Duration::from_secs(15),
+        || {
+            incident_of(&svc, "h3-1")
+                .is_some_and(|i| !i["silenced_by"].as_array().unwrap().is_empty())
+        },
+        "h3-1 recorded and silenced",
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(svc.signal("TERM"), Some(0));
+    cli(&svc, &["silence", "expire", &id]);
+    svc.start();
+    wait_for(
+        Duration::from_secs(10),
+        || subjects(&smtp).iter().any(|s| s.contains("h3-1")),
+        "h3-1's opening alert after the restart",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+}

@@ -4,6 +4,7 @@
 
 mod alertmanager;
 mod api;
+mod auth;
 mod cli;
 mod collector;
 mod control;

@@ -1,0 +1,156 @@
+//! Who is asking on the query socket, and what they may do.
+//!
+//! The socket's mode (0660, group `systemd-journal`) decides who may connect
+//! and so read: whoever may read the kubelet's journal may read what was
+//! derived from it. Changing what is delivered (silences, their expiry,
+//! acknowledgements, reload) takes more: uid 0 or membership of
+//! `[api] admin_group`. The kernel says who the peer is (`SO_PEERCRED`,
+//! taken at accept); the author recorded is that uid's user name, never
+//! what a request body claims.
+//!
+//! Users and groups are read from `/etc/passwd` and `/etc/group` (not
+//! through NSS: a static binary under systemd's sandbox has no NSS modules
+//! to load), the files `useradd` and distributions' packages write.
+
+/// The other end of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// A local process, as the kernel saw it when it connected.
+    Local { uid: u32, gid: u32 },
+    /// Over TCP, or credentials that could not be read: may only read.
+    Unknown,
+}
+
+/// One `/etc/passwd` line: name, uid, primary gid.
+fn passwd_entry(uid: u32) -> Option<(String, u32)> {
+    let text = std::fs::read_to_string("/etc/passwd").ok()?;
+    text.lines().find_map(|l| {
+        let mut f = l.split(':');
+        let name = f.next()?;
+        let id: u32 = f.nth(1)?.parse().ok()?;
+        let gid: u32 = f.next()?.parse().ok()?;
+        (id == uid).then(|| (name.to_string(), gid))
+    })
+}
+
+/// A group's id and its listed members, from `/etc/group`.
+fn group_entry(name: &str) -> Option<(u32, Vec<String>)> {
+    let text = std::fs::read_to_string("/etc/group").ok()?;
+    text.lines().find_map(|l| {
+        let mut f = l.split(':');
+        (f.next()? == name).then_some(())?;
+        let gid = f.nth(1)?.parse().ok()?;
+        let members = f
+            .next()
+            .unwrap_or("")
+            .split(',')
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+            .collect();
+        Some((gid, members))
+    })
+}
+
+/// The group's id from `/etc/group`.
+#[must_use]
+pub fn group_id(name: &str) -> Option<u32> {
+    group_entry(name).map(|(gid, _)| gid)
+}
+
+/// Said at start and by `check-config` when `[api] admin_group` names no
+/// group in `/etc/group`.
+#[must_use]
+pub fn missing_admin_group(g: &str) -> Option<String> {
+    if g.is_empty() {
+        return None;
+    }
+    group_id(g).is_none().then(|| {
+        format!(
+            "[api] admin_group {g:?} is not in /etc/group: only root may change silences, \
+             acknowledge or reload until it exists"
+        )
+    })
+}
+
+/// The user name of `uid`, or `uid N` when `/etc/passwd` does not list it.
+#[must_use]
+pub fn user_name(uid: u32) -> String {
+    passwd_entry(uid).map_or_else(|| format!("uid {uid}"), |(name, _)| name)
+}
+
+/// The user running this process (the author when the CLI writes the
+/// store itself, the service being stopped).
+#[must_use]
+pub fn current_user() -> String {
+    user_name(rustix::process::getuid().as_raw())
+}
+
+/// True when `uid` (whose process had `gid` when it connected) belongs to
+/// `group`: as its primary group (`/etc/passwd`), as a listed member
+/// (`/etc/group`), or by the gid it connected with.
+#[must_use]
+pub fn member_of(uid: u32, gid: u32, group: &str) -> bool {
+    let Some((group_gid, members)) = group_entry(group) else {
+        return false;
+    };
+    if gid == group_gid {
+        return true;
+    }
+    match passwd_entry(uid) {
+        Some((name, primary)) => primary == group_gid || members.contains(&name),
+        None => false,
+    }
+}
+
+/// What a write needs (root, the service's own user, or `admin_group`),
+/// and who is asking: the author's name, or the refusal to show (the CLI
+/// prints it as it is).
+pub fn authorize(peer: Peer, admin_group: Option<&str>, what: &str) -> Result<String, String> {
+    let needs = match admin_group {
+        Some(g) => format!("{what} need root or membership of group {g}"),
+        None => format!("{what} need root ([api] admin_group is not set)"),
+    };
+    // The service's own user too: `systemctl reload` runs `kubelet-sentinel
+    // reload` as the unit's (dynamic) user.
+    let own = rustix::process::geteuid().as_raw();
+    match peer {
+        Peer::Local { uid, .. } if uid == 0 || uid == own => Ok(user_name(uid)),
+        Peer::Local { uid, gid } => {
+            if admin_group.is_some_and(|g| member_of(uid, gid, g)) {
+                Ok(user_name(uid))
+            } else {
+                Err(format!("{needs}; you are uid {uid} ({})", user_name(uid)))
+            }
+        }
+        Peer::Unknown => Err(format!(
+            "{needs}; who is asking could not be told (no peer credentials)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_may_and_strangers_are_told_why_not() {
+        assert_eq!(
+            authorize(Peer::Local { uid: 0, gid: 0 }, None, "silences"),
+            Ok(user_name(0))
+        );
+        let no = authorize(
+            Peer::Local {
+                uid: 4_000_000_000,
+                gid: 4_000_000_000,
+            },
+            Some("no-such-group-here"),
+            "silences",
+        )
+        .unwrap_err();
+        assert_eq!(
+            no,
+            "silences need root or membership of group no-such-group-here; you are uid 4000000000 (uid 4000000000)"
+        );
+        assert!(authorize(Peer::Unknown, None, "reload").is_err());
+    }
+}
