@@ -730,6 +730,9 @@ fn status_rows(v: &serde_json::Value) -> Result<String, serde_json::Error> {
                                 .unwrap_or_default()
                         ));
                     }
+                    if let Some(t) = &d.last_success_at {
+                        line.push_str(&format!("  last success {t}"));
+                    }
                     row("delivery", &line);
                 }
             }

@@ -418,7 +418,9 @@ pub struct Config {
     pub api: ApiConfig,
 }
 
-fn hostname() -> String {
+/// This machine's host name.
+#[must_use]
+pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map_or_else(|_| "localhost".to_string(), |h| h.trim().to_string())
 }

@@ -30,6 +30,9 @@ ok "systemd-analyze security --offline: $score (threshold 2.0)"
 (cd packaging/prometheus && promtool check rules kubelet-sentinel.rules.yml >/dev/null && promtool test rules kubelet-sentinel.rules.test.yml >/dev/null) \
   || fail "promtool check/test rules"
 ok "Prometheus rules: promtool check rules and promtool test rules"
+amtool check-config packaging/alertmanager/kubelet-sentinel.alertmanager.yml >/dev/null \
+  || fail "amtool check-config of the shipped Alertmanager example"
+ok "the Alertmanager example: amtool check-config"
 
 # --- .deb contents ----------------------------------------------------------
 contents=$(dpkg-deb -c "$deb")

@@ -462,6 +462,10 @@ pub struct DeliveryOut {
     pub in_doubt: u64,
     pub last_result: Option<String>,
     pub last_at: Option<String>,
+    /// When a delivery (or, for Alertmanager, a heartbeat post) last
+    /// succeeded.
+    #[serde(default)]
+    pub last_success_at: Option<String>,
     /// The oldest entry waiting has failed this often in a row.
     #[serde(default)]
     pub failing_attempts: u32,
@@ -565,6 +569,7 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
                     in_doubt: d.in_doubt,
                     last_result: d.last_result.clone(),
                     last_at: d.last_at.map(rfc3339),
+                    last_success_at: d.last_success_at.map(rfc3339),
                     failing_attempts: d.failing_attempts,
                 })
                 .collect()

@@ -39,6 +39,34 @@ use crate::tracker::{AlertKind, Incident, Settings};
 
 /// The alert name every alert carries.
 pub const ALERTNAME: &str = "KubeletNodeStatusTrouble";
+
+/// The alert that fires as long as kubelet-sentinel runs and can post
+/// (Prometheus' `Watchdog` convention): routed to a dead man's switch, its
+/// silence says the watcher itself is down.
+pub const HEARTBEAT: &str = "KubeletSentinelHeartbeat";
+
+/// The heartbeat alert: this machine's host, the static labels, firing
+/// until four resend intervals from now (posted again every interval).
+#[must_use]
+pub fn heartbeat(cfg: &AlertmanagerConfig, host: &str, started: Micros, now: Micros) -> Value {
+    let mut labels = serde_json::Map::new();
+    for (k, v) in &cfg.labels {
+        labels.insert(k.clone(), clean(v, 253));
+    }
+    labels.insert("alertname".into(), HEARTBEAT.into());
+    labels.insert("host".into(), clean(host, 253));
+    labels.insert("severity".into(), "none".into());
+    serde_json::json!({
+        "labels": labels,
+        "annotations": {
+            "summary": format!("kubelet-sentinel on {} is running and posting", crate::tracker::one_line(host, 200)),
+            "description": "Always firing while kubelet-sentinel runs and reaches this Alertmanager. \
+                Route it to a dead man's switch: when it stops, kubelet-sentinel (or its way here) is down.",
+        },
+        "startsAt": rfc3339(started),
+        "endsAt": rfc3339(firing_until(now, cfg)),
+    })
+}
 /// What an instance may answer; the rest is not read.
 const MAX_ANSWER: usize = 64 << 10;
 /// Evidence lines are cut to this in annotations.
@@ -189,6 +217,15 @@ pub fn alert(
     );
     annotations.insert("incident".into(), i.id.clone().into());
     annotations.insert("opened_at".into(), rfc3339(i.opened_at).into());
+    // An acknowledgement shows in Alertmanager too (the alert keeps firing:
+    // the trouble is not over).
+    if let Some(a) = &i.ack {
+        annotations.insert("acknowledged_by".into(), clean(&a.by, 253));
+        annotations.insert("acknowledged_at".into(), rfc3339(a.at).into());
+        if !a.comment.is_empty() {
+            annotations.insert("acknowledged_comment".into(), clean(&a.comment, 1000));
+        }
+    }
     if let Some(e) = i.evidence().next() {
         annotations.insert("first_evidence".into(), cut(&e.text).into());
     }
@@ -346,6 +383,9 @@ pub struct AlertmanagerTask {
     /// under the old ones.
     posted: HashMap<String, serde_json::Map<String, Value>>,
     next_resend: Micros,
+    /// When the heartbeat started firing (the task's start).
+    started: Micros,
+    host: String,
 }
 
 impl AlertmanagerTask {
@@ -369,8 +409,10 @@ impl AlertmanagerTask {
             publish,
             reports,
             next_resend: now(),
+            started: now(),
             now,
             posted: HashMap::new(),
+            host: crate::config::hostname(),
         };
         t.configure(config);
         t
@@ -633,7 +675,7 @@ impl AlertmanagerTask {
         let now = (self.now)();
         if once || now >= self.next_resend {
             self.next_resend = now + self.cfg.resend_interval.0;
-            self.resend(shutdown).await?;
+            self.resend(shutdown, !once).await?;
         }
         let next = outbox::next_due(&entries, 0, now)
             .map_or(self.next_resend, |d| d.min(self.next_resend));
@@ -641,8 +683,9 @@ impl AlertmanagerTask {
     }
 
     /// Posts every open incident that was announced (its alert went into
-    /// the outbox) as firing.
-    async fn resend(&mut self, shutdown: &CancellationToken) -> Result<(), StoreError> {
+    /// the outbox) as firing, and the heartbeat while the service runs (not
+    /// for `run --once`, which is gone before the heartbeat would end).
+    async fn resend(&mut self, shutdown: &CancellationToken, beat: bool) -> Result<(), StoreError> {
         let settings = self.settings.clone();
         let open = self
             .blocking(move |s| {
@@ -663,12 +706,21 @@ impl AlertmanagerTask {
         {
             alerts.extend(self.alerts_for(i, now));
         }
+        if beat {
+            alerts.push(heartbeat(&self.cfg, &self.host, self.started, now));
+        }
         if alerts.is_empty() {
             return Ok(());
         }
-        if let Err(e) = self.post_all(&alerts, shutdown).await {
-            if !shutdown.is_cancelled() {
-                tracing::warn!("firing alerts not posted again: {e}");
+        match self.post_all(&alerts, shutdown).await {
+            Ok(_) => {
+                self.stats.last_success_at = Some(now);
+                self.publish.send_replace(self.stats.clone());
+            }
+            Err(e) => {
+                if !shutdown.is_cancelled() {
+                    tracing::warn!("firing alerts and the heartbeat not posted again: {e}");
+                }
             }
         }
         Ok(())

@@ -102,6 +102,34 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
         mails.iter().map(|m| subject(m)).collect::<Vec<_>>()
     );
     assert!(mails[0].contains("n1") && mails[0].contains("n2"));
+    // An acknowledgement shows in Alertmanager at the next resend.
+    let id = a
+        .incidents()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["node"] == "n1")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = a.query(&["ack", &id, "--comment", "on it"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for(
+        Duration::from_secs(10),
+        || {
+            am.alerts().iter().any(|x| {
+                x["labels"]["node"] == "n1"
+                    && x["annotations"]["acknowledged_by"] == "root"
+                    && x["annotations"]["acknowledged_comment"] == "on it"
+            })
+        },
+        "the acknowledgement in Alertmanager",
+    );
 
     // Alertmanager down; n3 gets into trouble meanwhile; it comes back with
     // nothing in memory.
@@ -133,6 +161,21 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
         || smtp.mails().iter().any(|m| subject(m).contains("RESOLVED")),
         "Alertmanager's resolved notification",
     );
+    // The heartbeat fires all along, one for this host however many
+    // instances post it, routed apart (no mail) as a dead man's switch is.
+    let beats = am.heartbeats();
+    assert_eq!(beats.len(), 1, "{beats:?}");
+    assert!(
+        beats[0]["labels"]["host"]
+            .as_str()
+            .is_some_and(|h| !h.is_empty())
+    );
+    assert_eq!(beats[0]["labels"]["cluster"], "test");
+    assert!(
+        smtp.mails()
+            .iter()
+            .all(|m| !m.contains("KubeletSentinelHeartbeat"))
+    );
     for svc in [&a, &b] {
         let st = svc.status();
         let d = st["deliveries"]
@@ -144,6 +187,7 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
             .unwrap();
         assert_eq!(d["outbox"], 0, "{st}");
         assert!(d["sent"].as_u64().unwrap() >= 2, "{st}");
+        assert!(d["last_success_at"].is_string(), "{st}");
         assert!(
             svc.incidents()
                 .as_array()
@@ -196,4 +240,125 @@ fn a_hung_instance_delays_no_other() {
     let log = svc.log();
     assert_eq!(svc.signal("TERM"), Some(0), "{log}");
     drop(hung);
+}
+
+/// The shipped example (`packaging/alertmanager/`) in a real Alertmanager:
+/// three nodes losing one endpoint are one notification naming it, a lone
+/// node with another cause is its own; an endpoint alert inhibits the node
+/// alerts it covers; the heartbeat goes to the dead man's switch, not to
+/// people.
+#[test]
+fn the_shipped_alertmanager_example_pages_once_per_outage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/packaging/alertmanager/kubelet-sentinel.alertmanager.yml"
+    ))
+    .unwrap();
+    // Its timings shortened for a test; everything else as shipped.
+    let yml = example
+        .replace("localhost:25", &format!("127.0.0.1:{}", smtp.port))
+        .replace("group_wait: 30s", "group_wait: 3s")
+        .replace("group_interval: 5m", "group_interval: 2s");
+    let am = Alertmanager::with_config(free_port(), &tmp.path().join("am"), &yml);
+    let journals = tmp.path().join("journals");
+    std::fs::create_dir_all(&journals).unwrap();
+    let now = kubelet_sentinel::time::now();
+    for (n, ip) in [("e1", 1), ("e2", 2), ("e3", 3)] {
+        upload(
+            &journals,
+            &format!("remote-10.0.1.{ip}.journal"),
+            n,
+            &storm(now, n, 8),
+        );
+    }
+    let lone: Vec<(Micros, String)> = (0..8)
+        .map(|k| {
+            let at = now + k * 200_000;
+            (
+                at,
+                format!(
+                    "E{}    4242 kubelet_node_status.go:535] \"Error updating node status, will retry\" \
+                     err=\"error getting node \\\"lone\\\": Unauthorized\"",
+                    crate::collector::klog_time(at)
+                ),
+            )
+        })
+        .collect();
+    upload(&journals, "remote-10.0.1.9.journal", "lone", &lone);
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", journals.display()),
+        &format!(
+            "[incidents]\nresolve_after = \"1h\"\n\n[alert]\nmax_age = \"1h\"\n\n\
+             [alert.alertmanager]\nurls = [\"{}\"]\nresend_interval = \"1s\"\n",
+            am.url()
+        ),
+    );
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || nodes(&am.alerts()) == ["e1", "e2", "e3", "lone"],
+        "the four nodes' alerts",
+    );
+    let endpoints: Vec<String> = am
+        .alerts()
+        .iter()
+        .map(|a| {
+            a["labels"]["api_endpoint"]
+                .as_str()
+                .unwrap_or("-")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        endpoints.iter().filter(|e| *e == "10.0.0.1:6443").count(),
+        3,
+        "{endpoints:?}"
+    );
+    wait_for(
+        Duration::from_secs(20),
+        || smtp.mails().len() >= 2,
+        "the notifications",
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    let subjects: Vec<String> = smtp.mails().iter().map(|m| subject(m)).collect();
+    assert_eq!(subjects.len(), 2, "{subjects:?}");
+    assert!(
+        subjects.iter().any(|s| s.contains("[FIRING:3]")
+            && s.contains("10.0.0.1:6443")
+            && s.contains("api-unreachable")),
+        "{subjects:?}"
+    );
+    assert!(
+        subjects
+            .iter()
+            .any(|s| s.contains("[FIRING:1]") && s.contains("auth")),
+        "{subjects:?}"
+    );
+    // The heartbeat fires, routed to the dead man's switch.
+    assert_eq!(am.heartbeats().len(), 1);
+    // An endpoint alert inhibits the node alerts of that endpoint and cause.
+    let out = crate::support::run(
+        std::process::Command::new("/usr/bin/amtool").args([
+            "alert",
+            "add",
+            "alertname=KubeletAPIEndpointDown",
+            "api_endpoint=10.0.0.1:6443",
+            "cause=api-unreachable",
+            &format!("--alertmanager.url={}", am.url()),
+        ]),
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for(
+        Duration::from_secs(10),
+        || nodes(&am.alerts()) == ["", "lone"],
+        "the endpoint's node alerts inhibited (amtool lists the endpoint alert and lone's)",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
 }

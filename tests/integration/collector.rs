@@ -47,7 +47,7 @@ pub fn upload(dir: &Path, file: &str, host: &str, lines: &[(Micros, String)]) {
     journal_remote(&out, &dir.join(file));
 }
 
-fn klog_time(at: Micros) -> String {
+pub fn klog_time(at: Micros) -> String {
     let t = chrono::DateTime::from_timestamp_micros(at).unwrap();
     t.format("%m%d %H:%M:%S%.6f").to_string()
 }

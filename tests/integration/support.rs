@@ -698,10 +698,24 @@ impl Alertmanager {
             format!(
                 "global:\n  smtp_smarthost: '127.0.0.1:{smtp_port}'\n  smtp_from: 'alertmanager@example.com'\n  smtp_require_tls: false\n\
                  route:\n  receiver: mail\n  group_by: ['cause']\n  group_wait: 1s\n  group_interval: 2s\n  repeat_interval: 1h\n\
-                 receivers:\n- name: mail\n  email_configs:\n  - to: 'oncall@example.com'\n    send_resolved: true\n"
+                 \x20 routes:\n  - receiver: deadman\n    matchers: ['alertname=\"KubeletSentinelHeartbeat\"']\n\
+                 receivers:\n- name: mail\n  email_configs:\n  - to: 'oncall@example.com'\n    send_resolved: true\n- name: deadman\n"
             ),
         )
         .unwrap();
+        let mut am = Self {
+            child: None,
+            port,
+            dir: dir.to_path_buf(),
+        };
+        am.restart();
+        am
+    }
+
+    /// One with the given `alertmanager.yml`.
+    pub fn with_config(port: u16, dir: &Path, yml: &str) -> Self {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("alertmanager.yml"), yml).unwrap();
         let mut am = Self {
             child: None,
             port,
@@ -751,8 +765,25 @@ impl Alertmanager {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// Its active alerts, read back with `amtool`.
+    /// Its active alerts about incidents (not kubelet-sentinel's heartbeat),
+    /// read back with `amtool`.
     pub fn alerts(&self) -> Vec<serde_json::Value> {
+        self.all_alerts()
+            .into_iter()
+            .filter(|a| a["labels"]["alertname"] != "KubeletSentinelHeartbeat")
+            .collect()
+    }
+
+    /// The heartbeats it has (one per posting host).
+    pub fn heartbeats(&self) -> Vec<serde_json::Value> {
+        self.all_alerts()
+            .into_iter()
+            .filter(|a| a["labels"]["alertname"] == "KubeletSentinelHeartbeat")
+            .collect()
+    }
+
+    /// Every active alert, read back with `amtool`.
+    pub fn all_alerts(&self) -> Vec<serde_json::Value> {
         let out = run(
             Command::new("/usr/bin/amtool").args([
                 "alert",
