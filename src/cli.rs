@@ -390,6 +390,21 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
                 text.push_str(&report::table(&views, zone));
             }
             text.push_str(&report::summary_line(&result.summary, &result.incidents));
+            // As the service judges them: against the newest entry read.
+            let judged = crate::status::StatusSnapshot {
+                hosts: result.hosts.clone(),
+                silent_after: crate::config::DEFAULT_SILENT_AFTER,
+                ..crate::status::StatusSnapshot::default()
+            };
+            for (h, t) in judged.silent_hosts() {
+                let newest = result.hosts.values().copied().max().unwrap_or(t);
+                text.push_str(&format!(
+                    "host {} went silent: its last entry {} is {} before the newest of any host\n",
+                    report::terminal_text(h, 120),
+                    crate::time::human(t, zone),
+                    crate::time::human_duration(newest - t)
+                ));
+            }
             if args.details {
                 for v in &views {
                     text.push('\n');

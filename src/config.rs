@@ -115,6 +115,14 @@ struct RawConfig {
     store: RawStore,
     #[serde(default)]
     api: RawApi,
+    #[serde(default)]
+    fleet: RawFleet,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFleet {
+    silent_after: S<Period>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -416,6 +424,18 @@ pub struct Config {
     pub alert: AlertConfig,
     pub store: StoreConfig,
     pub api: ApiConfig,
+    pub fleet: FleetConfig,
+}
+
+/// `[fleet] silent_after` unless the config says.
+pub const DEFAULT_SILENT_AFTER: Micros = 600 * SECOND;
+
+/// `[fleet]`: how a collector judges its hosts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FleetConfig {
+    /// A host with no entry for this long while others' entries move on
+    /// is silent.
+    pub silent_after: Period,
 }
 
 /// This machine's host name.
@@ -1148,6 +1168,13 @@ impl Validator<'_> {
             }
             g => take(g).unwrap_or_default(),
         };
+        let silent_after = self.period(
+            "fleet",
+            "silent_after",
+            raw.fleet.silent_after,
+            DEFAULT_SILENT_AFTER,
+            (60 * SECOND, 30 * DAY),
+        )?;
         Ok(Config {
             journal: JournalConfig {
                 units,
@@ -1208,6 +1235,7 @@ impl Validator<'_> {
                 metrics_listen,
                 admin_group,
             },
+            fleet: FleetConfig { silent_after },
         })
     }
 }

@@ -26,6 +26,8 @@ pub struct ScanResult {
     pub malformed: Vec<Malformed>,
     /// Inputs that could not be opened or read to the end.
     pub failed: Vec<SourceError>,
+    /// Each host's newest entry (a collector directory: one a host).
+    pub hosts: std::collections::BTreeMap<String, crate::time::Micros>,
 }
 
 /// Reads every input through one pipeline and returns what it found.
@@ -89,5 +91,10 @@ pub fn scan_with_progress(
         incidents,
         malformed: std::mem::take(&mut pipeline.malformed),
         failed,
+        hosts: pipeline
+            .host_times()
+            .filter(|(h, _)| !h.is_empty())
+            .map(|(h, t)| (h.to_string(), t))
+            .collect(),
     }
 }

@@ -55,6 +55,13 @@ pub struct StatusSnapshot {
     /// Incidents closed to stay within the node bounds.
     #[serde(default)]
     pub evicted: u64,
+    /// Each host's newest entry time (one a host the reader has seen since
+    /// it started: bounded by the hosts).
+    #[serde(default)]
+    pub hosts: BTreeMap<String, Micros>,
+    /// `[fleet] silent_after`.
+    #[serde(default)]
+    pub silent_after: Micros,
     pub commits: u64,
     pub last_commit_at: Option<Micros>,
     pub reader_restarts: u64,
@@ -86,4 +93,47 @@ pub struct DeliveryStats {
     pub last_success_at: Option<Micros>,
     /// The oldest entry has failed this many times in a row.
     pub failing_attempts: u32,
+}
+
+impl StatusSnapshot {
+    /// The hosts gone silent: no entry for `silent_after` while the newest
+    /// entry of any host moved on (judged by the journal's times, not the
+    /// wall clock: a collector that receives nothing at all has no silent
+    /// host, it is behind, which `status` says once). Newest first.
+    #[must_use]
+    pub fn silent_hosts(&self) -> Vec<(&str, Micros)> {
+        let Some(newest) = self.hosts.values().copied().max() else {
+            return Vec::new();
+        };
+        let mut out: Vec<(&str, Micros)> = self
+            .hosts
+            .iter()
+            .filter(|(_, t)| newest - **t >= self.silent_after.max(1))
+            .map(|(h, t)| (h.as_str(), *t))
+            .collect();
+        out.sort_by_key(|(h, t)| (std::cmp::Reverse(*t), *h));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_is_silent_against_the_newest_entry_not_the_clock() {
+        let m = 60 * crate::time::SECOND;
+        let mut s = StatusSnapshot {
+            silent_after: 10 * m,
+            ..StatusSnapshot::default()
+        };
+        s.hosts.insert("a".into(), 100 * m);
+        s.hosts.insert("b".into(), 95 * m);
+        s.hosts.insert("c".into(), 75 * m);
+        assert_eq!(s.silent_hosts(), vec![("c", 75 * m)]);
+        // Nothing new from anyone: nobody is singled out.
+        s.hosts.insert("a".into(), 75 * m);
+        s.hosts.insert("b".into(), 75 * m);
+        assert!(s.silent_hosts().is_empty());
+    }
 }

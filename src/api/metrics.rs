@@ -135,6 +135,18 @@ impl Collector for Snapshot {
             "Journal entries removed (rotation, vacuum) before they were read.",
             &one(sum.entries_lost),
         )?;
+        let hosts: Vec<(Labels, f64)> = s
+            .hosts
+            .iter()
+            .map(|(h, t)| (vec![("host", label(h))], seconds(*t)))
+            .collect();
+        Self::gauge(
+            &mut enc,
+            "host_last_entry_timestamp_seconds",
+            "The newest entry's time, by host the reader has seen since it started (a collector: \
+             one a host); a host far behind the others has gone silent.",
+            &hosts,
+        )?;
         Self::counter(
             &mut enc,
             "incidents_evicted",

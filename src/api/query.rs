@@ -493,6 +493,13 @@ pub struct StatusOut {
     /// Incidents closed to stay within the node bounds (live only).
     #[serde(default)]
     pub evicted: u64,
+    /// Hosts the reader has entries of (a collector's hosts).
+    #[serde(default)]
+    pub hosts: u64,
+    /// Hosts with no entry for `[fleet] silent_after` while others' moved on:
+    /// `host (last entry at …)`.
+    #[serde(default)]
+    pub silent_hosts: Vec<String>,
     pub mail: String,
     pub outbox: u64,
     pub outbox_oldest_seconds: Option<f64>,
@@ -615,6 +622,22 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
         entries_lost: summary.entries_lost,
         untrusted: summary.untrusted,
         evicted: live.map_or(0, |l| l.status.evicted),
+        hosts: live.map_or(0, |l| l.status.hosts.len() as u64),
+        silent_hosts: live
+            .map(|l| {
+                l.status
+                    .silent_hosts()
+                    .into_iter()
+                    .map(|(h, t)| {
+                        format!(
+                            "{} (last entry {})",
+                            crate::tracker::one_line(h, 253),
+                            rfc3339(t)
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
         mail: match &email {
             Some(d) => d
                 .disabled

@@ -427,6 +427,13 @@ impl Ingest {
             last_commit_at: self.last_commit_at,
             reader_restarts: self.reader_restarts,
             evicted: self.pipeline.tracker().evicted(),
+            hosts: self
+                .pipeline
+                .host_times()
+                .filter(|(h, _)| !h.is_empty())
+                .map(|(h, t)| (h.to_string(), t))
+                .collect(),
+            silent_after: self.config.fleet.silent_after.0,
             settings: settings.clone(),
             config: self.config_status.clone(),
         }

@@ -749,3 +749,76 @@ fn an_unreadable_file_is_read_once_it_can_be() {
     let scanned = scan_json(&[&dir.display().to_string()]);
     assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
 }
+
+#[test]
+fn a_host_gone_silent_is_named_against_the_newest_entry() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let now = kubelet_sentinel::time::now();
+    let min = 60 * SECOND;
+    // Two hosts write up to now; quiet-1 stopped 25 minutes before them.
+    for (host, last) in [
+        ("busy-1", now),
+        ("busy-2", now - min),
+        ("quiet-1", now - 25 * min),
+    ] {
+        let lines: Vec<(Micros, String)> =
+            (0..5).map(|k| chatter(last - (4 - k) * SECOND)).collect();
+        upload(&dir, &format!("remote-{host}.journal"), host, &lines);
+    }
+    // scan says so, judged against the newest entry in the directory.
+    let out = run(bin().arg("scan").arg(&dir), None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("host quiet-1 went silent") && text.contains("25m"),
+        "{text}"
+    );
+    assert!(!text.contains("host busy-2 went silent"), "{text}");
+    // The service: status lists it, the metric has every host's newest entry.
+    let port = crate::support::free_port();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        "[fleet]\nsilent_after = \"10m\"\n",
+    );
+    let cfg = std::fs::read_to_string(svc.config()).unwrap().replacen(
+        "[api]\n",
+        &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
+        1,
+    );
+    std::fs::write(svc.config(), cfg).unwrap();
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["hosts"] == 3,
+        "the three hosts read",
+    );
+    let st = svc.status();
+    let silent = st["silent_hosts"].as_array().unwrap();
+    assert_eq!(silent.len(), 1, "{st}");
+    assert!(
+        silent[0]
+            .as_str()
+            .unwrap()
+            .starts_with("quiet-1 (last entry "),
+        "{st}"
+    );
+    let metrics = {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(
+            c,
+            "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut s = String::new();
+        c.read_to_string(&mut s).unwrap();
+        s
+    };
+    let series = metrics
+        .lines()
+        .filter(|l| l.starts_with("kubelet_sentinel_host_last_entry_timestamp_seconds{"))
+        .count();
+    assert_eq!(series, 3, "{metrics}");
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
