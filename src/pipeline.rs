@@ -208,12 +208,12 @@ impl Pipeline {
         &mut self.summary
     }
 
-    #[must_use]
     /// Each host's newest entry time (its clock), host by host.
     pub fn host_times(&self) -> impl Iterator<Item = (&str, Micros)> {
         self.clocks.iter().map(|(h, c)| (&**h, c.seen_at))
     }
 
+    #[must_use]
     pub fn summary(&self) -> &Summary {
         &self.summary
     }
