@@ -228,25 +228,37 @@ impl Mailer {
     }
 
     /// A group's entries by the route their incident's mail takes.
+    /// A group's entries by the route their incident's mail takes, and
+    /// within a route by outage: the API endpoint the errors name and the
+    /// cause, so thirty nodes losing one endpoint are one mail and a lone
+    /// node with another cause or endpoint is a page of its own.
     async fn split_by_route(
         &self,
         group: Vec<OutboxEntry>,
     ) -> Result<Vec<(Option<usize>, Vec<OutboxEntry>)>, StoreError> {
-        if self.routes.is_empty() {
-            return Ok(vec![(None, group)]);
-        }
         let found = self.incidents_of(&group).await?;
-        let mut parts: std::collections::BTreeMap<Option<usize>, Vec<OutboxEntry>> =
-            std::collections::BTreeMap::new();
+        type Key = (Option<usize>, Option<String>, String);
+        let mut parts: Vec<(Key, Vec<OutboxEntry>)> = Vec::new();
         for (e, i) in group.into_iter().zip(found) {
-            let route = i.and_then(|i| {
+            let route = i.as_ref().and_then(|i| {
                 self.routes
                     .iter()
                     .position(|r| r.matches(&i.node, i.cause().as_str()))
             });
-            parts.entry(route).or_default().push(e);
+            let key: Key = (
+                route,
+                i.as_ref().and_then(|i| i.api_endpoint.clone()),
+                i.as_ref()
+                    .map(|i| i.cause().as_str().to_string())
+                    .unwrap_or_default(),
+            );
+            // In the order the group's first alerts were raised.
+            match parts.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, v)) => v.push(e),
+                None => parts.push((key, vec![e])),
+            }
         }
-        Ok(parts.into_iter().collect())
+        Ok(parts.into_iter().map(|((r, _, _), v)| (r, v)).collect())
     }
 
     /// Silences hold entries back, acknowledgements drop reminders.

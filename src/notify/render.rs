@@ -248,6 +248,30 @@ impl Detail {
     }
 }
 
+/// What an endpoint is doing, for a subject: "unreachable", "timing out".
+fn endpoint_words(c: Cause) -> &'static str {
+    match c {
+        Cause::ApiUnreachable => "unreachable",
+        Cause::ApiTimeout => "timing out",
+        Cause::Auth => "refusing the kubelets' credentials",
+        Cause::Etcd => "reporting etcd unavailable",
+        Cause::NodeMissing => "missing their Nodes",
+        Cause::Conflict => "conflicting on their status",
+        Cause::ListerLag | Cause::Unknown => "failing",
+    }
+}
+
+/// One outage: every incident names the same endpoint and cause.
+fn one_outage<'a>(incidents: &[&'a Incident]) -> Option<(&'a str, Cause)> {
+    let first = incidents.first()?;
+    let e = first.api_endpoint.as_deref()?;
+    let c = first.cause();
+    incidents
+        .iter()
+        .all(|i| i.api_endpoint.as_deref() == Some(e) && i.cause() == c)
+        .then_some((e, c))
+}
+
 /// Renders one email for alerts of one kind raised together. `incidents` is
 /// never empty.
 #[must_use]
@@ -276,8 +300,25 @@ fn cause_counts(incidents: &[&Incident]) -> String {
 /// [`render`] showing at most what `d` allows.
 #[must_use]
 pub fn render_with(incidents: &[&Incident], kind: AlertKind, s: &Settings, d: Detail) -> Rendered {
+    let outage = one_outage(incidents).filter(|_| incidents.len() > 1);
     let subject = if incidents.len() == 1 {
         subject_one(incidents[0], kind)
+    } else if let Some((e, c)) = outage {
+        let nodes = incidents.len();
+        match kind {
+            AlertKind::Resolved => format!(
+                "[kubelet-sentinel] resolved: {} for {nodes} nodes ({})",
+                header_text(e, 100),
+                c.as_str()
+            ),
+            _ => format!(
+                "[kubelet-sentinel] {} {} from {nodes} nodes: {} ({})",
+                header_text(e, 100),
+                endpoint_words(c),
+                group_nodes(incidents),
+                c.as_str()
+            ),
+        }
     } else {
         match kind {
             AlertKind::Resolved => format!(
@@ -296,15 +337,24 @@ pub fn render_with(incidents: &[&Incident], kind: AlertKind, s: &Settings, d: De
     let mut html =
         String::from("<!DOCTYPE html>\n<html><body style=\"font-family: sans-serif\">\n");
     if incidents.len() > 1 {
-        let _ = writeln!(
-            text,
-            "{} nodes at once: when many nodes fail together, look at the API server first.\n",
-            incidents.len()
-        );
-        html.push_str(&format!(
-            "<p>{} nodes at once: when many nodes fail together, look at the API server first.</p>\n",
-            incidents.len()
-        ));
+        let lead = match outage {
+            Some((e, c)) => format!(
+                "{} nodes at once against one API endpoint, {}: one outage ({}), not {} node \
+                 problems. Look at that endpoint first: `curl -sk https://{}/healthz` from a node, \
+                 its load balancer, the API server behind it.",
+                incidents.len(),
+                header_text(e, 270),
+                c.as_str(),
+                incidents.len(),
+                header_text(e, 270)
+            ),
+            None => format!(
+                "{} nodes at once: when many nodes fail together, look at the API server first.",
+                incidents.len()
+            ),
+        };
+        let _ = writeln!(text, "{lead}\n");
+        html.push_str(&format!("<p>{}</p>\n", html_escape(&lead)));
         html.push_str("<table border=\"1\" cellpadding=\"4\" cellspacing=\"0\">\n<tr><th>node</th><th>host</th><th>status</th><th>verdict</th><th>cause</th><th>retries</th><th>since</th></tr>\n");
         let _ = writeln!(
             text,

@@ -637,6 +637,16 @@ fn a_thousand_nodes_make_one_small_mail_built_in_linear_time() {
     let t = Instant::now();
     let r = render::render(&refs, AlertKind::Opened, &Settings::default());
     let built = t.elapsed();
+    assert!(
+        r.subject
+            .starts_with("[kubelet-sentinel] 10.0.0.10:6443 unreachable from 1000 nodes: "),
+        "{}",
+        r.subject
+    );
+    assert!(
+        r.text
+            .starts_with("1000 nodes at once against one API endpoint, 10.0.0.10:6443")
+    );
     let size = r.text.len() + r.html.len();
     println!("1000-node group mail: {size} bytes (text and HTML) in {built:?}");
     assert!(size < 400_000, "{size} bytes");
@@ -678,19 +688,35 @@ fn a_mail_too_big_for_the_server_goes_shorter_not_again() {
             j.kubelet(&[refused_line(&node)]);
         }
     }
+    // At the same time, a lone node with another problem: a page of its own.
+    let t = chrono::Utc::now().format("%m%d %H:%M:%S%.6f");
+    for _ in 0..7 {
+        j.kubelet(&[format!(
+            r#"E{t}    4242 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"lone-1\": Unauthorized""#
+        )]);
+    }
     wait_for(
         Duration::from_secs(30),
-        || !smtp.mails().is_empty(),
-        "the shortened alert",
+        || smtp.mails().len() >= 2,
+        "the shortened alert and the lone node's",
     );
     std::thread::sleep(Duration::from_secs(2));
     let mails = smtp.mails();
-    assert_eq!(mails.len(), 1, "one page for the group");
-    assert!(mails[0].len() < 40_000, "{}", mails[0].len());
+    assert_eq!(
+        mails.len(),
+        2,
+        "one page for the outage, one for the lone node"
+    );
+    let outage = mails
+        .iter()
+        .find(|m| subject(m).contains("10.0.0.1:6443 unreachable from 30 nodes"))
+        .unwrap_or_else(|| panic!("{:?}", mails.iter().map(|m| subject(m)).collect::<Vec<_>>()));
+    assert!(outage.len() < 40_000, "{}", outage.len());
+    assert!(subject(outage).contains("+27 more"), "{}", subject(outage));
     assert!(
-        subject(&mails[0]).contains("+27 more"),
-        "{}",
-        subject(&mails[0])
+        mails
+            .iter()
+            .any(|m| subject(m).starts_with("[kubelet-sentinel] lone-1: "))
     );
     let log = svc.log();
     assert!(
