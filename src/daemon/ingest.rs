@@ -36,10 +36,6 @@ use crate::tracker::{AlertKind, Decision, Incident};
 const BATCH_ENTRIES: u64 = 20_000;
 /// …or this long after the previous commit, whichever comes first.
 const BATCH_INTERVAL: Duration = Duration::from_millis(500);
-/// A line held for continuations is complete once its stream is this quiet
-/// at the end of the journal: journald stores the lines of one kubelet
-/// write together.
-const HOLD_LINES: Duration = Duration::from_millis(50);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// Ended silences stay this long for `silence list`, then are pruned with
 /// the incidents.
@@ -93,7 +89,6 @@ pub struct Ingest {
     next_id: u64,
     /// Watchdog pings waiting for the reader's pong.
     pongs: HashMap<u64, oneshot::Sender<()>>,
-    last_arrival: Instant,
     reader_restarts: u64,
     /// Retries counted per incident so far, for the per-node counters.
     known_retries: HashMap<String, u64>,
@@ -156,7 +151,6 @@ impl Ingest {
             last_sync: Instant::now(),
             next_id: 1,
             pongs: HashMap::new(),
-            last_arrival: Instant::now(),
             reader_restarts: 0,
             known_retries,
             retries_by_node: std::collections::BTreeMap::new(),
@@ -197,7 +191,6 @@ impl Ingest {
         self.pipeline.stamp_arrivals((self.now)());
         self.uncommitted += n;
         self.caught_up = false;
-        self.last_arrival = Instant::now();
     }
 
     /// Turns the tracker's decisions into incident writes and alerts.
@@ -634,8 +627,6 @@ impl Ingest {
                 self.prune().await;
                 next_prune = Instant::now() + PRUNE_EVERY;
             }
-            let hold_at = (self.caught_up && self.pipeline.holds_lines())
-                .then(|| self.last_arrival + HOLD_LINES);
             let quiet_at = if !once && self.caught_up && self.sync_pending.is_none() {
                 self.pipeline.next_quiet_at(self.started).map(|wall| {
                     wall_to_instant(wall, (self.now)()).max(self.last_sync + SYNC_SPACING)
@@ -716,9 +707,6 @@ impl Ingest {
                         self.pongs.insert(id, reply);
                     }
                 },
-                () = sleep_until(hold_at), if hold_at.is_some() => {
-                    self.pipeline.flush(&mut self.decisions);
-                }
                 () = sleep_until(quiet_at), if quiet_at.is_some() => {
                     let wall = (self.now)();
                     let id = self.ask(&reader, ReaderCtl::Sync);
