@@ -1,9 +1,11 @@
 //! Design section 4.1 as a property: the same journal gives the same
 //! incidents whether `scan`, `run --once` or a following `run` reads it, in
 //! any batches, with any pauses of the reader, with lines held for
-//! continuations, and with hosts whose lines reach the journal late. The
-//! only difference allowed: a following service also resolves, on quiet
-//! that the journal confirms, what is still open at the end.
+//! continuations, with kubelets whose stream ends (a restart, a crash, a
+//! stop) and goes on in another process's, and with hosts whose lines reach
+//! the journal late. The only difference allowed: a following service also
+//! resolves, on quiet that the journal confirms, what is still open at the
+//! end.
 //!
 //! `run` and `run --once` are the real service (`daemon::run`) in-process,
 //! with a real sled store, on a paused tokio clock; the journal is a script
@@ -65,9 +67,78 @@ struct Host {
     lag: Micros,
     t: Micros,
     out: Vec<Written>,
+    /// The kubelet process writing now: a restart starts another, with a
+    /// stream of its own.
+    pid: u32,
 }
 
 impl Host {
+    fn new(name: &str, lag: Micros, t: Micros) -> Self {
+        Self {
+            name: name.into(),
+            lag,
+            t,
+            out: Vec::new(),
+            pid: 100,
+        }
+    }
+
+    /// systemd's own line about the kubelet's unit.
+    fn systemd(&mut self, msg: &str) {
+        let n = self.out.len();
+        self.out.push(Written {
+            written_at: self.t + self.lag,
+            entry: Entry {
+                at: Some(self.t),
+                cursor: Some(format!("{}-{n}", self.name)),
+                host: Some(self.name.as_str().into()),
+                unit: Some("init.scope".into()),
+                identifier: Some("systemd".into()),
+                pid: Some(1),
+                from_systemd: true,
+                about_unit: Some("kubelet.service".into()),
+                message: msg.as_bytes().to_vec(),
+                ..Entry::default()
+            },
+        });
+    }
+
+    /// The kubelet's stream ends and another process's begins: `how` 0 a
+    /// new PID with no word from systemd (a saved log), 1 a crash, 2 a
+    /// requested restart.
+    fn restart(&mut self, how: u64) {
+        const UNIT: &str = "kubelet.service - kubelet: The Kubernetes Node Agent";
+        match how {
+            0 => {}
+            1 => {
+                self.t += 300_000;
+                self.systemd("kubelet.service: Main process exited, code=exited, status=1/FAILURE");
+                self.systemd("kubelet.service: Failed with result 'exit-code'.");
+                self.t += 10 * SECOND;
+                self.systemd("kubelet.service: Scheduled restart job, restart counter is at 1.");
+                self.systemd(&format!("Started {UNIT}."));
+            }
+            _ => {
+                self.t += 200_000;
+                self.systemd(&format!("Stopping {UNIT}..."));
+                self.t += 50_000;
+                self.systemd("kubelet.service: Deactivated successfully.");
+                self.systemd(&format!("Stopped {UNIT}."));
+                self.t += 20_000;
+                self.systemd(&format!("Started {UNIT}."));
+            }
+        }
+        self.pid += 1;
+        self.t += 300_000;
+        let t = self.t;
+        self.line(klog(
+            'I',
+            t,
+            "server.go:484",
+            r#""Kubelet version" kubeletVersion="v1.31.0""#,
+        ));
+    }
+
     fn line(&mut self, msg: String) {
         self.piece(msg, false);
     }
@@ -82,7 +153,8 @@ impl Host {
                 host: Some(self.name.as_str().into()),
                 unit: Some("kubelet.service".into()),
                 identifier: Some("kubelet".into()),
-                stream: Some(format!("{}-stream", self.name).into()),
+                pid: Some(self.pid),
+                stream: Some(format!("{}-stream-{}", self.name, self.pid).into()),
                 message: msg.into_bytes(),
                 cut,
                 ..Entry::default()
@@ -120,12 +192,11 @@ fn scenario(seed: u64) -> Vec<Written> {
     let hosts = 2 + r.below(3);
     let mut all = Vec::new();
     for h in 0..hosts {
-        let mut host = Host {
-            name: format!("node-{h}"),
-            lag: [0, 20, 60, 300][r.below(4) as usize] * SECOND,
-            t: T0 + r.below(30) as Micros * SECOND,
-            out: Vec::new(),
-        };
+        let mut host = Host::new(
+            &format!("node-{h}"),
+            [0, 20, 60, 300][r.below(4) as usize] * SECOND,
+            T0 + r.below(30) as Micros * SECOND,
+        );
         for _ in 0..(3 + r.below(4)) {
             match r.below(5) {
                 0 => {
@@ -222,8 +293,17 @@ fn scenario(seed: u64) -> Vec<Written> {
                     }
                 }
             }
+            // The kubelet restarts (or crashes, or is stopped and started)
+            // right after its last line, or after the quiet.
+            let restart = r.below(4);
+            if restart == 0 {
+                host.restart(r.below(3));
+            }
             // Quiet between episodes: sometimes shorter than resolve_after.
             host.t += (5 + r.below(200)) as Micros * SECOND;
+            if restart == 1 {
+                host.restart(r.below(3));
+            }
         }
         all.extend(host.out);
     }
@@ -487,12 +567,7 @@ proptest! {
 /// late: one persistent incident each, alerted once.
 #[test]
 fn a_stopped_reader_and_a_late_host_do_not_split_an_outage() {
-    let mut host = Host {
-        name: "late-1".into(),
-        lag: 300 * SECOND,
-        t: T0,
-        out: Vec::new(),
-    };
+    let mut host = Host::new("late-1", 300 * SECOND, T0);
     // 20 retries over 95 s: longer than resolve_after, written 5 min late.
     for _ in 0..20 {
         host.retry(0);
