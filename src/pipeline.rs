@@ -74,6 +74,10 @@ pub struct Summary {
     /// Their sources (identifier and uid), at most [`OTHER_SOURCES_KEPT`].
     #[serde(default)]
     pub untrusted_sources: BTreeMap<String, u64>,
+    /// Entries dated more than [`FUTURE_SLACK`] after the machine's clock:
+    /// read at their host's time before them (also counted as damaged).
+    #[serde(default)]
+    pub future_dated: u64,
 }
 
 /// Bound on the nodes named in [`Summary::nodes`].
@@ -125,6 +129,10 @@ pub struct Pipeline {
     no_host: Text,
     /// Entries dated after this are not believed (see [`Pipeline::set_now`]).
     horizon: Option<Micros>,
+    /// Every host read, with the number of [`Pipeline::caught_up`] calls
+    /// before its first and before its latest entry (see [`Pipeline::live`]).
+    hosts_read: HashMap<Text, (u64, u64)>,
+    catch_ups: u64,
 }
 
 /// How far ahead of the machine's clock an entry may be dated (time zones,
@@ -164,6 +172,8 @@ impl Pipeline {
             batch: 0,
             no_host: Text::from(""),
             horizon: None,
+            hosts_read: HashMap::new(),
+            catch_ups: 0,
         }
     }
 
@@ -181,6 +191,8 @@ impl Pipeline {
             batch: 0,
             no_host: Text::from(""),
             horizon: None,
+            hosts_read: HashMap::new(),
+            catch_ups: 0,
         }
     }
 
@@ -241,12 +253,33 @@ impl Pipeline {
         self.horizon = Some(now.saturating_add(FUTURE_SLACK));
     }
 
+    /// The reader has read everything there is (the service, at each
+    /// `Tail`): what it reads from now on was written after this.
+    pub fn caught_up(&mut self) {
+        self.catch_ups += 1;
+    }
+
+    /// `host`'s latest entry was read after the reader had been caught up
+    /// since the host's first entry: the host is being written now, however
+    /// its clock is set. Until then (catch-up after a start, a collector's
+    /// host that appeared with a backlog, and a line held from then that
+    /// quiet hands on later) what was read from it had already been written.
+    #[must_use]
+    pub fn live(&self, host: &str) -> bool {
+        self.hosts_read
+            .get(host)
+            .is_some_and(|&(first, latest)| first < latest)
+    }
+
     /// Takes one entry.
     pub fn push(&mut self, mut entry: Entry, decisions: &mut Vec<Decision>) {
         self.summary.entries += 1;
+        let mut future = false;
         if let (Some(at), Some(horizon)) = (entry.at, self.horizon) {
             if at > horizon {
+                future = true;
                 self.summary.damaged += 1;
+                self.summary.future_dated += 1;
                 if self.malformed.len() < MALFORMED_KEPT {
                     self.malformed.push(Malformed {
                         place: format!(
@@ -260,7 +293,7 @@ impl Pipeline {
                         ),
                         reason: format!(
                             "dated {}, more than a day after this machine's clock: read at the \
-                             time of the entry before it",
+                             time of its host's entry before it",
                             crate::time::rfc3339(at)
                         ),
                     });
@@ -269,11 +302,17 @@ impl Pipeline {
             }
         }
         // Entries without a time of their own (a text line with no prefix and
-        // no header) take the last one seen.
+        // no header) take the last one seen; one whose time is not believed
+        // takes its own host's, so it never moves another host's clock.
         if let Some(at) = entry.at {
             self.see_time(at);
         } else {
-            entry.at = self.summary.last_at;
+            entry.at = if future {
+                let host = entry.host.as_deref().unwrap_or("");
+                self.clocks.get(host).map(|c| c.seen_at)
+            } else {
+                self.summary.last_at
+            };
             self.summary.untimed += u64::from(entry.at.is_none());
         }
         if !self.filter.matches(&entry) && !self.adopt(&entry) {
@@ -284,6 +323,13 @@ impl Pipeline {
             return;
         }
         let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
+        match self.hosts_read.get_mut(&host) {
+            Some((_, latest)) => *latest = self.catch_ups,
+            None => {
+                self.hosts_read
+                    .insert(host.clone(), (self.catch_ups, self.catch_ups));
+            }
+        }
         let at = entry.at;
         // A line held for continuations whose stream this entry shows has
         // ended is handed on first, in the journal's order.
@@ -716,5 +762,28 @@ mod tests {
             );
             assert_eq!(got[0].resolved_at, Some(T0 + 505_000));
         }
+    }
+
+    #[test]
+    fn a_future_dated_entry_takes_its_own_hosts_time_and_is_counted() {
+        let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+        p.set_now(T0);
+        let mut d = Vec::new();
+        let mut other = kubelet(
+            1,
+            T0 - 5 * SECOND,
+            r#""Kubelet version" kubeletVersion="v1.31.0""#,
+        );
+        other.host = Some("other".into());
+        p.push(other, &mut d);
+        let far = T0 + 100 * 365 * 24 * 3600 * SECOND;
+        p.push(kubelet(2, far, r#""Error updating node status, will retry" err="error getting node \"worker-01\": node \"worker-01\" not found""#), &mut d);
+        p.finish(&mut d);
+        assert_eq!(p.summary().future_dated, 1);
+        assert_eq!(p.summary().untimed, 1);
+        assert_eq!(p.malformed.len(), 1);
+        // Not the other host's time: worker-01 had none.
+        let i = p.tracker().open_incidents().next().unwrap();
+        assert_ne!(i.opened_at, T0 - 5 * SECOND);
     }
 }

@@ -143,6 +143,12 @@ impl Collector for Snapshot {
         )?;
         Self::counter(
             &mut enc,
+            "future_dated",
+            "Entries dated more than a day after this machine's clock, read at their host's time.",
+            &one(sum.future_dated),
+        )?;
+        Self::counter(
+            &mut enc,
             "reader_restarts",
             "Times the journal reader was restarted after a failure.",
             &one(s.reader_restarts),

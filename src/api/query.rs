@@ -489,6 +489,10 @@ pub struct StatusOut {
     /// Incidents closed to stay within the node bounds (live only).
     #[serde(default)]
     pub evicted: u64,
+    /// Entries dated more than a day after this machine's clock (read at
+    /// their host's time, as `scan` warns).
+    #[serde(default)]
+    pub future_dated: u64,
     pub mail: String,
     pub outbox: u64,
     pub outbox_oldest_seconds: Option<f64>,
@@ -610,6 +614,7 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
         entries_lost: summary.entries_lost,
         untrusted: summary.untrusted,
         evicted: live.map_or(0, |l| l.status.evicted),
+        future_dated: summary.future_dated,
         mail: match &email {
             Some(d) => d
                 .disabled

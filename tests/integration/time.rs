@@ -426,6 +426,20 @@ fn scripted_source(
 /// mailing to files; returns what its store holds and how many mails it
 /// wrote.
 fn served(journal: &[Written], reading: Reading, once: bool) -> (Vec<serde_json::Value>, usize) {
+    let s = served_with(journal, reading, once, "max_age = \"3650d\"\n");
+    (s.incidents, s.mails.len())
+}
+
+/// What a service run left behind.
+struct Served {
+    incidents: Vec<serde_json::Value>,
+    /// The mails it wrote.
+    mails: Vec<String>,
+    summary: kubelet_sentinel::pipeline::Summary,
+}
+
+/// [`served`], with `alert` added to the config's `[alert]` section.
+fn served_with(journal: &[Written], reading: Reading, once: bool, alert: &str) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let config_path = dir.path().join("config.toml");
     std::fs::create_dir(dir.path().join("mail")).unwrap();
@@ -433,7 +447,7 @@ fn served(journal: &[Written], reading: Reading, once: bool) -> (Vec<serde_json:
         &config_path,
         format!(
             "[store]\npath = \"{d}/store\"\n[api]\nsocket = \"{d}/q.sock\"\n\
-             [alert]\nto = [\"oncall@example.com\"]\ntransport = \"file\"\nmax_age = \"3650d\"\n\
+             [alert]\nto = [\"oncall@example.com\"]\ntransport = \"file\"\n{alert}\
              [alert.file]\ndirectory = \"{d}/mail\"\n",
             d = dir.path().display()
         ),
@@ -477,13 +491,19 @@ fn served(journal: &[Written], reading: Reading, once: bool) -> (Vec<serde_json:
         .incidents(&Filter::default(), &Settings::default())
         .unwrap();
     all.sort_by_key(|i| (i.opened_at, i.node.clone()));
-    let mails = std::fs::read_dir(dir.path().join("mail")).unwrap().count();
-    (
-        all.iter()
+    let mails = std::fs::read_dir(dir.path().join("mail"))
+        .unwrap()
+        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+        .collect();
+    let summary = store.load().unwrap().state.unwrap().summary;
+    Served {
+        incidents: all
+            .iter()
             .map(|i| serde_json::to_value(i).unwrap())
             .collect(),
         mails,
-    )
+        summary,
+    }
 }
 
 /// Incidents keyed by id, without what delivery adds; for those `open` in
@@ -586,4 +606,78 @@ fn a_stopped_reader_and_a_late_host_do_not_split_an_outage() {
     assert!(follow[0]["over_threshold_at"].is_number());
     // The alert, then the resolved notice once quiet is confirmed.
     assert_eq!(mails, 2, "{follow:#?}");
+}
+
+/// S14, D17: `max_age` holds back only what was already old when it was
+/// read. With the default (a day), a host whose clock is at 1971 (already
+/// in trouble when the service starts, and still in trouble after) and one
+/// whose clock is at 2150 alert while followed, like a host with a right
+/// clock; trouble written ten days ago and read at the start alerts
+/// nothing. The 2150 entries are counted and read at their own host's time
+/// (it has none: unknown), never another host's.
+#[test]
+fn max_age_holds_back_catch_up_only_whatever_a_hosts_clock_says() {
+    const YEAR: Micros = 365 * 24 * 3600 * SECOND;
+    let at = |h: &mut Host, from: Micros, n: u64| {
+        for _ in 0..n {
+            h.retry(0);
+            h.t += 2 * SECOND;
+        }
+        h.t + h.lag - from
+    };
+    // Written from 30 s before the service starts: 15 retries are read as
+    // catch-up (and cross the threshold there), 30 live.
+    let t1971 = T0 - 56 * YEAR;
+    let mut past = Host::new("clock-1971", T0 - 30 * SECOND - t1971, t1971);
+    at(&mut past, 0, 45);
+    let t2150 = T0 + 124 * YEAR;
+    let mut future = Host::new("clock-2150", T0 + 10 * SECOND - t2150, t2150);
+    at(&mut future, 0, 20);
+    let mut old = Host::new("ten-days-ago", 0, T0 - 10 * 24 * 3600 * SECOND);
+    at(&mut old, 0, 20);
+    let mut right = Host::new("clock-right", 20 * SECOND, T0);
+    at(&mut right, 0, 20);
+    let mut journal: Vec<Written> = [past.out, future.out, old.out, right.out].concat();
+    journal.sort_by_key(|w| w.written_at);
+    let reading = Reading {
+        seed: 3,
+        max_batch: 50,
+        pause_every: 1_000,
+        max_pause: SECOND,
+    };
+    let s = served_with(&journal, reading, false, "");
+    let mails_of = |node: &str| {
+        s.mails
+            .iter()
+            .filter(|m| m.contains(&format!("node {node}")) || m.contains(node))
+            .count()
+    };
+    for node in ["clock-1971", "clock-2150", "clock-right"] {
+        assert_eq!(
+            mails_of(node),
+            2,
+            "{node}: the alert and the resolved notice"
+        );
+    }
+    assert_eq!(mails_of("ten-days-ago"), 0);
+    let opened: Vec<(String, Micros)> = s
+        .incidents
+        .iter()
+        .map(|i| {
+            (
+                i["node"].as_str().unwrap().to_string(),
+                i["opened_at"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(opened.len(), 4, "{opened:?}");
+    // D17: every 2150 entry counted; none took another host's time.
+    assert_eq!(s.summary.future_dated, 20);
+    let (_, at_2150) = opened.iter().find(|(n, _)| n == "clock-2150").unwrap();
+    assert!(
+        opened
+            .iter()
+            .all(|(n, t)| n == "clock-2150" || t != at_2150),
+        "{opened:?}"
+    );
 }
