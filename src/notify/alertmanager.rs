@@ -189,10 +189,10 @@ pub fn alert(
     );
     annotations.insert("incident".into(), i.id.clone().into());
     annotations.insert("opened_at".into(), rfc3339(i.opened_at).into());
-    if let Some(e) = i.evidence().next() {
+    if let Some(e) = i.first_evidence() {
         annotations.insert("first_evidence".into(), cut(&e.text).into());
     }
-    if let Some(e) = i.evidence().last() {
+    if let Some(e) = i.last_evidence() {
         annotations.insert("last_evidence".into(), cut(&e.text).into());
     }
     json!({
