@@ -468,7 +468,7 @@ impl Pipeline {
     pub fn next_quiet_at(&self, started: Micros) -> Option<Micros> {
         let wall_at = |h: &str, due: Micros| {
             let (seen, arrived) = self.clock_of(h, started);
-            arrived.saturating_add((due - seen).max(0))
+            arrived.saturating_add(due.saturating_sub(seen).max(0))
         };
         let quiet = self
             .tracker

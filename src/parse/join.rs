@@ -53,11 +53,14 @@ pub enum Out {
 }
 
 impl Joined {
-    /// The host's journal time from which the line's stream has ended.
-    fn ended_at(&self) -> Option<Micros> {
+    /// The host's journal time from which the line's stream has ended. A
+    /// line with no time (dated in the future, from a host with no time
+    /// yet) ends at the host's next time, or the next quiet.
+    fn ended_at(&self) -> Micros {
         self.last_at
             .or(self.entry.at)
-            .map(|at| at.saturating_add(STREAM_QUIET))
+            .unwrap_or(Micros::MIN)
+            .saturating_add(STREAM_QUIET)
     }
 }
 
@@ -106,10 +109,8 @@ fn same(a: Option<&str>, b: Option<&str>) -> bool {
 /// of another process of the same identifier (or unit), or a time past the
 /// line's [`STREAM_QUIET`].
 fn ends(held: &Joined, e: &Entry) -> bool {
-    if let (Some(end), Some(at)) = (held.ended_at(), e.at) {
-        if at >= end {
-            return true;
-        }
+    if e.at.is_some_and(|at| at >= held.ended_at()) {
+        return true;
     }
     let h = &held.entry;
     if e.from_systemd || e.identifier.as_deref() == Some("systemd") {
@@ -278,7 +279,7 @@ impl Joiner {
     /// host's journal time): hands on, oldest first, the held lines that
     /// quiet ends, as the host's next entry at `clock` would.
     pub fn release_quiet(&mut self, host: &str, clock: Micros, out: &mut Vec<Out>) {
-        self.release(host, |j| j.ended_at().is_some_and(|end| clock >= end), out);
+        self.release(host, |j| clock >= j.ended_at(), out);
     }
 
     /// Hosts with held lines, and the host time at which the first of them
@@ -286,7 +287,7 @@ impl Joiner {
     pub fn held_hosts(&self) -> impl Iterator<Item = (&str, Micros)> + '_ {
         self.by_host.iter().filter_map(|(h, keys)| {
             keys.iter()
-                .filter_map(|k| self.pending.get(k)?.1.ended_at())
+                .filter_map(|k| Some(self.pending.get(k)?.1.ended_at()))
                 .min()
                 .map(|end| (h.as_str(), end))
         })
@@ -305,13 +306,14 @@ impl Joiner {
         self.pending.is_empty()
     }
 
-    /// The time of the earliest line of `host` still held.
+    /// The time of the earliest line of `host` still held (one with no
+    /// time: the earliest there is).
     #[must_use]
     pub fn earliest_held(&self, host: &str) -> Option<Micros> {
         self.by_host
             .get(host)?
             .iter()
-            .filter_map(|k| self.pending.get(k)?.1.entry.at)
+            .filter_map(|k| Some(self.pending.get(k)?.1.entry.at.unwrap_or(Micros::MIN)))
             .min()
     }
 }
