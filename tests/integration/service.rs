@@ -870,3 +870,167 @@ fn a_restarted_kubelet_gives_every_reader_the_same_two_incidents() {
     assert_eq!(sorted(summary(scanned)), want, "scan: {scanned:#}");
     assert!(race_resolved(scanned));
 }
+
+/// Issue 17, F1, with its own timings and systemd's lines, in a journal
+/// file: the start-up race, `Stopping`/`Deactivated`/`Stopped`/`Started`
+/// 41 s later, then a 2-minute outage of retries every 3 s from the new
+/// process. `scan`, `run --once` and a service that catches up with the file
+/// while following a collector directory each find the resolved start-up
+/// race of one retry and the persistent outage of 40.
+#[test]
+fn the_f1_restart_journal_gives_every_reader_the_same_two_incidents() {
+    use kubelet_sentinel::time::SECOND;
+    let t0 = kubelet_sentinel::time::now() - 600 * SECOND;
+    let node = "worker-01";
+    let klog_at = |at: i64, pid: u32, sev: char, file: &str, body: &str| {
+        let t = chrono::DateTime::from_timestamp_micros(at).unwrap();
+        format!(
+            "{sev}{} {pid:>7} {file}] {body}",
+            t.format("%m%d %H:%M:%S%.6f")
+        )
+    };
+    let mut export = Vec::new();
+    let kubelet = |out: &mut Vec<u8>, at: i64, pid: u32, msg: &str| {
+        export_entry(
+            out,
+            &[
+                ("__REALTIME_TIMESTAMP", &at.to_string()),
+                ("_HOSTNAME", node),
+                ("_UID", "0"),
+                ("_SYSTEMD_UNIT", "kubelet.service"),
+                ("SYSLOG_IDENTIFIER", "kubelet"),
+                ("_PID", &pid.to_string()),
+                ("_STREAM_ID", &format!("stream{pid}")),
+                ("MESSAGE", msg),
+            ],
+        );
+    };
+    let systemd = |out: &mut Vec<u8>, at: i64, msg: &str| {
+        export_entry(
+            out,
+            &[
+                ("__REALTIME_TIMESTAMP", &at.to_string()),
+                ("_HOSTNAME", node),
+                ("_UID", "0"),
+                ("_PID", "1"),
+                ("_SYSTEMD_UNIT", "init.scope"),
+                ("SYSLOG_IDENTIFIER", "systemd"),
+                ("UNIT", "kubelet.service"),
+                ("MESSAGE", msg),
+            ],
+        );
+    };
+    let version = r#""Kubelet version" kubeletVersion="v1.31.0""#;
+    kubelet(
+        &mut export,
+        t0,
+        100,
+        &klog_at(t0, 100, 'I', "server.go:484", version),
+    );
+    let at = t0 + 100_000;
+    let registered = format!(r#""Successfully registered node" node="{node}""#);
+    kubelet(
+        &mut export,
+        at,
+        100,
+        &klog_at(at, 100, 'I', "kubelet_node_status.go:75", &registered),
+    );
+    let miss = format!(
+        r#""Error updating node status, will retry" err="error getting node \"{node}\": node \"{node}\" not found""#
+    );
+    kubelet(
+        &mut export,
+        at,
+        100,
+        &klog_at(at, 100, 'E', "kubelet_node_status.go:535", &miss),
+    );
+    let at = t0 + 505_000;
+    let ready = r#""Fast updating node status as it just became ready""#;
+    kubelet(
+        &mut export,
+        at,
+        100,
+        &klog_at(at, 100, 'I', "kubelet_node_status.go:493", ready),
+    );
+    let restart = t0 + 41 * SECOND;
+    let unit = "kubelet.service - kubelet: The Kubernetes Node Agent";
+    systemd(&mut export, restart, &format!("Stopping {unit}..."));
+    systemd(
+        &mut export,
+        restart + 10_000,
+        "kubelet.service: Deactivated successfully.",
+    );
+    systemd(&mut export, restart + 10_000, &format!("Stopped {unit}."));
+    systemd(&mut export, restart + 20_000, &format!("Started {unit}."));
+    let at = restart + 300_000;
+    kubelet(
+        &mut export,
+        at,
+        200,
+        &klog_at(at, 200, 'I', "server.go:484", version),
+    );
+    let refused_err = format!(
+        r#""Error updating node status, will retry" err="error getting node \"{node}\": Get \"https://10.0.0.1:6443/api/v1/nodes/{node}?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#
+    );
+    for n in 0..40 {
+        let at = restart + SECOND + n * 3 * SECOND;
+        kubelet(
+            &mut export,
+            at,
+            200,
+            &klog_at(at, 200, 'E', "kubelet_node_status.go:535", &refused_err),
+        );
+    }
+    let journals = tempfile::tempdir().unwrap();
+    let staged = tempfile::tempdir().unwrap();
+    let file = staged.path().join("remote-worker-01.journal");
+    journal_remote(&export, &file);
+
+    let summary = |incidents: &serde_json::Value| -> Vec<(String, String, u64)> {
+        let mut v: Vec<_> = incidents
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                (
+                    i["verdict"].as_str().unwrap().to_string(),
+                    i["cause"].as_str().unwrap().to_string(),
+                    i["retries"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let want = vec![
+        ("persistent".to_string(), "api-unreachable".to_string(), 40),
+        ("startup-race".to_string(), "lister-lag".to_string(), 1),
+    ];
+    let out = run(
+        crate::support::bin().args(["scan", "-o", "json", &file.display().to_string()]),
+        None,
+    );
+    let scanned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary(&scanned["incidents"]), want, "scan: {scanned:#}");
+
+    // A service following the directory the file then arrives in.
+    let section = format!("directory = \"{}\"", journals.path().display());
+    let mut svc = Service::new(&section, "");
+    svc.start();
+    std::fs::copy(&file, journals.path().join("remote-worker-01.journal")).unwrap();
+    wait_for(
+        Duration::from_secs(20),
+        || summary(&svc.incidents()) == want,
+        "the following service's two incidents",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+
+    let once = Service::new(&section, "");
+    let out = once.run_once();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(summary(&once.incidents()), want, "run --once");
+}
