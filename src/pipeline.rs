@@ -761,6 +761,10 @@ mod tests {
                 "with systemd's lines: {systemd_lines}"
             );
             assert_eq!(got[0].resolved_at, Some(T0 + 505_000));
+            // F2: the outage quotes its first retry, not a marker of the restart.
+            let first = got[1].first_evidence().unwrap();
+            assert_eq!(first.at, T0 + 42 * SECOND);
+            assert!(first.text.contains("connection refused"), "{first:?}");
         }
     }
 
