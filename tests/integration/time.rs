@@ -21,7 +21,7 @@ use kubelet_sentinel::daemon::{self, Edges, RunOptions};
 use kubelet_sentinel::journal::sd::{Reader, ReaderCtl, ReaderEvent};
 use kubelet_sentinel::journal::{Entry, EntryFilter};
 use kubelet_sentinel::pipeline::Pipeline;
-use kubelet_sentinel::store::{Filter, Store};
+use kubelet_sentinel::store::{Filter, Store, StoreError};
 use kubelet_sentinel::time::{Micros, SECOND};
 use kubelet_sentinel::tracker::Settings;
 use proptest::prelude::*;
@@ -486,7 +486,19 @@ fn served_with(journal: &[Written], reading: Reading, once: bool, alert: &str) -
         }
         service.await.unwrap().unwrap();
     });
-    let store = Store::open(&dir.path().join("store")).unwrap();
+    // The runtime's blocking tasks (the store's last flush) end with it;
+    // sled's own threads let go of the lock a moment after.
+    drop(rt);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let store = loop {
+        match Store::open(&dir.path().join("store")) {
+            Ok(s) => break s,
+            Err(StoreError::Locked { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
     let mut all = store
         .incidents(&Filter::default(), &Settings::default())
         .unwrap();
