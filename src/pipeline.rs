@@ -74,6 +74,10 @@ pub struct Summary {
     /// Their sources (identifier and uid), at most [`OTHER_SOURCES_KEPT`].
     #[serde(default)]
     pub untrusted_sources: BTreeMap<String, u64>,
+    /// Entries dated more than [`FUTURE_SLACK`] after the machine's clock:
+    /// read at their host's time before them (also counted as damaged).
+    #[serde(default)]
+    pub future_dated: u64,
 }
 
 /// Bound on the nodes named in [`Summary::nodes`].
@@ -125,6 +129,10 @@ pub struct Pipeline {
     no_host: Text,
     /// Entries dated after this are not believed (see [`Pipeline::set_now`]).
     horizon: Option<Micros>,
+    /// Every host read, with the number of [`Pipeline::caught_up`] calls
+    /// before its first and before its latest entry (see [`Pipeline::live`]).
+    hosts_read: HashMap<Text, (u64, u64)>,
+    catch_ups: u64,
 }
 
 /// How far ahead of the machine's clock an entry may be dated (time zones,
@@ -164,6 +172,8 @@ impl Pipeline {
             batch: 0,
             no_host: Text::from(""),
             horizon: None,
+            hosts_read: HashMap::new(),
+            catch_ups: 0,
         }
     }
 
@@ -181,6 +191,8 @@ impl Pipeline {
             batch: 0,
             no_host: Text::from(""),
             horizon: None,
+            hosts_read: HashMap::new(),
+            catch_ups: 0,
         }
     }
 
@@ -246,12 +258,33 @@ impl Pipeline {
         self.horizon = Some(now.saturating_add(FUTURE_SLACK));
     }
 
+    /// The reader has read everything there is (the service, at each
+    /// `Tail`): what it reads from now on was written after this.
+    pub fn caught_up(&mut self) {
+        self.catch_ups += 1;
+    }
+
+    /// `host`'s latest entry was read after the reader had been caught up
+    /// since the host's first entry: the host is being written now, however
+    /// its clock is set. Until then (catch-up after a start, a collector's
+    /// host that appeared with a backlog, and a line held from then that
+    /// quiet hands on later) what was read from it had already been written.
+    #[must_use]
+    pub fn live(&self, host: &str) -> bool {
+        self.hosts_read
+            .get(host)
+            .is_some_and(|&(first, latest)| first < latest)
+    }
+
     /// Takes one entry.
     pub fn push(&mut self, mut entry: Entry, decisions: &mut Vec<Decision>) {
         self.summary.entries += 1;
+        let mut future = false;
         if let (Some(at), Some(horizon)) = (entry.at, self.horizon) {
             if at > horizon {
+                future = true;
                 self.summary.damaged += 1;
+                self.summary.future_dated += 1;
                 if self.malformed.len() < MALFORMED_KEPT {
                     self.malformed.push(Malformed {
                         place: format!(
@@ -265,7 +298,7 @@ impl Pipeline {
                         ),
                         reason: format!(
                             "dated {}, more than a day after this machine's clock: read at the \
-                             time of the entry before it",
+                             time of its host's entry before it",
                             crate::time::rfc3339(at)
                         ),
                     });
@@ -274,11 +307,17 @@ impl Pipeline {
             }
         }
         // Entries without a time of their own (a text line with no prefix and
-        // no header) take the last one seen.
+        // no header) take the last one seen; one whose time is not believed
+        // takes its own host's, so it never moves another host's clock.
         if let Some(at) = entry.at {
             self.see_time(at);
         } else {
-            entry.at = self.summary.last_at;
+            entry.at = if future {
+                let host = entry.host.as_deref().unwrap_or("");
+                self.clocks.get(host).map(|c| c.seen_at)
+            } else {
+                self.summary.last_at
+            };
             self.summary.untimed += u64::from(entry.at.is_none());
         }
         if !self.filter.matches(&entry) && !self.adopt(&entry) {
@@ -289,7 +328,20 @@ impl Pipeline {
             return;
         }
         let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
+        match self.hosts_read.get_mut(&host) {
+            Some((_, latest)) => *latest = self.catch_ups,
+            None => {
+                self.hosts_read
+                    .insert(host.clone(), (self.catch_ups, self.catch_ups));
+            }
+        }
         let at = entry.at;
+        // A line held for continuations whose stream this entry shows has
+        // ended is handed on first, in the journal's order.
+        let mut out = std::mem::take(&mut self.out);
+        self.joiner.release_ended(&entry, &mut out);
+        self.drain(&mut out, decisions);
+        self.out = out;
         if crate::parse::join::is_foreign(&entry.message) {
             self.summary.foreign += 1;
             let mut out = std::mem::take(&mut self.out);
@@ -413,25 +465,46 @@ impl Pipeline {
     }
 
     /// Wall time at which the next open incident will have been quiet for
-    /// `resolve_after`, as far as reading shows (design section 4.1):
-    /// measured from when its host's last entry was read.
+    /// `resolve_after`, or the next held line's stream quiet for
+    /// [`STREAM_QUIET`](crate::parse::join::STREAM_QUIET), as far as reading
+    /// shows (design section 4.1): measured from when its host's last entry
+    /// was read.
     #[must_use]
     pub fn next_quiet_at(&self, started: Micros) -> Option<Micros> {
-        self.tracker
+        let wall_at = |h: &str, due: Micros| {
+            let (seen, arrived) = self.clock_of(h, started);
+            arrived.saturating_add(due.saturating_sub(seen).max(0))
+        };
+        let quiet = self
+            .tracker
             .due_hosts()
             // A host's held line is handed on first; its quiet is due after.
             .filter(|(h, _)| self.joiner.earliest_held(h).is_none())
-            .map(|(h, due)| {
-                let (seen, arrived) = self.clock_of(h, started);
-                arrived.saturating_add((due - seen).max(0))
-            })
-            .min()
+            .map(|(h, due)| wall_at(h, due));
+        let held = self.joiner.held_hosts().map(|(h, due)| wall_at(h, due));
+        quiet.chain(held).min()
     }
 
     /// The reader confirmed it was caught up at wall time `wall`: each host's
     /// clock moves on by the wall time since its last entry was read, so
-    /// quiet resolves what the journal confirms is quiet.
+    /// quiet hands on the held lines whose stream it ends, as the host's next
+    /// entry would in a one-shot read, and resolves what the journal
+    /// confirms is quiet.
     pub fn advance_quiet(&mut self, wall: Micros, started: Micros, decisions: &mut Vec<Decision>) {
+        let held: Vec<(String, Micros)> = self
+            .joiner
+            .held_hosts()
+            .map(|(h, _)| {
+                let (seen, arrived) = self.clock_of(h, started);
+                (h.to_string(), seen.saturating_add((wall - arrived).max(0)))
+            })
+            .collect();
+        let mut out = std::mem::take(&mut self.out);
+        for (h, to) in held {
+            self.joiner.release_quiet(&h, to, &mut out);
+        }
+        self.drain(&mut out, decisions);
+        self.out = out;
         let hosts: Vec<(String, Micros)> = self
             .tracker
             .due_hosts()
@@ -445,19 +518,12 @@ impl Pipeline {
         }
     }
 
-    /// Hands on lines held for continuations (end of input, or a quiet
-    /// journal while following).
+    /// Hands on lines held for continuations (end of input).
     pub fn flush(&mut self, decisions: &mut Vec<Decision>) {
         let mut out = std::mem::take(&mut self.out);
         self.joiner.flush(&mut out);
         self.drain(&mut out, decisions);
         self.out = out;
-    }
-
-    /// True when lines are held back waiting for continuations.
-    #[must_use]
-    pub fn holds_lines(&self) -> bool {
-        !self.joiner.is_empty()
     }
 
     /// Moves every host's clock to `now` (tests).
@@ -559,5 +625,174 @@ impl Pipeline {
             text,
         };
         self.tracker.observe(&obs, decisions);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::SECOND;
+    use crate::tracker::Verdict;
+
+    const T0: Micros = 1_795_856_400_000_000; // 2026-11-28T09:00:00Z
+
+    fn kubelet(pid: u32, at: Micros, body: &str) -> Entry {
+        let t = chrono::DateTime::from_timestamp_micros(at).unwrap();
+        Entry {
+            at: Some(at),
+            host: Some("worker-01".into()),
+            unit: Some("kubelet.service".into()),
+            identifier: Some("kubelet".into()),
+            pid: Some(pid),
+            stream: Some(format!("stream-{pid}").into()),
+            message: format!("I{} {pid:>7} x.go:1] {body}", t.format("%m%d %H:%M:%S%.6f"))
+                .into_bytes(),
+            ..Entry::default()
+        }
+    }
+
+    fn systemd(at: Micros, msg: &str) -> Entry {
+        Entry {
+            at: Some(at),
+            host: Some("worker-01".into()),
+            identifier: Some("systemd".into()),
+            pid: Some(1),
+            from_systemd: true,
+            about_unit: Some("kubelet.service".into()),
+            message: msg.as_bytes().to_vec(),
+            ..Entry::default()
+        }
+    }
+
+    /// F1's journal: the start-up race (one retry, then node ready as the
+    /// process's last line), a restart 41 s later, then a 2-minute outage.
+    /// `systemd_lines`: with systemd's lines about the restart (a journal
+    /// read with the unit's match) or without (a saved log of the kubelet's
+    /// own lines).
+    fn restart_journal(systemd_lines: bool) -> Vec<Entry> {
+        let mut j = vec![
+            kubelet(100, T0, r#""Kubelet version" kubeletVersion="v1.31.0""#),
+            kubelet(
+                100,
+                T0 + 100_000,
+                r#""Successfully registered node" node="worker-01""#,
+            ),
+            kubelet(
+                100,
+                T0 + 100_500,
+                r#""Error updating node status, will retry" err="error getting node \"worker-01\": node \"worker-01\" not found""#,
+            ),
+            kubelet(
+                100,
+                T0 + 505_000,
+                r#""Fast updating node status as it just became ready""#,
+            ),
+        ];
+        let restart = T0 + 41 * SECOND;
+        if systemd_lines {
+            j.push(systemd(
+                restart,
+                "Stopping kubelet.service - kubelet: The Kubernetes Node Agent...",
+            ));
+            j.push(systemd(
+                restart + 10_000,
+                "kubelet.service: Deactivated successfully.",
+            ));
+            j.push(systemd(
+                restart + 10_000,
+                "Stopped kubelet.service - kubelet: The Kubernetes Node Agent.",
+            ));
+            j.push(systemd(
+                restart + 20_000,
+                "Started kubelet.service - kubelet: The Kubernetes Node Agent.",
+            ));
+        }
+        j.push(kubelet(
+            200,
+            restart + 300_000,
+            r#""Kubelet version" kubeletVersion="v1.31.0""#,
+        ));
+        for n in 0..40 {
+            j.push(kubelet(200, restart + SECOND + n * 3 * SECOND, r#""Error updating node status, will retry" err="error getting node \"worker-01\": Get \"https://10.0.0.1:6443/api/v1/nodes/worker-01?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#));
+        }
+        j
+    }
+
+    fn scanned(journal: Vec<Entry>) -> Vec<crate::tracker::Incident> {
+        let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+        let mut d = Vec::new();
+        for e in journal {
+            p.push(e, &mut d);
+        }
+        p.finish(&mut d);
+        let mut all = p.tracker_mut().take_resolved();
+        all.extend(p.tracker().open_incidents().cloned());
+        all.sort_by_key(|i| i.opened_at);
+        all
+    }
+
+    #[test]
+    fn a_restarted_kubelets_last_line_is_handed_on_in_order() {
+        for systemd_lines in [true, false] {
+            let got = scanned(restart_journal(systemd_lines));
+            let s = Settings::default();
+            let summary: Vec<_> = got
+                .iter()
+                .map(|i| {
+                    (
+                        i.verdict(&s),
+                        i.cause().as_str(),
+                        i.counted_retries(),
+                        i.status(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                summary,
+                [
+                    (
+                        Verdict::StartupRace,
+                        "lister-lag",
+                        1,
+                        crate::tracker::Status::Resolved
+                    ),
+                    (
+                        Verdict::Persistent,
+                        "api-unreachable",
+                        40,
+                        crate::tracker::Status::Open
+                    ),
+                ],
+                "with systemd's lines: {systemd_lines}"
+            );
+            assert_eq!(got[0].resolved_at, Some(T0 + 505_000));
+            // F2: the outage quotes its first retry, not a marker of the restart.
+            let first = got[1].first_evidence().unwrap();
+            assert_eq!(first.at, T0 + 42 * SECOND);
+            assert!(first.text.contains("connection refused"), "{first:?}");
+        }
+    }
+
+    #[test]
+    fn a_future_dated_entry_takes_its_own_hosts_time_and_is_counted() {
+        let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+        p.set_now(T0);
+        let mut d = Vec::new();
+        let mut other = kubelet(
+            1,
+            T0 - 5 * SECOND,
+            r#""Kubelet version" kubeletVersion="v1.31.0""#,
+        );
+        other.host = Some("other".into());
+        p.push(other, &mut d);
+        let far = T0 + 100 * 365 * 24 * 3600 * SECOND;
+        p.push(kubelet(2, far, r#""Error updating node status, will retry" err="error getting node \"worker-01\": node \"worker-01\" not found""#), &mut d);
+        p.finish(&mut d);
+        assert_eq!(p.summary().future_dated, 1);
+        assert_eq!(p.summary().untimed, 1);
+        assert_eq!(p.malformed.len(), 1);
+        // Not the other host's time: worker-01 had none.
+        let i = p.tracker().open_incidents().next().unwrap();
+        assert_ne!(i.opened_at, T0 - 5 * SECOND);
     }
 }

@@ -155,6 +155,12 @@ impl Collector for Snapshot {
         )?;
         Self::counter(
             &mut enc,
+            "future_dated",
+            "Entries dated more than a day after this machine's clock, read at their host's time.",
+            &one(sum.future_dated),
+        )?;
+        Self::counter(
+            &mut enc,
             "reader_restarts",
             "Times the journal reader was restarted after a failure.",
             &one(s.reader_restarts),
@@ -416,6 +422,7 @@ mod tests {
         for family in [
             "kubelet_sentinel_entries_read_total 0",
             "kubelet_sentinel_open_incidents 1",
+            "kubelet_sentinel_future_dated_total 0",
             r#"kubelet_sentinel_node_status_retries_total{node="n1"} 3"#,
             r#"kubelet_sentinel_incidents{verdict="persistent"} 1"#,
             r#"kubelet_sentinel_deliveries_total{channel="email",result="sent"} 0"#,

@@ -500,6 +500,10 @@ pub struct StatusOut {
     /// `host (last entry at …)`.
     #[serde(default)]
     pub silent_hosts: Vec<String>,
+    /// Entries dated more than a day after this machine's clock (read at
+    /// their host's time, as `scan` warns).
+    #[serde(default)]
+    pub future_dated: u64,
     pub mail: String,
     pub outbox: u64,
     pub outbox_oldest_seconds: Option<f64>,
@@ -638,6 +642,7 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
                     .collect()
             })
             .unwrap_or_default(),
+        future_dated: summary.future_dated,
         mail: match &email {
             Some(d) => d
                 .disabled

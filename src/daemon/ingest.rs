@@ -36,10 +36,6 @@ use crate::tracker::{AlertKind, Decision, Incident};
 const BATCH_ENTRIES: u64 = 20_000;
 /// …or this long after the previous commit, whichever comes first.
 const BATCH_INTERVAL: Duration = Duration::from_millis(500);
-/// A line held for continuations is complete once its stream is this quiet
-/// at the end of the journal: journald stores the lines of one kubelet
-/// write together.
-const HOLD_LINES: Duration = Duration::from_millis(50);
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// Ended silences stay this long for `silence list`, then are pruned with
 /// the incidents.
@@ -93,7 +89,6 @@ pub struct Ingest {
     next_id: u64,
     /// Watchdog pings waiting for the reader's pong.
     pongs: HashMap<u64, oneshot::Sender<()>>,
-    last_arrival: Instant,
     reader_restarts: u64,
     /// Retries counted per incident so far, for the per-node counters.
     known_retries: HashMap<String, u64>,
@@ -102,6 +97,11 @@ pub struct Ingest {
     journal: String,
     now: Now,
     announced_after_catch_up: bool,
+    /// Open incidents whose alert `max_age` withheld (trouble already old
+    /// when read): announced at their host's next live line.
+    withheld: BTreeSet<String>,
+    /// Entries dated more than a day ahead, as far as they were logged.
+    future_logged: u64,
 }
 
 impl Ingest {
@@ -156,7 +156,6 @@ impl Ingest {
             last_sync: Instant::now(),
             next_id: 1,
             pongs: HashMap::new(),
-            last_arrival: Instant::now(),
             reader_restarts: 0,
             known_retries,
             retries_by_node: std::collections::BTreeMap::new(),
@@ -164,6 +163,8 @@ impl Ingest {
             journal,
             now,
             announced_after_catch_up: false,
+            withheld: BTreeSet::new(),
+            future_logged: 0,
         }
     }
 
@@ -194,10 +195,10 @@ impl Ingest {
             }
             self.pipeline.push(e, &mut self.decisions);
         }
+        self.log_future_dated();
         self.pipeline.stamp_arrivals((self.now)());
         self.uncommitted += n;
         self.caught_up = false;
-        self.last_arrival = Instant::now();
     }
 
     /// Turns the tracker's decisions into incident writes and alerts.
@@ -209,7 +210,14 @@ impl Ingest {
                     self.stats_delta.opened += 1;
                     self.changed.insert(id);
                 }
-                Decision::UpdateIncident { id } | Decision::ResolveIncident { id } => {
+                Decision::UpdateIncident { id } => {
+                    if self.withheld.contains(&id) {
+                        self.announce_live(&id);
+                    }
+                    self.changed.insert(id);
+                }
+                Decision::ResolveIncident { id } => {
+                    self.withheld.remove(&id);
                     self.changed.insert(id);
                 }
                 Decision::QueueAlert { id, kind, at } => self.queue_alert(&id, kind, at),
@@ -222,6 +230,7 @@ impl Ingest {
             return;
         };
         let node = inc.node.clone();
+        let host = inc.host.clone().unwrap_or_default();
         let words = kind.words();
         let channels = self.channels();
         if channels.is_empty() {
@@ -236,7 +245,12 @@ impl Ingest {
             return;
         }
         let now = (self.now)();
-        if now - raised_at > self.config.alert.max_age.0 {
+        // Only what was already old when first read: a host written now is
+        // live however its clock is set (1971, 2150).
+        if !self.pipeline.live(&host) && now - raised_at > self.config.alert.max_age.0 {
+            if kind != AlertKind::Resolved {
+                self.withheld.insert(id.to_string());
+            }
             tracing::info!(
                 "{words} for node {node} is older than [alert] max_age ({}): recorded, not delivered",
                 human_duration(self.config.alert.max_age.0)
@@ -272,13 +286,17 @@ impl Ingest {
         }
         let now = (self.now)();
         let max_age = self.config.alert.max_age.0;
-        let due: Vec<(String, Micros)> = self
+        let (due, old): (Vec<_>, Vec<_>) = self
             .pipeline
             .tracker()
             .unannounced()
-            .filter(|i| now - i.last_trouble_at <= max_age)
-            .map(|i| (i.id.clone(), i.over_threshold_at.unwrap_or(i.opened_at)))
-            .collect();
+            .map(|i| {
+                let crossed = i.over_threshold_at.unwrap_or(i.opened_at);
+                (i.id.clone(), crossed, now - i.last_trouble_at <= max_age)
+            })
+            .partition(|(_, _, young)| *young);
+        self.withheld.extend(old.into_iter().map(|(id, _, _)| id));
+        let due: Vec<(String, Micros)> = due.into_iter().map(|(id, c, _)| (id, c)).collect();
         for (id, crossed) in &due {
             // Queued as raised now: the age that counts is the trouble's.
             self.queue_alert(id, AlertKind::Opened, now.max(*crossed));
@@ -291,6 +309,40 @@ impl Ingest {
             );
         }
         due.len()
+    }
+
+    /// An incident whose alert `max_age` withheld has a new line from its
+    /// host while the host is written: its trouble is live, so it is
+    /// announced, whatever the host's clock says.
+    fn announce_live(&mut self, id: &str) {
+        let Some(inc) = self.pipeline.tracker().incident(id) else {
+            return;
+        };
+        let host = inc.host.clone().unwrap_or_default();
+        if inc.announced || !self.pipeline.live(&host) || self.channels().is_empty() {
+            return;
+        }
+        self.withheld.remove(id);
+        tracing::info!(
+            "{} for node {} announced: its host's trouble is live (the host's clock says {})",
+            AlertKind::Opened.words(),
+            inc.node,
+            crate::time::rfc3339(inc.last_trouble_at)
+        );
+        self.queue_alert(id, AlertKind::Opened, (self.now)());
+    }
+
+    /// Entries dated more than a day after this machine's clock are read at
+    /// their host's time: logged (the first, then at each power of two) and
+    /// counted in the summary, as `scan` reports them.
+    fn log_future_dated(&mut self) {
+        let n = self.pipeline.summary().future_dated;
+        for m in self.pipeline.malformed.drain(..) {
+            self.future_logged += 1;
+            if self.future_logged.is_power_of_two() {
+                tracing::warn!("{}: {} ({n} so far)", m.place, m.reason);
+            }
+        }
     }
 
     fn dirty(&self) -> bool {
@@ -641,8 +693,6 @@ impl Ingest {
                 self.prune().await;
                 next_prune = Instant::now() + PRUNE_EVERY;
             }
-            let hold_at = (self.caught_up && self.pipeline.holds_lines())
-                .then(|| self.last_arrival + HOLD_LINES);
             let quiet_at = if !once && self.caught_up && self.sync_pending.is_none() {
                 self.pipeline.next_quiet_at(self.started).map(|wall| {
                     wall_to_instant(wall, (self.now)()).max(self.last_sync + SYNC_SPACING)
@@ -662,6 +712,7 @@ impl Ingest {
                     }
                     Some(ReaderEvent::Tail { sync }) => {
                         self.caught_up = true;
+                        self.pipeline.caught_up();
                         if let Some((id, wall)) = self.sync_pending {
                             if sync >= id {
                                 self.sync_pending = None;
@@ -723,9 +774,6 @@ impl Ingest {
                         self.pongs.insert(id, reply);
                     }
                 },
-                () = sleep_until(hold_at), if hold_at.is_some() => {
-                    self.pipeline.flush(&mut self.decisions);
-                }
                 () = sleep_until(quiet_at), if quiet_at.is_some() => {
                     let wall = (self.now)();
                     let id = self.ask(&reader, ReaderCtl::Sync);

@@ -226,10 +226,10 @@ pub fn alert(
             annotations.insert("acknowledged_comment".into(), clean(&a.comment, 1000));
         }
     }
-    if let Some(e) = i.evidence().next() {
+    if let Some(e) = i.first_evidence() {
         annotations.insert("first_evidence".into(), cut(&e.text).into());
     }
-    if let Some(e) = i.evidence().last() {
+    if let Some(e) = i.last_evidence() {
         annotations.insert("last_evidence".into(), cut(&e.text).into());
     }
     json!({

@@ -236,8 +236,8 @@ impl Mailer {
         &self,
         group: Vec<OutboxEntry>,
     ) -> Result<Vec<(Option<usize>, Vec<OutboxEntry>)>, StoreError> {
-        let found = self.incidents_of(&group).await?;
         type Key = (Option<usize>, Option<String>, String);
+        let found = self.incidents_of(&group).await?;
         let mut parts: Vec<(Key, Vec<OutboxEntry>)> = Vec::new();
         for (e, i) in group.into_iter().zip(found) {
             let route = i.as_ref().and_then(|i| {

@@ -539,14 +539,15 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
         html.push_str("<p><b>Signals over time</b></p>\n");
         html.push_str(&p.html());
     }
-    let evidence: Vec<_> = i
-        .evidence()
-        .filter(|e| e.signal.role() != crate::signals::Role::Marker)
-        .collect();
     let mut shown: Vec<(&str, &crate::tracker::Evidence)> = Vec::new();
-    if let (Some(first), Some(last)) = (evidence.first(), evidence.last()) {
+    if let Some(first) = i.first_evidence() {
         shown.push(("First", first));
-        if !std::ptr::eq(*first, *last) {
+    }
+    if let Some(last) = i.last_evidence() {
+        if shown
+            .first()
+            .is_none_or(|(_, first)| !std::ptr::eq(*first, last))
+        {
             shown.push(("Last", last));
         }
     }

@@ -3,19 +3,33 @@
 //! journald makes one entry of every physical line, so a multi-line klog
 //! entry (legacy text with newlines, `key=<` blocks, Trace output) arrives as
 //! a header-bearing entry followed by header-less ones from the same stream
-//! (`klog-format.md` section 5). A line is held back until the next line of
-//! its stream shows it is complete, or until [`Joiner::flush`].
+//! (`klog-format.md` section 5). A line is held back until the journal shows
+//! it is complete: the next line of its stream, or the end of its stream
+//! ([`Joiner::release_ended`]), or [`Joiner::flush`] at the end of input.
+//!
+//! Architecture invariant: when a held line is handed on depends on the
+//! journal alone (its order and its times), never on how it is read, so
+//! `scan`, `run --once` and a following service hand it on at the same place.
+//! A kubelet that restarts never writes on its old stream again: its last
+//! line is handed on at its unit's systemd lines, at the next line of a new
+//! process, or once its host's journal is [`STREAM_QUIET`] past it, and a
+//! following service waits out the same quiet in the host's journal time.
 
 use std::collections::HashMap;
 
 use crate::model::Entry;
-use crate::time::Micros;
+use crate::time::{Micros, SECOND};
 
 use super::klog::starts_with_header;
 
 /// A line is never grown past this by continuations; what is cut is still
 /// counted.
 const MAX_JOINED: usize = 1 << 20;
+
+/// A held line's stream has ended once its host's journal is this far past
+/// its last entry: journald stamps the lines of one write microseconds
+/// apart, so a continuation never comes a second later.
+pub const STREAM_QUIET: Micros = SECOND;
 
 /// A complete logical line: the first entry (its message extended by the
 /// continuations) and how many continuation entries were joined to it.
@@ -38,10 +52,81 @@ pub enum Out {
     Orphan(Entry),
 }
 
+impl Joined {
+    /// The host's journal time from which the line's stream has ended. A
+    /// line with no time (dated in the future, from a host with no time
+    /// yet) ends at the host's next time, or the next quiet.
+    fn ended_at(&self) -> Micros {
+        self.last_at
+            .or(self.entry.at)
+            .unwrap_or(Micros::MIN)
+            .saturating_add(STREAM_QUIET)
+    }
+}
+
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(from = "HeldLines")]
 pub struct Joiner {
     pending: HashMap<String, (u64, Joined)>,
     seq: u64,
+    /// The keys of `pending` by host: derived from it, so not stored.
+    #[serde(skip)]
+    by_host: HashMap<String, Vec<String>>,
+}
+
+/// The stored form of a [`Joiner`] (the held lines; the index is rebuilt).
+#[derive(serde::Deserialize)]
+struct HeldLines {
+    pending: HashMap<String, (u64, Joined)>,
+    seq: u64,
+}
+
+impl From<HeldLines> for Joiner {
+    fn from(h: HeldLines) -> Self {
+        let mut j = Joiner {
+            pending: HashMap::new(),
+            seq: h.seq,
+            by_host: HashMap::new(),
+        };
+        for (key, (seq, held)) in h.pending {
+            j.hold_as(key, seq, held);
+        }
+        j
+    }
+}
+
+fn host_of(e: &Entry) -> &str {
+    e.host.as_deref().unwrap_or("")
+}
+
+/// Both known and equal.
+fn same(a: Option<&str>, b: Option<&str>) -> bool {
+    matches!((a, b), (Some(a), Some(b)) if a == b)
+}
+
+/// `e` shows that the stream of the held line `held` (of the same host) has
+/// ended: systemd's line about its unit (a stop, an exit, a start), a line
+/// of another process of the same identifier (or unit), or a time past the
+/// line's [`STREAM_QUIET`].
+fn ends(held: &Joined, e: &Entry) -> bool {
+    if e.at.is_some_and(|at| at >= held.ended_at()) {
+        return true;
+    }
+    let h = &held.entry;
+    if e.from_systemd || e.identifier.as_deref() == Some("systemd") {
+        // A saved text log names no unit: any of systemd's lines about the
+        // kubelet's units on the host.
+        return match (e.about_unit.as_deref(), h.unit.as_deref()) {
+            (Some(a), Some(u)) => a == u,
+            _ => true,
+        };
+    }
+    let other_process = matches!((h.pid, e.pid), (Some(a), Some(b)) if a != b);
+    other_process
+        && match (h.identifier.as_deref(), e.identifier.as_deref()) {
+            (Some(a), Some(b)) => a == b,
+            _ => same(h.unit.as_deref(), e.unit.as_deref()),
+        }
 }
 
 fn stream_key(e: &Entry) -> String {
@@ -88,21 +173,20 @@ impl Joiner {
         }
         let m = &entry.message;
         if starts_with_header(m) || entry.record {
-            if let Some((_, done)) = self.pending.remove(&key) {
+            if let Some(done) = self.unhold(&key) {
                 out.push(Out::Line(done));
             }
-            self.seq += 1;
             let joined = Joined {
                 last_cursor: entry.cursor.clone(),
                 last_at: entry.at,
                 entry,
                 continuations: 0,
             };
-            self.pending.insert(key, (self.seq, joined));
+            self.hold(key, joined);
             return;
         }
         if m.starts_with(b"{") || is_foreign(m) {
-            if let Some((_, done)) = self.pending.remove(&key) {
+            if let Some(done) = self.unhold(&key) {
                 out.push(Out::Line(done));
             }
             if m.starts_with(b"{\"") {
@@ -135,15 +219,84 @@ impl Joiner {
     /// A record that is not the kubelet's (a foreign line) ends the line
     /// held for its stream.
     pub fn interrupt(&mut self, entry: &Entry, out: &mut Vec<Out>) {
-        if let Some((_, done)) = self.pending.remove(&stream_key(entry)) {
+        if let Some(done) = self.unhold(&stream_key(entry)) {
             out.push(Out::Line(done));
         }
     }
 
-    /// Hands on every held line, oldest first (end of input, or a quiet
-    /// journal while following).
+    fn hold(&mut self, key: String, joined: Joined) {
+        self.seq += 1;
+        self.hold_as(key, self.seq, joined);
+    }
+
+    fn hold_as(&mut self, key: String, seq: u64, joined: Joined) {
+        let host = host_of(&joined.entry).to_string();
+        if self.pending.insert(key.clone(), (seq, joined)).is_none() {
+            self.by_host.entry(host).or_default().push(key);
+        }
+    }
+
+    fn unhold(&mut self, key: &str) -> Option<Joined> {
+        let (_, j) = self.pending.remove(key)?;
+        let host = host_of(&j.entry);
+        if let Some(keys) = self.by_host.get_mut(host) {
+            keys.retain(|k| k != key);
+            if keys.is_empty() {
+                self.by_host.remove(host);
+            }
+        }
+        Some(j)
+    }
+
+    /// Hands on, oldest first, the held lines of `host` that `ended` picks.
+    fn release(&mut self, host: &str, ended: impl Fn(&Joined) -> bool, out: &mut Vec<Out>) {
+        let Some(keys) = self.by_host.get(host) else {
+            return;
+        };
+        let mut done: Vec<(u64, String)> = keys
+            .iter()
+            .filter_map(|k| {
+                let (seq, j) = self.pending.get(k)?;
+                ended(j).then(|| (*seq, k.clone()))
+            })
+            .collect();
+        done.sort_unstable();
+        for (_, k) in done {
+            if let Some(j) = self.unhold(&k) {
+                out.push(Out::Line(j));
+            }
+        }
+    }
+
+    /// Before `entry` is taken (any entry of the kubelet's sources, systemd's
+    /// lines about its units included): hands on, oldest first, the held
+    /// lines of its host whose stream it shows has ended (see [`ends`]).
+    pub fn release_ended(&mut self, entry: &Entry, out: &mut Vec<Out>) {
+        self.release(host_of(entry), |j| ends(j, entry), out);
+    }
+
+    /// A following reader found `host`'s journal quiet up to `clock` (in the
+    /// host's journal time): hands on, oldest first, the held lines that
+    /// quiet ends, as the host's next entry at `clock` would.
+    pub fn release_quiet(&mut self, host: &str, clock: Micros, out: &mut Vec<Out>) {
+        self.release(host, |j| clock >= j.ended_at(), out);
+    }
+
+    /// Hosts with held lines, and the host time at which the first of them
+    /// is handed on if nothing else comes.
+    pub fn held_hosts(&self) -> impl Iterator<Item = (&str, Micros)> + '_ {
+        self.by_host.iter().filter_map(|(h, keys)| {
+            keys.iter()
+                .filter_map(|k| Some(self.pending.get(k)?.1.ended_at()))
+                .min()
+                .map(|end| (h.as_str(), end))
+        })
+    }
+
+    /// Hands on every held line, oldest first (end of input).
     pub fn flush(&mut self, out: &mut Vec<Out>) {
         let mut held: Vec<(u64, Joined)> = self.pending.drain().map(|(_, v)| v).collect();
+        self.by_host.clear();
         held.sort_by_key(|(seq, _)| *seq);
         out.extend(held.into_iter().map(|(_, j)| Out::Line(j)));
     }
@@ -153,13 +306,14 @@ impl Joiner {
         self.pending.is_empty()
     }
 
-    /// The time of the earliest line of `host` still held.
+    /// The time of the earliest line of `host` still held (one with no
+    /// time: the earliest there is).
     #[must_use]
     pub fn earliest_held(&self, host: &str) -> Option<Micros> {
-        self.pending
-            .values()
-            .filter(|(_, j)| j.entry.host.as_deref().unwrap_or("") == host)
-            .filter_map(|(_, j)| j.entry.at)
+        self.by_host
+            .get(host)?
+            .iter()
+            .filter_map(|k| Some(self.pending.get(k)?.1.entry.at.unwrap_or(Micros::MIN)))
             .min()
     }
 }
@@ -254,5 +408,137 @@ mod tests {
         assert_eq!(out.len(), 3);
         assert!(matches!(&out[1], Out::Orphan(_)));
         assert!(j.is_empty());
+    }
+
+    fn from(pid: u32, at: Micros, msg: &str) -> Entry {
+        Entry {
+            at: Some(at),
+            host: Some("h1".into()),
+            unit: Some("kubelet.service".into()),
+            identifier: Some("kubelet".into()),
+            pid: Some(pid),
+            stream: Some(format!("stream-{pid}").into()),
+            message: msg.as_bytes().to_vec(),
+            ..Entry::default()
+        }
+    }
+
+    fn texts(out: &[Out]) -> Vec<String> {
+        out.iter()
+            .map(|o| match o {
+                Out::Line(j) => String::from_utf8_lossy(&j.entry.message).into_owned(),
+                Out::Orphan(e) => format!("orphan {}", String::from_utf8_lossy(&e.message)),
+            })
+            .collect()
+    }
+
+    const LAST: &str = "I0101 00:00:00.000000 1 a.go:1] last line of the old process";
+
+    /// Pushes `e` as the pipeline does: what it ends first, then itself.
+    fn take(j: &mut Joiner, e: Entry, out: &mut Vec<Out>) {
+        j.release_ended(&e, out);
+        j.push(e, out);
+    }
+
+    #[test]
+    fn a_new_process_of_the_same_kubelet_ends_the_old_stream() {
+        let mut j = Joiner::new();
+        let mut out = Vec::new();
+        take(&mut j, from(10, 0, LAST), &mut out);
+        // Another stream of the same process does not end it.
+        let mut same_pid = from(10, 1000, "I0101 00:00:00.001000 1 a.go:1] stderr");
+        same_pid.stream = Some("stream-10b".into());
+        take(&mut j, same_pid, &mut out);
+        assert!(out.is_empty());
+        take(
+            &mut j,
+            from(11, 2000, "I0101 00:00:00.002000 1 a.go:1] new"),
+            &mut out,
+        );
+        assert_eq!(
+            texts(&out),
+            [LAST, "I0101 00:00:00.001000 1 a.go:1] stderr"]
+        );
+    }
+
+    #[test]
+    fn systemd_lines_about_the_unit_end_its_streams() {
+        let mut j = Joiner::new();
+        let mut out = Vec::new();
+        take(&mut j, from(10, 0, LAST), &mut out);
+        let systemd = |unit: &str| Entry {
+            at: Some(500),
+            host: Some("h1".into()),
+            identifier: Some("systemd".into()),
+            pid: Some(1),
+            from_systemd: true,
+            about_unit: Some(unit.into()),
+            message: b"Stopping kubelet.service - kubelet...".to_vec(),
+            ..Entry::default()
+        };
+        j.release_ended(&systemd("containerd.service"), &mut out);
+        assert!(out.is_empty());
+        j.release_ended(&systemd("kubelet.service"), &mut out);
+        assert_eq!(texts(&out), [LAST]);
+        assert!(j.is_empty());
+    }
+
+    #[test]
+    fn its_hosts_journal_a_second_on_ends_a_stream() {
+        let mut j = Joiner::new();
+        let mut out = Vec::new();
+        take(&mut j, from(10, 0, LAST), &mut out);
+        // Another host's time says nothing about this host's stream.
+        let mut other = from(20, 5 * SECOND, "I0101 00:00:05.000000 1 a.go:1] h2");
+        other.host = Some("h2".into());
+        take(&mut j, other, &mut out);
+        assert!(out.is_empty());
+        assert_eq!(
+            j.held_hosts().find(|(h, _)| *h == "h1"),
+            Some(("h1", STREAM_QUIET))
+        );
+        // A continuation within the second still joins …
+        take(&mut j, from(10, 10, "\tcontinued"), &mut out);
+        assert!(out.is_empty());
+        // … and the quiet counts from it.
+        let mut late = from(10, STREAM_QUIET + 10, "\ttoo late to continue");
+        j.release_ended(&late, &mut out);
+        assert_eq!(texts(&out), [format!("{LAST}\n\tcontinued")]);
+        late.at = Some(STREAM_QUIET + 20);
+        j.push(late, &mut out);
+        assert!(matches!(out[1], Out::Orphan(_)));
+    }
+
+    #[test]
+    fn quiet_a_following_reader_confirms_ends_a_stream_as_the_next_entry_would() {
+        let mut j = Joiner::new();
+        let mut out = Vec::new();
+        take(&mut j, from(10, 0, LAST), &mut out);
+        j.release_quiet("h1", STREAM_QUIET - 1, &mut out);
+        assert!(out.is_empty());
+        j.release_quiet("h1", STREAM_QUIET, &mut out);
+        assert_eq!(texts(&out), [LAST]);
+        assert!(j.held_hosts().next().is_none());
+    }
+
+    #[test]
+    fn held_lines_are_stored_as_before_and_found_by_host_after_a_restart() {
+        let mut j = Joiner::new();
+        let mut out = Vec::new();
+        take(&mut j, from(10, 0, LAST), &mut out);
+        let json = serde_json::to_value(&j).unwrap();
+        assert_eq!(
+            json.as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["pending", "seq"]
+        );
+        let mut back: Joiner = serde_json::from_value(json).unwrap();
+        assert_eq!(back, j);
+        assert_eq!(back.earliest_held("h1"), Some(0));
+        take(
+            &mut back,
+            from(11, 1, "I0101 00:00:00.000001 1 a.go:1] new"),
+            &mut out,
+        );
+        assert_eq!(texts(&out), [LAST]);
     }
 }

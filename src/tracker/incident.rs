@@ -7,12 +7,18 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::Settings;
-use crate::signals::{Cause, SignalKind};
+use crate::signals::{Cause, Role, SignalKind};
 use crate::time::{Micros, clock, human_duration};
 
 /// Evidence lines kept at the start and at the end of an incident: bounded,
-/// so a retry storm does not grow memory or the store.
+/// so a retry storm does not grow memory or the store. The first lines are
+/// never replaced, so what is quoted from them never moves: at most
+/// [`EVIDENCE_HEAD_MARKERS`] of them are markers (the last before the
+/// trouble began), so the first trouble line always has its place; beyond
+/// [`EVIDENCE_HEAD`], the first line of each cause still joins them (one
+/// more per [`Cause`] at most).
 pub const EVIDENCE_HEAD: usize = 8;
+pub const EVIDENCE_HEAD_MARKERS: usize = 4;
 pub const EVIDENCE_TAIL: usize = 8;
 /// Longest evidence text kept, in bytes.
 pub const EVIDENCE_TEXT: usize = 2000;
@@ -69,6 +75,9 @@ pub struct Evidence {
     pub cursor: Option<String>,
     pub signal: SignalKind,
     pub text: String,
+    /// What the line's error points at (trouble and supporting lines).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Cause>,
 }
 
 impl Evidence {
@@ -87,7 +96,18 @@ impl Evidence {
             cursor: cursor.map(str::to_string),
             signal,
             text: kept,
+            cause: None,
         }
+    }
+
+    #[must_use]
+    pub fn with_cause(mut self, cause: Option<Cause>) -> Self {
+        self.cause = cause;
+        self
+    }
+
+    fn is_marker(&self) -> bool {
+        self.signal.role() == Role::Marker
     }
 }
 
@@ -209,9 +229,30 @@ impl Incident {
             .map_or(Cause::Unknown, |(c, _)| *c)
     }
 
+    /// Keeps `e` among the first lines (see [`EVIDENCE_HEAD`]) or the last.
     pub(super) fn add_evidence(&mut self, e: Evidence) {
-        if self.evidence_head.len() < EVIDENCE_HEAD {
-            self.evidence_head.push(e);
+        let head = &mut self.evidence_head;
+        let markers = head.iter().filter(|h| h.is_marker()).count();
+        let trouble_kept = markers < head.len();
+        if e.is_marker() {
+            if !trouble_kept {
+                // Before the trouble: the markers just before it matter most.
+                head.push(e);
+                if markers + 1 > EVIDENCE_HEAD_MARKERS {
+                    head.remove(0);
+                    self.evidence_dropped += 1;
+                }
+                return;
+            }
+            if head.len() < EVIDENCE_HEAD && markers < EVIDENCE_HEAD_MARKERS {
+                head.push(e);
+                return;
+            }
+        } else if head.len() < EVIDENCE_HEAD
+            || e.cause
+                .is_some_and(|c| !head.iter().any(|h| h.cause == Some(c)))
+        {
+            head.push(e);
             return;
         }
         self.evidence_tail.push_back(e);
@@ -221,15 +262,33 @@ impl Incident {
         }
     }
 
-    /// Evidence in time order: the first lines, then the last.
+    /// Evidence in time order: the first lines and the last, merged (the
+    /// first line of a cause may come after lines of the last kept).
     pub fn evidence(&self) -> impl Iterator<Item = &Evidence> {
-        self.evidence_head.iter().chain(self.evidence_tail.iter())
+        let mut head = self.evidence_head.iter().peekable();
+        let mut tail = self.evidence_tail.iter().peekable();
+        std::iter::from_fn(move || match (head.peek(), tail.peek()) {
+            (Some(h), Some(t)) if t.at < h.at => tail.next(),
+            (Some(_), _) => head.next(),
+            (None, _) => tail.next(),
+        })
     }
 
-    /// The first trouble line kept, for the diagnosis.
-    fn first_error(&self) -> Option<&Evidence> {
-        self.evidence()
-            .find(|e| e.signal.role() != crate::signals::Role::Marker)
+    /// The first trouble line: what the diagnosis, the mails, `show` and
+    /// Alertmanager quote as the first error. It is kept among the first
+    /// lines, which are never replaced, so it never changes once recorded;
+    /// markers are never quoted as trouble.
+    #[must_use]
+    pub fn first_evidence(&self) -> Option<&Evidence> {
+        self.evidence_head
+            .iter()
+            .find(|e| e.signal.role() == Role::Trouble)
+    }
+
+    /// The latest trouble or supporting line kept.
+    #[must_use]
+    pub fn last_evidence(&self) -> Option<&Evidence> {
+        self.evidence().filter(|e| !e.is_marker()).last()
     }
 
     /// One paragraph for a person.
@@ -324,7 +383,7 @@ impl Incident {
             )),
             None => {}
         }
-        if let Some(e) = self.first_error() {
+        if let Some(e) = self.first_evidence() {
             parts.push(format!("First error: {}", one_line(&e.text, 300)));
         }
         parts.join(" ")

@@ -631,7 +631,7 @@ impl Tracker {
         if sig.kind.role() != Role::Marker {
             inc.timeline.add(at, sig.kind.as_str());
         }
-        inc.add_evidence(Evidence::new(at, obs.cursor, sig.kind, obs.text));
+        inc.add_evidence(Evidence::new(at, obs.cursor, sig.kind, obs.text).with_cause(sig.cause));
         let id = inc.id.clone();
         out.push(Decision::UpdateIncident { id: id.clone() });
         if counted_retry {

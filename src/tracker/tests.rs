@@ -442,3 +442,92 @@ fn the_race_picture_draws_the_retry_where_it_happened() {
     let text = p.text(crate::time::Zone::Utc);
     assert!(text.contains("a column is 6.7ms"), "{text}");
 }
+
+/// F2: after a restart, markers (the last incident's registration and
+/// ready, the stop and start, caches) would fill the first evidence slots;
+/// the first trouble line is still kept and quoted as the first error, and
+/// it does not move as the incident goes on. The first line of a later
+/// cause is kept too.
+#[test]
+fn the_first_trouble_line_is_quoted_however_many_markers_came_before() {
+    const REFUSED_ERR: &str = r#"Get \"https://10.0.0.1:6443/api/v1/nodes/w2?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused"#;
+    const TIMEOUT_ERR: &str =
+        r#"Get \"https://10.0.0.1:6443/api/v1/nodes/w2?timeout=10s\": context deadline exceeded"#;
+    let retry = |ms: i64, err: &str| {
+        let s = ms / 1000;
+        format!(
+            r#"E0715 16:{:02}:{:02}.{:06}    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w2\": {err}""#,
+            25 + s / 60,
+            s % 60,
+            (ms % 1000) * 1000
+        )
+    };
+    let markers = [
+        r#"I0715 16:24:50.000000    2425 kubelet_node_status.go:72] "Attempting to register node" node="w2""#,
+        r#"I0715 16:24:50.100000    2425 kubelet_node_status.go:75] "Successfully registered node" node="w2""#,
+        r#"I0715 16:24:50.500000    2425 kubelet_node_status.go:493] "Fast updating node status as it just became ready""#,
+        "kubelet.service: Main process exited, code=exited, status=1/FAILURE",
+        "kubelet.service: Failed with result 'exit-code'.",
+        "Started kubelet.service - kubelet: The Kubernetes Node Agent.",
+        r#"I0715 16:25:01.000000    2426 server.go:484] "Kubelet version" kubeletVersion="v1.31.0""#,
+        r#"I0715 16:25:01.100000    2426 shared_informer.go:320] "Caches are synced" controller="node""#,
+        r#"I0715 16:25:01.200000    2426 kubelet_node_status.go:72] "Attempting to register node" node="w2""#,
+    ];
+    let mut texts: Vec<(i64, String)> = markers
+        .iter()
+        .enumerate()
+        .map(|(n, m)| (n as i64 * 1_000 + 2_000, (*m).to_string()))
+        .collect();
+    for n in 0..40 {
+        let ms = 12_000 + n * 2_000;
+        let err = if n < 30 { REFUSED_ERR } else { TIMEOUT_ERR };
+        texts.push((ms, retry(ms, err)));
+    }
+    let lines = |upto: usize| -> Vec<Line<'_>> {
+        texts[..upto]
+            .iter()
+            .map(|(ms, t)| (*ms, "w2", t.as_str()))
+            .collect()
+    };
+    let first_trouble = &texts[markers.len()].1;
+    let mut quoted = Vec::new();
+    for upto in [markers.len() + 1, markers.len() + 12, texts.len()] {
+        let r = replay(&lines(upto), 100_000);
+        let i = r.incidents.iter().find(|i| i.node == "w2").unwrap();
+        let first = i.first_evidence().unwrap();
+        assert_eq!(&first.text, first_trouble);
+        assert_eq!(first.signal, SignalKind::StatusRetry);
+        let d = i.diagnosis(&r.settings);
+        assert!(
+            d.contains(&format!("First error: {}", one_line(first_trouble, 300))),
+            "{d}"
+        );
+        assert!(i.last_evidence().unwrap().signal.role() != Role::Marker);
+        let head_markers = i
+            .evidence_head
+            .iter()
+            .filter(|e| e.signal.role() == Role::Marker)
+            .count();
+        assert!(head_markers <= incident::EVIDENCE_HEAD_MARKERS);
+        // The markers nearest the trouble are the ones kept.
+        assert!(
+            i.evidence().any(|e| e.signal == SignalKind::CachesSynced),
+            "{:?}",
+            i.evidence().map(|e| e.signal).collect::<Vec<_>>()
+        );
+        quoted.push((first.at, first.text.clone()));
+        if upto == texts.len() {
+            // The first timeout is kept, although the first slots were full.
+            let timeout = i
+                .evidence()
+                .find(|e| e.cause == Some(Cause::ApiTimeout))
+                .unwrap();
+            assert_eq!(timeout.text, texts[markers.len() + 30].1);
+            // Time order, whatever slot each line has.
+            let at: Vec<Micros> = i.evidence().map(|e| e.at).collect();
+            assert!(at.windows(2).all(|w| w[0] <= w[1]), "{at:?}");
+        }
+    }
+    quoted.dedup();
+    assert_eq!(quoted.len(), 1, "{quoted:?}");
+}

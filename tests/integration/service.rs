@@ -718,3 +718,319 @@ fn a_broken_config_leaves_the_queries_answering() {
     assert_eq!(svc.query(&["check-config"]).status.code(), Some(78));
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+/// A kubelet process of its own: a child that sends `lines` to the
+/// namespace's journald over the native socket, `gap` apart, then exits.
+/// journald stamps them with the child's `_PID`, so each call is another
+/// kubelet process (a restart).
+fn kubelet_process(j: &Journald, lines: &[String], gap: Duration) {
+    let script = r#"
+import json, socket, sys, time
+sock, gap = sys.argv[1], float(sys.argv[2])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+for line in json.load(sys.stdin):
+    s.sendto(("MESSAGE=%s\nSYSLOG_IDENTIFIER=kubelet\nPRIORITY=6\n" % line).encode(), sock)
+    time.sleep(gap)
+"#;
+    let out = run(
+        Command::new("/usr/bin/python3").args([
+            "-c",
+            script,
+            &j.socket().display().to_string(),
+            &gap.as_secs_f64().to_string(),
+        ]),
+        Some(serde_json::to_string(lines).unwrap().as_bytes()),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Issue 17, F1, on a real journal: the start-up race (one lister miss,
+/// then ready, as the first process's last line), the kubelet restarted
+/// (another PID), then an outage of retries. A following service, `run
+/// --once` and `scan` all find the two incidents the live service found:
+/// the resolved start-up race of one retry, and the persistent outage.
+/// Before the fix, `run --once` and `scan` made one persistent incident of
+/// the race and the outage, and a phantom after it.
+#[test]
+fn a_restarted_kubelet_gives_every_reader_the_same_two_incidents() {
+    let j = Journald::start("rst");
+    let extra = "[incidents]\nresolve_after = \"3s\"\n";
+    let mut svc = namespace_service(&j, extra);
+    svc.start();
+    let node = "restart-1";
+    kubelet_process(
+        &j,
+        &[
+            klog(
+                'I',
+                "server.go:484",
+                r#""Kubelet version" kubeletVersion="v1.31.0""#,
+            ),
+            klog(
+                'I',
+                "kubelet_node_status.go:75",
+                &format!(r#""Successfully registered node" node="{node}""#),
+            ),
+            klog(
+                'E',
+                "kubelet_node_status.go:535",
+                &format!(
+                    r#""Error updating node status, will retry" err="error getting node \"{node}\": node \"{node}\" not found""#
+                ),
+            ),
+            klog(
+                'I',
+                "kubelet_node_status.go:493",
+                r#""Fast updating node status as it just became ready""#,
+            ),
+        ],
+        Duration::from_millis(100),
+    );
+    // The restart: 2 s later, the new process runs into the outage.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut outage = vec![klog(
+        'I',
+        "server.go:484",
+        r#""Kubelet version" kubeletVersion="v1.31.0""#,
+    )];
+    outage.extend((0..12).map(|_| refused(node)));
+    kubelet_process(&j, &outage, Duration::from_millis(250));
+    let summary = |incidents: &serde_json::Value| -> Vec<(String, String, u64)> {
+        incidents
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["node"] == node)
+            .map(|i| {
+                (
+                    i["verdict"].as_str().unwrap().to_string(),
+                    i["cause"].as_str().unwrap().to_string(),
+                    i["retries"].as_u64().unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut want = vec![
+        ("persistent".to_string(), "api-unreachable".to_string(), 12),
+        ("startup-race".to_string(), "lister-lag".to_string(), 1),
+    ];
+    want.sort();
+    let sorted = |mut v: Vec<(String, String, u64)>| {
+        v.sort();
+        v
+    };
+    wait_for(
+        Duration::from_secs(15),
+        || sorted(summary(&svc.incidents())) == want,
+        "the following service's two incidents",
+    );
+    let race_resolved = |incidents: &serde_json::Value| {
+        incidents
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["verdict"] == "startup-race" && i["status"] == "resolved")
+    };
+    assert!(race_resolved(&svc.incidents()));
+    assert_eq!(svc.signal("TERM"), Some(0));
+
+    let once = namespace_service(&j, extra);
+    let out = once.run_once();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let from_once = once.incidents();
+    assert_eq!(
+        sorted(summary(&from_once)),
+        want,
+        "run --once: {from_once:#}"
+    );
+    assert!(race_resolved(&from_once));
+
+    let out = run(
+        crate::support::bin().args([
+            "scan",
+            "--namespace",
+            &j.name,
+            "--resolve-after",
+            "3s",
+            "-o",
+            "json",
+        ]),
+        None,
+    );
+    let scanned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let scanned = &scanned["incidents"];
+    assert_eq!(sorted(summary(scanned)), want, "scan: {scanned:#}");
+    assert!(race_resolved(scanned));
+}
+
+/// Issue 17, F1, with its own timings and systemd's lines, in a journal
+/// file: the start-up race, `Stopping`/`Deactivated`/`Stopped`/`Started`
+/// 41 s later, then a 2-minute outage of retries every 3 s from the new
+/// process. `scan`, `run --once` and a service that catches up with the file
+/// while following a collector directory each find the resolved start-up
+/// race of one retry and the persistent outage of 40.
+#[test]
+fn the_f1_restart_journal_gives_every_reader_the_same_two_incidents() {
+    use kubelet_sentinel::time::SECOND;
+    let t0 = kubelet_sentinel::time::now() - 600 * SECOND;
+    let node = "worker-01";
+    let klog_at = |at: i64, pid: u32, sev: char, file: &str, body: &str| {
+        let t = chrono::DateTime::from_timestamp_micros(at).unwrap();
+        format!(
+            "{sev}{} {pid:>7} {file}] {body}",
+            t.format("%m%d %H:%M:%S%.6f")
+        )
+    };
+    let mut export = Vec::new();
+    let kubelet = |out: &mut Vec<u8>, at: i64, pid: u32, msg: &str| {
+        export_entry(
+            out,
+            &[
+                ("__REALTIME_TIMESTAMP", &at.to_string()),
+                ("_HOSTNAME", node),
+                ("_UID", "0"),
+                ("_SYSTEMD_UNIT", "kubelet.service"),
+                ("SYSLOG_IDENTIFIER", "kubelet"),
+                ("_PID", &pid.to_string()),
+                ("_STREAM_ID", &format!("stream{pid}")),
+                ("MESSAGE", msg),
+            ],
+        );
+    };
+    let systemd = |out: &mut Vec<u8>, at: i64, msg: &str| {
+        export_entry(
+            out,
+            &[
+                ("__REALTIME_TIMESTAMP", &at.to_string()),
+                ("_HOSTNAME", node),
+                ("_UID", "0"),
+                ("_PID", "1"),
+                ("_SYSTEMD_UNIT", "init.scope"),
+                ("SYSLOG_IDENTIFIER", "systemd"),
+                ("UNIT", "kubelet.service"),
+                ("MESSAGE", msg),
+            ],
+        );
+    };
+    let version = r#""Kubelet version" kubeletVersion="v1.31.0""#;
+    kubelet(
+        &mut export,
+        t0,
+        100,
+        &klog_at(t0, 100, 'I', "server.go:484", version),
+    );
+    let at = t0 + 100_000;
+    let registered = format!(r#""Successfully registered node" node="{node}""#);
+    kubelet(
+        &mut export,
+        at,
+        100,
+        &klog_at(at, 100, 'I', "kubelet_node_status.go:75", &registered),
+    );
+    let miss = format!(
+        r#""Error updating node status, will retry" err="error getting node \"{node}\": node \"{node}\" not found""#
+    );
+    kubelet(
+        &mut export,
+        at,
+        100,
+        &klog_at(at, 100, 'E', "kubelet_node_status.go:535", &miss),
+    );
+    let at = t0 + 505_000;
+    let ready = r#""Fast updating node status as it just became ready""#;
+    kubelet(
+        &mut export,
+        at,
+        100,
+        &klog_at(at, 100, 'I', "kubelet_node_status.go:493", ready),
+    );
+    let restart = t0 + 41 * SECOND;
+    let unit = "kubelet.service - kubelet: The Kubernetes Node Agent";
+    systemd(&mut export, restart, &format!("Stopping {unit}..."));
+    systemd(
+        &mut export,
+        restart + 10_000,
+        "kubelet.service: Deactivated successfully.",
+    );
+    systemd(&mut export, restart + 10_000, &format!("Stopped {unit}."));
+    systemd(&mut export, restart + 20_000, &format!("Started {unit}."));
+    let at = restart + 300_000;
+    kubelet(
+        &mut export,
+        at,
+        200,
+        &klog_at(at, 200, 'I', "server.go:484", version),
+    );
+    let refused_err = format!(
+        r#""Error updating node status, will retry" err="error getting node \"{node}\": Get \"https://10.0.0.1:6443/api/v1/nodes/{node}?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#
+    );
+    for n in 0..40 {
+        let at = restart + SECOND + n * 3 * SECOND;
+        kubelet(
+            &mut export,
+            at,
+            200,
+            &klog_at(at, 200, 'E', "kubelet_node_status.go:535", &refused_err),
+        );
+    }
+    let journals = tempfile::tempdir().unwrap();
+    let staged = tempfile::tempdir().unwrap();
+    let file = staged.path().join("remote-worker-01.journal");
+    journal_remote(&export, &file);
+
+    let summary = |incidents: &serde_json::Value| -> Vec<(String, String, u64)> {
+        let mut v: Vec<_> = incidents
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                (
+                    i["verdict"].as_str().unwrap().to_string(),
+                    i["cause"].as_str().unwrap().to_string(),
+                    i["retries"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let want = vec![
+        ("persistent".to_string(), "api-unreachable".to_string(), 40),
+        ("startup-race".to_string(), "lister-lag".to_string(), 1),
+    ];
+    let out = run(
+        crate::support::bin().args(["scan", "-o", "json", &file.display().to_string()]),
+        None,
+    );
+    let scanned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary(&scanned["incidents"]), want, "scan: {scanned:#}");
+
+    // A service following the directory the file then arrives in.
+    let section = format!("directory = \"{}\"", journals.path().display());
+    let mut svc = Service::new(&section, "");
+    svc.start();
+    std::fs::copy(&file, journals.path().join("remote-worker-01.journal")).unwrap();
+    wait_for(
+        Duration::from_secs(20),
+        || summary(&svc.incidents()) == want,
+        "the following service's two incidents",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+
+    let once = Service::new(&section, "");
+    let out = once.run_once();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(summary(&once.incidents()), want, "run --once");
+}

@@ -1,9 +1,11 @@
 //! Design section 4.1 as a property: the same journal gives the same
 //! incidents whether `scan`, `run --once` or a following `run` reads it, in
 //! any batches, with any pauses of the reader, with lines held for
-//! continuations, and with hosts whose lines reach the journal late. The
-//! only difference allowed: a following service also resolves, on quiet
-//! that the journal confirms, what is still open at the end.
+//! continuations, with kubelets whose stream ends (a restart, a crash, a
+//! stop) and goes on in another process's, and with hosts whose lines reach
+//! the journal late. The only difference allowed: a following service also
+//! resolves, on quiet that the journal confirms, what is still open at the
+//! end.
 //!
 //! `run` and `run --once` are the real service (`daemon::run`) in-process,
 //! with a real sled store, on a paused tokio clock; the journal is a script
@@ -19,7 +21,7 @@ use kubelet_sentinel::daemon::{self, Edges, RunOptions};
 use kubelet_sentinel::journal::sd::{Reader, ReaderCtl, ReaderEvent};
 use kubelet_sentinel::journal::{Entry, EntryFilter};
 use kubelet_sentinel::pipeline::Pipeline;
-use kubelet_sentinel::store::{Filter, Store};
+use kubelet_sentinel::store::{Filter, Store, StoreError};
 use kubelet_sentinel::time::{Micros, SECOND};
 use kubelet_sentinel::tracker::Settings;
 use proptest::prelude::*;
@@ -65,9 +67,78 @@ struct Host {
     lag: Micros,
     t: Micros,
     out: Vec<Written>,
+    /// The kubelet process writing now: a restart starts another, with a
+    /// stream of its own.
+    pid: u32,
 }
 
 impl Host {
+    fn new(name: &str, lag: Micros, t: Micros) -> Self {
+        Self {
+            name: name.into(),
+            lag,
+            t,
+            out: Vec::new(),
+            pid: 100,
+        }
+    }
+
+    /// systemd's own line about the kubelet's unit.
+    fn systemd(&mut self, msg: &str) {
+        let n = self.out.len();
+        self.out.push(Written {
+            written_at: self.t + self.lag,
+            entry: Entry {
+                at: Some(self.t),
+                cursor: Some(format!("{}-{n}", self.name)),
+                host: Some(self.name.as_str().into()),
+                unit: Some("init.scope".into()),
+                identifier: Some("systemd".into()),
+                pid: Some(1),
+                from_systemd: true,
+                about_unit: Some("kubelet.service".into()),
+                message: msg.as_bytes().to_vec(),
+                ..Entry::default()
+            },
+        });
+    }
+
+    /// The kubelet's stream ends and another process's begins: `how` 0 a
+    /// new PID with no word from systemd (a saved log), 1 a crash, 2 a
+    /// requested restart.
+    fn restart(&mut self, how: u64) {
+        const UNIT: &str = "kubelet.service - kubelet: The Kubernetes Node Agent";
+        match how {
+            0 => {}
+            1 => {
+                self.t += 300_000;
+                self.systemd("kubelet.service: Main process exited, code=exited, status=1/FAILURE");
+                self.systemd("kubelet.service: Failed with result 'exit-code'.");
+                self.t += 10 * SECOND;
+                self.systemd("kubelet.service: Scheduled restart job, restart counter is at 1.");
+                self.systemd(&format!("Started {UNIT}."));
+            }
+            _ => {
+                self.t += 200_000;
+                self.systemd(&format!("Stopping {UNIT}..."));
+                self.t += 50_000;
+                self.systemd("kubelet.service: Deactivated successfully.");
+                self.systemd(&format!("Stopped {UNIT}."));
+                self.t += 20_000;
+                self.systemd(&format!("Started {UNIT}."));
+            }
+        }
+        self.pid += 1;
+        self.t += 300_000;
+        let t = self.t;
+        self.line(klog(
+            'I',
+            t,
+            "server.go:484",
+            r#""Kubelet version" kubeletVersion="v1.31.0""#,
+        ));
+    }
+
     fn line(&mut self, msg: String) {
         self.piece(msg, false);
     }
@@ -82,7 +153,8 @@ impl Host {
                 host: Some(self.name.as_str().into()),
                 unit: Some("kubelet.service".into()),
                 identifier: Some("kubelet".into()),
-                stream: Some(format!("{}-stream", self.name).into()),
+                pid: Some(self.pid),
+                stream: Some(format!("{}-stream-{}", self.name, self.pid).into()),
                 message: msg.into_bytes(),
                 cut,
                 ..Entry::default()
@@ -120,12 +192,11 @@ fn scenario(seed: u64) -> Vec<Written> {
     let hosts = 2 + r.below(3);
     let mut all = Vec::new();
     for h in 0..hosts {
-        let mut host = Host {
-            name: format!("node-{h}"),
-            lag: [0, 20, 60, 300][r.below(4) as usize] * SECOND,
-            t: T0 + r.below(30) as Micros * SECOND,
-            out: Vec::new(),
-        };
+        let mut host = Host::new(
+            &format!("node-{h}"),
+            [0, 20, 60, 300][r.below(4) as usize] * SECOND,
+            T0 + r.below(30) as Micros * SECOND,
+        );
         for _ in 0..(3 + r.below(4)) {
             match r.below(5) {
                 0 => {
@@ -222,8 +293,17 @@ fn scenario(seed: u64) -> Vec<Written> {
                     }
                 }
             }
+            // The kubelet restarts (or crashes, or is stopped and started)
+            // right after its last line, or after the quiet.
+            let restart = r.below(4);
+            if restart == 0 {
+                host.restart(r.below(3));
+            }
             // Quiet between episodes: sometimes shorter than resolve_after.
             host.t += (5 + r.below(200)) as Micros * SECOND;
+            if restart == 1 {
+                host.restart(r.below(3));
+            }
         }
         all.extend(host.out);
     }
@@ -346,6 +426,20 @@ fn scripted_source(
 /// mailing to files; returns what its store holds and how many mails it
 /// wrote.
 fn served(journal: &[Written], reading: Reading, once: bool) -> (Vec<serde_json::Value>, usize) {
+    let s = served_with(journal, reading, once, "max_age = \"3650d\"\n");
+    (s.incidents, s.mails.len())
+}
+
+/// What a service run left behind.
+struct Served {
+    incidents: Vec<serde_json::Value>,
+    /// The mails it wrote.
+    mails: Vec<String>,
+    summary: kubelet_sentinel::pipeline::Summary,
+}
+
+/// [`served`], with `alert` added to the config's `[alert]` section.
+fn served_with(journal: &[Written], reading: Reading, once: bool, alert: &str) -> Served {
     let dir = tempfile::tempdir().unwrap();
     let config_path = dir.path().join("config.toml");
     std::fs::create_dir(dir.path().join("mail")).unwrap();
@@ -353,7 +447,7 @@ fn served(journal: &[Written], reading: Reading, once: bool) -> (Vec<serde_json:
         &config_path,
         format!(
             "[store]\npath = \"{d}/store\"\n[api]\nsocket = \"{d}/q.sock\"\n\
-             [alert]\nto = [\"oncall@example.com\"]\ntransport = \"file\"\nmax_age = \"3650d\"\n\
+             [alert]\nto = [\"oncall@example.com\"]\ntransport = \"file\"\n{alert}\
              [alert.file]\ndirectory = \"{d}/mail\"\n",
             d = dir.path().display()
         ),
@@ -392,18 +486,36 @@ fn served(journal: &[Written], reading: Reading, once: bool) -> (Vec<serde_json:
         }
         service.await.unwrap().unwrap();
     });
-    let store = Store::open(&dir.path().join("store")).unwrap();
+    // The runtime's blocking tasks (the store's last flush) end with it;
+    // sled's own threads let go of the lock a moment after.
+    drop(rt);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let store = loop {
+        match Store::open(&dir.path().join("store")) {
+            Ok(s) => break s,
+            Err(StoreError::Locked { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
     let mut all = store
         .incidents(&Filter::default(), &Settings::default())
         .unwrap();
     all.sort_by_key(|i| (i.opened_at, i.node.clone()));
-    let mails = std::fs::read_dir(dir.path().join("mail")).unwrap().count();
-    (
-        all.iter()
+    let mails = std::fs::read_dir(dir.path().join("mail"))
+        .unwrap()
+        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+        .collect();
+    let summary = store.load().unwrap().state.unwrap().summary;
+    Served {
+        incidents: all
+            .iter()
             .map(|i| serde_json::to_value(i).unwrap())
             .collect(),
         mails,
-    )
+        summary,
+    }
 }
 
 /// Incidents keyed by id, without what delivery adds; for those `open` in
@@ -487,12 +599,7 @@ proptest! {
 /// late: one persistent incident each, alerted once.
 #[test]
 fn a_stopped_reader_and_a_late_host_do_not_split_an_outage() {
-    let mut host = Host {
-        name: "late-1".into(),
-        lag: 300 * SECOND,
-        t: T0,
-        out: Vec::new(),
-    };
+    let mut host = Host::new("late-1", 300 * SECOND, T0);
     // 20 retries over 95 s: longer than resolve_after, written 5 min late.
     for _ in 0..20 {
         host.retry(0);
@@ -511,4 +618,113 @@ fn a_stopped_reader_and_a_late_host_do_not_split_an_outage() {
     assert!(follow[0]["over_threshold_at"].is_number());
     // The alert, then the resolved notice once quiet is confirmed.
     assert_eq!(mails, 2, "{follow:#?}");
+}
+
+/// S14, D17: `max_age` holds back only what was already old when it was
+/// read. With the default (a day), a host whose clock is at 1971 (already
+/// in trouble when the service starts, and still in trouble after) and one
+/// whose clock is at 2150 alert while followed, like a host with a right
+/// clock; trouble written ten days ago and read at the start alerts
+/// nothing. The 2150 entries are counted and read at their own host's time
+/// (it has none: unknown), never another host's.
+#[test]
+fn max_age_holds_back_catch_up_only_whatever_a_hosts_clock_says() {
+    const YEAR: Micros = 365 * 24 * 3600 * SECOND;
+    let at = |h: &mut Host, from: Micros, n: u64| {
+        for _ in 0..n {
+            h.retry(0);
+            h.t += 2 * SECOND;
+        }
+        h.t + h.lag - from
+    };
+    // Written from 30 s before the service starts: 15 retries are read as
+    // catch-up (and cross the threshold there), 30 live.
+    let t1971 = T0 - 56 * YEAR;
+    let mut past = Host::new("clock-1971", T0 - 30 * SECOND - t1971, t1971);
+    at(&mut past, 0, 45);
+    let t2150 = T0 + 124 * YEAR;
+    let mut future = Host::new("clock-2150", T0 + 10 * SECOND - t2150, t2150);
+    at(&mut future, 0, 20);
+    let mut old = Host::new("ten-days-ago", 0, T0 - 10 * 24 * 3600 * SECOND);
+    at(&mut old, 0, 20);
+    let mut right = Host::new("clock-right", 20 * SECOND, T0);
+    at(&mut right, 0, 20);
+    let mut journal: Vec<Written> = [past.out, future.out, old.out, right.out].concat();
+    journal.sort_by_key(|w| w.written_at);
+    let reading = Reading {
+        seed: 3,
+        max_batch: 50,
+        pause_every: 1_000,
+        max_pause: SECOND,
+    };
+    let served = served_with(&journal, reading, false, "");
+    // scan (its clock: when the service started) finds the same incidents.
+    let mut scan = Pipeline::new(EntryFilter::default(), Settings::default());
+    scan.set_now(T0);
+    let mut decisions = Vec::new();
+    for w in &journal {
+        scan.push(w.entry.clone(), &mut decisions);
+    }
+    scan.finish(&mut decisions);
+    let mut reference = scan.tracker_mut().take_resolved();
+    reference.extend(scan.tracker().open_incidents().cloned());
+    let reference: Vec<serde_json::Value> = reference
+        .iter()
+        .map(|i| serde_json::to_value(i).unwrap())
+        .collect();
+    let (got, want) = (
+        comparable(&served.incidents, &reference),
+        comparable(&reference, &reference),
+    );
+    let differ: Vec<String> = want
+        .iter()
+        .flat_map(|(id, w)| {
+            let g = got.get(id).cloned().unwrap_or_default();
+            w.as_object()
+                .unwrap()
+                .iter()
+                .filter_map(move |(k, v)| {
+                    let f = g.get(k.as_str());
+                    (f != Some(v)).then(|| format!("{id} {k}: scan {v} follow {f:?}"))
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(differ.is_empty() && got.len() == want.len(), "{differ:#?}");
+    assert_eq!(scan.summary().future_dated, 20);
+    let mails_of = |node: &str| {
+        served
+            .mails
+            .iter()
+            .filter(|m| m.contains(&format!("node {node}")) || m.contains(node))
+            .count()
+    };
+    for node in ["clock-1971", "clock-2150", "clock-right"] {
+        assert_eq!(
+            mails_of(node),
+            2,
+            "{node}: the alert and the resolved notice"
+        );
+    }
+    assert_eq!(mails_of("ten-days-ago"), 0);
+    let opened: Vec<(String, Micros)> = served
+        .incidents
+        .iter()
+        .map(|i| {
+            (
+                i["node"].as_str().unwrap().to_string(),
+                i["opened_at"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(opened.len(), 4, "{opened:?}");
+    // D17: every 2150 entry counted; none took another host's time.
+    assert_eq!(served.summary.future_dated, 20);
+    let (_, at_2150) = opened.iter().find(|(n, _)| n == "clock-2150").unwrap();
+    assert!(
+        opened
+            .iter()
+            .all(|(n, t)| n == "clock-2150" || t != at_2150),
+        "{opened:?}"
+    );
 }
