@@ -452,9 +452,73 @@ struct Coordinator {
     incomplete_left: bool,
     /// The directory each inotify watch is on.
     watches: HashMap<i32, PathBuf>,
+    /// Bounds the warnings about bad files (50 000 garbage files must not
+    /// be 150 000 log lines): the rest are counted and summarised.
+    warnings: WarnBudget,
+}
+
+/// Warnings about the directory's files said one by one at most
+/// [`WarnBudget::PER_MINUTE`] a minute; past that, counted and said as one
+/// line when the minute is over.
+struct WarnBudget {
+    since: Instant,
+    said: u32,
+    held: u64,
+}
+
+impl WarnBudget {
+    const PER_MINUTE: u32 = 20;
+    const WINDOW: Duration = Duration::from_secs(60);
+
+    fn new() -> Self {
+        Self {
+            since: Instant::now(),
+            said: 0,
+            held: 0,
+        }
+    }
+
+    /// Whether to say this one; otherwise it is counted.
+    fn allow(&mut self) -> bool {
+        self.roll();
+        if self.said < Self::PER_MINUTE {
+            self.said += 1;
+            true
+        } else {
+            self.held += 1;
+            false
+        }
+    }
+
+    /// The summary of what was held back, once its minute is over.
+    fn roll(&mut self) -> Option<String> {
+        if self.since.elapsed() < Self::WINDOW {
+            return None;
+        }
+        self.since = Instant::now();
+        self.said = 0;
+        let held = std::mem::take(&mut self.held);
+        (held > 0).then(|| {
+            format!(
+                "{held} more warnings about this directory's files in the last minute were not \
+                 logged one by one (at most {} a minute are)",
+                Self::PER_MINUTE
+            )
+        })
+    }
 }
 
 impl Coordinator {
+    /// A warning about a file or group, within the budget.
+    fn warn(&mut self, message: String) {
+        if let Some(summary) = self.warnings.roll() {
+            let _ = self.tx.blocking_send(ReaderEvent::Warning(summary));
+        }
+        if self.warnings.allow() {
+            let _ = self.tx.blocking_send(ReaderEvent::Warning(message));
+        }
+    }
+
     fn new(
         spec: FleetSpec,
         found: BTreeMap<String, Vec<PathBuf>>,
@@ -506,6 +570,7 @@ impl Coordinator {
             unreadable_left: false,
             incomplete_left: false,
             watches: HashMap::new(),
+            warnings: WarnBudget::new(),
         };
         for (key, files) in found {
             c.add_group(key, files, true);
@@ -559,10 +624,10 @@ impl Coordinator {
         }
         for u in unreadable {
             if self.warned.insert(u.path.clone()) {
-                let _ = self.tx.blocking_send(ReaderEvent::Warning(format!(
+                self.warn(format!(
                     "cannot be read, its entries are missing: {}",
                     u.why()
-                )));
+                ));
             }
         }
     }
@@ -604,6 +669,9 @@ impl Coordinator {
     /// Marks the groups whose files changed (or that were read lately:
     /// their handle may see appends the stamp does not) as dirty.
     fn sweep(&mut self, recent: Duration) {
+        if let Some(summary) = self.warnings.roll() {
+            let _ = self.tx.blocking_send(ReaderEvent::Warning(summary));
+        }
         for g in self.groups.values_mut() {
             if g.running || g.dirty || g.retry_at.is_some() {
                 continue;
@@ -680,9 +748,7 @@ impl Coordinator {
                         wait.as_secs()
                     )
                 };
-                let _ = self
-                    .tx
-                    .blocking_send(ReaderEvent::Warning(format!("{}: {e}; {then}", d.key)));
+                self.warn(format!("{}: {e}; {then}", d.key));
             }
         } else {
             if g.failures > 0 {
@@ -796,6 +862,11 @@ impl Coordinator {
             self.dispatch();
             if self.idle() {
                 if !self.spec.follow {
+                    // A one-shot read says what it held back before it ends.
+                    self.warnings.since -= WarnBudget::WINDOW;
+                    if let Some(summary) = self.warnings.roll() {
+                        let _ = self.tx.blocking_send(ReaderEvent::Warning(summary));
+                    }
                     return Ok(());
                 }
                 if owe_tail {
@@ -1189,6 +1260,18 @@ impl Worker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn warnings_past_the_budget_are_counted_and_summarised() {
+        let mut b = WarnBudget::new();
+        let said = (0..50_000).filter(|_| b.allow()).count();
+        assert_eq!(said, WarnBudget::PER_MINUTE as usize);
+        assert_eq!(b.roll(), None, "the minute is not over");
+        b.since -= WarnBudget::WINDOW;
+        let summary = b.roll().unwrap();
+        assert!(summary.starts_with("49980 more warnings"), "{summary}");
+        assert!(b.allow(), "a new minute");
+    }
 
     #[test]
     fn files_group_by_writer() {

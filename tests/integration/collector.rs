@@ -829,3 +829,31 @@ fn a_host_gone_silent_is_named_against_the_newest_entry() {
     assert_eq!(series, 3, "{metrics}");
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+#[test]
+fn many_garbage_files_give_a_bounded_number_of_warnings() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let now = kubelet_sentinel::time::now();
+    upload(&dir, "remote-real.journal", "real", &storm(now, "real", 6));
+    for n in 0..300 {
+        // Old enough not to be taken for a copy still being written.
+        let p = dir.join(format!("remote-g{n}.journal"));
+        std::fs::write(&p, b"not a journal file at all, just bytes").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    let out = run(bin().arg("scan").arg(&dir), None);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines = err.lines().count();
+    // At most twenty said one by one; the rest summed up.
+    assert!(lines <= 25, "{lines} lines:\n{err}");
+    assert!(err.contains("more records skipped"), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("real"));
+}
