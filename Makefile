@@ -105,4 +105,4 @@ bench: bench-deps
 # (part of `make test`): the harness keeps working; the figures mean nothing.
 bench-smoke: bench-deps
 	cargo build --release --locked --bins --examples
-	RUNS=1 SIZES=5000 COLLECTOR=5000 COLLECTOR_HOSTS=3 LATENCY_ROUNDS=5 IDLE_SECONDS=2 SERVICE_INCIDENTS=1000 CRITERION=0 OUT=target/bench/smoke.md bash benches/bench.sh
+	RUNS=1 SIZES=5000 COLLECTOR=5000 COLLECTOR_HOSTS=3 LATENCY_ROUNDS=5 IDLE_SECONDS=2 SERVICE_INCIDENTS=1000 NODES=500 NODES_RESOLVE=2 CRITERION=0 OUT=target/bench/smoke.md bash benches/bench.sh

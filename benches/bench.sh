@@ -111,6 +111,11 @@ if [ "${SERVICE:-1}" = 1 ]; then
   service=$(/usr/bin/python3 benches/service.py "$bin" target/release/examples/gen_store "${IDLE_SECONDS:-30}" "${SERVICE_INCIDENTS:-100000}")
 fi
 
+nodes="(skipped)"
+if [ "${NODES:-100000}" -gt 0 ]; then
+  nodes=$(/usr/bin/python3 benches/nodes.py "$bin" "${NODES:-100000}" "${NODES_RESOLVE:-20}")
+fi
+
 crit=""
 if [ "$CRITERION" = 1 ]; then
   crit=$(cargo bench --quiet --bench parse -- --warm-up-time 1 --measurement-time 3 2>/dev/null \
@@ -134,6 +139,12 @@ fi
   echo
   echo '```'
   echo "$service"
+  echo '```'
+  echo
+  echo "Per-node state under a flood of names (\`benches/nodes.py\`: one host writes ${NODES:-100000} lines into a journald namespace, each naming a node never seen before, while the service follows; then every incident resolves, \`resolve_after\` ${NODES_RESOLVE:-20}s). Open incidents stay within \`[incidents] max_nodes_per_host\` (64), the rest are evicted; the store keeps every incident, and sled's memory grows with it:"
+  echo
+  echo '```'
+  echo "$nodes"
   echo '```'
   if [ -n "$crit" ]; then
     echo
