@@ -30,7 +30,7 @@ demo: build
 	@$(BIN) --config $(SCRATCH)/config.toml incidents
 	@echo; echo "== kubelet-sentinel nodes"
 	@$(BIN) --config $(SCRATCH)/config.toml nodes
-	@id=$$($(BIN) --config $(SCRATCH)/config.toml incidents --verdict startup-race --limit 1 | awk 'NR==2 {print $$1}'); \
+	@id=$$($(BIN) --config $(SCRATCH)/config.toml incidents --verdict startup-race --limit 1 2>/dev/null | awk 'NR==2 {print $$1}'); \
 		echo; echo "== kubelet-sentinel show $$id"; $(BIN) --config $(SCRATCH)/config.toml show $$id
 	@echo; echo "== Alert emails (file transport, $(SCRATCH)/mail):"
 	@for f in $(SCRATCH)/mail/*.eml; do \

@@ -192,7 +192,7 @@ pub struct IncidentsArgs {
     /// `api.example.com:443`).
     #[arg(long)]
     pub endpoint: Option<String>,
-    /// At most this many, newest first.
+    /// At most this many, newest first (0: all); when there are more, stderr says so.
     #[arg(long, default_value_t = 100)]
     pub limit: usize,
     /// `table` for people, `json` for scripts (the `incidents` array of the JSON contract).
@@ -791,6 +791,53 @@ fn status_rows(v: &serde_json::Value) -> Result<String, serde_json::Error> {
     Ok(out)
 }
 
+/// `incidents`: the query, cut to `limit` (0: all) with a word on stderr
+/// when there were more, so a script reading `-o json` is never cut short
+/// without being told.
+fn incidents_cmd(
+    config_path: Option<&PathBuf>,
+    filter: Filter,
+    limit: usize,
+    output: Output,
+    zone: Zone,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Exit {
+    let config = load_for_query(config_path, err);
+    let req = Request::Incidents(filter);
+    let mut answer = match query(&config, &req) {
+        Ok(r) => r,
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            return Exit::Failure;
+        }
+    };
+    if (200..300).contains(&answer.code) && limit > 0 {
+        if let Ok(mut v) = serde_json::from_str::<serde_json::Value>(&answer.body) {
+            if let Some(list) = v["incidents"].as_array_mut().filter(|l| l.len() > limit) {
+                list.truncate(limit);
+                let _ = writeln!(
+                    err,
+                    "kubelet-sentinel: the newest {limit} shown; there are more (--limit 0 lists all)"
+                );
+                answer.body = serde_json::to_string_pretty(&v).unwrap_or_default();
+            }
+        }
+    }
+    match render(&req, &answer, output, zone) {
+        Ok(text) => {
+            if out.write_all(text.as_bytes()).is_err() {
+                return Exit::Failure;
+            }
+            Exit::Ok
+        }
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            Exit::Failure
+        }
+    }
+}
+
 /// Runs a query command.
 pub fn run_query(
     config_path: Option<&PathBuf>,
@@ -1116,11 +1163,13 @@ pub fn main() -> ExitCode {
                 cause: a.cause,
                 host: a.host,
                 endpoint: a.endpoint,
-                limit: Some(a.limit),
+                // One more than shown: whether the list was cut is said.
+                limit: (a.limit > 0).then(|| a.limit.saturating_add(1)),
             };
-            run_query(
+            incidents_cmd(
                 config,
-                &Request::Incidents(filter),
+                filter,
+                a.limit,
                 a.output,
                 if a.utc { Zone::Utc } else { Zone::Local },
                 &mut out,

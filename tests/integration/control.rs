@@ -712,3 +712,43 @@ fn expiring_a_silence_early_announces_what_it_held_at_once() {
     );
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+#[test]
+fn a_cut_incident_list_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let now = kubelet_sentinel::time::now();
+    for n in 0..3 {
+        let host = format!("cut-{n}");
+        upload(
+            &dir,
+            &format!("remote-{host}.journal"),
+            &host,
+            &storm(now, &host, 3),
+        );
+    }
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.incidents().as_array().unwrap().len() == 3,
+        "three incidents",
+    );
+    let two = svc.query(&["incidents", "-o", "json", "--limit", "2"]);
+    let v: serde_json::Value = serde_json::from_slice(&two.stdout).unwrap();
+    assert_eq!(v["incidents"].as_array().unwrap().len(), 2);
+    let err = String::from_utf8_lossy(&two.stderr);
+    assert!(err.contains("the newest 2 shown; there are more"), "{err}");
+    let all = svc.query(&["incidents", "-o", "json", "--limit", "0"]);
+    let v: serde_json::Value = serde_json::from_slice(&all.stdout).unwrap();
+    assert_eq!(v["incidents"].as_array().unwrap().len(), 3);
+    assert!(
+        all.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&all.stderr)
+    );
+    let three = svc.query(&["incidents", "--limit", "3"]);
+    assert!(three.stderr.is_empty());
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
