@@ -49,6 +49,9 @@ pub struct Mailer {
     publish: watch::Sender<DeliveryStats>,
     reports: mpsc::UnboundedSender<DeliveryReport>,
     now: Now,
+    /// The transport changed: entries waiting for their backoff are tried
+    /// at the next pass.
+    retry_now: bool,
 }
 
 impl Mailer {
@@ -72,6 +75,7 @@ impl Mailer {
             publish,
             reports,
             now,
+            retry_now: false,
         };
         m.configure(config);
         m
@@ -87,6 +91,16 @@ impl Mailer {
         self.settings = config.tracker_settings();
         match EmailTransport::from_config(&config.alert) {
             Ok(Some(t)) => {
+                // Another server, or mail switched back on: what waits for
+                // its backoff is tried at once, oldest first.
+                if self
+                    .transport
+                    .as_ref()
+                    .is_none_or(|old| old.target != t.target)
+                    || self.stats.disabled.is_some()
+                {
+                    self.retry_now = true;
+                }
                 self.stats.disabled = None;
                 self.stats.unusable = false;
                 self.stats.target.clone_from(&t.target);
@@ -167,6 +181,12 @@ impl Mailer {
         self.publish_outbox(&entries);
         if self.transport.is_none() {
             return Ok(None);
+        }
+        if std::mem::take(&mut self.retry_now) {
+            let now = (self.now)();
+            for e in &mut entries {
+                e.next_attempt_at = e.next_attempt_at.min(now);
+            }
         }
         let mut tried: HashSet<u64> = HashSet::new();
         loop {

@@ -179,6 +179,24 @@ mod tests {
     }
 
     #[test]
+    fn a_reminder_never_overtakes_its_alert() {
+        let s = SECOND;
+        // The opening alert failed past the head-of-line limit and waits
+        // for its backoff; its reminder and another incident's alert are due.
+        let mut opened = entry(1, AlertKind::Opened, 0);
+        opened.attempts = 9;
+        opened.next_attempt_at = 100 * s;
+        let mut reminder = entry(2, AlertKind::Repeat, 10 * s);
+        reminder.incident = "i1".into();
+        let other = entry(3, AlertKind::Opened, 10 * s);
+        let e = [opened, reminder, other];
+        let g = next_group(&e, 0, 20 * s).unwrap();
+        assert_eq!(g.iter().map(|e| e.seq).collect::<Vec<_>>(), [3]);
+        let g = next_group(&e, 0, 100 * s).unwrap();
+        assert_eq!(g[0].seq, 1, "the alert first, once it is due");
+    }
+
+    #[test]
     fn backoff_is_capped_and_jittered() {
         for seq in 0..50 {
             let b = backoff(0, 300 * SECOND, seq);

@@ -20,7 +20,15 @@ fn head(entries: &[OutboxEntry], now: Micros) -> Option<&OutboxEntry> {
     }
     std::iter::once(oldest)
         .chain(ready)
-        .find(|e| e.next_attempt_at <= now)
+        .find(|e| e.next_attempt_at <= now && !behind_own(e, entries))
+}
+
+/// An entry raised after another of its incident that is still waiting: a
+/// reminder or resolved notice never goes out before the alert it follows.
+fn behind_own(e: &OutboxEntry, entries: &[OutboxEntry]) -> bool {
+    entries
+        .iter()
+        .any(|f| f.incident == e.incident && f.seq < e.seq)
 }
 
 /// Held back by a silence: not in line at all until it ends.
@@ -48,6 +56,7 @@ pub fn next_group(
             .filter(|e| {
                 e.next_attempt_at <= now
                     && !held(e, now)
+                    && !behind_own(e, entries)
                     && (e.kind == AlertKind::Resolved) == resolved
                     && e.queued_at >= first.queued_at
                     && e.queued_at - first.queued_at <= group_wait

@@ -752,3 +752,51 @@ fn a_cut_incident_list_says_so() {
     assert!(three.stderr.is_empty());
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+#[test]
+fn fixing_the_smtp_server_retries_the_queue_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let dead = free_port();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &mail_config(dead, "retry_max = \"5m\"")
+            .replace("resolve_after = \"6s\"", "resolve_after = \"1h\""),
+    );
+    svc.start();
+    upload(
+        &dir,
+        "remote-10.0.0.20.journal",
+        "fix-1",
+        &storm(kubelet_sentinel::time::now(), "fix-1", 8),
+    );
+    let attempts = |svc: &Service| -> u64 {
+        svc.status()["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["channel"] == "email")
+            .map_or(0, |d| d["failing_attempts"].as_u64().unwrap_or(0))
+    };
+    // Failing with a growing backoff: after four attempts the next waits 16 s.
+    wait_for(
+        Duration::from_secs(40),
+        || attempts(&svc) >= 4,
+        "four failed attempts",
+    );
+    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
+    let text = std::fs::read_to_string(svc.config())
+        .unwrap()
+        .replace(&format!("port = {dead}"), &format!("port = {}", smtp.port));
+    std::fs::write(svc.config(), text).unwrap();
+    let fixed = std::time::Instant::now();
+    svc.signal_only("HUP");
+    wait_for(
+        Duration::from_secs(8),
+        || !smtp.mails().is_empty(),
+        "the alert at once after the fix, not after its backoff",
+    );
+    println!("alert delivered {:?} after the fix", fixed.elapsed());
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
