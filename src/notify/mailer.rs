@@ -362,6 +362,30 @@ impl Mailer {
         let (rendered, result) = loop {
             let mut rendered = super::render::render_with(&refs, kind, &self.settings, detail);
             rendered.to.clone_from(&to);
+            // The first mail after a silence is the alert it held, and says so.
+            if let Some(why) = group
+                .iter()
+                .filter(|e| e.held_until.is_some())
+                .find_map(|e| {
+                    e.last_error
+                        .as_deref()
+                        .filter(|w| w.starts_with("silenced"))
+                })
+            {
+                let note = format!(
+                    "Held back while {}; sent now that no silence holds it.",
+                    crate::tracker::one_line(why, 300)
+                );
+                rendered.text = format!("{note}\n\n{}", rendered.text);
+                rendered.html = rendered.html.replacen(
+                    "<body style=\"font-family: sans-serif\">\n",
+                    &format!(
+                        "<body style=\"font-family: sans-serif\">\n<p><i>{}</i></p>\n",
+                        super::render::html_escape(&note)
+                    ),
+                    1,
+                );
+            }
             let result = tokio::select! {
                 () = shutdown.cancelled() => return Ok((Outcome::Cancelled, Vec::new())),
                 r = transport.deliver(&rendered) => r,

@@ -668,6 +668,17 @@ fn expiring_a_silence_early_announces_what_it_held_at_once() {
         expired_at.elapsed()
     );
     assert_eq!(incident_of(&svc, "h2-1").unwrap()["status"], "open");
+    // The alert says what held it (F9).
+    let first = smtp
+        .mails()
+        .into_iter()
+        .find(|m| subject(m).contains("h2-1"))
+        .unwrap();
+    assert!(
+        first.contains("Held back while silenced (")
+            && first.contains("sent now that no silence holds it"),
+        "{first}"
+    );
     // It resolves (12 s of quiet): the notice follows the opening alert.
     wait_for(
         Duration::from_secs(40),
