@@ -565,7 +565,13 @@ fn query(config: &Config, req: &Request) -> Result<Response, String> {
         Err(ClientError::NotRunning(e)) => e,
     };
     let path = config.store_path();
-    match Store::open_existing(&path) {
+    let opened = match (req, Store::open_existing(&path)) {
+        // A silence set up before the service ever ran (before its install
+        // finishes, ahead of planned work) makes the store it will use.
+        (Request::AddSilence(_), Ok(None)) => Store::open(&path).map(Some),
+        (_, opened) => opened,
+    };
+    match opened {
         Ok(Some(store)) => Ok(api::answer(&store, None, req)),
         Ok(None) => Err(format!(
             "the service is not running (socket {}: {not_running}) and there is no store yet at {}",

@@ -356,6 +356,24 @@ fn queries_say_why_when_there_is_nothing_to_ask() {
         err.contains("not running") && err.contains("no store yet"),
         "{err}"
     );
+    // A silence before the service ever ran makes the store and is kept.
+    let out = svc.query(&[
+        "silence",
+        "add",
+        "--node",
+        "early-*",
+        "--for",
+        "2h",
+        "--comment",
+        "planned work",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list = svc.query(&["silence", "list"]);
+    assert!(String::from_utf8_lossy(&list.stdout).contains("early-*"));
     // The journal is unreadable: run says which, and exits 1.
     let out = svc.run_once();
     assert_eq!(out.status.code(), Some(1));
