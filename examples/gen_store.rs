@@ -52,6 +52,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     .iter()
                     .map(|i| i.verdict(&settings).as_str().to_string())
                     .collect(),
+                forgotten: 0,
             };
             store.commit(&Batch {
                 incidents: std::mem::take(&mut batch),

@@ -55,6 +55,10 @@ pub struct StatusSnapshot {
     /// Incidents closed to stay within the node bounds.
     #[serde(default)]
     pub evicted: u64,
+    /// Of those, the ones taken out of the history (below the threshold,
+    /// never announced).
+    #[serde(default)]
+    pub forgotten: u64,
     /// Each host's newest entry time (one a host the reader has seen since
     /// it started: bounded by the hosts).
     #[serde(default)]

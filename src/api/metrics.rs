@@ -155,6 +155,13 @@ impl Collector for Snapshot {
         )?;
         Self::counter(
             &mut enc,
+            "incidents_forgotten",
+            "Of the evicted, those below the threshold and never announced, which the history \
+             does not keep.",
+            &one(s.forgotten),
+        )?;
+        Self::counter(
+            &mut enc,
             "future_dated",
             "Entries dated more than a day after this machine's clock, read at their host's time.",
             &one(sum.future_dated),

@@ -493,6 +493,10 @@ pub struct StatusOut {
     /// Incidents closed to stay within the node bounds (live only).
     #[serde(default)]
     pub evicted: u64,
+    /// Of those, the ones below the threshold and never announced, which
+    /// the history does not keep.
+    #[serde(default)]
+    pub evicted_forgotten: u64,
     /// Hosts the reader has entries of (a collector's hosts).
     #[serde(default)]
     pub hosts: u64,
@@ -626,6 +630,7 @@ fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, StoreError> {
         entries_lost: summary.entries_lost,
         untrusted: summary.untrusted,
         evicted: live.map_or(0, |l| l.status.evicted),
+        evicted_forgotten: live.map_or(0, |l| l.status.forgotten),
         hosts: live.map_or(0, |l| l.status.hosts.len() as u64),
         silent_hosts: live
             .map(|l| {

@@ -220,6 +220,11 @@ impl Ingest {
                     self.withheld.remove(&id);
                     self.changed.insert(id);
                 }
+                Decision::ForgetIncident { id } => {
+                    self.withheld.remove(&id);
+                    self.changed.remove(&id);
+                    self.stats_delta.forgotten += 1;
+                }
                 Decision::QueueAlert { id, kind, at } => self.queue_alert(&id, kind, at),
             }
         }
@@ -361,6 +366,11 @@ impl Ingest {
     ) -> Result<(), StoreError> {
         self.apply_decisions();
         let settings = self.pipeline.tracker().settings().clone();
+        let forget = self.pipeline.tracker_mut().take_forgotten();
+        for i in &forget {
+            self.known_retries.remove(&i.id);
+            self.retries_by_node.remove(&i.node);
+        }
         let mut incidents = self.pipeline.tracker_mut().take_resolved();
         let resolved: BTreeSet<String> = incidents.iter().map(|i| i.id.clone()).collect();
         for i in &incidents {
@@ -372,12 +382,14 @@ impl Ingest {
         // must not become a flood of log lines.
         let mut evicted = incidents
             .iter()
-            .filter(|i| i.resolution == Some(crate::tracker::Resolution::Evicted));
+            .filter(|i| i.resolution == Some(crate::tracker::Resolution::Evicted))
+            .chain(&forget);
         if let Some(first) = evicted.next() {
             tracing::warn!(
                 incident = %first.id,
                 node = %crate::tracker::one_line(&first.node, 253),
                 more = evicted.count(),
+                forgotten = forget.len(),
                 "incidents closed to make room: more nodes in trouble than [incidents] \
                  max_nodes_per_host ({}) or max_nodes ({}); the quietest go first (kubelet-sentinel \
                  status counts them)",
@@ -430,6 +442,7 @@ impl Ingest {
             origins: self.pipeline.tracker_mut().take_dirty_origins(),
             alerts: std::mem::take(&mut self.alerts),
             stats: std::mem::take(&mut self.stats_delta),
+            forget,
         };
         let store = self.store.clone();
         let batch = tokio::task::spawn_blocking(move || store.commit(&batch).map(|()| batch))
@@ -479,6 +492,7 @@ impl Ingest {
             last_commit_at: self.last_commit_at,
             reader_restarts: self.reader_restarts,
             evicted: self.pipeline.tracker().evicted(),
+            forgotten: self.pipeline.tracker().forgotten(),
             hosts: self
                 .pipeline
                 .host_times()

@@ -89,6 +89,9 @@ pub struct Batch {
     /// Alerts they raised (their `seq` is assigned here).
     pub alerts: Vec<OutboxEntry>,
     pub stats: StatsDelta,
+    /// Incidents taken out of the history again (evicted before anything
+    /// was said of them): removed with their index entries.
+    pub forget: Vec<Incident>,
 }
 
 impl Batch {
@@ -101,6 +104,7 @@ impl Batch {
             && self.origins.is_empty()
             && self.alerts.is_empty()
             && self.stats.is_empty()
+            && self.forget.is_empty()
     }
 }
 
@@ -572,6 +576,12 @@ impl Store {
                         open.remove(id.as_bytes())?;
                     }
                 }
+                for i in &batch.forget {
+                    inc.remove(i.id.as_bytes())?;
+                    by_node.remove(node_key(&i.node, i.opened_at, &i.id).as_slice())?;
+                    by_time.remove(by_time_key(i.opened_at, &i.id).as_slice())?;
+                    open.remove(i.id.as_bytes())?;
+                }
                 for (h, o) in &origins {
                     hosts.insert(h.as_bytes(), o.as_slice())?;
                 }
@@ -621,6 +631,7 @@ impl Store {
         let closed = closed.unwrap_or_default();
         let delta = StatsDelta {
             opened: 0,
+            forgotten: 0,
             resolved: closed
                 .iter()
                 .map(|i| i.verdict(settings).as_str().to_string())
@@ -969,7 +980,7 @@ mod tests {
                 cursor: Some("s=1;i=2".into()),
                 stats: StatsDelta {
                     opened: 3,
-                    resolved: Vec::new(),
+                    ..StatsDelta::default()
                 },
                 ..Batch::default()
             })

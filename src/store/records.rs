@@ -224,7 +224,7 @@ pub struct Stats {
 
 impl Stats {
     pub fn add(&mut self, delta: &StatsDelta) {
-        self.incidents += delta.opened;
+        self.incidents = (self.incidents + delta.opened).saturating_sub(delta.forgotten);
         for v in &delta.resolved {
             *self.resolved.entry(v.clone()).or_default() += 1;
         }
@@ -237,12 +237,14 @@ pub struct StatsDelta {
     pub opened: u64,
     /// The verdicts of the incidents resolved in the batch.
     pub resolved: Vec<String>,
+    /// Incidents taken out of the history again.
+    pub forgotten: u64,
 }
 
 impl StatsDelta {
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.opened == 0 && self.resolved.is_empty()
+        self.opened == 0 && self.resolved.is_empty() && self.forgotten == 0
     }
 }
 

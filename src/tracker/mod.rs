@@ -183,6 +183,10 @@ pub enum Decision {
     ResolveIncident {
         id: String,
     },
+    /// The incident leaves the history (see [`Tracker::take_forgotten`]).
+    ForgetIncident {
+        id: String,
+    },
     QueueAlert {
         id: String,
         kind: AlertKind,
@@ -244,6 +248,13 @@ pub struct Tracker {
     /// ([`Resolution::Evicted`]).
     #[serde(default)]
     evicted: u64,
+    /// Of those, the ones below the threshold and never announced: taken
+    /// out of the history altogether.
+    #[serde(default)]
+    forgotten: u64,
+    /// Forgotten and not yet taken by the caller.
+    #[serde(skip)]
+    forgotten_incidents: Vec<Incident>,
 }
 
 /// A deterministic id: the same entries give the same ids in `scan`, catch-up
@@ -478,6 +489,18 @@ impl Tracker {
         self.evicted
     }
 
+    /// Of the evicted, those taken out of the history (below the threshold,
+    /// never announced), so far.
+    #[must_use]
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten
+    }
+
+    /// Incidents forgotten since the last call (to take out of the store).
+    pub fn take_forgotten(&mut self) -> Vec<Incident> {
+        std::mem::take(&mut self.forgotten_incidents)
+    }
+
     /// Before a new incident of `host` opens: closes the incident quiet
     /// longest of that host when it has `max_nodes_per_host` open, and the
     /// one quiet longest of all when `max_nodes` are open, so what any
@@ -509,6 +532,15 @@ impl Tracker {
             return;
         };
         self.evicted += 1;
+        if inc.over_threshold_at.is_none() && !inc.announced && inc.alerted_at.is_none() {
+            // Below the threshold and never said: a name in a flood, kept
+            // neither in memory nor in the history (so what a writer can
+            // grow stays bounded there too); counted.
+            self.forgotten += 1;
+            out.push(Decision::ForgetIncident { id: inc.id.clone() });
+            self.forgotten_incidents.push(inc);
+            return;
+        }
         inc.resolved_at = Some(at.max(inc.last_signal_at));
         inc.resolution = Some(Resolution::Evicted);
         out.push(Decision::ResolveIncident { id: inc.id.clone() });

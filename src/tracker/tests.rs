@@ -531,3 +531,44 @@ fn the_first_trouble_line_is_quoted_however_many_markers_came_before() {
     quoted.dedup();
     assert_eq!(quoted.len(), 1, "{quoted:?}");
 }
+
+#[test]
+fn a_flood_of_one_line_names_leaves_no_history() {
+    let texts: Vec<String> = (0..200)
+        .map(|n| REFUSED.replace("w2", &format!("flood-{n}")))
+        .collect();
+    let lines: Vec<Line<'_>> = texts
+        .iter()
+        .enumerate()
+        .map(|(n, t)| (i64::try_from(n).unwrap(), "h1", t.as_str()))
+        .collect();
+    let settings = Settings {
+        max_nodes_per_host: 8,
+        ..Settings::default()
+    };
+    let mut p = Pipeline::new(EntryFilter::default(), settings);
+    let mut d = Vec::new();
+    for (ms, host, text) in &lines {
+        p.push(
+            Entry {
+                at: Some(T0 + ms * 1000),
+                host: Some((*host).into()),
+                unit: Some("kubelet.service".into()),
+                identifier: Some("kubelet".into()),
+                message: text.as_bytes().to_vec(),
+                ..Entry::default()
+            },
+            &mut d,
+        );
+    }
+    p.flush(&mut d);
+    let forgotten = p.tracker_mut().take_forgotten();
+    assert_eq!(forgotten.len(), 192);
+    assert_eq!(p.tracker().forgotten(), 192);
+    assert!(
+        p.tracker_mut().take_resolved().is_empty(),
+        "nothing kept as evicted"
+    );
+    assert_eq!(p.tracker().open_incidents().count(), 8);
+    assert!(d.iter().all(|x| !matches!(x, Decision::QueueAlert { .. })));
+}

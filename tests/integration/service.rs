@@ -1052,3 +1052,40 @@ fn the_f1_restart_journal_gives_every_reader_the_same_two_incidents() {
     );
     assert_eq!(summary(&once.incidents()), want, "run --once");
 }
+
+#[test]
+fn a_flood_of_node_names_stays_within_the_bounds() {
+    let j = Journald::start("flood");
+    let mut svc = namespace_service(
+        &j,
+        "[incidents]\nresolve_after = \"2s\"\nmax_nodes_per_host = 16\n",
+    );
+    svc.start();
+    let lines: Vec<String> = (0..500)
+        .map(|n| refused(&format!("flood-{n:03}")))
+        .collect();
+    j.kubelet(&lines);
+    let status = || -> serde_json::Value {
+        serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap()
+    };
+    wait_for(
+        Duration::from_secs(20),
+        || status()["evicted"] == 484,
+        "the evictions",
+    );
+    let st = status();
+    assert_eq!(st["evicted_forgotten"], 484, "{st}");
+    assert!(st["open_incidents"].as_u64().unwrap() <= 16, "{st}");
+    // Only what the bound kept is in the history: the flood left no trace
+    // there beyond the 16 nodes it may hold.
+    wait_for(
+        Duration::from_secs(20),
+        || status()["open_incidents"] == 0,
+        "the kept ones to resolve",
+    );
+    let all = svc.query(&["incidents", "-o", "json", "--limit", "0"]);
+    let v: serde_json::Value = serde_json::from_slice(&all.stdout).unwrap();
+    assert_eq!(v["incidents"].as_array().unwrap().len(), 16);
+    assert_eq!(status()["incidents"], 16);
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
