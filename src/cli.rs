@@ -176,11 +176,15 @@ pub struct IncidentsArgs {
     /// local time by default, as journalctl.
     #[arg(long)]
     pub utc: bool,
+    /// Only incidents of this kind: node-status (the node's status updates) or
+    /// kubelet-down (the kubelet itself crashing, killed, or given up on by systemd).
+    #[arg(long, value_parser = ["node-status", "kubelet-down"])]
+    pub kind: Option<String>,
     /// Only incidents with this verdict.
-    #[arg(long, value_parser = ["startup-race", "transient", "persistent", "undetermined"])]
+    #[arg(long, value_parser = ["startup-race", "transient", "persistent", "undetermined", "crash-loop", "failed"])]
     pub verdict: Option<String>,
     /// Only incidents with this cause.
-    #[arg(long, value_parser = ["lister-lag", "node-missing", "api-unreachable", "api-timeout", "auth", "conflict", "etcd", "unknown"])]
+    #[arg(long, value_parser = ["lister-lag", "node-missing", "api-unreachable", "api-timeout", "auth", "conflict", "etcd", "unknown", "swap", "cgroup-driver", "config", "credentials", "runtime", "port-in-use", "exec", "killed"])]
     pub cause: Option<String>,
     /// Only open or only resolved incidents.
     #[arg(long, value_parser = ["open", "resolved"], conflicts_with = "open")]
@@ -1165,6 +1169,7 @@ pub fn main() -> ExitCode {
                 resolved: a.status.as_deref() == Some("resolved"),
                 since,
                 until,
+                kind: a.kind,
                 verdict: a.verdict,
                 cause: a.cause,
                 host: a.host,

@@ -158,6 +158,7 @@ struct RawIncidents {
 #[serde(deny_unknown_fields)]
 struct RawAlert {
     retries: S<u32>,
+    restarts: S<u32>,
     window: S<Period>,
     group_wait: S<Period>,
     repeat_interval: S<Period>,
@@ -364,6 +365,9 @@ pub const ALERT_LABELS: &[&str] = &["alertname", "node", "host", "cause", "verdi
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AlertConfig {
     pub retries: u32,
+    /// A kubelet restarted more often than this within `window` is in a
+    /// crash loop (kubelet-down incidents).
+    pub restarts: u32,
     pub window: Period,
     pub group_wait: Period,
     pub repeat_interval: Period,
@@ -575,6 +579,7 @@ impl Config {
             resolve_after: self.incidents.resolve_after.0,
             race_window: self.incidents.race_window.0,
             retries: self.alert.retries,
+            restarts: self.alert.restarts,
             window: self.alert.window.0,
             repeat_interval: self.alert.repeat_interval.0,
             send_resolved: self.alert.send_resolved,
@@ -873,6 +878,13 @@ impl Validator<'_> {
             }
             Some(r) => r.into_inner(),
             None => 5,
+        };
+        let restarts = match a.restarts {
+            Some(r) if *r.get_ref() > 10_000 => {
+                return Err(self.invalid("alert", "restarts", &r, "at most 10000".into()));
+            }
+            Some(r) => r.into_inner(),
+            None => crate::tracker::DEFAULT_RESTARTS,
         };
         let window = self.period(
             "alert",
@@ -1198,6 +1210,7 @@ impl Validator<'_> {
             },
             alert: AlertConfig {
                 retries,
+                restarts,
                 window,
                 group_wait,
                 repeat_interval,

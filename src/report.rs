@@ -88,6 +88,9 @@ pub struct EvidenceOut {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IncidentOut {
     pub id: String,
+    /// `node-status` or `kubelet-down` (design 3.3).
+    #[serde(default = "node_status")]
+    pub kind: String,
     pub node: String,
     pub host: Option<String>,
     pub status: String,
@@ -109,6 +112,12 @@ pub struct IncidentOut {
     pub register_failures: u64,
     pub lease_failures: u64,
     pub watch_failures: u64,
+    /// kubelet-down: the starts after an unrequested exit.
+    #[serde(default)]
+    pub restarts: u64,
+    /// kubelet-down: systemd's last word on how the kubelet ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_exit: Option<String>,
     pub alerted_at: Option<String>,
     pub diagnosis: String,
     pub evidence: Vec<EvidenceOut>,
@@ -121,6 +130,12 @@ pub struct IncidentOut {
     /// Its signals over time, for the picture `show` draws.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<crate::picture::Picture>,
+}
+
+fn node_status() -> String {
+    crate::tracker::IncidentKind::NodeStatus
+        .as_str()
+        .to_string()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -136,6 +151,7 @@ impl IncidentOut {
     pub fn new(i: &Incident, s: &Settings) -> Self {
         Self {
             id: i.id.clone(),
+            kind: i.kind.as_str().to_string(),
             node: i.node.clone(),
             host: i.host.clone(),
             status: match i.status() {
@@ -156,6 +172,8 @@ impl IncidentOut {
             register_failures: i.register_failures,
             lease_failures: i.lease_failures,
             watch_failures: i.watch_failures,
+            restarts: i.restarts(),
+            last_exit: i.down.as_ref().and_then(|d| d.last_exit.clone()),
             alerted_at: i.alerted_at.map(rfc3339),
             diagnosis: i.diagnosis(s),
             evidence: i
@@ -279,9 +297,18 @@ pub fn table(incidents: &[IncidentOut], zone: Zone) -> String {
                 o.id.clone(),
                 one_line(&o.node, 60),
                 o.status_cell(),
-                o.verdict.clone(),
+                // Node-status rows as before; the other kinds say theirs.
+                if o.kind == node_status() {
+                    o.verdict.clone()
+                } else {
+                    format!("{} ({})", o.verdict, o.kind)
+                },
                 o.cause.clone(),
-                (o.retries + o.register_failures).to_string(),
+                if o.kind == node_status() {
+                    (o.retries + o.register_failures).to_string()
+                } else {
+                    format!("{} restarts", o.restarts)
+                },
                 match micros(&o.opened_at) {
                     // A log with no time anywhere (headers cut off).
                     0 => "unknown".to_string(),

@@ -27,6 +27,23 @@ pub enum SignalKind {
     KubeletStopped,
     CachesSynced,
     NodeReady,
+    // The kubelet's own life (design 5.1): markers for node-status
+    // incidents, the signals of kubelet-down ones.
+    /// The kubelet's fatal line (`failed to run Kubelet: …`).
+    KubeletFatal,
+    /// systemd: the main process exited with a failure status, or was
+    /// killed (`Main process exited, code=exited, status=1/FAILURE`).
+    KubeletExited,
+    /// systemd: `Failed with result '…'`, `entered failed state`.
+    KubeletFailed,
+    /// systemd: `Scheduled restart job, restart counter is at N.`
+    KubeletRestart,
+    /// systemd gave up: `start-limit-hit`, `Start request repeated too
+    /// quickly`, `Failed to start kubelet…`.
+    KubeletGaveUp,
+    /// systemd: `Stopping kubelet…` (asked for unless a failed exit came
+    /// before).
+    KubeletStopping,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +81,29 @@ impl SignalKind {
             SignalKind::KubeletStopped => "kubelet-stopped",
             SignalKind::CachesSynced => "caches-synced",
             SignalKind::NodeReady => "node-ready",
+            SignalKind::KubeletFatal => "kubelet-fatal",
+            SignalKind::KubeletExited => "kubelet-exited",
+            SignalKind::KubeletFailed => "kubelet-failed",
+            SignalKind::KubeletRestart => "kubelet-restart",
+            SignalKind::KubeletGaveUp => "kubelet-gave-up",
+            SignalKind::KubeletStopping => "kubelet-stopping",
         }
+    }
+
+    /// A signal about the kubelet's own life (kubelet-down incidents).
+    #[must_use]
+    pub fn is_life(self) -> bool {
+        matches!(
+            self,
+            SignalKind::KubeletFatal
+                | SignalKind::KubeletExited
+                | SignalKind::KubeletFailed
+                | SignalKind::KubeletRestart
+                | SignalKind::KubeletGaveUp
+                | SignalKind::KubeletStopping
+                | SignalKind::KubeletStopped
+                | SignalKind::KubeletStarted
+        )
     }
 }
 
@@ -80,11 +119,20 @@ pub enum Cause {
     Conflict,
     Etcd,
     Unknown,
+    // Why a kubelet died (kubelet-down incidents, design 5.1).
+    Swap,
+    CgroupDriver,
+    Config,
+    Credentials,
+    Runtime,
+    PortInUse,
+    Exec,
+    Killed,
 }
 
 impl Cause {
     /// Every cause, for validating what operators type.
-    pub const ALL: [Cause; 8] = [
+    pub const ALL: [Cause; 16] = [
         Cause::ListerLag,
         Cause::NodeMissing,
         Cause::ApiUnreachable,
@@ -93,6 +141,14 @@ impl Cause {
         Cause::Conflict,
         Cause::Etcd,
         Cause::Unknown,
+        Cause::Swap,
+        Cause::CgroupDriver,
+        Cause::Config,
+        Cause::Credentials,
+        Cause::Runtime,
+        Cause::PortInUse,
+        Cause::Exec,
+        Cause::Killed,
     ];
 
     #[must_use]
@@ -106,6 +162,14 @@ impl Cause {
             Cause::Conflict => "conflict",
             Cause::Etcd => "etcd",
             Cause::Unknown => "unknown",
+            Cause::Swap => "swap",
+            Cause::CgroupDriver => "cgroup-driver",
+            Cause::Config => "config",
+            Cause::Credentials => "credentials",
+            Cause::Runtime => "runtime",
+            Cause::PortInUse => "port-in-use",
+            Cause::Exec => "exec",
+            Cause::Killed => "killed",
         }
     }
 
@@ -121,7 +185,16 @@ impl Cause {
             Cause::ApiTimeout => 3,
             Cause::Conflict => 2,
             Cause::ListerLag => 1,
-            Cause::Unknown => 0,
+            // A kubelet-down tie goes to the latest (the tracker).
+            Cause::Unknown
+            | Cause::Swap
+            | Cause::CgroupDriver
+            | Cause::Config
+            | Cause::Credentials
+            | Cause::Runtime
+            | Cause::PortInUse
+            | Cause::Exec
+            | Cause::Killed => 0,
         }
     }
 }
@@ -136,6 +209,9 @@ pub struct Signal {
     pub cause: Option<Cause>,
     /// The API endpoint the error names (`host:port`), if it names one.
     pub endpoint: Option<String>,
+    /// systemd's exit status of the kubelet (`status=1/FAILURE`,
+    /// `code=killed, status=9/KILL`, `result 'start-limit-hit'`).
+    pub exit: Option<String>,
 }
 
 /// How a row matches.
@@ -467,6 +543,43 @@ pub static TABLE: &[Row] = &[
         "<=1.20",
     ),
     // §9 start-up.
+    // The kubelet's fatal lines (design 5.1): it exits right after.
+    row(K::KubeletFatal, Structured("command failed"), "1.21+"),
+    row(
+        K::KubeletFatal,
+        Structured("Failed to start ContainerManager"),
+        "1.21+",
+    ),
+    row(
+        K::KubeletFatal,
+        Structured("Failed to load kubelet config file"),
+        "1.21+",
+    ),
+    row(
+        K::KubeletFatal,
+        LegacyPrefix("failed to run Kubelet: "),
+        "<=1.20",
+    ),
+    row(
+        K::KubeletFatal,
+        LegacyPrefix("failed to load Kubelet config file"),
+        "1.10-1.20",
+    ),
+    row(
+        K::KubeletFatal,
+        LegacyPrefix("failed to load kubelet config file"),
+        "1.10-1.20",
+    ),
+    row(
+        K::KubeletFatal,
+        LegacyPrefix("failed to validate kubelet flags"),
+        "1.10-1.20",
+    ),
+    row(
+        K::KubeletFatal,
+        LegacyPrefix("Failed to start ContainerManager"),
+        "<=1.20",
+    ),
     row(K::KubeletStarted, Structured("Kubelet version"), "1.21+"),
     row(K::KubeletStarted, Structured("Started kubelet"), "1.21+"),
     row(K::KubeletStarted, LegacyExact("Started kubelet"), "<=1.20"),
@@ -541,7 +654,15 @@ pub fn is_kubelet_line(line: &Line<'_>) -> bool {
     }
     // Every component logs "Caches are synced"; the rest of the table is
     // the kubelet's alone.
-    lookup(line).is_some_and(|r| r.kind != SignalKind::CachesSynced)
+    // Every component's `"command failed"` too, unless it names the kubelet.
+    lookup(line).is_some_and(|r| match r.kind {
+        SignalKind::CachesSynced => false,
+        SignalKind::KubeletFatal => {
+            let err = line.value("err").unwrap_or_else(|| line.message());
+            err.contains("ubelet") || line.message().contains("ubelet")
+        }
+        _ => true,
+    })
 }
 
 /// The table row a line matches, if any.
@@ -560,6 +681,7 @@ pub fn recognize(line: &Line<'_>) -> Option<Signal> {
     let kind = row.kind;
     let error_text = line.value("err").unwrap_or_else(|| line.message());
     let (cause, endpoint) = match kind.role() {
+        _ if kind == K::KubeletFatal => (Some(classify_fatal(error_text)), None),
         Role::Marker => (None, None),
         _ => (Some(classify(error_text)), api_endpoint(error_text)),
     };
@@ -568,7 +690,111 @@ pub fn recognize(line: &Line<'_>) -> Option<Signal> {
         node: node_of(line, kind),
         cause,
         endpoint,
+        exit: None,
     })
+}
+
+/// A kubelet line with no klog header that is its fatal word: cobra's
+/// `Error: failed to run Kubelet: …`, `Error: unknown flag: --x`, and the
+/// same without `Error: `.
+#[must_use]
+pub fn recognize_bare(text: &str) -> Option<Signal> {
+    let t = text.trim();
+    let t = t.strip_prefix("Error: ").unwrap_or(t);
+    let fatal = [
+        "failed to run Kubelet: ",
+        "failed to load Kubelet config file",
+        "failed to load kubelet config file",
+        "failed to validate kubelet flags",
+        "unknown flag: ",
+        "unknown shorthand flag: ",
+    ];
+    fatal.iter().any(|p| t.starts_with(p)).then(|| Signal {
+        kind: K::KubeletFatal,
+        node: None,
+        cause: Some(classify_fatal(t)),
+        endpoint: None,
+        exit: None,
+    })
+}
+
+/// Why a kubelet died, from its fatal words (design 5.1).
+#[must_use]
+pub fn classify_fatal(text: &str) -> Cause {
+    let l = text.to_ascii_lowercase();
+    let has = |needles: &[&str]| needles.iter().any(|n| l.contains(n));
+    if has(&[
+        "swap on is not supported",
+        "swap is on",
+        "failswapon",
+        "swap",
+    ]) {
+        Cause::Swap
+    } else if has(&["cgroup driver", "cgroupdriver", "cgroup-driver"]) {
+        Cause::CgroupDriver
+    } else if has(&["address already in use", "port is already"]) {
+        Cause::PortInUse
+    } else if has(&[
+        "failed to load kubelet config file",
+        "failed to validate kubelet flags",
+        "unknown flag",
+        "unknown shorthand flag",
+        "invalid configuration",
+        "failed to parse kubelet flag",
+        "failed to construct kubelet dependencies",
+        "unrecognized feature gate",
+        "invalid value",
+        "failed to decode",
+        "kubelet config file",
+    ]) {
+        Cause::Config
+    } else if has(&[
+        "kubeconfig",
+        "bootstrap",
+        "certificate",
+        "x509",
+        ".crt",
+        ".key",
+        "client-ca",
+        "unauthorized",
+        "credentials",
+    ]) {
+        Cause::Credentials
+    } else if has(&[
+        "container runtime",
+        "runtime service",
+        "remote runtime",
+        "runtime api",
+        "containerd",
+        "dockershim",
+        "docker daemon",
+        "crio",
+        "cri-o",
+        ".sock",
+        "cri v1",
+        "failed to get rootfs",
+    ]) {
+        Cause::Runtime
+    } else {
+        Cause::Unknown
+    }
+}
+
+/// The cause an exit status alone says: `203/EXEC` is a missing binary,
+/// a signal with no fatal line a kill.
+#[must_use]
+pub fn exit_cause(exit: &str) -> Cause {
+    if exit.contains("203/EXEC") {
+        Cause::Exec
+    } else if exit.contains("code=killed")
+        || exit.contains("code=dumped")
+        || exit.contains("'signal'")
+        || exit.contains("'core-dump'")
+    {
+        Cause::Killed
+    } else {
+        Cause::Unknown
+    }
 }
 
 /// The API endpoint an error text names, as `host:port`: the URL the
@@ -633,28 +859,64 @@ pub fn api_endpoint(text: &str) -> Option<String> {
 }
 
 /// Recognises systemd's own lines about the kubelet unit (`_PID=1`,
-/// `UNIT=kubelet.service`), which carry no klog header.
+/// `UNIT=kubelet.service`), which carry no klog header. An exit with a
+/// success status (or `status=15/TERM`, the stop's own signal) is a
+/// stopped marker: only an exit nobody asked for opens a kubelet-down
+/// incident (the tracker also knows whether a stop was asked for).
 #[must_use]
 pub fn recognize_systemd(message: &str) -> Option<Signal> {
     let m = message.trim();
-    let kind = if m.starts_with("Started ") {
-        K::KubeletStarted
-    } else if m.starts_with("Stopped ")
-        || m.starts_with("Stopping ")
-        || m.contains(": Main process exited")
-        || m.contains(": Failed with result")
-        || m.contains(": Scheduled restart job")
-    {
-        K::KubeletStopped
-    } else {
-        return None;
-    };
-    Some(Signal {
+    let lower = m.to_ascii_lowercase();
+    let sig = |kind, exit: Option<String>| Signal {
         kind,
         node: None,
         cause: None,
         endpoint: None,
-    })
+        exit,
+    };
+    if m.starts_with("Started ") {
+        return Some(sig(K::KubeletStarted, None));
+    }
+    if m.starts_with("Stopping ") {
+        return Some(sig(K::KubeletStopping, None));
+    }
+    if m.starts_with("Stopped ") {
+        return Some(sig(K::KubeletStopped, None));
+    }
+    if m.starts_with("Failed to start ")
+        || lower.contains("start request repeated too quickly")
+        || m.contains("'start-limit-hit'")
+        || m.contains("'start-limit'")
+    {
+        return Some(sig(
+            K::KubeletGaveUp,
+            Some("result 'start-limit-hit'".into()),
+        ));
+    }
+    if let Some(at) = lower.find("main process exited, ") {
+        let exit = m[at + "main process exited, ".len()..].trim_end_matches('.');
+        let ok = exit.ends_with("status=0/SUCCESS")
+            || exit.ends_with("status=0")
+            || exit.contains("status=15/TERM")
+            || exit.contains("status=2/INT");
+        let kind = if ok {
+            K::KubeletStopped
+        } else {
+            K::KubeletExited
+        };
+        return Some(sig(kind, Some(exit.to_string())));
+    }
+    if let Some(at) = m.find("Failed with result '") {
+        let result = m[at + "Failed with result ".len()..].trim_end_matches('.');
+        return Some(sig(K::KubeletFailed, Some(format!("result {result}"))));
+    }
+    if m.contains("entered failed state") || m.ends_with(".service failed.") {
+        return Some(sig(K::KubeletFailed, Some("failed state".into())));
+    }
+    if m.contains(": Scheduled restart job") || m.contains("Service hold-off time over") {
+        return Some(sig(K::KubeletRestart, None));
+    }
+    None
 }
 
 /// Node names are DNS subdomains; anything else in that place is not one.
@@ -1328,6 +1590,61 @@ mod tests {
             None,
             None,
         ),
+        // The kubelet's fatal lines (design 5.1).
+        (
+            r#"E0805 10:49:28.520853   12345 run.go:74] "command failed" err="failed to run Kubelet: running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false. /proc/swaps contained: [Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority /dev/sda2 partition\t1000444\t\t0\t\t-2]""#,
+            Some(K::KubeletFatal),
+            None,
+            Some(Cause::Swap),
+        ),
+        (
+            r#"{"ts":1722855000123.456,"caller":"app/server.go:198","msg":"command failed","v":0,"err":"failed to run Kubelet: validate service connection: validate CRI v1 runtime API for endpoint \"unix:///run/containerd/containerd.sock\": rpc error: code = Unimplemented desc = unknown service runtime.v1.RuntimeService"}"#,
+            Some(K::KubeletFatal),
+            None,
+            Some(Cause::Runtime),
+        ),
+        (
+            r#"E1030 10:00:00.000000    4567 kubelet.go:1480] "Failed to start ContainerManager" err="failed to get rootfs info: unable to find data in memory cache""#,
+            Some(K::KubeletFatal),
+            None,
+            Some(Cause::Runtime),
+        ),
+        (
+            r#"E1030 10:00:00.000000    4567 server.go:204] "Failed to load kubelet config file" err="failed to load Kubelet config file /var/lib/kubelet/config.yaml, error failed to read kubelet config file \"/var/lib/kubelet/config.yaml\", error: open /var/lib/kubelet/config.yaml: no such file or directory" path="/var/lib/kubelet/config.yaml""#,
+            Some(K::KubeletFatal),
+            None,
+            Some(Cause::Config),
+        ),
+        (
+            r#"F0101 08:00:00.000000    1234 server.go:233] failed to run Kubelet: misconfiguration: kubelet cgroup driver: "systemd" is different from docker cgroup driver: "cgroupfs""#,
+            Some(K::KubeletFatal),
+            None,
+            Some(Cause::CgroupDriver),
+        ),
+        (
+            r#"F0710 08:34:23.344339   10213 server.go:198] failed to load Kubelet config file /var/lib/kubelet/config.yaml, error failed to read kubelet config file "/var/lib/kubelet/config.yaml", error: open /var/lib/kubelet/config.yaml: no such file or directory"#,
+            Some(K::KubeletFatal),
+            None,
+            Some(Cause::Config),
+        ),
+        (
+            r#"F1209 08:34:23.344339   10213 server.go:198] failed to load kubelet config file, error: failed to decode, path: /var/lib/kubelet/config.yaml"#,
+            Some(K::KubeletFatal),
+            None,
+            Some(Cause::Config),
+        ),
+        (
+            r#"F0101 08:00:00.000000    1234 server.go:154] failed to validate kubelet flags: the container runtime endpoint address was not specified or empty, use --container-runtime-endpoint to set"#,
+            Some(K::KubeletFatal),
+            None,
+            Some(Cause::Config),
+        ),
+        (
+            r#"F0101 08:00:00.000000    1234 kubelet.go:1380] Failed to start ContainerManager failed to initialize top level QOS containers: root container [kubepods] doesn't exist"#,
+            Some(K::KubeletFatal),
+            None,
+            Some(Cause::Unknown),
+        ),
         // Not signals.
         (
             r#"I0830 11:17:56.125521    2417 kubelet.go:1775] skipping pod synchronization - [container runtime is down]"#,
@@ -1397,9 +1714,125 @@ mod tests {
             )
             .unwrap()
             .kind,
-            K::KubeletStopped
+            K::KubeletExited
         );
         assert!(recognize_systemd("Reloading.").is_none());
+        for (line, kind, exit) in [
+            (
+                "kubelet.service: Main process exited, code=exited, status=0/SUCCESS",
+                K::KubeletStopped,
+                Some("code=exited, status=0/SUCCESS"),
+            ),
+            (
+                "kubelet.service: Main process exited, code=killed, status=9/KILL",
+                K::KubeletExited,
+                Some("code=killed, status=9/KILL"),
+            ),
+            (
+                "kubelet.service: main process exited, code=exited, status=255/n/a",
+                K::KubeletExited,
+                Some("code=exited, status=255/n/a"),
+            ),
+            (
+                "kubelet.service: Main process exited, code=exited, status=203/EXEC",
+                K::KubeletExited,
+                Some("code=exited, status=203/EXEC"),
+            ),
+            (
+                "kubelet.service: Failed with result 'exit-code'.",
+                K::KubeletFailed,
+                Some("result 'exit-code'"),
+            ),
+            (
+                "Unit kubelet.service entered failed state.",
+                K::KubeletFailed,
+                Some("failed state"),
+            ),
+            (
+                "kubelet.service: Failed with result 'start-limit-hit'.",
+                K::KubeletGaveUp,
+                Some("result 'start-limit-hit'"),
+            ),
+            (
+                "kubelet.service: Start request repeated too quickly.",
+                K::KubeletGaveUp,
+                Some("result 'start-limit-hit'"),
+            ),
+            (
+                "Failed to start kubelet: The Kubernetes Node Agent.",
+                K::KubeletGaveUp,
+                Some("result 'start-limit-hit'"),
+            ),
+            (
+                "kubelet.service: Scheduled restart job, restart counter is at 40.",
+                K::KubeletRestart,
+                None,
+            ),
+            (
+                "kubelet.service: Service hold-off time over, scheduling restart.",
+                K::KubeletRestart,
+                None,
+            ),
+            (
+                "Stopping kubelet: The Kubernetes Node Agent...",
+                K::KubeletStopping,
+                None,
+            ),
+            (
+                "Stopped kubelet: The Kubernetes Node Agent.",
+                K::KubeletStopped,
+                None,
+            ),
+        ] {
+            let s = recognize_systemd(line).unwrap();
+            assert_eq!(s.kind, kind, "{line}");
+            assert_eq!(s.exit.as_deref(), exit, "{line}");
+        }
+    }
+
+    #[test]
+    fn fatal_causes() {
+        for (text, cause) in [
+            (
+                "failed to run Kubelet: running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false. /proc/swaps contained: [Filename Type Size Used Priority /swap.img file 2009084 0 -2]",
+                Cause::Swap,
+            ),
+            (
+                r#"failed to run Kubelet: misconfiguration: kubelet cgroup driver: "systemd" is different from docker cgroup driver: "cgroupfs""#,
+                Cause::CgroupDriver,
+            ),
+            (
+                r#"failed to load kubelet config file, path: /var/lib/kubelet/config.yaml, error: failed to load Kubelet config file /var/lib/kubelet/config.yaml, error failed to read kubelet config file "/var/lib/kubelet/config.yaml", error: open /var/lib/kubelet/config.yaml: no such file or directory"#,
+                Cause::Config,
+            ),
+            (
+                "failed to run Kubelet: unable to load bootstrap kubeconfig: stat /etc/kubernetes/bootstrap-kubelet.conf: no such file or directory",
+                Cause::Credentials,
+            ),
+            (
+                r#"failed to run Kubelet: validate service connection: validate CRI v1 runtime API for endpoint "unix:///var/run/containerd/containerd.sock": rpc error: code = Unimplemented desc = unknown service runtime.v1.RuntimeService"#,
+                Cause::Runtime,
+            ),
+            (
+                "failed to run Kubelet: listen tcp 0.0.0.0:10250: bind: address already in use",
+                Cause::PortInUse,
+            ),
+            ("unknown flag: --network-plugin", Cause::Config),
+            ("failed to run Kubelet: something new", Cause::Unknown),
+        ] {
+            assert_eq!(classify_fatal(text), cause, "{text}");
+        }
+        assert_eq!(exit_cause("code=exited, status=203/EXEC"), Cause::Exec);
+        assert_eq!(exit_cause("code=killed, status=9/KILL"), Cause::Killed);
+        assert_eq!(exit_cause("code=exited, status=1/FAILURE"), Cause::Unknown);
+        let bare =
+            recognize_bare("Error: failed to run Kubelet: running with swap on is not supported")
+                .unwrap();
+        assert_eq!(
+            (bare.kind, bare.cause),
+            (K::KubeletFatal, Some(Cause::Swap))
+        );
+        assert!(recognize_bare("Error: something").is_none());
     }
 
     #[test]

@@ -709,6 +709,7 @@ mod tests {
             open: true,
             since: Some(5),
             until: Some(9),
+            kind: Some("kubelet-down".into()),
             verdict: Some("startup-race".into()),
             cause: Some("auth".into()),
             host: Some("h 1".into()),

@@ -64,6 +64,12 @@ fn verdict_words(v: Verdict, s: &Settings) -> String {
             human_duration(s.window)
         ),
         Verdict::Undetermined => "not yet determined".into(),
+        Verdict::CrashLoop => format!(
+            "a crash loop: more than {} restarts within {}",
+            s.restarts,
+            human_duration(s.window)
+        ),
+        Verdict::Failed => "failed: systemd gave up, the kubelet is not running".into(),
     }
 }
 
@@ -109,6 +115,28 @@ pub fn next_steps(i: &Incident) -> Vec<String> {
         Cause::Conflict => steps.push("other writers of the Node's status (controllers, admission webhooks)".into()),
         Cause::ListerLag => steps.push("usually nothing: the kubelet's informer catches up; if it repeats, API server watch latency".into()),
         Cause::Unknown => steps.push("read the evidence lines below and the kubelet's journal around them".into()),
+        Cause::Swap => {
+            steps.push("swapon --show (on the node): swap is on; swapoff -a and remove it from /etc/fstab".into());
+            steps.push("or allow it: failSwapOn: false in /var/lib/kubelet/config.yaml (--fail-swap-on=false)".into());
+        }
+        Cause::CgroupDriver => {
+            steps.push("grep cgroupDriver /var/lib/kubelet/config.yaml against the runtime's: containerd config (SystemdCgroup), docker info | grep -i cgroup".into());
+        }
+        Cause::Config => {
+            steps.push("the config file and flags the fatal line names: /var/lib/kubelet/config.yaml, /var/lib/kubelet/kubeadm-flags.env, /etc/default/kubelet".into());
+            steps.push("a missing /var/lib/kubelet/config.yaml before kubeadm init or join has written it is expected: the kubelet crash-loops until then".into());
+        }
+        Cause::Credentials => {
+            steps.push("the paths the fatal line names: ls -l /etc/kubernetes/kubelet.conf /etc/kubernetes/bootstrap-kubelet.conf /var/lib/kubelet/pki/".into());
+            steps.push("the join token's age: kubeadm token list (tokens expire after 24h by default)".into());
+        }
+        Cause::Runtime => {
+            steps.push("systemctl status containerd (or crio, docker) on the node".into());
+            steps.push("crictl info: the runtime's socket answers and its CRI API matches the kubelet's".into());
+        }
+        Cause::PortInUse => steps.push("ss -ltnp | grep -E ':1025[0-9]' on the node: another kubelet or program holds the port".into()),
+        Cause::Exec => steps.push("systemctl cat kubelet: the unit's ExecStart names a binary that is missing or not executable".into()),
+        Cause::Killed => steps.push("journalctl -k on the node for the OOM killer (Out of memory: Killed process … kubelet) or who sent the signal".into()),
     }
     steps
 }

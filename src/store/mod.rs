@@ -130,6 +130,8 @@ pub struct Filter {
     pub since: Option<Micros>,
     /// Incidents that opened before this time.
     pub until: Option<Micros>,
+    /// `node-status` or `kubelet-down`.
+    pub kind: Option<String>,
     pub verdict: Option<String>,
     pub cause: Option<String>,
     /// Incidents seen on this host.
@@ -712,6 +714,9 @@ impl Store {
                 if i.verdict(settings).as_str() != v {
                     continue;
                 }
+            }
+            if f.kind.as_ref().is_some_and(|k| i.kind.as_str() != k) {
+                continue;
             }
             if f.resolved && i.resolved_at.is_none() {
                 continue;

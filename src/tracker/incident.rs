@@ -30,6 +30,36 @@ pub enum Status {
     Resolved,
 }
 
+/// What an incident is about (design 3.3): the node's status (today's),
+/// or the kubelet's own life. More kinds (`endpoint`, `host-silent`) join
+/// here; an incident stored before kinds existed is a node-status one.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum IncidentKind {
+    #[default]
+    NodeStatus,
+    KubeletDown,
+}
+
+impl IncidentKind {
+    pub const ALL: [IncidentKind; 2] = [IncidentKind::NodeStatus, IncidentKind::KubeletDown];
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IncidentKind::NodeStatus => "node-status",
+            IncidentKind::KubeletDown => "kubelet-down",
+        }
+    }
+
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
@@ -37,6 +67,11 @@ pub enum Verdict {
     Transient,
     Persistent,
     Undetermined,
+    /// kubelet-down: more than `[alert] restarts` restarts within `window`.
+    CrashLoop,
+    /// kubelet-down: systemd gave up (start limit), or the unit stayed
+    /// failed with no restart for `resolve_after`.
+    Failed,
 }
 
 impl Verdict {
@@ -47,8 +82,42 @@ impl Verdict {
             Verdict::Transient => "transient",
             Verdict::Persistent => "persistent",
             Verdict::Undetermined => "undetermined",
+            Verdict::CrashLoop => "crash-loop",
+            Verdict::Failed => "failed",
         }
     }
+}
+
+/// A kubelet-down incident's own counters (design 5.1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Down {
+    /// Starts after an unrequested exit (systemd's restart lines, or a
+    /// start after a failed exit where they are missing).
+    pub restarts: u64,
+    /// Unrequested exits systemd reported.
+    pub exits: u64,
+    /// The kubelet's fatal lines.
+    pub fatals: u64,
+    /// systemd's last word on how it ended (`code=exited, status=1/FAILURE`).
+    pub last_exit: Option<String>,
+    /// The kubelet's last fatal line (bounded like all evidence).
+    pub last_fatal: Option<Evidence>,
+    /// An unrequested exit (or fatal line) with no start after it yet.
+    pub pending: Option<Micros>,
+    /// When more than `[alert] restarts` restarts first fell within `window`.
+    pub crash_loop_at: Option<Micros>,
+    /// When systemd gave up (or the unit stayed failed for `resolve_after`).
+    pub gave_up_at: Option<Micros>,
+    /// The cause the last exit status says (no fatal line: `exec`, `killed`).
+    pub exit_cause: Option<Cause>,
+    /// The cause of the last fatal line: a tie between causes goes to it.
+    pub last_cause: Option<Cause>,
+    /// The first restart seen.
+    pub first_restart_at: Option<Micros>,
+    /// systemd scheduled a restart that has not started yet (its `Stopped`
+    /// line is part of the restart, not a stop that was asked for).
+    #[serde(default)]
+    pub restarting: bool,
 }
 
 /// How an incident ended.
@@ -67,6 +136,9 @@ pub enum Resolution {
     /// Closed, not resolved: the service was switched to another journal,
     /// which nothing says confirms or ends it (no resolved notice).
     SourceChanged,
+    /// kubelet-down: a stop that was asked for (`systemctl stop`, shutdown,
+    /// an upgrade's restart).
+    Stopped,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,6 +203,9 @@ pub struct Ack {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Incident {
     pub id: String,
+    /// What it is about; incidents stored before kinds are node-status.
+    #[serde(default)]
+    pub kind: IncidentKind,
     pub node: String,
     pub host: Option<String>,
     pub opened_at: Micros,
@@ -179,6 +254,9 @@ pub struct Incident {
     /// The API endpoint (`host:port`) its first error naming one named.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_endpoint: Option<String>,
+    /// kubelet-down incidents: restarts, exits, fatal lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down: Option<Down>,
 }
 
 impl Incident {
@@ -204,6 +282,17 @@ impl Incident {
     /// otherwise; undetermined while open and neither.
     #[must_use]
     pub fn verdict(&self, s: &Settings) -> Verdict {
+        if let Some(d) = &self.down {
+            return if d.gave_up_at.is_some() {
+                Verdict::Failed
+            } else if d.crash_loop_at.is_some() {
+                Verdict::CrashLoop
+            } else if self.status() == Status::Resolved {
+                Verdict::Transient
+            } else {
+                Verdict::Undetermined
+            };
+        }
         if self.over_threshold_at.is_some() {
             return Verdict::Persistent;
         }
@@ -222,6 +311,26 @@ impl Incident {
     /// The most frequent cause class; ties go to the more serious one.
     #[must_use]
     pub fn cause(&self) -> Cause {
+        if let Some(d) = &self.down {
+            // The fatal words, most frequent first, a tie to the latest;
+            // else what the exit status says.
+            let best = self.causes.values().copied().max().unwrap_or(0);
+            let top: Vec<Cause> = self
+                .causes
+                .iter()
+                .filter(|(_, n)| **n == best && best > 0)
+                .map(|(c, _)| *c)
+                .collect();
+            return match top.as_slice() {
+                [] => d.exit_cause.unwrap_or(Cause::Unknown),
+                [one] if *one == Cause::Unknown => d.exit_cause.unwrap_or(Cause::Unknown),
+                [one] => *one,
+                many => d
+                    .last_cause
+                    .filter(|c| many.contains(c))
+                    .unwrap_or(many[many.len() - 1]),
+            };
+        }
         self.causes
             .iter()
             .filter(|(c, n)| **c != Cause::Unknown && **n > 0)
@@ -291,9 +400,98 @@ impl Incident {
         self.evidence().filter(|e| !e.is_marker()).last()
     }
 
+    /// Restarts for kubelet-down incidents (0 for the others).
+    #[must_use]
+    pub fn restarts(&self) -> u64 {
+        self.down.as_ref().map_or(0, |d| d.restarts)
+    }
+
+    /// When it is due to resolve (or, kubelet-down with an exit and no
+    /// restart, to be judged failed) on quiet; `None`: not on quiet.
+    #[must_use]
+    pub fn due(&self, resolve_after: Micros) -> Option<Micros> {
+        match &self.down {
+            None => Some(self.last_trouble_at + resolve_after),
+            Some(d) => match d.pending {
+                Some(_) if d.gave_up_at.is_some() => None,
+                Some(p) => Some(p + resolve_after),
+                None => Some(self.last_trouble_at + resolve_after),
+            },
+        }
+    }
+
+    fn down_diagnosis(&self, d: &Down, s: &Settings) -> String {
+        let verdict = self.verdict(s);
+        let cause = self.cause();
+        let mut parts = Vec::new();
+        let restarts = match (d.restarts, d.first_restart_at) {
+            (0, _) => "systemd did not restart it".to_string(),
+            (n, Some(first)) => format!(
+                "systemd restarted it {n} time{} since {}",
+                if n == 1 { "" } else { "s" },
+                clock(first)
+            ),
+            (n, None) => format!("systemd restarted it {n} times"),
+        };
+        parts.push(format!(
+            "The kubelet on node {} went down at {}{}; {restarts}.",
+            self.node,
+            clock(self.opened_at),
+            d.last_exit
+                .as_deref()
+                .map(|e| format!(" (last exit: {})", one_line(e, 80)))
+                .unwrap_or_default(),
+        ));
+        match &d.last_fatal {
+            Some(f) => parts.push(format!(
+                "What it said before dying: {}",
+                one_line(&f.text, 300)
+            )),
+            None => parts.push("It wrote no fatal line before dying.".to_string()),
+        }
+        parts.push(format!(
+            "Cause {}: {}.",
+            cause.as_str(),
+            cause_explanation(cause)
+        ));
+        match verdict {
+            Verdict::CrashLoop => parts.push(format!(
+                "A crash loop: more than {} restarts within {}.",
+                s.restarts,
+                human_duration(s.window)
+            )),
+            Verdict::Failed => parts.push(format!(
+                "systemd gave up at {}: the unit is failed and the kubelet is not running.",
+                clock(d.gave_up_at.unwrap_or(self.last_trouble_at))
+            )),
+            _ => {}
+        }
+        match self.resolution {
+            Some(Resolution::Quiet) => parts.push(format!(
+                "Resolved: the kubelet ran {} after its last start without dying.",
+                human_duration(s.resolve_after)
+            )),
+            Some(Resolution::NodeReady) => {
+                parts.push("Resolved when the node reported Ready.".into());
+            }
+            Some(Resolution::Stopped) => parts.push(format!(
+                "Ended at {} by a stop that was asked for.",
+                clock(self.resolved_at.unwrap_or(self.last_signal_at))
+            )),
+            Some(Resolution::Evicted | Resolution::SourceChanged) => {
+                parts.push("Closed without confirmation that it ended.".into());
+            }
+            None => {}
+        }
+        parts.join(" ")
+    }
+
     /// One paragraph for a person.
     #[must_use]
     pub fn diagnosis(&self, s: &Settings) -> String {
+        if let Some(d) = &self.down {
+            return self.down_diagnosis(d, s);
+        }
         let verdict = self.verdict(s);
         let cause = self.cause();
         if verdict == Verdict::StartupRace {
@@ -375,6 +573,10 @@ impl Incident {
                 clock(self.resolved_at.unwrap_or(self.last_signal_at)),
                 clock(self.last_trouble_at)
             )),
+            Some(Resolution::Stopped) => parts.push(format!(
+                "Ended at {} by a stop that was asked for.",
+                clock(self.resolved_at.unwrap_or(self.last_signal_at))
+            )),
             Some(Resolution::SourceChanged) => parts.push(format!(
                 "Closed at {}, not resolved: the service was switched to another journal \
                  (last trouble read at {}).",
@@ -455,6 +657,18 @@ pub fn cause_explanation(c: Cause) -> &'static str {
         Cause::Conflict => "status updates conflict with concurrent writes to the Node",
         Cause::Etcd => "the API server reports its etcd cluster unavailable",
         Cause::Unknown => "no known error class; read the evidence lines",
+        Cause::Swap => "the kubelet refuses to run with swap on (failSwapOn)",
+        Cause::CgroupDriver => "the kubelet's cgroup driver differs from the container runtime's",
+        Cause::Config => "the kubelet's config file or flags are missing or invalid",
+        Cause::Credentials => {
+            "the kubelet's kubeconfig, bootstrap kubeconfig or client certificate is missing, unreadable or expired"
+        }
+        Cause::Runtime => "the container runtime is not reachable or not compatible at start",
+        Cause::PortInUse => "a port the kubelet listens on is already in use",
+        Cause::Exec => "systemd could not run the kubelet binary (203/EXEC)",
+        Cause::Killed => {
+            "the kubelet was killed by a signal without a fatal line (OOM killer, SIGKILL, a panic)"
+        }
     }
 }
 

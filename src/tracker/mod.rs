@@ -30,7 +30,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 pub use incident::{
-    Ack, Anchor, Evidence, Incident, Resolution, Status, Verdict, cause_explanation, one_line,
+    Ack, Anchor, Down, Evidence, Incident, IncidentKind, Resolution, Status, Verdict,
+    cause_explanation, one_line,
 };
 
 use crate::signals::{Cause, Role, Signal, SignalKind};
@@ -42,6 +43,10 @@ pub struct Settings {
     pub resolve_after: Micros,
     pub race_window: Micros,
     pub retries: u32,
+    /// `[alert] restarts`: a kubelet restarted more often than this within
+    /// `window` is in a crash loop.
+    #[serde(default = "default_restarts")]
+    pub restarts: u32,
     pub window: Micros,
     pub repeat_interval: Micros,
     pub send_resolved: bool,
@@ -69,6 +74,13 @@ pub const DEFAULT_MAX_NODES: usize = 20_000;
 
 fn default_max_nodes_per_host() -> usize {
     DEFAULT_MAX_NODES_PER_HOST
+}
+
+/// `[alert] restarts` unless set.
+pub const DEFAULT_RESTARTS: u32 = 3;
+
+fn default_restarts() -> u32 {
+    DEFAULT_RESTARTS
 }
 
 fn default_max_nodes() -> usize {
@@ -128,6 +140,7 @@ impl Default for Settings {
             resolve_after: 60 * SECOND,
             race_window: 10 * SECOND,
             retries: 5,
+            restarts: DEFAULT_RESTARTS,
             window: 600 * SECOND,
             repeat_interval: 4 * 3600 * SECOND,
             send_resolved: true,
@@ -211,6 +224,10 @@ pub struct Origin {
     registration: Option<(String, Micros)>,
     /// Recent markers, kept as evidence for an incident that opens soon after.
     markers: VecDeque<Evidence>,
+    /// systemd is stopping the kubelet as asked (`Stopping kubelet…` with
+    /// no failed exit before it): its exit now is no crash.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    stopping: bool,
 }
 
 const ORIGIN_MARKERS: usize = 8;
@@ -257,6 +274,16 @@ pub struct Tracker {
     forgotten_incidents: Vec<Incident>,
 }
 
+/// Where an incident of `kind` for `node` is kept among the open ones: a
+/// node has at most one open incident of each kind (node names are DNS
+/// names, so no node is called `kubelet-down:…`).
+fn open_key(kind: IncidentKind, node: &str) -> String {
+    match kind {
+        IncidentKind::NodeStatus => node.to_string(),
+        k @ IncidentKind::KubeletDown => format!("{}:{node}", k.as_str()),
+    }
+}
+
 /// A deterministic id: the same entries give the same ids in `scan`, catch-up
 /// and live following.
 fn incident_id(node: &str, opened_at: Micros) -> String {
@@ -292,7 +319,7 @@ impl Tracker {
     /// the open incidents and the per-host records.
     pub fn restore(&mut self, open: Vec<Incident>, origins: Vec<(String, Origin)>) {
         for i in open {
-            self.open.insert(i.node.clone(), i);
+            self.open.insert(open_key(i.kind, &i.node), i);
         }
         self.origins.extend(origins);
         self.recompute_due();
@@ -373,8 +400,10 @@ impl Tracker {
         self.due.clear();
         let after = self.settings.resolve_after;
         for i in self.open.values() {
-            let d = self.due.entry(host_key(i)).or_insert(Micros::MAX);
-            *d = (*d).min(i.last_trouble_at + after);
+            if let Some(due) = i.due(after) {
+                let d = self.due.entry(host_key(i)).or_insert(Micros::MAX);
+                *d = (*d).min(due);
+            }
         }
     }
 
@@ -432,6 +461,9 @@ impl Tracker {
             origin.named_node = Some(node.clone());
             self.dirty_origins.insert(host.to_string());
         }
+        if sig.kind.is_life() {
+            self.life(obs, &node, out);
+        }
         match sig.kind.role() {
             Role::Marker => self.marker(obs, &node, out),
             Role::Trouble => {
@@ -481,6 +513,284 @@ impl Tracker {
                 out.push(Decision::UpdateIncident { id: inc.id.clone() });
             }
         }
+        if obs.signal.kind == SignalKind::NodeReady {
+            let key = open_key(IncidentKind::KubeletDown, node);
+            self.expire(&key, at, out);
+            self.resolve(&key, at, Resolution::NodeReady, out);
+        }
+    }
+
+    /// The kubelet's own life (design 5.1): systemd's lines about the unit
+    /// and the kubelet's fatal line make `kubelet-down` incidents.
+    fn life(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
+        let at = obs.at;
+        let host = obs.host.unwrap_or("");
+        let sig = obs.signal;
+        let key = open_key(IncidentKind::KubeletDown, node);
+        self.expire(&key, at, out);
+        let down = self.open.get(&key).and_then(|i| i.down.as_ref());
+        let pending = down.and_then(|d| d.pending);
+        let restarting = down.is_some_and(|d| d.restarting);
+        let origin = self.origins.entry(host.to_string()).or_default();
+        let stopping = origin.stopping;
+        let evidence = Evidence::new(at, obs.cursor, sig.kind, obs.text).with_cause(sig.cause);
+        match sig.kind {
+            SignalKind::KubeletStopping | SignalKind::KubeletStopped => {
+                let asked = pending.is_none() && !restarting;
+                let now_stopping = sig.kind == SignalKind::KubeletStopping && asked;
+                if origin.stopping != now_stopping {
+                    origin.stopping = now_stopping;
+                    self.dirty_origins.insert(host.to_string());
+                }
+                if asked {
+                    if let Some(inc) = self.open.get_mut(&key) {
+                        inc.add_evidence(evidence);
+                    }
+                    self.resolve(&key, at, Resolution::Stopped, out);
+                } else if let Some(inc) = self.open.get_mut(&key) {
+                    inc.add_evidence(evidence);
+                    inc.last_signal_at = inc.last_signal_at.max(at);
+                    out.push(Decision::UpdateIncident { id: inc.id.clone() });
+                }
+                return;
+            }
+            SignalKind::KubeletStarted => {
+                if origin.stopping {
+                    origin.stopping = false;
+                    self.dirty_origins.insert(host.to_string());
+                }
+                let Some(inc) = self.open.get_mut(&key) else {
+                    return;
+                };
+                inc.add_evidence(evidence);
+                inc.last_signal_at = inc.last_signal_at.max(at);
+                inc.last_trouble_at = inc.last_trouble_at.max(at);
+                let restarted = pending.is_some();
+                if let Some(d) = inc.down.as_mut() {
+                    d.pending = None;
+                    d.restarting = false;
+                }
+                if restarted {
+                    self.restarted(&key, at, out);
+                }
+                self.update_due(&key);
+                if let Some(inc) = self.open.get(&key) {
+                    out.push(Decision::UpdateIncident { id: inc.id.clone() });
+                }
+                return;
+            }
+            // An exit while a stop that was asked for is under way was
+            // asked for too; a fatal line or systemd giving up never is.
+            SignalKind::KubeletExited | SignalKind::KubeletFailed | SignalKind::KubeletRestart
+                if stopping =>
+            {
+                if let Some(inc) = self.open.get_mut(&key) {
+                    inc.add_evidence(evidence);
+                }
+                return;
+            }
+            _ => {}
+        }
+        if !self.open.contains_key(&key) {
+            self.make_room(host, at, out);
+            self.open_down(obs, node, &key, out);
+        }
+        let Some(inc) = self.open.get_mut(&key) else {
+            return;
+        };
+        inc.last_signal_at = inc.last_signal_at.max(at);
+        inc.last_trouble_at = inc.last_trouble_at.max(at);
+        inc.timeline.add(at, sig.kind.as_str());
+        let d = inc.down.get_or_insert_with(Down::default);
+        let mut gave_up = false;
+        let mut restarted = false;
+        match sig.kind {
+            SignalKind::KubeletFatal => {
+                d.restarting = false;
+                let cause = sig.cause.unwrap_or(Cause::Unknown);
+                *inc.causes.entry(cause).or_default() += 1;
+                d.fatals += 1;
+                d.last_cause = Some(cause);
+                d.last_fatal = Some(evidence.clone());
+                d.pending.get_or_insert(at);
+            }
+            SignalKind::KubeletExited => {
+                d.restarting = false;
+                d.exits += 1;
+                if let Some(e) = &sig.exit {
+                    d.last_exit = Some(e.clone());
+                    d.exit_cause = Some(crate::signals::exit_cause(e));
+                }
+                d.pending.get_or_insert(at);
+            }
+            SignalKind::KubeletFailed => {
+                if let Some(e) = &sig.exit {
+                    let c = crate::signals::exit_cause(e);
+                    if d.pending.is_none() || d.last_exit.is_none() {
+                        d.last_exit = Some(e.clone());
+                    }
+                    if c != Cause::Unknown || d.exit_cause.is_none() {
+                        d.exit_cause = Some(c);
+                    }
+                }
+                d.pending.get_or_insert(at);
+            }
+            SignalKind::KubeletGaveUp => {
+                d.pending.get_or_insert(at);
+                if d.gave_up_at.is_none() {
+                    d.gave_up_at = Some(at);
+                    gave_up = true;
+                }
+            }
+            SignalKind::KubeletRestart => {
+                d.pending = None;
+                d.restarting = true;
+                restarted = true;
+            }
+            _ => {}
+        }
+        inc.add_evidence(evidence);
+        out.push(Decision::UpdateIncident { id: inc.id.clone() });
+        if restarted {
+            self.restarted(&key, at, out);
+        }
+        if gave_up {
+            self.gave_up(&key, at, out);
+        }
+        self.update_due(&key);
+    }
+
+    /// A kubelet-down incident's restart: counted, and held to
+    /// `[alert] restarts` within `window`.
+    fn restarted(&mut self, key: &str, at: Micros, out: &mut Vec<Decision>) {
+        let s = &self.settings;
+        let Some(inc) = self.open.get_mut(key) else {
+            return;
+        };
+        let limits = s.limits(&inc.node, inc.cause().as_str());
+        let restarts = s.restarts;
+        let Some(d) = inc.down.as_mut() else {
+            return;
+        };
+        d.restarts += 1;
+        d.first_restart_at.get_or_insert(at);
+        inc.recent.push_back(at);
+        while inc.recent.len() > restarts as usize + 1 {
+            inc.recent.pop_front();
+        }
+        let over = inc.recent.len() > restarts as usize
+            && inc
+                .recent
+                .front()
+                .is_some_and(|&first| at - first <= limits.window);
+        if !over {
+            return;
+        }
+        d.crash_loop_at.get_or_insert(at);
+        let id = inc.id.clone();
+        if inc.over_threshold_at.is_none() {
+            inc.over_threshold_at = Some(at);
+            inc.last_alert_at = Some(at);
+            out.push(Decision::QueueAlert {
+                id,
+                kind: AlertKind::Opened,
+                at,
+            });
+        } else if inc
+            .last_alert_at
+            .is_some_and(|last| at - last >= limits.repeat_interval)
+        {
+            inc.last_alert_at = Some(at);
+            out.push(Decision::QueueAlert {
+                id,
+                kind: AlertKind::Repeat,
+                at,
+            });
+        }
+    }
+
+    /// systemd gave up on the kubelet: alerted at once (a second alert if
+    /// its crash loop already raised one).
+    fn gave_up(&mut self, key: &str, at: Micros, out: &mut Vec<Decision>) {
+        let Some(inc) = self.open.get_mut(key) else {
+            return;
+        };
+        let kind = if inc.over_threshold_at.is_none() {
+            inc.over_threshold_at = Some(at);
+            AlertKind::Opened
+        } else {
+            AlertKind::Repeat
+        };
+        inc.last_alert_at = Some(at);
+        out.push(Decision::QueueAlert {
+            id: inc.id.clone(),
+            kind,
+            at,
+        });
+    }
+
+    fn update_due(&mut self, key: &str) {
+        let after = self.settings.resolve_after;
+        if let Some(inc) = self.open.get(key) {
+            if let Some(due) = inc.due(after) {
+                let d = self.due.entry(host_key(inc)).or_insert(due);
+                *d = (*d).min(due);
+            }
+        }
+    }
+
+    fn open_down(&mut self, obs: &Observation<'_>, node: &str, key: &str, out: &mut Vec<Decision>) {
+        let at = obs.at;
+        let host = obs.host.unwrap_or("");
+        let origin = self.origins.get(host).cloned().unwrap_or_default();
+        let anchor = origin.started_at.filter(|&t| t <= at).map(|t| Anchor {
+            kind: SignalKind::KubeletStarted,
+            at: t,
+        });
+        let mut inc = Incident {
+            id: incident_id(key, at),
+            kind: IncidentKind::KubeletDown,
+            node: node.to_string(),
+            host: obs.host.map(str::to_string),
+            opened_at: at,
+            last_signal_at: at,
+            last_trouble_at: at,
+            resolved_at: None,
+            resolution: None,
+            retries: 0,
+            exhausted: 0,
+            lister_misses: 0,
+            register_failures: 0,
+            lease_failures: 0,
+            watch_failures: 0,
+            over_threshold_at: None,
+            last_alert_at: None,
+            alerted_at: None,
+            announced: false,
+            anchor,
+            caches_synced_at: None,
+            first_trouble: obs.signal.kind,
+            causes: BTreeMap::new(),
+            non_lister_trouble: 0,
+            recent: VecDeque::new(),
+            evidence_head: Vec::new(),
+            evidence_tail: VecDeque::new(),
+            evidence_dropped: 0,
+            ack: None,
+            timeline: timeline::Timeline::default(),
+            api_endpoint: None,
+            down: Some(Down::default()),
+        };
+        let lookback = 60 * SECOND;
+        for m in origin
+            .markers
+            .iter()
+            .filter(|m| m.at <= at && at - m.at <= lookback)
+        {
+            inc.add_evidence(m.clone());
+        }
+        out.push(Decision::OpenIncident { id: inc.id.clone() });
+        self.open.insert(key.to_string(), inc);
     }
 
     /// Incidents closed to stay within the node bounds, so far.
@@ -582,6 +892,7 @@ impl Tracker {
         let lookback = self.settings.race_window.max(60 * SECOND);
         let mut inc = Incident {
             id: incident_id(node, at),
+            kind: IncidentKind::NodeStatus,
             node: node.to_string(),
             host: obs.host.map(str::to_string),
             opened_at: at,
@@ -611,6 +922,7 @@ impl Tracker {
             ack: None,
             timeline: timeline::Timeline::default(),
             api_endpoint: None,
+            down: None,
         };
         for m in origin
             .markers
@@ -706,13 +1018,26 @@ impl Tracker {
 
     /// Resolves `node`'s incident if it has been quiet for `resolve_after`
     /// by `now`.
+    /// A kubelet-down incident whose exit no restart followed for
+    /// `resolve_after` is judged failed instead (it stays open).
     fn expire(&mut self, node: &str, now: Micros, out: &mut Vec<Decision>) {
         let resolve_after = self.settings.resolve_after;
-        if let Some(inc) = self.open.get(node) {
-            if now - inc.last_trouble_at >= resolve_after {
-                let at = inc.last_trouble_at + resolve_after;
-                self.resolve(node, at, Resolution::Quiet, out);
+        let Some(inc) = self.open.get_mut(node) else {
+            return;
+        };
+        let Some(due) = inc.due(resolve_after) else {
+            return;
+        };
+        if now < due {
+            return;
+        }
+        match inc.down.as_mut() {
+            Some(d) if d.pending.is_some() => {
+                d.gave_up_at = Some(due);
+                out.push(Decision::UpdateIncident { id: inc.id.clone() });
+                self.gave_up(node, due, out);
             }
+            _ => self.resolve(node, due, Resolution::Quiet, out),
         }
     }
 
@@ -743,7 +1068,7 @@ impl Tracker {
         let quiet: Vec<String> = self
             .open
             .iter()
-            .filter(|(_, i)| host_key(i) == host && now - i.last_trouble_at >= after)
+            .filter(|(_, i)| host_key(i) == host && i.due(after).is_some_and(|d| now >= d))
             .map(|(n, _)| n.clone())
             .collect();
         for node in quiet {
@@ -753,7 +1078,7 @@ impl Tracker {
             .open
             .values()
             .filter(|i| host_key(i) == host)
-            .map(|i| i.last_trouble_at + after)
+            .filter_map(|i| i.due(after))
             .min()
         {
             Some(d) => self.due.insert(host.to_string(), d),
@@ -783,3 +1108,6 @@ fn host_key(i: &Incident) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+pub(crate) mod down_tests;

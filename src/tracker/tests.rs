@@ -250,8 +250,14 @@ fn kubelet_restart_does_not_resolve() {
     lines.push((6_500, "w2", r#"I0715 16:24:56.500000    2500 server.go:484] "Kubelet version" kubeletVersion="v1.31.0""#));
     lines.extend(cycle(20_000, "w2", REFUSED));
     let r = replay(&lines, 30_000);
-    assert_eq!(r.incidents.len(), 1);
-    let i = &r.incidents[0];
+    // The failed exit is a kubelet-down incident of its own (design 5.1).
+    let status: Vec<&Incident> = r
+        .incidents
+        .iter()
+        .filter(|i| i.kind == IncidentKind::NodeStatus)
+        .collect();
+    assert_eq!(status.len(), 1);
+    let i = status[0];
     assert_eq!(i.status(), Status::Open);
     assert_eq!((i.retries, i.exhausted), (10, 2));
     // Over threshold across the restart.
@@ -493,7 +499,11 @@ fn the_first_trouble_line_is_quoted_however_many_markers_came_before() {
     let mut quoted = Vec::new();
     for upto in [markers.len() + 1, markers.len() + 12, texts.len()] {
         let r = replay(&lines(upto), 100_000);
-        let i = r.incidents.iter().find(|i| i.node == "w2").unwrap();
+        let i = r
+            .incidents
+            .iter()
+            .find(|i| i.node == "w2" && i.kind == IncidentKind::NodeStatus)
+            .unwrap();
         let first = i.first_evidence().unwrap();
         assert_eq!(&first.text, first_trouble);
         assert_eq!(first.signal, SignalKind::StatusRetry);

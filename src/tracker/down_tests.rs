@@ -1,0 +1,224 @@
+//! kubelet-down incidents (design 5.1): systemd's lines about the unit and
+//! the kubelet's fatal lines replayed through the pipeline.
+
+use super::*;
+use crate::journal::{Entry, EntryFilter};
+use crate::pipeline::Pipeline;
+use crate::signals::Cause;
+
+const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
+
+pub(crate) const SWAP: &str = r#"E0715 16:24:50.000000    2425 run.go:74] "command failed" err="failed to run Kubelet: running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false. /proc/swaps contained: [Filename Type Size Used Priority /swap.img file 2009084 0 -2]""#;
+const EXITED: &str = "kubelet.service: Main process exited, code=exited, status=1/FAILURE";
+const FAILED: &str = "kubelet.service: Failed with result 'exit-code'.";
+const STARTED: &str = "Started kubelet: The Kubernetes Node Agent.";
+const STOPPED: &str = "Stopped kubelet: The Kubernetes Node Agent.";
+const STOPPING: &str = "Stopping kubelet: The Kubernetes Node Agent...";
+const READY: &str = r#"I0101 00:00:00.000000    1 kubelet_node_status.go:679] "Recording event message for node" node="w1" event="NodeReady""#;
+
+struct Replay {
+    incidents: Vec<Incident>,
+    alerts: Vec<AlertKind>,
+    settings: Settings,
+}
+
+fn replay(lines: &[(i64, String)], end_ms: i64) -> Replay {
+    let settings = Settings::default();
+    let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
+    let mut decisions = Vec::new();
+    for (ms, text) in lines {
+        let systemd = !text.contains(".go:");
+        let e = Entry {
+            at: Some(T0 + ms * 1000),
+            host: Some("w1".into()),
+            unit: Some("kubelet.service".into()),
+            identifier: Some(if systemd { "systemd" } else { "kubelet" }.into()),
+            message: text.as_bytes().to_vec(),
+            ..Entry::default()
+        };
+        p.push(e, &mut decisions);
+    }
+    p.flush(&mut decisions);
+    p.advance(T0 + end_ms * 1000, &mut decisions);
+    let alerts = decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::QueueAlert { kind, .. } => Some(*kind),
+            _ => None,
+        })
+        .collect();
+    let mut incidents = p.tracker_mut().take_resolved();
+    incidents.extend(p.tracker().open_incidents().cloned());
+    incidents.sort_by_key(|i| (i.opened_at, i.node.clone()));
+    Replay {
+        incidents,
+        alerts,
+        settings,
+    }
+}
+
+/// `n` crash cycles 10.5 s apart: start, the fatal swap line, systemd's
+/// exit, failure, restart and stop lines.
+pub(crate) fn crash_loop(n: i64) -> Vec<(i64, String)> {
+    let mut v = Vec::new();
+    for k in 0..n {
+        let t = k * 10_500;
+        v.push((t, STARTED.to_string()));
+        v.push((t + 100, SWAP.to_string()));
+        v.push((t + 150, EXITED.to_string()));
+        v.push((t + 151, FAILED.to_string()));
+        v.push((
+            t + 10_400,
+            format!(
+                "kubelet.service: Scheduled restart job, restart counter is at {}.",
+                k + 1
+            ),
+        ));
+        v.push((t + 10_401, STOPPED.to_string()));
+    }
+    v
+}
+
+#[test]
+fn a_swap_crash_loop_is_one_incident_with_its_restarts() {
+    // 40 restarts in 7 minutes.
+    let r = replay(&crash_loop(40), 40 * 10_500);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.kind, IncidentKind::KubeletDown);
+    assert_eq!(i.node, "w1");
+    assert_eq!(i.restarts(), 40);
+    assert_eq!(i.cause(), Cause::Swap);
+    assert_eq!(i.verdict(&r.settings), Verdict::CrashLoop);
+    assert_eq!(r.alerts.first(), Some(&AlertKind::Opened));
+    assert_eq!(
+        r.alerts.iter().filter(|a| **a == AlertKind::Opened).count(),
+        1
+    );
+    let d = i.diagnosis(&r.settings);
+    assert!(d.contains("restarted it 40 times"), "{d}");
+    assert!(d.contains("running with swap on is not supported"), "{d}");
+    assert!(d.contains("status=1/FAILURE"), "{d}");
+}
+
+#[test]
+fn a_kubelet_killed_once_and_up_again_is_transient() {
+    let lines: Vec<(i64, String)> = [
+        (0, STARTED),
+        (
+            60_000,
+            "kubelet.service: Main process exited, code=killed, status=9/KILL",
+        ),
+        (60_001, "kubelet.service: Failed with result 'signal'."),
+        (
+            70_000,
+            "kubelet.service: Scheduled restart job, restart counter is at 1.",
+        ),
+        (70_001, STOPPED),
+        (70_002, STARTED),
+    ]
+    .iter()
+    .map(|(t, s)| (*t, (*s).to_string()))
+    .collect();
+    let r = replay(&lines, 300_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.status(), Status::Resolved);
+    assert_eq!(i.resolution, Some(Resolution::Quiet));
+    assert_eq!(i.cause(), Cause::Killed);
+    assert_eq!(i.verdict(&r.settings), Verdict::Transient);
+    assert_eq!(i.restarts(), 1);
+    assert!(r.alerts.is_empty());
+}
+
+#[test]
+fn a_unit_systemd_gave_up_on_is_failed_and_alerts_at_once() {
+    let mut lines = crash_loop(2);
+    let t = 2 * 10_500;
+    lines.push((t, STARTED.to_string()));
+    lines.push((t + 100, SWAP.to_string()));
+    lines.push((t + 150, EXITED.to_string()));
+    lines.push((
+        t + 151,
+        "kubelet.service: Start request repeated too quickly.".into(),
+    ));
+    lines.push((
+        t + 152,
+        "kubelet.service: Failed with result 'start-limit-hit'.".into(),
+    ));
+    lines.push((
+        t + 153,
+        "Failed to start kubelet: The Kubernetes Node Agent.".into(),
+    ));
+    let r = replay(&lines, t + 600_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.verdict(&r.settings), Verdict::Failed);
+    assert_eq!(i.status(), Status::Open);
+    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+}
+
+#[test]
+fn an_exit_with_no_restart_for_resolve_after_is_failed() {
+    let lines: Vec<(i64, String)> = [(0, STARTED), (100, EXITED), (101, FAILED)]
+        .iter()
+        .map(|(t, s)| (*t, (*s).to_string()))
+        .collect();
+    let r = replay(&lines, 120_000);
+    let i = &r.incidents[0];
+    assert_eq!(i.verdict(&r.settings), Verdict::Failed);
+    assert_eq!(i.cause(), Cause::Unknown);
+    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+}
+
+#[test]
+fn a_requested_stop_gives_none_and_ends_an_open_one() {
+    let stop: Vec<(i64, String)> = [
+        (0, STARTED),
+        (60_000, STOPPING),
+        (
+            60_500,
+            "kubelet.service: Main process exited, code=killed, status=9/KILL",
+        ),
+        (60_501, "kubelet.service: Failed with result 'signal'."),
+        (60_502, STOPPED),
+        (70_000, STARTED),
+    ]
+    .iter()
+    .map(|(t, s)| (*t, (*s).to_string()))
+    .collect();
+    let r = replay(&stop, 300_000);
+    assert!(r.incidents.is_empty(), "{:#?}", r.incidents);
+    // A crash loop, then `systemctl stop` while it runs.
+    let mut lines = crash_loop(2);
+    lines.push((21_000, STARTED.to_string()));
+    lines.push((25_000, STOPPING.to_string()));
+    lines.push((25_001, STOPPED.to_string()));
+    let r = replay(&lines, 300_000);
+    assert_eq!(r.incidents.len(), 1);
+    assert_eq!(r.incidents[0].resolution, Some(Resolution::Stopped));
+    assert_eq!(r.incidents[0].verdict(&r.settings), Verdict::Transient);
+}
+
+#[test]
+fn node_ready_ends_it_and_node_status_incidents_are_apart() {
+    let mut lines = crash_loop(1);
+    lines.push((10_500, STARTED.to_string()));
+    lines.push((11_000, READY.to_string()));
+    let r = replay(&lines, 12_000);
+    assert_eq!(r.incidents.len(), 1);
+    assert_eq!(r.incidents[0].kind, IncidentKind::KubeletDown);
+    assert_eq!(r.incidents[0].resolution, Some(Resolution::NodeReady));
+}
+
+#[test]
+fn incidents_stored_before_kinds_read_as_node_status() {
+    let r = replay(&crash_loop(1), 100_000);
+    let mut v = serde_json::to_value(&r.incidents[0]).unwrap();
+    let o = v.as_object_mut().unwrap();
+    o.remove("kind");
+    o.remove("down");
+    let old: Incident = serde_json::from_value(v).unwrap();
+    assert_eq!(old.kind, IncidentKind::NodeStatus);
+    assert!(old.down.is_none());
+}
