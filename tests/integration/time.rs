@@ -111,6 +111,15 @@ impl Host {
         match how {
             0 => {}
             1 => {
+                // The kubelet's fatal line, then systemd's words on its exit
+                // (a kubelet-down incident, design 5.1).
+                let t = self.t + 100_000;
+                self.line(klog(
+                    'E',
+                    t,
+                    "run.go:74",
+                    r#""command failed" err="failed to run Kubelet: validate service connection: validate CRI v1 runtime API for endpoint \"unix:///run/containerd/containerd.sock\": rpc error: code = Unavailable""#,
+                ));
                 self.t += 300_000;
                 self.systemd("kubelet.service: Main process exited, code=exited, status=1/FAILURE");
                 self.systemd("kubelet.service: Failed with result 'exit-code'.");
@@ -618,6 +627,73 @@ fn a_stopped_reader_and_a_late_host_do_not_split_an_outage() {
     assert!(follow[0]["over_threshold_at"].is_number());
     // The alert, then the resolved notice once quiet is confirmed.
     assert_eq!(mails, 2, "{follow:#?}");
+}
+
+/// Issue 20: a kubelet that dies at start on swap, restarted by systemd
+/// 40 times in 7 minutes, is one kubelet-down incident (crash-loop, cause
+/// swap, 40 restarts) from scan, `run --once` and a following service, read
+/// in small batches with pauses, and it alerts.
+#[test]
+fn a_crash_loop_is_one_kubelet_down_incident_from_scan_once_and_follow() {
+    const UNIT: &str = "kubelet.service - kubelet: The Kubernetes Node Agent";
+    let mut host = Host::new("w-swap", 0, T0);
+    for k in 0..40 {
+        let t = host.t;
+        host.line(klog(
+            'I',
+            t,
+            "server.go:484",
+            r#""Kubelet version" kubeletVersion="v1.31.0""#,
+        ));
+        host.t += 100_000;
+        let t = host.t;
+        host.line(klog(
+            'E',
+            t,
+            "run.go:74",
+            r#""command failed" err="failed to run Kubelet: running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false. /proc/swaps contained: [Filename Type Size Used Priority /swap.img file 2009084 0 -2]""#,
+        ));
+        host.t += 50_000;
+        host.systemd("kubelet.service: Main process exited, code=exited, status=1/FAILURE");
+        host.systemd("kubelet.service: Failed with result 'exit-code'.");
+        host.t += 10 * SECOND;
+        host.systemd(&format!(
+            "kubelet.service: Scheduled restart job, restart counter is at {}.",
+            k + 1
+        ));
+        host.systemd(&format!("Stopped {UNIT}."));
+        host.systemd(&format!("Started {UNIT}."));
+        host.pid += 1;
+        host.t += 350_000;
+    }
+    let journal = host.out;
+    let reference = scanned(&journal);
+    assert_eq!(reference.len(), 1, "{reference:#?}");
+    let i = &reference[0];
+    assert_eq!(i["kind"], "kubelet-down");
+    assert_eq!(i["node"], "w-swap");
+    assert_eq!(i["down"]["restarts"], 40);
+    assert!(i["down"]["crash_loop_at"].is_number());
+    assert_eq!(i["causes"]["swap"], 40);
+    let want = comparable(&reference, &reference);
+    for (seed, max_batch, pause_every, max_pause) in [(1, 1, 3, 30), (2, 7, 5, 200), (3, 50, 2, 90)]
+    {
+        let reading = Reading {
+            seed,
+            max_batch,
+            pause_every,
+            max_pause: max_pause * SECOND,
+        };
+        let (once, _) = served(&journal, reading, true);
+        assert_eq!(
+            comparable(&once, &reference),
+            want,
+            "run --once {reading:?}"
+        );
+        let (follow, mails) = served(&journal, reading, false);
+        assert_eq!(comparable(&follow, &reference), want, "run {reading:?}");
+        assert!(mails >= 1, "the crash loop's alert {reading:?}");
+    }
 }
 
 /// S14, D17: `max_age` holds back only what was already old when it was
