@@ -360,7 +360,15 @@ impl Route {
 
 /// Labels every alert carries; `[alert.alertmanager] labels` may not
 /// override them.
-pub const ALERT_LABELS: &[&str] = &["alertname", "node", "host", "cause", "verdict", "severity"];
+pub const ALERT_LABELS: &[&str] = &[
+    "alertname",
+    "kind",
+    "node",
+    "host",
+    "cause",
+    "verdict",
+    "severity",
+];
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AlertConfig {

@@ -212,6 +212,9 @@ impl EntryFilter {
             return self.units.iter().any(|u| {
                 let stem = u.strip_suffix(".service").unwrap_or(u);
                 msg.starts_with(&format!("{u}:"))
+                    || msg.starts_with(&format!("Unit {u} "))
+                    || msg.starts_with(&format!("{u} "))
+                    || msg.starts_with(&format!("Failed to start {stem}"))
                     || msg.starts_with(&format!("Started {stem}"))
                     || msg.starts_with(&format!("Stopped {stem}"))
                     || msg.starts_with(&format!("Stopping {stem}"))

@@ -568,8 +568,18 @@ impl Pipeline {
                     self.summary.foreign += 1;
                 }
                 Out::Orphan(e) => {
-                    self.summary.unparsed += 1;
-                    self.note_unparsed(&e.message);
+                    // cobra's `Error: failed to run Kubelet: …` has no klog
+                    // header but is the kubelet's fatal word.
+                    let text = String::from_utf8_lossy(&e.message).into_owned();
+                    if let Some(sig) = signals::recognize_bare(&text) {
+                        self.summary.lines += 1;
+                        self.summary.recognized += 1;
+                        let at = e.at.unwrap_or(0);
+                        self.observe(&sig, at, &e, None, &text, decisions);
+                    } else {
+                        self.summary.unparsed += 1;
+                        self.note_unparsed(&e.message);
+                    }
                 }
                 Out::Line(j) => self.line(&j, decisions),
             }

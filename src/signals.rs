@@ -700,7 +700,10 @@ pub fn recognize(line: &Line<'_>) -> Option<Signal> {
 #[must_use]
 pub fn recognize_bare(text: &str) -> Option<Signal> {
     let t = text.trim();
-    let t = t.strip_prefix("Error: ").unwrap_or(t);
+    let t = t
+        .strip_prefix("Error: ")
+        .or_else(|| t.strip_prefix("error: "))
+        .unwrap_or(t);
     let fatal = [
         "failed to run Kubelet: ",
         "failed to load Kubelet config file",
@@ -913,7 +916,11 @@ pub fn recognize_systemd(message: &str) -> Option<Signal> {
     if m.contains("entered failed state") || m.ends_with(".service failed.") {
         return Some(sig(K::KubeletFailed, Some("failed state".into())));
     }
-    if m.contains(": Scheduled restart job") || m.contains("Service hold-off time over") {
+    if m.contains(": Scheduled restart job")
+        || lower.contains("hold-off time over")
+        || lower.contains("holdoff time over")
+        || (lower.contains("expired, scheduling restart"))
+    {
         return Some(sig(K::KubeletRestart, None));
     }
     None
@@ -1770,6 +1777,16 @@ mod tests {
             ),
             (
                 "kubelet.service: Service hold-off time over, scheduling restart.",
+                K::KubeletRestart,
+                None,
+            ),
+            (
+                "kubelet.service holdoff time over, scheduling restart.",
+                K::KubeletRestart,
+                None,
+            ),
+            (
+                "kubelet.service: Service RestartSec=600ms expired, scheduling restart.",
                 K::KubeletRestart,
                 None,
             ),

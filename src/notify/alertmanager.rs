@@ -67,6 +67,11 @@ pub fn heartbeat(cfg: &AlertmanagerConfig, host: &str, started: Micros, now: Mic
         "endsAt": rfc3339(firing_until(now, cfg)),
     })
 }
+
+/// The alertname of kubelet-down incidents (design 5.1); their alerts also
+/// carry a `kind` label (node-status alerts keep the labels they had, so
+/// their fingerprints do not change on upgrade).
+pub const ALERTNAME_DOWN: &str = "KubeletDown";
 /// What an instance may answer; the rest is not read.
 const MAX_ANSWER: usize = 64 << 10;
 /// Evidence lines are cut to this in annotations.
@@ -142,6 +147,10 @@ pub fn parse_url(u: &str) -> Result<Endpoint, String> {
 /// gone, credentials refused, the API server unreachable), `warning` else.
 fn severity(i: &Incident) -> &'static str {
     use crate::signals::Cause;
+    if i.down.is_some() {
+        // The kubelet is not running: the node is going NotReady.
+        return "critical";
+    }
     match i.cause() {
         Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
         _ => "warning",
@@ -173,7 +182,15 @@ pub fn labels(
     for (k, v) in extra {
         l.insert(k.clone(), clean(v, MAX_LABEL));
     }
-    l.insert("alertname".into(), ALERTNAME.into());
+    match i.kind {
+        crate::tracker::IncidentKind::NodeStatus => {
+            l.insert("alertname".into(), ALERTNAME.into());
+        }
+        k @ crate::tracker::IncidentKind::KubeletDown => {
+            l.insert("alertname".into(), ALERTNAME_DOWN.into());
+            l.insert("kind".into(), k.as_str().into());
+        }
+    }
     l.insert("node".into(), clean(&i.node, MAX_LABEL));
     if let Some(h) = i.host.as_ref().filter(|h| !h.is_empty()) {
         l.insert("host".into(), clean(h, MAX_LABEL));
@@ -201,13 +218,22 @@ pub fn alert(
     ends_at: Micros,
 ) -> Value {
     let span = i.resolved_at.unwrap_or(i.last_signal_at) - i.opened_at;
-    let summary = format!(
-        "{}: {} node status retries in {} ({})",
-        crate::tracker::one_line(&i.node, 200),
-        i.counted_retries(),
-        human_duration(span),
-        i.cause().as_str()
-    );
+    let summary = match &i.down {
+        Some(d) => format!(
+            "{}: kubelet down, {} restarts in {} ({})",
+            crate::tracker::one_line(&i.node, 200),
+            d.restarts,
+            human_duration(span),
+            i.cause().as_str()
+        ),
+        None => format!(
+            "{}: {} node status retries in {} ({})",
+            crate::tracker::one_line(&i.node, 200),
+            i.counted_retries(),
+            human_duration(span),
+            i.cause().as_str()
+        ),
+    };
     let mut annotations = serde_json::Map::new();
     annotations.insert("summary".into(), summary.into());
     // The diagnosis quotes the node and host names: cleaned like the rest.

@@ -159,6 +159,23 @@ fn short_utc(us: Micros) -> String {
 }
 
 fn counters(i: &Incident) -> String {
+    if let Some(d) = &i.down {
+        let mut parts = vec![format!(
+            "{} restart{} by systemd",
+            d.restarts,
+            if d.restarts == 1 { "" } else { "s" }
+        )];
+        if d.exits > 0 {
+            parts.push(format!("{} failed exits", d.exits));
+        }
+        if d.fatals > 0 {
+            parts.push(format!("{} fatal lines", d.fatals));
+        }
+        if let Some(e) = &d.last_exit {
+            parts.push(format!("last exit {}", header_text(e, 80)));
+        }
+        return parts.join(", ");
+    }
     let mut parts = Vec::new();
     for (n, what) in [
         (i.retries, "status retries"),
@@ -189,6 +206,29 @@ fn when(us: Micros) -> String {
 fn subject_one(i: &Incident, kind: AlertKind) -> String {
     let node = header_text(&i.node, 100);
     let cause = i.cause().as_str();
+    if let Some(d) = &i.down {
+        let what = if d.gave_up_at.is_some() {
+            "kubelet failed, systemd gave up"
+        } else {
+            "kubelet crash-looping"
+        };
+        return match kind {
+            AlertKind::Resolved => format!(
+                "[kubelet-sentinel] resolved: {node}, kubelet down for {} ({cause})",
+                human_duration(span(i))
+            ),
+            AlertKind::Repeat => format!(
+                "[kubelet-sentinel] still failing: {node}: {what}, {} restarts in {} ({cause})",
+                d.restarts,
+                human_duration(span(i))
+            ),
+            AlertKind::Opened => format!(
+                "[kubelet-sentinel] {node}: {what}, {} restarts in {} ({cause})",
+                d.restarts,
+                human_duration(span(i))
+            ),
+        };
+    }
     match kind {
         AlertKind::Resolved => format!(
             "[kubelet-sentinel] resolved: {node}, trouble lasted {} ({cause})",

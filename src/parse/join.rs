@@ -145,7 +145,53 @@ fn stream_key(e: &Entry) -> String {
 /// logrus (k3s), gRPC warnings, flag deprecation notices.
 #[must_use]
 pub fn is_foreign(m: &[u8]) -> bool {
-    m.starts_with(b"time=\"") || m.starts_with(b"WARNING: ") || m.starts_with(b"Flag --")
+    m.starts_with(b"time=\"")
+        || m.starts_with(b"WARNING: ")
+        || m.starts_with(b"Flag --")
+        || is_status_header(m)
+        // journalctl -x's catalog text, and systemctl's hint under a tail.
+        || m.starts_with(b"-- ")
+        || m == b"--"
+        || m.starts_with(b"Hint: Some lines were ellipsized")
+}
+
+/// The header `systemctl status kubelet` prints above its log tail (its
+/// `●` line, `Loaded:`, `Active: activating (auto-restart)`, `Main PID:`,
+/// the cgroup tree): not entries (design 5.1).
+fn is_status_header(m: &[u8]) -> bool {
+    const DOTS: [&str; 4] = ["● ", "○ ", "× ", "* "];
+    const KEYS: [&str; 16] = [
+        "Loaded: ",
+        "Active: ",
+        "Drop-In: ",
+        "Docs: ",
+        "Process: ",
+        "Main PID: ",
+        "Tasks: ",
+        "Memory: ",
+        "CPU: ",
+        "CGroup: ",
+        "Invocation: ",
+        "TriggeredBy: ",
+        "Mem peak: ",
+        "IO: ",
+        "└─",
+        "├─",
+    ];
+    let Ok(text) = std::str::from_utf8(&m[..m.len().min(200)]) else {
+        return false;
+    };
+    let t = text.trim_start();
+    let unit_line = DOTS.iter().any(|d| {
+        t.strip_prefix(d).is_some_and(|rest| {
+            let name = rest.split_whitespace().next().unwrap_or("");
+            name.ends_with(".service")
+        })
+    });
+    let indented = t.len() < text.len();
+    unit_line
+        || KEYS.iter().any(|k| t.starts_with(k)) && (indented || t.starts_with("Active: "))
+        || indented && t.starts_with('/') && m.ends_with(b".conf")
 }
 
 impl Joiner {

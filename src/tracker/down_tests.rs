@@ -95,6 +95,25 @@ fn a_swap_crash_loop_is_one_incident_with_its_restarts() {
         r.alerts.iter().filter(|a| **a == AlertKind::Opened).count(),
         1
     );
+    let labels = crate::notify::alertmanager::labels(i, &r.settings, &BTreeMap::default());
+    assert_eq!(labels["alertname"], "KubeletDown");
+    assert_eq!(labels["kind"], "kubelet-down");
+    assert_eq!(labels["cause"], "swap");
+    assert_eq!(labels["verdict"], "crash-loop");
+    let mail = crate::notify::render::render(&[i], AlertKind::Opened, &r.settings);
+    assert!(
+        mail.subject
+            .starts_with("[kubelet-sentinel] w1: kubelet crash-looping, 40 restarts in"),
+        "{}",
+        mail.subject
+    );
+    assert!(mail.subject.ends_with("(swap)"), "{}", mail.subject);
+    assert!(mail.text.contains("swapon --show"), "{}", mail.text);
+    assert!(
+        mail.text.contains("40 restarts by systemd"),
+        "{}",
+        mail.text
+    );
     let d = i.diagnosis(&r.settings);
     assert!(d.contains("restarted it 40 times"), "{d}");
     assert!(d.contains("running with swap on is not supported"), "{d}");

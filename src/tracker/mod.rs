@@ -643,9 +643,11 @@ impl Tracker {
                 }
             }
             SignalKind::KubeletRestart => {
+                // systemd may say it twice (`hold-off time over`, then
+                // `Scheduled restart job`): one restart.
                 d.pending = None;
+                restarted = !d.restarting;
                 d.restarting = true;
-                restarted = true;
             }
             _ => {}
         }

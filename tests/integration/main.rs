@@ -8,6 +8,7 @@ mod auth;
 mod cli;
 mod collector;
 mod control;
+mod down;
 mod email;
 mod formats;
 mod pastes;

@@ -283,11 +283,12 @@ fn cases() -> Vec<(&'static str, Vec<Expect>, [u64; 6])> {
             [4, 4, 1, 0, 0, 0],
         ),
         // Headers cut off: four lister misses with no time anywhere; the
-        // status output's CGroup line is not understood.
+        // status output's CGroup line is systemctl's, not the kubelet's
+        // (foreign, issue 20).
         (
             "kubernetes-kubernetes-108687.txt",
             vec![open("aaaaaaa43", None, "lister-lag", [0, 0, 4, 0, 0, 0])],
-            [5, 5, 4, 1, 0, 0],
+            [5, 4, 4, 0, 0, 1],
         ),
         // Only 'kubelet[PID]: ' of the prefix: an identifier, not a host.
         (
