@@ -193,6 +193,7 @@ struct RawRoute {
 #[serde(deny_unknown_fields)]
 struct RawMatch {
     cause: Option<Vec<String>>,
+    kind: Option<Vec<String>>,
     node: Option<String>,
 }
 
@@ -305,6 +306,8 @@ pub struct AlertmanagerConfig {
 pub struct Route {
     /// Causes; empty: any.
     pub causes: Vec<String>,
+    /// Incident kinds (`node-status`, `kubelet-down`); empty: any.
+    pub kinds: Vec<String>,
     /// A node glob; empty: any node.
     pub node: String,
     pub to: Vec<String>,
@@ -321,6 +324,8 @@ impl Serialize for Route {
         struct Match<'a> {
             #[serde(skip_serializing_if = "<[String]>::is_empty")]
             cause: &'a [String],
+            #[serde(skip_serializing_if = "<[String]>::is_empty")]
+            kind: &'a [String],
             #[serde(skip_serializing_if = "str::is_empty")]
             node: &'a str,
         }
@@ -343,6 +348,7 @@ impl Serialize for Route {
             window: self.window,
             matches: Match {
                 cause: &self.causes,
+                kind: &self.kinds,
                 node: &self.node,
             },
         }
@@ -352,9 +358,10 @@ impl Serialize for Route {
 
 impl Route {
     #[must_use]
-    pub fn matches(&self, node: &str, cause: &str) -> bool {
+    pub fn matches(&self, kind: &str, node: &str, cause: &str) -> bool {
         (self.node.is_empty() || crate::store::glob(&self.node, node))
             && (self.causes.is_empty() || self.causes.iter().any(|c| c == cause))
+            && (self.kinds.is_empty() || self.kinds.iter().any(|k| k == kind))
     }
 }
 
@@ -408,8 +415,8 @@ impl AlertConfig {
     /// The route an incident's mail goes by: its index, `None` for
     /// `[alert] to`.
     #[must_use]
-    pub fn route_of(&self, node: &str, cause: &str) -> Option<usize> {
-        self.route.iter().position(|r| r.matches(node, cause))
+    pub fn route_of(&self, kind: &str, node: &str, cause: &str) -> Option<usize> {
+        self.route.iter().position(|r| r.matches(kind, node, cause))
     }
 }
 
@@ -604,6 +611,7 @@ impl Config {
                 .map(|r| crate::tracker::Threshold {
                     node: (!r.node.is_empty()).then(|| r.node.clone()),
                     causes: r.causes.clone(),
+                    kinds: r.kinds.clone(),
                     retries: r.retries,
                     window: r.window.map(|p| p.0),
                     repeat_interval: r.repeat_interval.map(|p| p.0),
@@ -1062,8 +1070,23 @@ impl Validator<'_> {
                 }
                 to.push(addr.clone());
             }
-            let (mut causes, mut node) = (Vec::new(), String::new());
+            let (mut causes, mut kinds, mut node) = (Vec::new(), Vec::new(), String::new());
             if let Some(m) = &r.matches {
+                for k in m.get_ref().kind.iter().flatten() {
+                    if crate::tracker::IncidentKind::parse(k).is_none() {
+                        let names: Vec<&str> = crate::tracker::IncidentKind::ALL
+                            .iter()
+                            .map(|k| k.as_str())
+                            .collect();
+                        return Err(self.invalid(
+                            "alert.route",
+                            "match",
+                            m,
+                            format!("kind {k:?} is not one of {}", names.join(", ")),
+                        ));
+                    }
+                    kinds.push(k.clone());
+                }
                 for c in m.get_ref().cause.iter().flatten() {
                     if !crate::signals::Cause::ALL.iter().any(|k| k.as_str() == c) {
                         let names: Vec<&str> = crate::signals::Cause::ALL
@@ -1123,6 +1146,7 @@ impl Validator<'_> {
             };
             routes.push(Route {
                 causes,
+                kinds,
                 node,
                 to,
                 repeat_interval,
@@ -1296,6 +1320,30 @@ mod tests {
         let again = Config::parse(&shown, "shown").unwrap_or_else(|e| panic!("{e}\n{shown}"));
         assert_eq!(again.alert.route, c.alert.route);
         assert_eq!(again.to_toml(), shown);
+    }
+
+    #[test]
+    fn routes_match_incident_kinds() {
+        let text = "[alert]\nto = [\"a@example.com\"]\nrestarts = 5\n\n[[alert.route]]\n\
+                    match = { kind = [\"kubelet-down\"], cause = [\"swap\"] }\nto = [\"node@example.com\"]\n";
+        let c = Config::parse(text, "t").unwrap();
+        assert_eq!(c.alert.restarts, 5);
+        assert_eq!(c.tracker_settings().restarts, 5);
+        assert_eq!(c.alert.route_of("kubelet-down", "w1", "swap"), Some(0));
+        assert_eq!(c.alert.route_of("node-status", "w1", "swap"), None);
+        let shown = c.to_toml();
+        let again = Config::parse(&shown, "shown").unwrap_or_else(|e| panic!("{e}\n{shown}"));
+        assert_eq!(again.alert.route, c.alert.route);
+        let e = Config::parse(
+            "[[alert.route]]\nmatch = { kind = [\"kubelet\"] }\nto = [\"x@example.com\"]\n",
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("kind \"kubelet\" is not one of node-status, kubelet-down"),
+            "{e}"
+        );
     }
 
     #[test]

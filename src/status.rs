@@ -13,10 +13,19 @@ use crate::store::Stats;
 use crate::time::Micros;
 use crate::tracker::Settings;
 
+fn node_status() -> String {
+    crate::tracker::IncidentKind::NodeStatus
+        .as_str()
+        .to_string()
+}
+
 /// One open incident, as metrics label it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OpenIncident {
     pub id: String,
+    /// `node-status` or `kubelet-down`.
+    #[serde(default = "node_status")]
+    pub kind: String,
     pub node: String,
     pub host: String,
     pub cause: String,

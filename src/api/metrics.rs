@@ -178,6 +178,8 @@ impl Collector for Snapshot {
             Verdict::Transient,
             Verdict::Persistent,
             Verdict::Undetermined,
+            Verdict::CrashLoop,
+            Verdict::Failed,
         ]
         .iter()
         .map(|v| (v.as_str(), 0))
@@ -216,6 +218,7 @@ impl Collector for Snapshot {
                     vec![
                         ("node", label(&o.node)),
                         ("host", label(&o.host)),
+                        ("kind", label(&o.kind)),
                         ("cause", label(&o.cause)),
                         ("verdict", label(&o.verdict)),
                         ("id", label(&o.id)),
@@ -227,7 +230,7 @@ impl Collector for Snapshot {
         Self::gauge(
             &mut enc,
             "open_incident",
-            "One series per open incident (1), labelled with its node, host, cause and verdict.",
+            "One series per open incident (1), labelled with its node, host, kind, cause and verdict.",
             &open,
         )?;
         let retries: Vec<(Labels, f64)> = s
@@ -415,6 +418,7 @@ mod tests {
         let mut live = Live::default();
         live.status.open.push(OpenIncident {
             id: "0123456789ab".into(),
+            kind: "kubelet-down".into(),
             node: "evil\"\n\\node".into(),
             host: "h".into(),
             cause: "auth".into(),
@@ -432,6 +436,8 @@ mod tests {
             "kubelet_sentinel_future_dated_total 0",
             r#"kubelet_sentinel_node_status_retries_total{node="n1"} 3"#,
             r#"kubelet_sentinel_incidents{verdict="persistent"} 1"#,
+            r#"kubelet_sentinel_incidents{verdict="crash-loop"} 0"#,
+            r#"kind="kubelet-down""#,
             r#"kubelet_sentinel_deliveries_total{channel="email",result="sent"} 0"#,
             "# EOF",
         ] {

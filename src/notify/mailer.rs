@@ -263,7 +263,7 @@ impl Mailer {
             let route = i.as_ref().and_then(|i| {
                 self.routes
                     .iter()
-                    .position(|r| r.matches(&i.node, i.cause().as_str()))
+                    .position(|r| r.matches(i.kind.as_str(), &i.node, i.cause().as_str()))
             });
             let key: Key = (
                 route,

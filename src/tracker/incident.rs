@@ -533,7 +533,7 @@ impl Incident {
             cause_explanation(cause)
         ));
         if let Some(at) = self.over_threshold_at {
-            let limits = s.limits(&self.node, cause.as_str());
+            let limits = s.limits(self.kind, &self.node, cause.as_str());
             parts.push(format!(
                 "It crossed the alert threshold (more than {} retries within {}) at {}.",
                 limits.retries,

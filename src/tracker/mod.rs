@@ -94,6 +94,9 @@ pub struct Threshold {
     pub node: Option<String>,
     /// Causes; empty: any.
     pub causes: Vec<String>,
+    /// Incident kinds; empty: any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<String>,
     pub retries: Option<u32>,
     pub window: Option<Micros>,
     pub repeat_interval: Option<Micros>,
@@ -101,11 +104,12 @@ pub struct Threshold {
 
 impl Threshold {
     #[must_use]
-    pub fn matches(&self, node: &str, cause: &str) -> bool {
+    pub fn matches(&self, kind: IncidentKind, node: &str, cause: &str) -> bool {
         self.node
             .as_deref()
             .is_none_or(|g| crate::store::glob(g, node))
             && (self.causes.is_empty() || self.causes.iter().any(|c| c == cause))
+            && (self.kinds.is_empty() || self.kinds.iter().any(|k| k == kind.as_str()))
     }
 }
 
@@ -122,8 +126,8 @@ impl Settings {
     /// The limits for an incident of `node` with `cause`: the first
     /// matching override's, the rest from `[alert]`.
     #[must_use]
-    pub fn limits(&self, node: &str, cause: &str) -> Limits {
-        let o = self.overrides.iter().find(|o| o.matches(node, cause));
+    pub fn limits(&self, kind: IncidentKind, node: &str, cause: &str) -> Limits {
+        let o = self.overrides.iter().find(|o| o.matches(kind, node, cause));
         Limits {
             retries: o.and_then(|o| o.retries).unwrap_or(self.retries),
             window: o.and_then(|o| o.window).unwrap_or(self.window),
@@ -669,7 +673,9 @@ impl Tracker {
         let Some(inc) = self.open.get_mut(key) else {
             return;
         };
-        let limits = s.limits(&inc.node, inc.cause().as_str());
+        let limits = s.limits(inc.kind, &inc.node, inc.cause().as_str());
+        // A route's `retries` counts node-status retries; its `window` and
+        // `repeat_interval` hold here too.
         let restarts = s.restarts;
         let Some(d) = inc.down.as_mut() else {
             return;
@@ -981,7 +987,7 @@ impl Tracker {
         let id = inc.id.clone();
         out.push(Decision::UpdateIncident { id: id.clone() });
         if counted_retry {
-            let limits = s.limits(&inc.node, inc.cause().as_str());
+            let limits = s.limits(inc.kind, &inc.node, inc.cause().as_str());
             inc.recent.push_back(at);
             while inc.recent.len() > limits.retries as usize + 1 {
                 inc.recent.pop_front();
