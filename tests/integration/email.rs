@@ -725,3 +725,84 @@ fn a_mail_too_big_for_the_server_goes_shorter_not_again() {
     );
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+/// Issue 20: a kubelet that dies on swap at every start, restarted by
+/// systemd, through a real journald: one kubelet-down alert naming the
+/// cause and the restarts, then its resolved notice once it stays up.
+#[test]
+fn a_crash_looping_kubelet_mails_its_cause_and_restarts() {
+    let j = Journald::start("down");
+    let dir = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::aiosmtpd(free_port(), &dir.path().join("md"), &[]);
+    // systemd's lines come from this process, not PID 1: the service reads
+    // them by their identifier, as it reads saved logs.
+    let mut svc = Service::new(
+        &format!(
+            "namespace = \"{}\"\nidentifiers = [\"kubelet\", \"systemd\"]",
+            j.name
+        ),
+        &format!(
+            "[incidents]\nresolve_after = \"3s\"\n[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"0s\"\nretry_max = \"1s\"\n[alert.smtp]\nhost = \"127.0.0.1\"\nport = {}\ntls = \"none\"\ntimeout = \"2s\"\n",
+            smtp.port
+        ),
+    );
+    svc.start();
+    let systemd = |m: &str| {
+        j.send(&[
+            ("MESSAGE", m),
+            ("SYSLOG_IDENTIFIER", "systemd"),
+            ("UNIT", "kubelet.service"),
+        ]);
+    };
+    for k in 1..=6 {
+        systemd("Started kubelet.service - kubelet: The Kubernetes Node Agent.");
+        let now = chrono::Utc::now().format("%m%d %H:%M:%S%.6f");
+        j.kubelet(&[format!(
+            r#"E{now}    4242 run.go:74] "command failed" err="failed to run Kubelet: running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false.""#
+        )]);
+        systemd("kubelet.service: Main process exited, code=exited, status=1/FAILURE");
+        systemd("kubelet.service: Failed with result 'exit-code'.");
+        systemd(&format!(
+            "kubelet.service: Scheduled restart job, restart counter is at {k}."
+        ));
+        systemd("Stopped kubelet.service - kubelet: The Kubernetes Node Agent.");
+    }
+    systemd("Started kubelet.service - kubelet: The Kubernetes Node Agent.");
+    wait_for(
+        Duration::from_secs(10),
+        || !smtp.mails().is_empty(),
+        "the kubelet-down alert",
+    );
+    let first = subject(&smtp.mails()[0]);
+    assert!(first.contains(": kubelet crash-looping, "), "{first}");
+    assert!(first.ends_with("(swap)"), "{first}");
+    let body = &smtp.mails()[0];
+    assert!(
+        body.contains("running with swap on is not supported"),
+        "{body}"
+    );
+    assert!(body.contains("swapon --show"), "{body}");
+    assert!(body.contains("restarted it"), "{body}");
+    // It stays up: resolved.
+    wait_for(
+        Duration::from_secs(20),
+        || smtp.mails().len() >= 2,
+        "the resolved notice",
+    );
+    assert!(
+        subject(&smtp.mails()[1]).starts_with("[kubelet-sentinel] resolved: "),
+        "{}",
+        subject(&smtp.mails()[1])
+    );
+    let inc = svc.incidents();
+    let down: Vec<&serde_json::Value> = inc
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["kind"] == "kubelet-down")
+        .collect();
+    assert_eq!(down.len(), 1, "{inc:#}");
+    assert_eq!(down[0]["restarts"], 6, "{inc:#}");
+    assert_eq!(down[0]["verdict"], "crash-loop", "{inc:#}");
+    assert_eq!(down[0]["status"], "resolved", "{inc:#}");
+}
