@@ -124,15 +124,20 @@ pub enum Command {
 #[derive(Debug, Subcommand)]
 pub enum SilenceCmd {
     /// Add a silence (you, the calling user, are recorded as its author).
-    #[command(group(clap::ArgGroup::new("what").required(true).multiple(true).args(["node", "cause"])))]
+    #[command(group(clap::ArgGroup::new("what").required(true).multiple(true).args(["node", "cause", "kind"])))]
     Add {
         /// A node name or a pattern (`*` any run of characters, `?` one): `worker-*`.
         #[arg(long)]
         node: Option<String>,
         /// Only incidents of this cause (lister-lag, node-missing, api-unreachable,
-        /// api-timeout, auth, conflict, etcd, unknown).
+        /// api-timeout, auth, conflict, etcd, unknown; kubelet-down: swap, cgroup-driver,
+        /// config, credentials, runtime, port-in-use, exec, killed).
         #[arg(long)]
         cause: Option<String>,
+        /// Only incidents of this kind: node-status or kubelet-down (a node being
+        /// rebuilt whose kubelet crash-loops until kubeadm join).
+        #[arg(long, value_parser = ["node-status", "kubelet-down"])]
+        kind: Option<String>,
         /// How long: 30m, 2h, 3d (at most 31d).
         #[arg(long = "for", value_parser = silence_length)]
         duration: Micros,
@@ -663,7 +668,10 @@ fn render(req: &Request, r: &Response, output: Output, zone: Zone) -> Result<Str
                     vec![
                         s.id,
                         report::terminal_text(&s.node, 60),
-                        s.cause.unwrap_or_else(|| "any".into()),
+                        match s.kind {
+                            Some(k) => format!("{} ({k})", s.cause.as_deref().unwrap_or("any")),
+                            None => s.cause.unwrap_or_else(|| "any".into()),
+                        },
                         match &s.expired_by {
                             Some(by) => {
                                 format!("expired by {}", report::terminal_text(by, 30))
@@ -695,7 +703,8 @@ fn render(req: &Request, r: &Response, output: Output, zone: Zone) -> Result<Str
                 "silence {} added: node {}{} until {} (by {})\n",
                 s.id,
                 report::terminal_text(&s.node, 60),
-                s.cause.map(|c| format!(", cause {c}")).unwrap_or_default(),
+                s.cause.map(|c| format!(", cause {c}")).unwrap_or_default()
+                    + &s.kind.map(|k| format!(", kind {k}")).unwrap_or_default(),
                 s.ends_at,
                 report::terminal_text(&s.created_by, 30)
             )
@@ -1210,12 +1219,14 @@ pub fn main() -> ExitCode {
                 SilenceCmd::Add {
                     node,
                     cause,
+                    kind,
                     duration,
                     comment,
                 } => (
                     Request::AddSilence(api::NewSilence {
                         node: node.unwrap_or_else(|| "*".into()),
                         cause,
+                        kind,
                         seconds: (duration / crate::time::SECOND).max(1) as u64,
                         by: caller(),
                         comment,

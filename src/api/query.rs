@@ -47,6 +47,9 @@ pub struct NewSilence {
     pub node: String,
     #[serde(default)]
     pub cause: Option<String>,
+    /// Only incidents of this kind; `None`: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     pub seconds: u64,
     /// Who: the server sets it from the peer's credentials (a body's
     /// value, which older CLIs send, is ignored); the CLI sets it only
@@ -75,6 +78,8 @@ pub struct SilenceOut {
     pub id: String,
     pub node: String,
     pub cause: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     /// `active`, `pending` (starts later) or `expired`.
     pub state: String,
     pub starts_at: String,
@@ -95,6 +100,7 @@ impl SilenceOut {
             id: s.id.clone(),
             node: s.node.clone(),
             cause: s.cause.clone(),
+            kind: s.kind.clone(),
             state: if s.active(now) {
                 "active"
             } else if now < s.starts_at {
@@ -135,6 +141,11 @@ impl NewSilence {
                     .map(|k| k.as_str())
                     .collect();
                 return Err(format!("--cause {c:?}: one of {}", names.join(", ")));
+            }
+        }
+        if let Some(k) = &self.kind {
+            if crate::tracker::IncidentKind::parse(k).is_none() {
+                return Err(format!("--kind {k:?}: one of node-status, kubelet-down"));
             }
         }
         if self.seconds == 0 || self.seconds > MAX_SILENCE {
@@ -313,6 +324,7 @@ fn answer_inner(store: &Store, live: Option<&Live>, req: &Request) -> Result<Res
                 id: String::new(),
                 node: n.node.clone(),
                 cause: n.cause.clone(),
+                kind: n.kind.clone(),
                 starts_at: now,
                 ends_at: now + (n.seconds as Micros) * SECOND,
                 created_by: n.by.clone(),

@@ -63,9 +63,10 @@ pub fn silencing<'a>(
 ) -> impl Iterator<Item = &'a Silence> {
     let node = i.node.clone();
     let cause = i.cause().as_str();
+    let kind = i.kind.as_str();
     silences
         .iter()
-        .filter(move |s| s.active(now) && s.matches(&node, cause))
+        .filter(move |s| s.active(now) && s.matches(kind, &node, cause))
 }
 
 /// The silence an incident belongs to for good: in force when its trouble
@@ -78,7 +79,7 @@ fn suppressing<'a>(i: &Incident, q: Queued, silences: &'a [Silence]) -> Option<&
     let resolved = q.resolved.or(i.resolved_at)?;
     let cause = i.cause().as_str();
     silences.iter().find(|s| {
-        s.matches(&i.node, cause)
+        s.matches(i.kind.as_str(), &i.node, cause)
             && s.starts_at <= raised
             && raised < s.ends_at
             && resolved < s.ends_at
@@ -247,6 +248,7 @@ mod tests {
             id: "s1".into(),
             node: node.into(),
             cause: cause.map(Into::into),
+            kind: None,
             starts_at: 0,
             ends_at,
             created_by: "alice".into(),
@@ -263,6 +265,16 @@ mod tests {
             trouble: Some(trouble),
             resolved,
         }
+    }
+
+    #[test]
+    fn a_silence_of_a_kind_holds_only_that_kind() {
+        let i = incident();
+        let mut s = silence("*", None, 40 * SECOND);
+        s.kind = Some("kubelet-down".into());
+        assert_eq!(silencing(&i, std::slice::from_ref(&s), SECOND).count(), 0);
+        s.kind = Some(i.kind.as_str().into());
+        assert_eq!(silencing(&i, std::slice::from_ref(&s), SECOND).count(), 1);
     }
 
     #[test]

@@ -1013,6 +1013,7 @@ mod tests {
             id: "00000000000000aa".into(),
             node: "w-*".into(),
             cause: None,
+            kind: None,
             starts_at: 0,
             ends_at: 10,
             created_by: "root".into(),

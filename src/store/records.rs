@@ -64,6 +64,10 @@ pub struct Silence {
     /// Only incidents of this cause; `None`: any.
     #[serde(default)]
     pub cause: Option<String>,
+    /// Only incidents of this kind (`node-status`, `kubelet-down`); `None`:
+    /// any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
     pub starts_at: Micros,
     pub ends_at: Micros,
     pub created_by: String,
@@ -82,8 +86,10 @@ impl Silence {
     }
 
     #[must_use]
-    pub fn matches(&self, node: &str, cause: &str) -> bool {
-        glob(&self.node, node) && self.cause.as_deref().is_none_or(|c| c == cause)
+    pub fn matches(&self, kind: &str, node: &str, cause: &str) -> bool {
+        glob(&self.node, node)
+            && self.cause.as_deref().is_none_or(|c| c == cause)
+            && self.kind.as_deref().is_none_or(|k| k == kind)
     }
 }
 

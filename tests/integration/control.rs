@@ -514,6 +514,7 @@ fn silences_are_capped_and_ended_ones_pruned() {
             id,
             node: "nomatch-*".into(),
             cause: None,
+            kind: None,
             starts_at,
             ends_at,
             created_by: "root".into(),
