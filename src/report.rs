@@ -118,6 +118,9 @@ pub struct IncidentOut {
     /// kubelet-down: systemd's last word on how the kubelet ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_exit: Option<String>,
+    /// kubelet-down: what to check next for its cause (as the mail says).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub next_steps: Vec<String>,
     pub alerted_at: Option<String>,
     pub diagnosis: String,
     pub evidence: Vec<EvidenceOut>,
@@ -174,6 +177,11 @@ impl IncidentOut {
             watch_failures: i.watch_failures,
             restarts: i.restarts(),
             last_exit: i.down.as_ref().and_then(|d| d.last_exit.clone()),
+            next_steps: if i.down.is_some() {
+                crate::notify::render::next_steps(i)
+            } else {
+                Vec::new()
+            },
             alerted_at: i.alerted_at.map(rfc3339),
             diagnosis: i.diagnosis(s),
             evidence: i
@@ -486,6 +494,12 @@ pub fn details(o: &IncidentOut, zone: Zone) -> String {
         o.watch_failures
     );
     let _ = writeln!(out, "  diagnosis: {}", terminal_text(&o.diagnosis, 4000));
+    if !o.next_steps.is_empty() {
+        let _ = writeln!(out, "  what to check next:");
+        for step in &o.next_steps {
+            let _ = writeln!(out, "    - {}", terminal_text(step, 500));
+        }
+    }
     if let Some(p) = &o.timeline {
         let _ = writeln!(out, "  signals over time:");
         out.push_str(&p.text(zone));

@@ -231,6 +231,11 @@ fn a_swap_crash_loop_paste_is_one_crash_loop_with_its_restarts() {
     assert_eq!(v["summary"]["unparsed"], 0);
     let d = i["diagnosis"].as_str().unwrap();
     assert!(d.contains("running with swap on is not supported"), "{d}");
+    let steps = i["next_steps"].to_string();
+    assert!(
+        steps.contains("swapon --show") && steps.contains("failSwapOn"),
+        "{steps}"
+    );
     assert!(d.contains("restarted it 40 times since"), "{d}");
     // incidents --kind and the table.
     let out = run(
