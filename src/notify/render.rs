@@ -325,7 +325,7 @@ fn endpoint_words(c: Cause) -> &'static str {
         Cause::Etcd => "reporting etcd unavailable",
         Cause::NodeMissing => "missing their Nodes",
         Cause::Conflict => "conflicting on their status",
-        Cause::ListerLag | Cause::Unknown => "failing",
+        _ => "failing",
     }
 }
 
