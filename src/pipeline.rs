@@ -318,7 +318,11 @@ impl Pipeline {
             } else {
                 self.summary.last_at
             };
-            self.summary.untimed += u64::from(entry.at.is_none());
+            // A status header or catalog line (foreign, never timed) is
+            // not an entry whose time is missing.
+            self.summary.untimed += u64::from(
+                entry.at.is_none() && !crate::parse::join::is_foreign(&entry.message),
+            );
         }
         if !self.filter.matches(&entry) && !self.adopt(&entry) {
             return;
