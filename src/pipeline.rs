@@ -320,9 +320,8 @@ impl Pipeline {
             };
             // A status header or catalog line (foreign, never timed) is
             // not an entry whose time is missing.
-            self.summary.untimed += u64::from(
-                entry.at.is_none() && !crate::parse::join::is_foreign(&entry.message),
-            );
+            self.summary.untimed +=
+                u64::from(entry.at.is_none() && !crate::parse::join::is_foreign(&entry.message));
         }
         if !self.filter.matches(&entry) && !self.adopt(&entry) {
             return;
@@ -602,7 +601,14 @@ impl Pipeline {
             return;
         }
         self.summary.lines += 1;
-        let Some(sig) = signals::recognize(&line) else {
+        // A paste whose markdown broke the line (`failed to run **Kubelet:
+        // …**`): its words without the markup.
+        let unmarked = text.contains("**").then(|| text.replace("**", ""));
+        let Some(sig) = signals::recognize(&line).or_else(|| {
+            unmarked
+                .as_deref()
+                .and_then(|t| signals::recognize(&parse_line(t)))
+        }) else {
             return;
         };
         self.summary.recognized += 1;

@@ -109,6 +109,14 @@ fn cases() -> Vec<Expect> {
             0,
             [6, 6, 2, 0, 0],
         ),
+        // The reporter's markdown bold inside the fatal line: read without it.
+        e(
+            "kubernetes-website-8777.txt",
+            "fed-node",
+            "cgroup-driver",
+            1,
+            [5, 5, 5, 0, 0],
+        ),
         // /var/log/messages: "systemd:" and "kubelet:" without PIDs.
         e(
             "kubernetes-kubernetes-73779.txt",
