@@ -229,6 +229,8 @@ pub enum Form {
     LegacyContains(&'static str),
     /// A legacy line of the shape `node "X" not found` (the whole body).
     LegacyNodeNotFound,
+    /// Any line of severity `F` (klog's Fatal: the process exits after it).
+    FatalSeverity,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -248,7 +250,8 @@ const fn row(kind: SignalKind, form: Form, versions: &'static str) -> Row {
 }
 
 use Form::{
-    LegacyContains, LegacyExact, LegacyNodeNotFound, LegacyPrefix, Structured, StructuredWith,
+    FatalSeverity, LegacyContains, LegacyExact, LegacyNodeNotFound, LegacyPrefix, Structured,
+    StructuredWith,
 };
 use SignalKind as K;
 
@@ -580,9 +583,17 @@ pub static TABLE: &[Row] = &[
         LegacyPrefix("Failed to start ContainerManager"),
         "<=1.20",
     ),
+    row(
+        K::KubeletFatal,
+        Structured("Failed to listen and serve"),
+        "1.21+",
+    ),
     row(K::KubeletStarted, Structured("Kubelet version"), "1.21+"),
     row(K::KubeletStarted, Structured("Started kubelet"), "1.21+"),
     row(K::KubeletStarted, LegacyExact("Started kubelet"), "<=1.20"),
+    // Last: any other klog Fatal line of the kubelet's (it exits right
+    // after: `F… server.go:153] listen tcp 0.0.0.0:10250: bind: …`).
+    row(K::KubeletFatal, FatalSeverity, "all"),
 ];
 
 /// `node "X" not found` as a whole line: quoted (1.12-1.20), single-quoted
@@ -608,6 +619,7 @@ fn matches(form: Form, line: &Line<'_>) -> bool {
         LegacyExact(p) => !structured && msg.trim_end() == p,
         LegacyContains(p) => !structured && msg.contains(p),
         LegacyNodeNotFound => !structured && legacy_node_not_found(msg),
+        FatalSeverity => line.severity == Some(crate::parse::Severity::Fatal),
     }
 }
 
@@ -1651,6 +1663,18 @@ mod tests {
             Some(K::KubeletFatal),
             None,
             Some(Cause::Unknown),
+        ),
+        (
+            r#"F0615 06:57:29.482148    5289 server.go:153] listen tcp 0.0.0.0:10250: bind: address already in use"#,
+            Some(K::KubeletFatal),
+            None,
+            Some(Cause::PortInUse),
+        ),
+        (
+            r#"E0910 08:53:42.796435 3040195 server.go:165] "Failed to listen and serve" err="listen tcp 0.0.0.0:10250: bind: address already in use""#,
+            Some(K::KubeletFatal),
+            None,
+            Some(Cause::PortInUse),
         ),
         // Not signals.
         (

@@ -117,6 +117,23 @@ fn cases() -> Vec<Expect> {
             1,
             [5, 5, 5, 0, 0],
         ),
+        // Port 10250 taken: the bare legacy F line of the listen error.
+        e(
+            "kubernetes-minikube-4500.txt",
+            "localhost.localdomain",
+            "port-in-use",
+            0,
+            [5, 5, 4, 0, 0],
+        ),
+        // The same, structured ("Failed to listen and serve"); the healthz
+        // line before it is not fatal.
+        e(
+            "kubernetes-kubernetes-112364.txt",
+            "node15",
+            "port-in-use",
+            0,
+            [13, 7, 3, 0, 6],
+        ),
         // /var/log/messages: "systemd:" and "kubelet:" without PIDs.
         e(
             "kubernetes-kubernetes-73779.txt",
