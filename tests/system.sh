@@ -231,6 +231,62 @@ inside systemctl stop smtp-silent.service
 inside cp /root/config.good /etc/kubelet-sentinel/config.toml
 inside systemctl start kubelet-sentinel
 
+# --- a kubelet that dies at start, under systemd's own restarts ------------------
+# The stand-in prints the kubelet's fatal line and exits 1; systemd restarts it
+# every second. The incident is kubelet-down, crash-loop, cause swap, and its
+# mail names the cause and the restarts.
+cat > "$root/usr/local/bin/crash-kubelet" <<'SH'
+#!/bin/sh
+echo "E$(date -u +%m%d\ %H:%M:%S.%6N)     778 run.go:72] \"command failed\" err=\"failed to run Kubelet: running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false. /proc/swaps contained: [Filename Type Size Used Priority /swapfile file 4194300 0 -2]\"" >&2
+exit 1
+SH
+chmod 755 "$root/usr/local/bin/crash-kubelet"
+inside systemctl stop kubelet.service
+inside mkdir -p /etc/systemd/system/kubelet.service.d
+printf '[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=\nExecStart=/usr/local/bin/crash-kubelet\nRestart=always\nRestartSec=1\n' \
+  | inside tee /etc/systemd/system/kubelet.service.d/crash.conf >/dev/null
+inside systemctl daemon-reload
+inside systemctl start kubelet.service || true
+down_mail() { inside sh -c 'grep -h "^Subject:.*kubelet crash-looping" /var/mail/ks/new/* 2>/dev/null' | head -1; }
+for _ in $(seq 450); do [ -n "$(down_mail)" ] && break; sleep 0.2; done
+[ -n "$(down_mail)" ] || fail "no kubelet-down mail: $(inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/*') $(inside kubelet-sentinel incidents 2>&1)"
+down=$(inside kubelet-sentinel incidents -o json --kind kubelet-down)
+echo "$down" | grep -q '"cause": "swap"' && echo "$down" | grep -q '"verdict": "crash-loop"' \
+  || fail "the kubelet-down incident: $down"
+down_mail | grep -q '(swap)' || fail "the mail's subject: $(down_mail)"
+ok "a crash-looping kubelet (exit 1 every second under Restart=always) is kubelet-down, crash-loop, swap: $(down_mail)"
+
+# systemd gives up (StartLimitBurst runs out): failed, mailed at once.
+printf '[Unit]\nStartLimitIntervalSec=60\nStartLimitBurst=3\n[Service]\nExecStart=\nExecStart=/usr/local/bin/crash-kubelet\nRestart=always\nRestartSec=1\n' \
+  | inside tee /etc/systemd/system/kubelet.service.d/crash.conf >/dev/null
+inside systemctl daemon-reload
+inside systemctl reset-failed kubelet.service
+inside systemctl restart kubelet.service || true
+failed_mail() { inside sh -c 'grep -h "^Subject:.*kubelet failed, systemd gave up" /var/mail/ks/new/* 2>/dev/null' | head -1; }
+for _ in $(seq 450); do [ -n "$(failed_mail)" ] && break; sleep 0.2; done
+[ -n "$(failed_mail)" ] || fail "no mail for the unit systemd gave up on: $(inside systemctl is-failed kubelet.service) $(inside kubelet-sentinel incidents --kind kubelet-down 2>&1)"
+inside kubelet-sentinel incidents -o json --kind kubelet-down | grep -q '"verdict": "failed"' \
+  || fail "no failed verdict: $(inside kubelet-sentinel incidents --kind kubelet-down)"
+ok "StartLimitBurst running out: the kubelet-down incident is failed and mailed ($(failed_mail))"
+
+# A healthy kubelet stopped on purpose (systemctl stop) opens nothing.
+inside rm -f /etc/systemd/system/kubelet.service.d/crash.conf
+printf '[Service]\nExecStart=\nExecStart=/bin/sleep infinity\n' | inside tee /etc/systemd/system/kubelet.service.d/healthy.conf >/dev/null
+inside systemctl daemon-reload
+inside systemctl reset-failed kubelet.service
+inside systemctl start kubelet.service
+sleep 2
+before=$(inside kubelet-sentinel incidents -o json --kind kubelet-down --limit 0 | grep -c '"id"')
+inside systemctl stop kubelet.service
+sleep 3
+after=$(inside kubelet-sentinel incidents -o json --kind kubelet-down --limit 0 | grep -c '"id"')
+[ "$before" = "$after" ] || fail "a requested stop opened an incident ($before -> $after): $(inside kubelet-sentinel incidents --kind kubelet-down)"
+inside kubelet-sentinel incidents -o json --kind kubelet-down --status open | grep -q '"id"' \
+  && fail "a kubelet-down incident is still open after the requested stop: $(inside kubelet-sentinel incidents --kind kubelet-down)"
+inside rm -rf /etc/systemd/system/kubelet.service.d
+inside systemctl daemon-reload
+ok "systemctl stop of a healthy kubelet opens nothing (and ends what was open)"
+
 # --- the live security score agrees with the offline one ------------------------
 live=$(inside systemd-analyze security --no-pager kubelet-sentinel 2>&1 | grep -oE 'Overall exposure level for kubelet-sentinel.service: [0-9.]+' | grep -oE '[0-9.]+$')
 offline=$(systemd-analyze security --offline=yes --no-pager "$root/usr/lib/systemd/system/kubelet-sentinel.service" 2>&1 | grep -oE 'Overall exposure level for kubelet-sentinel.service: [0-9.]+' | grep -oE '[0-9.]+$')
