@@ -86,6 +86,17 @@ pub const NODES_LISTED: usize = 1000;
 /// Bound on the sources named in [`Summary::other_klog`].
 pub const OTHER_SOURCES_KEPT: usize = 16;
 
+/// Not the kubelet's words though its source's: a distribution's own lines,
+/// `systemctl status` headers, and, on a line with no source at all (a
+/// paste), the paste's own markup.
+fn foreign(e: &Entry) -> bool {
+    crate::parse::join::is_foreign(&e.message)
+        || (e.unit.is_none()
+            && e.identifier.is_none()
+            && e.container.is_none()
+            && crate::parse::join::is_paste_markup(&e.message))
+}
+
 /// What names where an entry came from, for a person.
 fn source_name(e: &Entry) -> String {
     e.identifier
@@ -320,8 +331,7 @@ impl Pipeline {
             };
             // A status header or catalog line (foreign, never timed) is
             // not an entry whose time is missing.
-            self.summary.untimed +=
-                u64::from(entry.at.is_none() && !crate::parse::join::is_foreign(&entry.message));
+            self.summary.untimed += u64::from(entry.at.is_none() && !foreign(&entry));
         }
         if !self.filter.matches(&entry) && !self.adopt(&entry) {
             return;
@@ -345,7 +355,7 @@ impl Pipeline {
         self.joiner.release_ended(&entry, &mut out);
         self.drain(&mut out, decisions);
         self.out = out;
-        if crate::parse::join::is_foreign(&entry.message) {
+        if foreign(&entry) {
             self.summary.foreign += 1;
             let mut out = std::mem::take(&mut self.out);
             self.joiner.interrupt(&entry, &mut out);

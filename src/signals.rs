@@ -600,6 +600,8 @@ pub static TABLE: &[Row] = &[
 /// (pre-1.17 paths), or bare (2015).
 fn legacy_node_not_found(t: &str) -> bool {
     let t = t.trim_end();
+    // 2015: `error getting node: node X not found` (kubelet.go).
+    let t = t.strip_prefix("error getting node: ").unwrap_or(t);
     (t.starts_with("node \"") && t.ends_with("\" not found"))
         || (t.starts_with("node '") && t.ends_with("' not found"))
         || t.strip_prefix("node ")
@@ -1224,6 +1226,12 @@ mod tests {
             Some(Cause::Unknown),
         ),
         // Lister misses of every version.
+        (
+            "E0713 10:12:45.312512    1612 kubelet.go:2810] error getting node: node node-7 not found",
+            Some(K::ListerMiss),
+            Some("node-7"),
+            Some(Cause::ListerLag),
+        ),
         (
             r#"E0829 16:38:32.180978   30410 kubelet.go:2236] node "wtc2.example.net" not found"#,
             Some(K::ListerMiss),

@@ -300,6 +300,12 @@ fn iso_stamp(i: &str) -> IResult<&str, Stamp> {
     }
 }
 
+/// An identifier as a paste may quote it (`"hyperkube[12]:`): without the
+/// quotes and backticks around it.
+fn clean_ident(s: &str) -> &str {
+    s.trim_matches(['"', '\'', '`'])
+}
+
 fn ident_char(c: char) -> bool {
     !c.is_whitespace() && c != '[' && c != ':'
 }
@@ -310,7 +316,7 @@ fn host_ident(i: &str) -> IResult<&str, (&str, &str, Option<u32>)> {
     let (i, ident) = take_while1(ident_char)(i)?;
     let (i, pid) = opt(delimited(char('['), number, char(']')))(i)?;
     let (i, _) = terminated(char(':'), opt(char(' ')))(i)?;
-    Ok((i, (host, ident, pid)))
+    Ok((i, (host, clean_ident(ident), pid)))
 }
 
 fn prefix(i: &str) -> IResult<&str, Prefix<'_>> {
@@ -546,9 +552,9 @@ fn read_junk(junk: &str) -> Junk<'_> {
             None => (last, None),
         };
         match words.next() {
-            Some(host) if !host.is_empty() && !ident.is_empty() && host_like(host) => {
+            Some(host) if !host.is_empty() && !clean_ident(ident).is_empty() && host_like(host) => {
                 j.host = Some(host);
-                j.ident = Some(ident);
+                j.ident = Some(clean_ident(ident));
                 j.pid = pid;
             }
             _ if !last.is_empty() && pid.is_none() && host_like(last) => j.host = Some(last),
@@ -665,7 +671,7 @@ impl<R: BufRead> TextReader<R> {
             // identifier and PID, not a host.
             let (host, ident, pid) = match tag.strip_suffix(']').and_then(|t| t.split_once('[')) {
                 Some((ident, pid)) if pid.parse::<u32>().is_ok() => {
-                    (None, Some(ident.into()), pid.parse().ok())
+                    (None, Some(clean_ident(ident).into()), pid.parse().ok())
                 }
                 _ => (host_like(tag).then(|| tag.into()), None, None),
             };
@@ -1035,6 +1041,17 @@ mod tests {
 
     fn msg(e: &Entry) -> String {
         String::from_utf8_lossy(&e.message).into_owned()
+    }
+
+    #[test]
+    fn a_quoted_identifier_is_read_without_its_quotes() {
+        for line in [
+            "\"Mar 22 17:40:06 node-1 hyperkube[1272]: E0322 17:40:06.941770    1272 a.go:1] x\"\n",
+            "> `Mar 22 17:40:06 node-1 \"hyperkube[1272]: E0322 17:40:06.941770    1272 a.go:1] x\n",
+        ] {
+            let e = &read(line)[0];
+            assert_eq!(e.identifier.as_deref(), Some("hyperkube"), "{line}");
+        }
     }
 
     #[test]

@@ -155,6 +155,28 @@ pub fn is_foreign(m: &[u8]) -> bool {
         || m.starts_with(b"Hint: Some lines were ellipsized")
 }
 
+/// A paste's own markup on a line of its own: a markdown rule or fence
+/// (`***`, `---`, "```"), or an HTML tag line (`<details>`, `</pre>`). Not
+/// the kubelet's words; only read so for lines with no source at all (a
+/// journal's lines are never a paste's markup).
+#[must_use]
+pub fn is_paste_markup(m: &[u8]) -> bool {
+    let t = m.trim_ascii();
+    if t.len() >= 3 && t.iter().all(|b| b"*-_=`~#".contains(b) || *b == b' ') {
+        return true;
+    }
+    let Some(inner) = t.strip_prefix(b"<").and_then(|r| r.strip_suffix(b">")) else {
+        return false;
+    };
+    let name = inner.strip_prefix(b"/").unwrap_or(inner);
+    let name = name.strip_suffix(b"/").unwrap_or(name);
+    let tag_end = name
+        .iter()
+        .position(|b| !b.is_ascii_alphanumeric())
+        .unwrap_or(name.len());
+    tag_end > 0 && name[0].is_ascii_alphabetic() && (tag_end == name.len() || name[tag_end] == b' ')
+}
+
 /// The header `systemctl status kubelet` prints above its log tail (its
 /// `●` line, `Loaded:`, `Active: activating (auto-restart)`, `Main PID:`,
 /// the cgroup tree): not entries (design 5.1).
@@ -367,6 +389,25 @@ impl Joiner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pastes_markup_is_told_apart() {
+        for m in [
+            "***",
+            "---",
+            "```",
+            "  ~~~ ",
+            "<details>",
+            "</summary>",
+            "<br/>",
+            "<pre class=x>",
+        ] {
+            assert!(is_paste_markup(m.as_bytes()), "{m}");
+        }
+        for m in ["--", "> quoted", "<1.2.3>", "E0101 x", "a=<", " >", "-"] {
+            assert!(!is_paste_markup(m.as_bytes()), "{m}");
+        }
+    }
 
     fn entry(stream: &str, msg: &str) -> Entry {
         Entry {
