@@ -156,7 +156,8 @@ pub fn is_foreign(m: &[u8]) -> bool {
 }
 
 /// A paste's own markup on a line of its own: a markdown rule or fence
-/// (`***`, `---`, "```"), or an HTML tag line (`<details>`, `</pre>`). Not
+/// (`***`, `---`, three backticks), or an HTML tag line (`<details>`,
+/// `</pre>`). Not
 /// the kubelet's words; only read so for lines with no source at all (a
 /// journal's lines are never a paste's markup).
 #[must_use]
