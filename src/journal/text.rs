@@ -750,7 +750,12 @@ impl<R: BufRead> TextReader<R> {
                 return false;
             }
             let at_width = self.wrap_width == Some(p.width);
-            at_width || (p.width >= MIN_WRAP && !heavily_indented(t))
+            at_width
+                || (p.width >= MIN_WRAP && !heavily_indented(t))
+                // A record cut inside a quoted value (`err="node \"wor` /
+                // `ker-1\" not found"`): whatever its width, what follows
+                // closes the quote.
+                || (ends_inside_quote(&p.entry.message) && !heavily_indented(t))
         })
     }
 
@@ -925,6 +930,22 @@ impl<R: BufRead> TextReader<R> {
     }
 }
 
+/// Whether a klog line stops inside a quoted string: an odd number of
+/// unescaped quotes after its header.
+fn ends_inside_quote(m: &[u8]) -> bool {
+    let body = memchr::memmem::find(m, b"] ").map_or(m, |at| &m[at + 2..]);
+    let mut open = false;
+    let mut escaped = false;
+    for &b in body {
+        match b {
+            b'\\' if open => escaped = !escaped,
+            b'"' if !escaped => open = !open,
+            _ => escaped = false,
+        }
+    }
+    open
+}
+
 /// A cut piece without the markup its record's line had (as much of it as
 /// the piece starts with: a quote marker may be on the first line only).
 fn strip_markup<'a>(t: &'a str, markup: &str) -> &'a str {
@@ -1041,6 +1062,21 @@ mod tests {
 
     fn msg(e: &Entry) -> String {
         String::from_utf8_lossy(&e.message).into_owned()
+    }
+
+    #[test]
+    fn a_wrap_inside_a_quoted_value_is_joined() {
+        let text = "Mar 22 17:40:06 n1 kubelet[1272]: E0322 17:40:06.941770    1272 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"wor\nker-1\\\": nodes \\\"worker-1\\\" not found\"\n";
+        let e = read(text);
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert!(
+            msg(&e[0]).contains("getting node \\\"worker-1\\\": nodes"),
+            "{}",
+            msg(&e[0])
+        );
+        // A short line that closes its quotes is left alone.
+        let e = read("E0322 17:40:06.941770 1 a.go:1] \"short\" k=\"v\"\nnext words\n");
+        assert_eq!(e.len(), 2, "{e:?}");
     }
 
     #[test]
