@@ -183,6 +183,11 @@ ok "STATUS= reaches systemctl; with WatchdogSec=2s it pings and stays up ($(insi
 inside cp /etc/kubelet-sentinel/config.toml /root/config.good
 echo 'repeat_intervall = "4h"' | inside tee -a /etc/kubelet-sentinel/config.toml >/dev/null
 if inside systemctl reload kubelet-sentinel 2>/dev/null; then fail "systemctl reload of a broken config succeeded"; fi
+# journald takes ExecReload's output over a stream: it may land a moment later.
+for _ in $(seq 50); do
+  inside journalctl -u kubelet-sentinel --no-pager -n 30 | grep -q "unknown field .repeat_intervall." && break
+  sleep 0.1
+done
 inside journalctl -u kubelet-sentinel --no-pager -n 30 | grep -q "unknown field .repeat_intervall." \
   || fail "the reload's reason is not in the journal: $(inside journalctl -u kubelet-sentinel --no-pager -n 10)"
 [ "$(inside systemctl is-active kubelet-sentinel)" = active ] || fail "a refused reload stopped the service"
@@ -247,7 +252,11 @@ printf '[Unit]\nStartLimitIntervalSec=0\n[Service]\nExecStart=\nExecStart=/usr/l
   | inside tee /etc/systemd/system/kubelet.service.d/crash.conf >/dev/null
 inside systemctl daemon-reload
 inside systemctl start kubelet.service || true
-down_mail() { inside sh -c 'grep -h "^Subject:.*kubelet crash-looping" /var/mail/ks/new/* 2>/dev/null' | head -1; }
+# Each mail's subject, unfolded (a long one goes on over header lines).
+subjects() {
+  inside sh -c 'for f in /var/mail/ks/new/*; do awk '"'"'/^Subject:/ {s=$0; while ((getline l) > 0 && l ~ /^[ \t]/) {sub(/^[ \t]+/, " ", l); s=s l}; print s; exit}'"'"' "$f"; done' 2>/dev/null
+}
+down_mail() { subjects | grep 'kubelet crash-looping' | head -1; }
 for _ in $(seq 450); do [ -n "$(down_mail)" ] && break; sleep 0.2; done
 [ -n "$(down_mail)" ] || fail "no kubelet-down mail: $(inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/*') $(inside kubelet-sentinel incidents 2>&1)"
 down=$(inside kubelet-sentinel incidents -o json --kind kubelet-down)
@@ -262,7 +271,7 @@ printf '[Unit]\nStartLimitIntervalSec=60\nStartLimitBurst=3\n[Service]\nExecStar
 inside systemctl daemon-reload
 inside systemctl reset-failed kubelet.service
 inside systemctl restart kubelet.service || true
-failed_mail() { inside sh -c 'grep -h "^Subject:.*kubelet failed, systemd gave up" /var/mail/ks/new/* 2>/dev/null' | head -1; }
+failed_mail() { subjects | grep 'kubelet failed, systemd gave up' | head -1; }
 for _ in $(seq 450); do [ -n "$(failed_mail)" ] && break; sleep 0.2; done
 [ -n "$(failed_mail)" ] || fail "no mail for the unit systemd gave up on: $(inside systemctl is-failed kubelet.service) $(inside kubelet-sentinel incidents --kind kubelet-down 2>&1)"
 inside kubelet-sentinel incidents -o json --kind kubelet-down | grep -q '"verdict": "failed"' \
