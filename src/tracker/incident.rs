@@ -260,6 +260,52 @@ pub struct Incident {
 }
 
 impl Incident {
+    /// A new incident of `kind` for `node`, opened by the observation's
+    /// signal at its time: every counter zero, nothing yet said of it.
+    #[must_use]
+    pub(super) fn opening(
+        id: String,
+        kind: IncidentKind,
+        node: &str,
+        obs: &super::Observation<'_>,
+    ) -> Self {
+        let at = obs.at;
+        Self {
+            id,
+            kind,
+            node: node.to_string(),
+            host: obs.host.map(str::to_string),
+            opened_at: at,
+            last_signal_at: at,
+            last_trouble_at: at,
+            resolved_at: None,
+            resolution: None,
+            retries: 0,
+            exhausted: 0,
+            lister_misses: 0,
+            register_failures: 0,
+            lease_failures: 0,
+            watch_failures: 0,
+            over_threshold_at: None,
+            last_alert_at: None,
+            alerted_at: None,
+            announced: false,
+            anchor: None,
+            caches_synced_at: None,
+            first_trouble: obs.signal.kind,
+            causes: std::collections::BTreeMap::new(),
+            non_lister_trouble: 0,
+            recent: std::collections::VecDeque::new(),
+            evidence_head: Vec::new(),
+            evidence_tail: std::collections::VecDeque::new(),
+            evidence_dropped: 0,
+            ack: None,
+            timeline: super::timeline::Timeline::default(),
+            api_endpoint: None,
+            down: None,
+        }
+    }
+
     #[must_use]
     pub fn status(&self) -> Status {
         if self.resolved_at.is_some() {
