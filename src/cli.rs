@@ -843,18 +843,7 @@ fn incidents_cmd(
             }
         }
     }
-    match render(&req, &answer, output, zone) {
-        Ok(text) => {
-            if out.write_all(text.as_bytes()).is_err() {
-                return Exit::Failure;
-            }
-            Exit::Ok
-        }
-        Err(e) => {
-            let _ = writeln!(err, "kubelet-sentinel: {e}");
-            Exit::Failure
-        }
-    }
+    print(render(&req, &answer, output, zone), out, err)
 }
 
 /// Runs a query command.
@@ -875,7 +864,12 @@ pub fn run_query(
             return Exit::Forbidden;
         }
     }
-    match answer.and_then(|r| render(req, &r, output, zone)) {
+    print(answer.and_then(|r| render(req, &r, output, zone)), out, err)
+}
+
+/// A rendered answer to stdout, or what went wrong to stderr.
+fn print(text: Result<String, String>, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
+    match text {
         Ok(text) => {
             if out.write_all(text.as_bytes()).is_err() {
                 return Exit::Failure;

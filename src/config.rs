@@ -1072,35 +1072,32 @@ impl Validator<'_> {
             }
             let (mut causes, mut kinds, mut node) = (Vec::new(), Vec::new(), String::new());
             if let Some(m) = &r.matches {
-                for k in m.get_ref().kind.iter().flatten() {
-                    if crate::tracker::IncidentKind::parse(k).is_none() {
-                        let names: Vec<&str> = crate::tracker::IncidentKind::ALL
-                            .iter()
-                            .map(|k| k.as_str())
-                            .collect();
-                        return Err(self.invalid(
+                // Each name one of its closed set, or an error naming them.
+                let one_of = |what: &str, v: &String, names: &[&str]| {
+                    if names.contains(&v.as_str()) {
+                        Ok(v.clone())
+                    } else {
+                        Err(self.invalid(
                             "alert.route",
                             "match",
                             m,
-                            format!("kind {k:?} is not one of {}", names.join(", ")),
-                        ));
+                            format!("{what} {v:?} is not one of {}", names.join(", ")),
+                        ))
                     }
-                    kinds.push(k.clone());
+                };
+                let kind_names: Vec<&str> = crate::tracker::IncidentKind::ALL
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect();
+                let cause_names: Vec<&str> = crate::signals::Cause::ALL
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect();
+                for k in m.get_ref().kind.iter().flatten() {
+                    kinds.push(one_of("kind", k, &kind_names)?);
                 }
                 for c in m.get_ref().cause.iter().flatten() {
-                    if !crate::signals::Cause::ALL.iter().any(|k| k.as_str() == c) {
-                        let names: Vec<&str> = crate::signals::Cause::ALL
-                            .iter()
-                            .map(|k| k.as_str())
-                            .collect();
-                        return Err(self.invalid(
-                            "alert.route",
-                            "match",
-                            m,
-                            format!("cause {c:?} is not one of {}", names.join(", ")),
-                        ));
-                    }
-                    causes.push(c.clone());
+                    causes.push(one_of("cause", c, &cause_names)?);
                 }
                 node = m.get_ref().node.clone().unwrap_or_default();
                 if node.len() > 253 || node.chars().any(char::is_control) {
