@@ -551,13 +551,39 @@ fn read_junk(junk: &str) -> Junk<'_> {
             Some((i, p)) => (i, p.strip_suffix(']').and_then(|p| p.parse().ok())),
             None => (last, None),
         };
-        match words.next() {
-            Some(host) if !host.is_empty() && !clean_ident(ident).is_empty() && host_like(host) => {
+        let host = words.next();
+        let before: Vec<&str> = words.collect();
+        // Prose glued onto a record (`see the log below:E1112 …`) names no
+        // host or identifier: a prefix's have a PID, a kubelet's name, or a
+        // time before them; a collector's `HOST:` stands alone.
+        let prefix_like = pid.is_some()
+            || crate::model::KNOWN_KUBELET_IDENTIFIERS.contains(&clean_ident(ident))
+            || clean_ident(ident) == "systemd"
+            || before.iter().any(|w| {
+                let b = w.as_bytes();
+                b.windows(3)
+                    .any(|x| x[0].is_ascii_digit() && x[1] == b':' && x[2].is_ascii_digit())
+            });
+        let markup_only = |ws: &[&str]| ws.iter().all(|w| !w.chars().any(char::is_alphanumeric));
+        match host {
+            Some(host)
+                if !host.is_empty()
+                    && !clean_ident(ident).is_empty()
+                    && host_like(host)
+                    && prefix_like =>
+            {
                 j.host = Some(host);
                 j.ident = Some(clean_ident(ident));
                 j.pid = pid;
             }
-            _ if !last.is_empty() && pid.is_none() && host_like(last) => j.host = Some(last),
+            h if !last.is_empty()
+                && pid.is_none()
+                && host_like(last)
+                && h.is_none_or(|h| markup_only(&[h]))
+                && markup_only(&before) =>
+            {
+                j.host = Some(last);
+            }
             _ => {}
         }
     }
@@ -1077,6 +1103,24 @@ mod tests {
         // A short line that closes its quotes is left alone.
         let e = read("E0322 17:40:06.941770 1 a.go:1] \"short\" k=\"v\"\nnext words\n");
         assert_eq!(e.len(), 2, "{e:?}");
+    }
+
+    #[test]
+    fn prose_glued_onto_a_record_names_no_host() {
+        let e = &read("see the log below:E0322 17:40:06.941770    1272 a.go:1] x\n")[0];
+        assert_eq!(
+            (e.host.as_deref(), e.identifier.as_deref()),
+            (None, None),
+            "{e:?}"
+        );
+        // A collector's HOST: and a cut prefix still do.
+        let e = &read("> node-1: E0322 17:40:06.941770    1272 a.go:1] x\n")[0];
+        assert_eq!(e.host.as_deref(), Some("node-1"));
+        let e =
+            &read("…:06 ip-172-20-47-6 kubelet[1272]: E0322 17:40:06.941770    1272 a.go:1] x\n")
+                [0];
+        assert_eq!(e.host.as_deref(), Some("ip-172-20-47-6"));
+        assert_eq!(e.identifier.as_deref(), Some("kubelet"));
     }
 
     #[test]
