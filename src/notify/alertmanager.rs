@@ -441,6 +441,14 @@ impl AlertmanagerTask {
             host: crate::config::hostname(),
         };
         t.configure(config);
+        // As the mailer: the outbox as it stands, before the first pass.
+        if let Ok(all) = t.store.outbox() {
+            let mine: Vec<OutboxEntry> = all
+                .into_iter()
+                .filter(|e| e.channel == Channel::Alertmanager)
+                .collect();
+            t.publish_outbox(&mine);
+        }
         t
     }
 

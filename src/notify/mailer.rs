@@ -78,6 +78,15 @@ impl Mailer {
             retry_now: false,
         };
         m.configure(config);
+        // What waits in the outbox is known before the first pass: a
+        // `status` right after a start says it (the store is read once).
+        if let Ok(all) = m.store.outbox() {
+            let mine: Vec<OutboxEntry> = all
+                .into_iter()
+                .filter(|e| e.channel == Channel::Email)
+                .collect();
+            m.publish_outbox(&mine);
+        }
         m
     }
 
