@@ -260,6 +260,49 @@ pub struct Incident {
 }
 
 impl Incident {
+    /// One more counted event (a status retry, a restart) at `at`: over the
+    /// threshold once more than `allowed` fall within the window. Crossing
+    /// it raises the alert; staying over it a reminder every
+    /// `repeat_interval`. Returns whether it is over now.
+    pub(super) fn count_toward_threshold(
+        &mut self,
+        at: Micros,
+        allowed: u32,
+        limits: &super::Limits,
+        out: &mut Vec<super::Decision>,
+    ) -> bool {
+        self.recent.push_back(at);
+        while self.recent.len() > allowed as usize + 1 {
+            self.recent.pop_front();
+        }
+        let over = self.recent.len() > allowed as usize
+            && self
+                .recent
+                .front()
+                .is_some_and(|&first| at - first <= limits.window);
+        if !over {
+            return false;
+        }
+        let kind = if self.over_threshold_at.is_none() {
+            self.over_threshold_at = Some(at);
+            super::AlertKind::Opened
+        } else if self
+            .last_alert_at
+            .is_some_and(|last| at - last >= limits.repeat_interval)
+        {
+            super::AlertKind::Repeat
+        } else {
+            return true;
+        };
+        self.last_alert_at = Some(at);
+        out.push(super::Decision::QueueAlert {
+            id: self.id.clone(),
+            kind,
+            at,
+        });
+        true
+    }
+
     /// A new incident of `kind` for `node`, opened by the observation's
     /// signal at its time: every counter zero, nothing yet said of it.
     #[must_use]

@@ -682,38 +682,10 @@ impl Tracker {
         };
         d.restarts += 1;
         d.first_restart_at.get_or_insert(at);
-        inc.recent.push_back(at);
-        while inc.recent.len() > restarts as usize + 1 {
-            inc.recent.pop_front();
-        }
-        let over = inc.recent.len() > restarts as usize
-            && inc
-                .recent
-                .front()
-                .is_some_and(|&first| at - first <= limits.window);
-        if !over {
-            return;
-        }
-        d.crash_loop_at.get_or_insert(at);
-        let id = inc.id.clone();
-        if inc.over_threshold_at.is_none() {
-            inc.over_threshold_at = Some(at);
-            inc.last_alert_at = Some(at);
-            out.push(Decision::QueueAlert {
-                id,
-                kind: AlertKind::Opened,
-                at,
-            });
-        } else if inc
-            .last_alert_at
-            .is_some_and(|last| at - last >= limits.repeat_interval)
-        {
-            inc.last_alert_at = Some(at);
-            out.push(Decision::QueueAlert {
-                id,
-                kind: AlertKind::Repeat,
-                at,
-            });
+        if inc.count_toward_threshold(at, restarts, &limits, out) {
+            if let Some(d) = inc.down.as_mut() {
+                d.crash_loop_at.get_or_insert(at);
+            }
         }
     }
 
@@ -932,36 +904,7 @@ impl Tracker {
         out.push(Decision::UpdateIncident { id: id.clone() });
         if counted_retry {
             let limits = s.limits(inc.kind, &inc.node, inc.cause().as_str());
-            inc.recent.push_back(at);
-            while inc.recent.len() > limits.retries as usize + 1 {
-                inc.recent.pop_front();
-            }
-            let over = inc.recent.len() > limits.retries as usize
-                && inc
-                    .recent
-                    .front()
-                    .is_some_and(|&first| at - first <= limits.window);
-            if over {
-                if inc.over_threshold_at.is_none() {
-                    inc.over_threshold_at = Some(at);
-                    inc.last_alert_at = Some(at);
-                    out.push(Decision::QueueAlert {
-                        id,
-                        kind: AlertKind::Opened,
-                        at,
-                    });
-                } else if inc
-                    .last_alert_at
-                    .is_some_and(|last| at - last >= limits.repeat_interval)
-                {
-                    inc.last_alert_at = Some(at);
-                    out.push(Decision::QueueAlert {
-                        id,
-                        kind: AlertKind::Repeat,
-                        at,
-                    });
-                }
-            }
+            inc.count_toward_threshold(at, limits.retries, &limits, out);
         }
         let deadline = at + s.resolve_after;
         let d = self.due.entry(host_key(inc)).or_insert(deadline);
