@@ -54,6 +54,9 @@ pub struct Mailer {
     retry_now: bool,
 }
 
+/// Entries that go out as one mail: their route, and their incidents.
+type Part = (Option<usize>, Vec<OutboxEntry>, Vec<Option<Incident>>);
+
 impl Mailer {
     #[must_use]
     pub fn new(
@@ -218,7 +221,7 @@ impl Mailer {
             let Some(group) = group else { break };
             tried.extend(group.iter().map(|e| e.seq));
             // One mail per route: each goes to its own recipients.
-            for (route, part) in self.split_by_route(group).await? {
+            for (route, part, found) in self.split_by_route(group).await? {
                 let to = match route {
                     Some(r) => self.routes[r].to.clone(),
                     None if self.default_to => Vec::new(),
@@ -236,7 +239,7 @@ impl Mailer {
                         continue;
                     }
                 };
-                let (outcome, updated) = self.deliver(part, to, shutdown).await?;
+                let (outcome, updated) = self.deliver(part, found, to, shutdown).await?;
                 match outcome {
                     Outcome::Cancelled => return Ok(None),
                     Outcome::Delivered => {
@@ -256,18 +259,15 @@ impl Mailer {
         Ok(outbox::next_due(&entries, self.group_wait, (self.now)()))
     }
 
-    /// A group's entries by the route their incident's mail takes.
     /// A group's entries by the route their incident's mail takes, and
     /// within a route by outage: the API endpoint the errors name and the
     /// cause, so thirty nodes losing one endpoint are one mail and a lone
-    /// node with another cause or endpoint is a page of its own.
-    async fn split_by_route(
-        &self,
-        group: Vec<OutboxEntry>,
-    ) -> Result<Vec<(Option<usize>, Vec<OutboxEntry>)>, StoreError> {
+    /// node with another cause or endpoint is a page of its own. Each part
+    /// comes with its entries' incidents as read (`None`: pruned since).
+    async fn split_by_route(&self, group: Vec<OutboxEntry>) -> Result<Vec<Part>, StoreError> {
         type Key = (Option<usize>, Option<String>, String);
         let found = self.incidents_of(&group).await?;
-        let mut parts: Vec<(Key, Vec<OutboxEntry>)> = Vec::new();
+        let mut parts: Vec<(Key, Vec<OutboxEntry>, Vec<Option<Incident>>)> = Vec::new();
         for (e, i) in group.into_iter().zip(found) {
             let route = i.as_ref().and_then(|i| {
                 self.routes
@@ -282,12 +282,18 @@ impl Mailer {
                     .unwrap_or_default(),
             );
             // In the order the group's first alerts were raised.
-            match parts.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, v)) => v.push(e),
-                None => parts.push((key, vec![e])),
+            match parts.iter_mut().find(|(k, _, _)| *k == key) {
+                Some((_, v, f)) => {
+                    v.push(e);
+                    f.push(i);
+                }
+                None => parts.push((key, vec![e], vec![i])),
             }
         }
-        Ok(parts.into_iter().map(|((r, _, _), v)| (r, v)).collect())
+        Ok(parts
+            .into_iter()
+            .map(|((r, _, _), v, f)| (r, v, f))
+            .collect())
     }
 
     /// Silences hold entries back, acknowledgements drop reminders.
@@ -338,13 +344,13 @@ impl Mailer {
     async fn deliver(
         &mut self,
         group: Vec<OutboxEntry>,
+        found: Vec<Option<Incident>>,
         to: Vec<String>,
         shutdown: &CancellationToken,
     ) -> Result<(Outcome, Vec<OutboxEntry>), StoreError> {
         let Some(transport) = self.transport.clone() else {
             return Ok((Outcome::Cancelled, Vec::new()));
         };
-        let found = self.incidents_of(&group).await?;
         let mut incidents: Vec<Incident> = Vec::new();
         let mut gone = Vec::new();
         for (e, i) in group.iter().zip(found) {

@@ -12,7 +12,11 @@ pub const HEAD_OF_LINE_ATTEMPTS: u32 = 5;
 /// arrive in the order they were raised; once the oldest has failed
 /// [`HEAD_OF_LINE_ATTEMPTS`] times (a mail the server refuses for itself),
 /// the oldest that is due.
-fn head(entries: &[OutboxEntry], now: Micros) -> Option<&OutboxEntry> {
+fn head<'a>(
+    entries: &'a [OutboxEntry],
+    now: Micros,
+    firsts: &Firsts<'_>,
+) -> Option<&'a OutboxEntry> {
     let mut ready = entries.iter().filter(|e| !held(e, now));
     let oldest = ready.next()?;
     if oldest.attempts < HEAD_OF_LINE_ATTEMPTS {
@@ -20,15 +24,26 @@ fn head(entries: &[OutboxEntry], now: Micros) -> Option<&OutboxEntry> {
     }
     std::iter::once(oldest)
         .chain(ready)
-        .find(|e| e.next_attempt_at <= now && !behind_own(e, entries))
+        .find(|e| e.next_attempt_at <= now && !behind_own(e, firsts))
+}
+
+/// The oldest waiting entry of each incident (by `seq`).
+type Firsts<'a> = std::collections::HashMap<&'a str, u64>;
+
+fn firsts(entries: &[OutboxEntry]) -> Firsts<'_> {
+    let mut f = Firsts::with_capacity(entries.len());
+    for e in entries {
+        f.entry(e.incident.as_str())
+            .and_modify(|s| *s = (*s).min(e.seq))
+            .or_insert(e.seq);
+    }
+    f
 }
 
 /// An entry raised after another of its incident that is still waiting: a
 /// reminder or resolved notice never goes out before the alert it follows.
-fn behind_own(e: &OutboxEntry, entries: &[OutboxEntry]) -> bool {
-    entries
-        .iter()
-        .any(|f| f.incident == e.incident && f.seq < e.seq)
+fn behind_own(e: &OutboxEntry, firsts: &Firsts<'_>) -> bool {
+    firsts.get(e.incident.as_str()).is_some_and(|&s| s < e.seq)
 }
 
 /// Held back by a silence: not in line at all until it ends.
@@ -45,7 +60,8 @@ pub fn next_group(
     group_wait: Micros,
     now: Micros,
 ) -> Option<Vec<OutboxEntry>> {
-    let first = head(entries, now)?;
+    let firsts = firsts(entries);
+    let first = head(entries, now, &firsts)?;
     if first.attempts == 0 && now - first.queued_at < group_wait {
         return None;
     }
@@ -56,7 +72,7 @@ pub fn next_group(
             .filter(|e| {
                 e.next_attempt_at <= now
                     && !held(e, now)
-                    && !behind_own(e, entries)
+                    && !behind_own(e, &firsts)
                     && (e.kind == AlertKind::Resolved) == resolved
                     && e.queued_at >= first.queued_at
                     && e.queued_at - first.queued_at <= group_wait
