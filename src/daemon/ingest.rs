@@ -494,12 +494,7 @@ impl Ingest {
             reader_restarts: self.reader_restarts,
             evicted: self.pipeline.tracker().evicted(),
             forgotten: self.pipeline.tracker().forgotten(),
-            hosts: self
-                .pipeline
-                .host_times()
-                .filter(|(h, _)| !h.is_empty())
-                .map(|(h, t)| (h.to_string(), t))
-                .collect(),
+            hosts: newest_hosts(self.pipeline.host_times(), settings.max_nodes),
             silent_after: self.config.fleet.silent_after.0,
             settings: settings.clone(),
             config: self.config_status.clone(),
@@ -884,5 +879,36 @@ async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+/// The hosts shown in `status` and the metrics: the `max` whose entries are
+/// newest, so a remote writer inventing host names cannot grow them past
+/// `[incidents] max_nodes` (a collector has one a host).
+fn newest_hosts<'a>(
+    hosts: impl Iterator<Item = (&'a str, Micros)>,
+    max: usize,
+) -> std::collections::BTreeMap<String, Micros> {
+    let mut all: Vec<(&str, Micros)> = hosts.filter(|(h, _)| !h.is_empty()).collect();
+    if all.len() > max {
+        all.select_nth_unstable_by_key(max, |(_, t)| std::cmp::Reverse(*t));
+        all.truncate(max);
+    }
+    all.into_iter().map(|(h, t)| (h.to_string(), t)).collect()
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::*;
+
+    #[test]
+    fn the_hosts_shown_are_bounded_newest_first() {
+        let hosts = [("a", 1), ("b", 5), ("", 9), ("c", 3), ("d", 4)];
+        let shown = newest_hosts(hosts.into_iter(), 2);
+        assert_eq!(
+            shown.into_iter().collect::<Vec<_>>(),
+            [("b".to_string(), 5), ("d".to_string(), 4)]
+        );
+        assert_eq!(newest_hosts(hosts.into_iter(), 10).len(), 4);
     }
 }
