@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 fail() { echo "FAIL: $*" >&2; exit 1; }
 pass=0
 ok() { echo "ok - $*"; pass=$((pass + 1)); }
+# grep -q stops reading at the first match; with pipefail the writer's SIGPIPE
+# would fail the pipeline. has reads its input to the end.
+has() { grep "$@" >/dev/null; }
 
 deb=$(ls -t target/debian/kubelet-sentinel_*.deb | head -1)
 rpm=$(ls -t target/generate-rpm/kubelet-sentinel-*.rpm | head -1)
@@ -37,7 +40,7 @@ ok "the Alertmanager example: amtool check-config"
 # --- .deb contents ----------------------------------------------------------
 contents=$(dpkg-deb -c "$deb")
 expect_deb() { # mode path
-  echo "$contents" | grep -qE "^$1 .* \./$2\$" || fail "$deb lacks $1 $2"
+  echo "$contents" | has -E "^$1 .* \./$2\$" || fail "$deb lacks $1 $2"
 }
 expect_deb '-rwxr-xr-x' 'usr/bin/kubelet-sentinel'
 expect_deb '-rw-r--r--' 'etc/kubelet-sentinel/config.toml'
@@ -48,8 +51,8 @@ expect_deb '-rw-r--r--' 'usr/share/zsh/vendor-completions/_kubelet-sentinel'
 expect_deb '-rw-r--r--' 'usr/share/fish/vendor_completions.d/kubelet-sentinel.fish'
 expect_deb '-rw-r--r--' 'usr/share/kubelet-sentinel/prometheus/kubelet-sentinel.rules.yml'
 info=$(dpkg-deb -I "$deb")
-echo "$info" | grep -qE '^ Depends:.*libsystemd0' || fail "Depends lacks libsystemd0"
-echo "$info" | grep -qE '^ Depends:.*\bsystemd\b' || fail "Depends lacks systemd"
+echo "$info" | has -E '^ Depends:.*libsystemd0' || fail "Depends lacks libsystemd0"
+echo "$info" | has -E '^ Depends:.*\bsystemd\b' || fail "Depends lacks systemd"
 dpkg-deb -f "$deb" Depends
 mkdir "$tmp/ctl" && dpkg-deb -e "$deb" "$tmp/ctl"
 grep -qx '/etc/kubelet-sentinel/config.toml' "$tmp/ctl/conffiles" || fail "config.toml is not a conffile"
@@ -71,32 +74,32 @@ list=$(rpm -qlp "$rpm" 2>/dev/null)
 for f in /usr/bin/kubelet-sentinel /etc/kubelet-sentinel/config.toml /usr/lib/systemd/system/kubelet-sentinel.service \
          /usr/share/man/man1/kubelet-sentinel.1.gz /usr/share/bash-completion/completions/kubelet-sentinel \
          /usr/share/zsh/site-functions/_kubelet-sentinel /usr/share/fish/vendor_completions.d/kubelet-sentinel.fish; do
-  echo "$list" | grep -qx "$f" || fail "$rpm lacks $f"
+  echo "$list" | has -x "$f" || fail "$rpm lacks $f"
 done
 [ "$(rpm -qcp "$rpm" 2>/dev/null)" = "/etc/kubelet-sentinel/config.toml" ] || fail "rpm config files: $(rpm -qcp "$rpm")"
 modes=$(rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILEMODES:perms} %{FILENAMES}\n]' "$rpm" 2>/dev/null)
-echo "$modes" | grep -qE '^cn -rw-r--r-- /etc/kubelet-sentinel/config.toml$' || fail "config is not %config(noreplace) 0644: $modes"
-echo "$modes" | grep -qE ' -rwxr-xr-x /usr/bin/kubelet-sentinel$' || fail "binary mode: $modes"
+echo "$modes" | has -E '^cn -rw-r--r-- /etc/kubelet-sentinel/config.toml$' || fail "config is not %config(noreplace) 0644: $modes"
+echo "$modes" | has -E ' -rwxr-xr-x /usr/bin/kubelet-sentinel$' || fail "binary mode: $modes"
 scripts=$(rpm -qp --scripts "$rpm" 2>/dev/null)
 for s in 'postinstall scriptlet' 'preuninstall scriptlet' 'postuninstall scriptlet' 'try-restart kubelet-sentinel.service' 'disable --now kubelet-sentinel.service'; do
-  echo "$scripts" | grep -q "$s" || fail "rpm scripts lack: $s"
+  echo "$scripts" | has "$s" || fail "rpm scripts lack: $s"
 done
 requires=$(rpm -qpR "$rpm" 2>/dev/null)
-echo "$requires" | grep -q '^systemd' || fail "rpm requires lack systemd: $requires"
-echo "$requires" | grep -q 'libsystemd.so.0' || fail "rpm requires lack libsystemd.so.0: $requires"
+echo "$requires" | has '^systemd' || fail "rpm requires lack systemd: $requires"
+echo "$requires" | has 'libsystemd.so.0' || fail "rpm requires lack libsystemd.so.0: $requires"
 ok ".rpm: files, %config(noreplace), modes, scriptlets, requires"
 
 # --- .deb install, reinstall keeps an edited config, purge removes it all ----
 dpkg -P kubelet-sentinel >/dev/null 2>&1 || true
 dpkg -i "$deb" >/dev/null
-kubelet-sentinel --version | grep -q '^kubelet-sentinel ' || fail "--version"
+kubelet-sentinel --version | has '^kubelet-sentinel ' || fail "--version"
 man -w kubelet-sentinel >/dev/null || fail "man -w kubelet-sentinel"
 man -w 5 kubelet-sentinel.toml >/dev/null || fail "man -w 5 kubelet-sentinel.toml"
 page=$(man kubelet-sentinel 2>/dev/null | col -b)
 for s in COMMANDS FILES CONFIGURATION "EXIT STATUS" EXAMPLES; do
-  echo "$page" | grep -q "^$s" || fail "the man page has no $s section"
+  echo "$page" | has "^$s" || fail "the man page has no $s section"
 done
-echo "$page" | grep -qE 'kubelet-sentinel-[a-z]+\(1\)' && fail "the man page refers to per-command pages that do not exist"
+echo "$page" | has -E 'kubelet-sentinel-[a-z]+\(1\)' && fail "the man page refers to per-command pages that do not exist"
 # Completion, run in bash as a user's shell would run it.
 comp=$(bash -c '
   source /usr/share/bash-completion/bash_completion 2>/dev/null
@@ -106,9 +109,9 @@ comp=$(bash -c '
         "$fn" kubelet-sentinel "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"; echo "${COMPREPLY[*]}"; }
   c kubelet-sentinel sta; c kubelet-sentinel incidents --cau; c kubelet-sentinel silence ""; c kubelet-sentinel scan --for')
 [ "$(echo "$comp" | sed -n 1p)" = status ] || fail "completion of 'sta': $comp"
-echo "$comp" | sed -n 2p | grep -qx -- '--cause' || fail "completion of 'incidents --cau': $comp"
-echo "$comp" | sed -n 3p | grep -qw add || fail "completion of 'silence ': $comp"
-echo "$comp" | sed -n 4p | grep -qx -- '--format' || fail "completion of 'scan --for': $comp"
+echo "$comp" | sed -n 2p | has -x -- '--cause' || fail "completion of 'incidents --cau': $comp"
+echo "$comp" | sed -n 3p | has -w add || fail "completion of 'silence ': $comp"
+echo "$comp" | sed -n 4p | has -x -- '--format' || fail "completion of 'scan --for': $comp"
 kubelet-sentinel --config /etc/kubelet-sentinel/config.toml check-config >/dev/null || fail "check-config on the installed config"
 [ "$(stat -c %a /etc/kubelet-sentinel/credentials)" = 700 ] || fail "credentials directory mode"
 systemd-analyze verify --man=no /usr/lib/systemd/system/kubelet-sentinel.service 2>&1 | tee "$tmp/verify"

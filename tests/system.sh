@@ -31,6 +31,9 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -n "${pid1:-}" ] && inside journalctl -u kubelet-sentinel --no-pager -n 40 >&2 || true; exit 1; }
 pass=0
 ok() { echo "ok - $*"; pass=$((pass + 1)); }
+# grep -q stops reading at the first match; with pipefail the writer's SIGPIPE
+# would fail the pipeline. has reads its input to the end.
+has() { grep "$@" >/dev/null; }
 
 # --- a Debian root with systemd, cached between runs (tests/container.sh) ----
 ks_new_root "$root" || fail "debootstrap"
@@ -101,10 +104,10 @@ inside env DEBIAN_FRONTEND=noninteractive apt-get install -y -q /root/kubelet-se
   || { tail -20 "$cache/apt.log"; fail "apt-get install ./kubelet-sentinel.deb"; }
 for _ in $(seq 100); do [ "$(inside systemctl is-active kubelet-sentinel)" = active ] && break; sleep 0.2; done
 for _ in $(seq 100); do
-  inside kubelet-sentinel incidents -o json 2>/dev/null | grep -q '"retries": 12' && break; sleep 0.2
+  inside kubelet-sentinel incidents -o json 2>/dev/null | has '"retries": 12' && break; sleep 0.2
 done
-inside kubelet-sentinel incidents -o json | grep -q '"retries": 12' || fail "the outage was not recorded before mail was configured"
-inside kubelet-sentinel status | grep -q '^mail  *disabled' || fail "status does not say mail is off: $(inside kubelet-sentinel status)"
+inside kubelet-sentinel incidents -o json | has '"retries": 12' || fail "the outage was not recorded before mail was configured"
+inside kubelet-sentinel status | has '^mail  *disabled' || fail "status does not say mail is off: $(inside kubelet-sentinel status)"
 # editor /etc/kubelet-sentinel/config.toml: uncomment and set [alert] to and
 # [alert.smtp] (the README names these keys).
 inside sed -i -e 's|^#to = \[\]|to = ["oncall@example.com"]|' -e 's|^#host = "localhost"|host = "127.0.0.1"|' \
@@ -112,12 +115,12 @@ inside sed -i -e 's|^#to = \[\]|to = ["oncall@example.com"]|' -e 's|^#host = "lo
 inside grep -q '^to = \["oncall@example.com"\]' /etc/kubelet-sentinel/config.toml || fail "the README's edit did not apply"
 # kubelet-sentinel check-config && kubelet-sentinel test-email
 inside kubelet-sentinel check-config >/dev/null || fail "check-config: $(inside kubelet-sentinel check-config 2>&1 | tail -3)"
-inside kubelet-sentinel test-email | grep -q 'test alert sent' || fail "test-email"
+inside kubelet-sentinel test-email | has 'test alert sent' || fail "test-email"
 # systemctl enable --now kubelet-sentinel; systemctl restart kubelet-sentinel
 inside systemctl enable --now kubelet-sentinel >/dev/null 2>&1 || fail "systemctl enable --now"
 inside systemctl restart kubelet-sentinel || fail "systemctl restart: $(inside journalctl -u kubelet-sentinel -n 5 --no-pager)"
 # kubelet-sentinel status
-inside kubelet-sentinel status | grep -q '^mail  *enabled' || fail "status after the README's steps: $(inside kubelet-sentinel status)"
+inside kubelet-sentinel status | has '^mail  *enabled' || fail "status after the README's steps: $(inside kubelet-sentinel status)"
 [ "$(inside systemctl show -p Type --value kubelet-sentinel)" = notify ] || fail "Type"
 [ "$(inside systemctl show -p ActiveState,SubState --value kubelet-sentinel | paste -sd' ')" = "active running" ] \
   || fail "kubelet-sentinel is $(inside systemctl show -p ActiveState,SubState --value kubelet-sentinel | paste -sd' ')"
@@ -129,21 +132,21 @@ ok "active (running) through Type=notify, DynamicUser, sandboxed; started withou
 # --- the alert arrives: the outage that was recorded while mail was off is ----
 # announced once mail is on (after the group_wait of 30 s).
 for _ in $(seq 300); do
-  inside sh -c 'grep -lh "^Subject:.*sys-node: .* node status retries" /var/mail/ks/new/* 2>/dev/null' | grep -q . && break
+  inside sh -c 'grep -lh "^Subject:.*sys-node: .* node status retries" /var/mail/ks/new/* 2>/dev/null' | has . && break
   sleep 0.2
 done
-inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/*' | grep -q 'sys-node: .* node status retries' \
+inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/*' | has 'sys-node: .* node status retries' \
   || fail "no alert mail for sys-node after following the README: $(inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/*')"
 ok "following the README, the alert mail arrived: $(inside sh -c 'grep -h "^Subject:.*sys-node" /var/mail/ks/new/* | head -1')"
 
 # --- queries through the socket -------------------------------------------------
-inside kubelet-sentinel status -o json | grep -q '"service": "running"' || fail "root's status did not come through the socket"
-inside kubelet-sentinel incidents -o json | grep -q '"node": "sys-node"' || fail "root's incidents"
+inside kubelet-sentinel status -o json | has '"service": "running"' || fail "root's status did not come through the socket"
+inside kubelet-sentinel incidents -o json | has '"node": "sys-node"' || fail "root's incidents"
 inside useradd -M -G systemd-journal alice
 inside useradd -M bob
-inside runuser -u alice -- kubelet-sentinel status -o json | grep -q '"service": "running"' || fail "alice (systemd-journal) cannot query"
+inside runuser -u alice -- kubelet-sentinel status -o json | has '"service": "running"' || fail "alice (systemd-journal) cannot query"
 if err=$(inside runuser -u bob -- kubelet-sentinel incidents 2>&1); then fail "bob (not inside systemd-journal) could query"; fi
-echo "$err" | grep -q 'permission denied on the query socket' || fail "bob's refusal says: $err"
+echo "$err" | has 'permission denied on the query socket' || fail "bob's refusal says: $err"
 ok "incidents through the socket: root and a systemd-journal member yes, others refused ($err)"
 
 # --- restart keeps the history, counts nothing twice ----------------------------
@@ -154,17 +157,17 @@ done
 [ "$r" = 12 ] || fail "retries before restart: $r"
 before=$(inside kubelet-sentinel incidents -o json | grep -vE '"(alerted_at|diagnosis)"')
 inside systemctl restart kubelet-sentinel
-for _ in $(seq 100); do inside kubelet-sentinel status -o json 2>/dev/null | grep -q '"caught_up": true' && break; sleep 0.2; done
+for _ in $(seq 100); do inside kubelet-sentinel status -o json 2>/dev/null | has '"caught_up": true' && break; sleep 0.2; done
 after=$(inside kubelet-sentinel incidents -o json | grep -vE '"(alerted_at|diagnosis)"')
 [ "$before" = "$after" ] || fail "history changed across the restart: $(diff <(echo "$before") <(echo "$after"))"
 ok "systemctl restart keeps the history and counts nothing twice (12 retries)"
 
 # --- sd_notify: STATUS= and watchdog pings from the main loop -----------------
 for _ in $(seq 50); do
-  inside systemctl show -p StatusText --value kubelet-sentinel | grep -q '^following the system journal' && break
+  inside systemctl show -p StatusText --value kubelet-sentinel | has '^following the system journal' && break
   sleep 0.1
 done
-inside systemctl show -p StatusText --value kubelet-sentinel | grep -q '^following the system journal' \
+inside systemctl show -p StatusText --value kubelet-sentinel | has '^following the system journal' \
   || fail "StatusText: $(inside systemctl show -p StatusText --value kubelet-sentinel)"
 inside mkdir -p /etc/systemd/system/kubelet-sentinel.service.d
 printf '[Service]\nWatchdogSec=2s\n' | inside tee /etc/systemd/system/kubelet-sentinel.service.d/watchdog.conf >/dev/null
@@ -185,10 +188,10 @@ echo 'repeat_intervall = "4h"' | inside tee -a /etc/kubelet-sentinel/config.toml
 if inside systemctl reload kubelet-sentinel 2>/dev/null; then fail "systemctl reload of a broken config succeeded"; fi
 # journald takes ExecReload's output over a stream: it may land a moment later.
 for _ in $(seq 50); do
-  inside journalctl -u kubelet-sentinel --no-pager -n 30 | grep -q "unknown field .repeat_intervall." && break
+  inside journalctl -u kubelet-sentinel --no-pager -n 30 | has "unknown field .repeat_intervall." && break
   sleep 0.1
 done
-inside journalctl -u kubelet-sentinel --no-pager -n 30 | grep -q "unknown field .repeat_intervall." \
+inside journalctl -u kubelet-sentinel --no-pager -n 30 | has "unknown field .repeat_intervall." \
   || fail "the reload's reason is not in the journal: $(inside journalctl -u kubelet-sentinel --no-pager -n 10)"
 [ "$(inside systemctl is-active kubelet-sentinel)" = active ] || fail "a refused reload stopped the service"
 ok "systemctl reload of a broken config fails, says why, and the service keeps running"
@@ -200,7 +203,7 @@ sleep 6 # longer than RestartSec: a restart loop would show now
 [ "$(inside systemctl is-failed kubelet-sentinel)" = failed ] || fail "not failed with a broken config: $(inside systemctl is-active kubelet-sentinel)"
 [ "$(inside systemctl show -p NRestarts --value kubelet-sentinel)" = 0 ] || fail "restart loop: NRestarts=$(inside systemctl show -p NRestarts --value kubelet-sentinel)"
 st=$(inside systemctl status kubelet-sentinel --no-pager -l -n 5 2>&1 || true)
-echo "$st" | grep -q "config error: .*unknown field .repeat_intervall." \
+echo "$st" | has "config error: .*unknown field .repeat_intervall." \
   || fail "systemctl status does not show the config error: $st"
 inside cp /root/config.good /etc/kubelet-sentinel/config.toml
 inside systemctl reset-failed kubelet-sentinel
@@ -212,7 +215,7 @@ ok "a config error stops the unit (exit 78, no restart loop) with the error in s
 inside sh -c 'umask 077; echo s3cret > /etc/kubelet-sentinel/credentials/password'
 inside systemctl restart kubelet-sentinel
 [ "$(inside systemctl is-active kubelet-sentinel)" = active ] || fail "not active with a password credential"
-inside ls /run/credentials/kubelet-sentinel.service/ | grep -qx smtp_password || fail "no smtp_password credential"
+inside ls /run/credentials/kubelet-sentinel.service/ | has -x smtp_password || fail "no smtp_password credential"
 ok "credentials/password is loaded as the credential smtp_password"
 
 # --- systemctl stop during a delivery to a server that never answers ------------
@@ -222,7 +225,7 @@ inside sed -i -e 's|^port = 2525|port = 2526|' -e 's|^#timeout = "30s"|timeout =
 inside systemctl reload kubelet-sentinel || fail "reload to the silent server"
 inside systemctl restart kubelet.service   # a new outage: a new alert, sent to the silent server
 for _ in $(seq 200); do
-  inside kubelet-sentinel status -o json | grep -q '"outbox": [1-9]' && break; sleep 0.2
+  inside kubelet-sentinel status -o json | has '"outbox": [1-9]' && break; sleep 0.2
 done
 sleep 2 # the delivery is now waiting for the server's greeting (60 s steps)
 t0=$(date +%s%N)
@@ -260,9 +263,9 @@ down_mail() { subjects | grep 'kubelet crash-looping' | head -1; }
 for _ in $(seq 450); do [ -n "$(down_mail)" ] && break; sleep 0.2; done
 [ -n "$(down_mail)" ] || fail "no kubelet-down mail: $(inside sh -c 'grep -h "^Subject:" /var/mail/ks/new/*') $(inside kubelet-sentinel incidents 2>&1)"
 down=$(inside kubelet-sentinel incidents -o json --kind kubelet-down)
-echo "$down" | grep -q '"cause": "swap"' && echo "$down" | grep -q '"verdict": "crash-loop"' \
+echo "$down" | has '"cause": "swap"' && echo "$down" | has '"verdict": "crash-loop"' \
   || fail "the kubelet-down incident: $down"
-down_mail | grep -q '(swap)' || fail "the mail's subject: $(down_mail)"
+down_mail | has '(swap)' || fail "the mail's subject: $(down_mail)"
 ok "a crash-looping kubelet (exit 1 every second under Restart=always) is kubelet-down, crash-loop, swap: $(down_mail)"
 
 # systemd gives up (StartLimitBurst runs out): failed, mailed at once.
@@ -274,7 +277,7 @@ inside systemctl restart kubelet.service || true
 failed_mail() { subjects | grep 'kubelet failed, systemd gave up' | head -1; }
 for _ in $(seq 450); do [ -n "$(failed_mail)" ] && break; sleep 0.2; done
 [ -n "$(failed_mail)" ] || fail "no mail for the unit systemd gave up on: $(inside systemctl is-failed kubelet.service) $(inside kubelet-sentinel incidents --kind kubelet-down 2>&1)"
-inside kubelet-sentinel incidents -o json --kind kubelet-down | grep -q '"verdict": "failed"' \
+inside kubelet-sentinel incidents -o json --kind kubelet-down | has '"verdict": "failed"' \
   || fail "no failed verdict: $(inside kubelet-sentinel incidents --kind kubelet-down)"
 ok "StartLimitBurst running out: the kubelet-down incident is failed and mailed ($(failed_mail))"
 
@@ -290,7 +293,7 @@ inside systemctl stop kubelet.service
 sleep 3
 after=$(inside kubelet-sentinel incidents -o json --kind kubelet-down --limit 0 | grep -c '"id"')
 [ "$before" = "$after" ] || fail "a requested stop opened an incident ($before -> $after): $(inside kubelet-sentinel incidents --kind kubelet-down)"
-inside kubelet-sentinel incidents -o json --kind kubelet-down --status open | grep -q '"id"' \
+inside kubelet-sentinel incidents -o json --kind kubelet-down --status open | has '"id"' \
   && fail "a kubelet-down incident is still open after the requested stop: $(inside kubelet-sentinel incidents --kind kubelet-down)"
 inside rm -rf /etc/systemd/system/kubelet.service.d
 inside systemctl daemon-reload
