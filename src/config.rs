@@ -359,7 +359,7 @@ impl Serialize for Route {
 impl Route {
     #[must_use]
     pub fn matches(&self, kind: &str, node: &str, cause: &str) -> bool {
-        (self.node.is_empty() || crate::store::glob(&self.node, node))
+        (self.node.is_empty() || crate::model::glob(&self.node, node))
             && (self.causes.is_empty() || self.causes.iter().any(|c| c == cause))
             && (self.kinds.is_empty() || self.kinds.iter().any(|k| k == kind))
     }

@@ -212,7 +212,7 @@ impl IncidentOut {
         now: Micros,
     ) -> Self {
         if i.resolved_at.is_none() {
-            self.silenced_by = crate::notify::control::silencing(i, silences, now)
+            self.silenced_by = crate::store::silencing(i, silences, now)
                 .map(|s| s.id.clone())
                 .collect();
         }

@@ -30,9 +30,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::api::http::{self as server, ApiState};
 use crate::config::{Config, StartAt};
+use crate::journal::SourceError;
 use crate::journal::fleet::{self, FleetSpec, Starts};
 use crate::journal::sd::{self, Reader, Spec, Start, Target};
-use crate::journal::{Position, SourceError};
+use crate::model::Position;
 use crate::notify::alertmanager::AlertmanagerTask;
 use crate::notify::mailer::{Mailer, Now};
 use crate::pipeline::Pipeline;

@@ -81,44 +81,6 @@ pub fn source_id(target: &sd::Target) -> String {
     }
 }
 
-/// Where a reader resumes: one cursor for a single journal, or one per
-/// group of files (one per host) for a collector's directory.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Position {
-    pub cursor: Option<String>,
-    pub groups: std::collections::BTreeMap<String, String>,
-}
-
-impl Position {
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.cursor.is_none() && self.groups.is_empty()
-    }
-
-    /// Moves past `e` (an entry with a cursor); returns the group it moved,
-    /// if any.
-    pub fn advance<'e>(&mut self, e: &'e Entry) -> Option<&'e str> {
-        let c = e.cursor.as_ref()?;
-        if let Some(g) = &e.group {
-            self.groups.entry(g.to_string()).or_default().clone_from(c);
-            Some(g)
-        } else {
-            self.cursor = Some(c.clone());
-            None
-        }
-    }
-
-    /// In words, for the log.
-    #[must_use]
-    pub fn describe(&self) -> String {
-        match (&self.cursor, self.groups.len()) {
-            (_, n) if n > 0 => format!("{n} hosts' cursors"),
-            (Some(c), _) => format!("cursor {c}"),
-            (None, _) => "nothing".into(),
-        }
-    }
-}
-
 /// The formats `scan` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {

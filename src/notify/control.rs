@@ -13,7 +13,7 @@
 //! - An acknowledged incident gets no more reminders; its resolved notice
 //!   still goes out and says who acknowledged it.
 
-use crate::store::{OutboxEntry, Silence};
+use crate::store::{OutboxEntry, Silence, silencing};
 use crate::time::{Micros, rfc3339};
 use crate::tracker::{AlertKind, Incident};
 
@@ -53,20 +53,6 @@ impl Queued {
         }
         out
     }
-}
-
-/// The silences in force now that match an incident.
-pub fn silencing<'a>(
-    i: &Incident,
-    silences: &'a [Silence],
-    now: Micros,
-) -> impl Iterator<Item = &'a Silence> {
-    let node = i.node.clone();
-    let cause = i.cause().as_str();
-    let kind = i.kind.as_str();
-    silences
-        .iter()
-        .filter(move |s| s.active(now) && s.matches(kind, &node, cause))
 }
 
 /// The silence an incident belongs to for good: in force when its trouble
@@ -429,7 +415,7 @@ mod tests {
 
     #[test]
     fn globs() {
-        use crate::store::glob;
+        use crate::model::glob;
         assert!(glob("worker-*", "worker-7"));
         assert!(glob("*", ""));
         assert!(glob("w?rker-*-a", "worker-12-a"));

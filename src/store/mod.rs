@@ -30,7 +30,7 @@ use serde::{Deserialize, Serialize};
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
-pub use records::{Channel, OutboxEntry, Silence, Stats, StatsDelta, glob};
+pub use records::{Channel, OutboxEntry, Silence, Stats, StatsDelta, silencing};
 
 use crate::pipeline::PipelineState;
 use crate::time::Micros;
@@ -111,7 +111,7 @@ impl Batch {
 /// What a store holds for the service to resume.
 #[derive(Debug, Default)]
 pub struct Loaded {
-    pub position: crate::journal::Position,
+    pub position: crate::model::Position,
     /// The journal `position` belongs to (none recorded before 0.1.1).
     pub source: Option<String>,
     pub state: Option<PipelineState>,
@@ -477,7 +477,7 @@ impl Store {
             .map_err(|e| self.err(e))?
             .map(|v| String::from_utf8_lossy(&v).into_owned());
         Ok(Loaded {
-            position: crate::journal::Position { cursor, groups },
+            position: crate::model::Position { cursor, groups },
             source,
             state,
             open,

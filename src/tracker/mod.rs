@@ -107,7 +107,7 @@ impl Threshold {
     pub fn matches(&self, kind: IncidentKind, node: &str, cause: &str) -> bool {
         self.node
             .as_deref()
-            .is_none_or(|g| crate::store::glob(g, node))
+            .is_none_or(|g| crate::model::glob(g, node))
             && (self.causes.is_empty() || self.causes.iter().any(|c| c == cause))
             && (self.kinds.is_empty() || self.kinds.iter().any(|k| k == kind.as_str()))
     }
