@@ -233,17 +233,17 @@ pub struct ScanArgs {
     #[arg(long)]
     pub details: bool,
     /// Quiet time after which an open incident resolves.
-    #[arg(long, default_value = "60s", value_parser = duration)]
+    #[arg(long, default_value = crate::defaults::RESOLVE_AFTER_TEXT, value_parser = duration)]
     pub resolve_after: Micros,
     /// Trouble this soon after registration may be the start-up race.
-    #[arg(long, default_value = "10s", value_parser = duration)]
+    #[arg(long, default_value = crate::defaults::RACE_WINDOW_TEXT, value_parser = duration)]
     pub race_window: Micros,
     /// Over threshold: more than this many retries (status updates and registrations)
     /// within --window.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = crate::defaults::RETRIES)]
     pub retries: u32,
     /// The window of --retries.
-    #[arg(long, default_value = "10m", value_parser = duration)]
+    #[arg(long, default_value = crate::defaults::WINDOW_TEXT, value_parser = duration)]
     pub window: Micros,
     /// Another unit to read as the kubelet (repeatable), besides kubelet.service and those
     /// of k3s, rke2 and `MicroK8s`.
@@ -1090,7 +1090,7 @@ fn check_config(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dy
     match load_config(config_path, err) {
         Ok(c) => {
             let _ = writeln!(out, "# effective settings\n{}", c.to_toml());
-            if !c.alert.smtp.username.is_empty() {
+            if c.alert.smtp.username.is_some() {
                 let source = crate::notify::PasswordSource::of(&c.alert);
                 let _ = writeln!(out, "# SMTP password: {}", source.describe());
             }
@@ -1113,7 +1113,12 @@ fn check_config(config_path: Option<&PathBuf>, out: &mut dyn Write, err: &mut dy
                      nothing is delivered"
                 );
             }
-            if let Some(why) = api::peer::missing_admin_group(&c.api.admin_group) {
+            if let Some(why) = c
+                .api
+                .admin_group
+                .as_deref()
+                .and_then(api::peer::missing_admin_group)
+            {
                 let _ = writeln!(out, "# {why}");
             }
             let _ = writeln!(out, "# config OK");

@@ -25,6 +25,8 @@
 //! - [`status`]: the snapshots the service's tasks publish.
 //! - [`daemon`]: `run`: the tasks on tokio, signals, `sd_notify`, reloads.
 //! - [`config`]: raw TOML to validated settings.
+//! - [`defaults`]: every default, in one pure file that the tracker, the
+//!   config and the command line read.
 //! - [`report`], [`scan`], [`cli`]: output, the `scan` driver, the
 //!   command line.
 //! - [`time`]: microseconds, durations, and placing text logs' times.
@@ -33,6 +35,7 @@ pub mod api;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod defaults;
 pub mod journal;
 pub mod model;
 pub mod notify;

@@ -2,8 +2,9 @@
 //! journal entry or saved-log line, the [`EntryFilter`] that says which
 //! entries are the kubelet's, and the [`Item`]s a source yields. Both the
 //! readers (`journal/`) and the core (`parse/`, `pipeline`) depend on this
-//! module; it depends on nothing but `time`.
+//! module; it depends on nothing but `time` and `defaults`.
 
+use crate::defaults;
 use crate::time::Micros;
 
 /// A field value that repeats across entries (host, unit, identifier,
@@ -72,37 +73,6 @@ pub struct EntryFilter {
     pub trusted_units: Vec<String>,
 }
 
-/// The writers trusted by default: root, as which every packaged kubelet
-/// (and dockerd, which writes a containerised kubelet's lines) runs.
-pub const DEFAULT_TRUSTED_UIDS: &[u32] = &[0];
-
-/// The units a kubelet runs as: upstream and kubeadm, k3s (server and
-/// agent: the kubelet runs inside), rke2, `MicroK8s` (kubelite, and the older
-/// separate kubelet daemon).
-pub const DEFAULT_UNITS: &[&str] = &[
-    "kubelet.service",
-    "k3s.service",
-    "k3s-agent.service",
-    "rke2-server.service",
-    "rke2-agent.service",
-    "snap.microk8s.daemon-kubelite.service",
-    "snap.microk8s.daemon-kubelet.service",
-];
-
-/// The identifiers a kubelet logs under wherever its unit is named
-/// otherwise: `OpenShift`'s `kubenswrapper`, `hyperkube`, `CoreOS`'s
-/// `kubelet-wrapper`, `MicroK8s`'s `kubelite`.
-pub const DEFAULT_IDENTIFIERS: &[&str] = &[
-    "kubelet",
-    "kubenswrapper",
-    "hyperkube",
-    "kubelet-wrapper",
-    "kubelite",
-];
-
-/// A kubelet in a container, logged by Docker's journald driver.
-pub const DEFAULT_CONTAINERS: &[&str] = &["kubelet"];
-
 /// Identifiers a kubelet is known to log under when a saved text log has no
 /// unit to go by (`klog-format.md`, `SYSLOG_IDENTIFIER` row).
 pub const KNOWN_KUBELET_IDENTIFIERS: &[&str] = &[
@@ -146,10 +116,10 @@ fn strings(v: &[&str]) -> Vec<String> {
 impl Default for EntryFilter {
     fn default() -> Self {
         Self {
-            units: strings(DEFAULT_UNITS),
-            identifiers: strings(DEFAULT_IDENTIFIERS),
-            containers: strings(DEFAULT_CONTAINERS),
-            trusted_uids: DEFAULT_TRUSTED_UIDS.to_vec(),
+            units: strings(defaults::UNITS),
+            identifiers: strings(defaults::IDENTIFIERS),
+            containers: strings(defaults::CONTAINERS),
+            trusted_uids: defaults::TRUSTED_UIDS.to_vec(),
             trusted_units: Vec::new(),
         }
     }

@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::http::{self as server, ApiState};
-use crate::config::{Config, StartAt};
+use crate::config::{Config, JournalTarget, StartAt};
 use crate::journal::SourceError;
 use crate::journal::fleet::{self, FleetSpec, Starts};
 use crate::journal::sd::{self, Reader, Spec, Start, Target};
@@ -116,12 +116,10 @@ impl Edges {
 /// Which journal the config names.
 #[must_use]
 pub fn target_of(config: &Config) -> Target {
-    if !config.journal.namespace.is_empty() {
-        Target::Namespace(config.journal.namespace.clone())
-    } else if !config.journal.directory.is_empty() {
-        Target::Directory(PathBuf::from(&config.journal.directory))
-    } else {
-        Target::System
+    match &config.journal.target {
+        JournalTarget::Namespace(n) => Target::Namespace(n.clone()),
+        JournalTarget::Directory(d) => Target::Directory(d.clone()),
+        JournalTarget::System => Target::System,
     }
 }
 
@@ -396,20 +394,24 @@ pub async fn run(
         path: socket.display().to_string(),
         source,
     })?;
-    let tcp = if config.api.metrics_listen.is_empty() {
-        None
-    } else {
-        let addr = config.api.metrics_listen.clone();
-        let l = tokio::net::TcpListener::bind(&addr)
+    let tcp = if let Some(addr) = config.api.metrics_listen {
+        let l = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| DaemonError::Metrics {
-                addr: addr.clone(),
+                addr: addr.to_string(),
                 source,
             })?;
         tracing::info!("serving /metrics on http://{addr}/metrics");
         Some(l)
+    } else {
+        None
     };
-    if let Some(why) = crate::api::peer::missing_admin_group(&config.api.admin_group) {
+    if let Some(why) = config
+        .api
+        .admin_group
+        .as_deref()
+        .and_then(crate::api::peer::missing_admin_group)
+    {
         tracing::warn!("{why}");
     }
     let now = edges.now.clone();
@@ -422,7 +424,7 @@ pub async fn run(
         ],
         commands: commands_tx,
         now: Box::new(move || now()),
-        admin_group: (!config.api.admin_group.is_empty()).then(|| config.api.admin_group.clone()),
+        admin_group: config.api.admin_group.clone(),
     });
 
     let mut tasks = JoinSet::new();

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::mailer::{DeliveryReport, Now};
 use super::{backoff, outbox, worker};
-use crate::config::{AlertmanagerConfig, Config};
+use crate::config::{AlertmanagerConfig, Config, Endpoint};
 use crate::status::DeliveryStats;
 use crate::store::{Channel, Filter, OutboxEntry, Store, StoreError};
 use crate::time::{Micros, human_duration, rfc3339};
@@ -76,72 +76,6 @@ pub const ALERTNAME_DOWN: &str = "KubeletDown";
 const MAX_ANSWER: usize = 64 << 10;
 /// Evidence lines are cut to this in annotations.
 const MAX_EVIDENCE: usize = 1000;
-
-/// One Alertmanager instance.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Endpoint {
-    pub tls: bool,
-    pub host: String,
-    pub port: u16,
-    /// A route prefix (`--web.route-prefix`), without the trailing slash.
-    pub prefix: String,
-}
-
-impl Endpoint {
-    fn shown(&self) -> String {
-        format!(
-            "{}://{}:{}{}",
-            if self.tls { "https" } else { "http" },
-            self.host,
-            self.port,
-            self.prefix
-        )
-    }
-}
-
-/// `http://am-0:9093` or `https://am.example.com/alertmanager`.
-pub fn parse_url(u: &str) -> Result<Endpoint, String> {
-    let bad = |why: &str| format!("{u:?} {why}");
-    let (tls, rest) = if let Some(r) = u.strip_prefix("http://") {
-        (false, r)
-    } else if let Some(r) = u.strip_prefix("https://") {
-        (true, r)
-    } else {
-        return Err(bad("is not an http:// or https:// URL"));
-    };
-    if rest.contains(['?', '#', '@']) || rest.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(bad("has a query, a fragment, credentials or spaces"));
-    }
-    let (authority, path) = match rest.find('/') {
-        Some(n) => (&rest[..n], rest[n..].trim_end_matches('/')),
-        None => (rest, ""),
-    };
-    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-        let (h, after) = v6
-            .split_once(']')
-            .ok_or_else(|| bad("has an unclosed [IPv6]"))?;
-        (h.to_string(), after.strip_prefix(':'))
-    } else {
-        match authority.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (authority.to_string(), None),
-        }
-    };
-    if host.is_empty() {
-        return Err(bad("names no host"));
-    }
-    let port = match port {
-        Some(p) => p.parse::<u16>().map_err(|_| bad("has a bad port"))?,
-        None if tls => 443,
-        None => 80,
-    };
-    Ok(Endpoint {
-        tls,
-        host,
-        port,
-        prefix: path.to_string(),
-    })
-}
 
 /// `critical` for trouble that does not go away by itself (the Node is
 /// gone, credentials refused, the API server unreachable), `warning` else.
@@ -457,21 +391,15 @@ impl AlertmanagerTask {
         self.cfg = config.alert.alertmanager.clone();
         self.settings = config.tracker_settings();
         self.retry_max = config.alert.retry_max.0;
-        self.endpoints = self
-            .cfg
-            .urls
-            .iter()
-            .filter_map(|u| parse_url(u).ok())
-            .collect();
+        self.endpoints.clone_from(&self.cfg.urls);
         self.tls = None;
         self.lanes = None;
         self.stats.disabled = None;
         self.stats.unusable = false;
         if self.endpoints.iter().any(|e| e.tls) {
-            let extra = if self.cfg.ca_file.is_empty() {
-                Ok(Vec::new())
-            } else {
-                super::transport::read_ca(&self.cfg.ca_file)
+            let extra = match &self.cfg.ca_file {
+                None => Ok(Vec::new()),
+                Some(ca) => super::transport::read_ca(ca),
             };
             match extra.and_then(super::smtp::implicit_tls_config) {
                 Ok(c) => self.tls = Some(c),
@@ -819,35 +747,6 @@ impl worker::Deliverer for AlertmanagerTask {
 mod tests {
     use super::*;
 
-    #[test]
-    fn urls() {
-        assert_eq!(
-            parse_url("http://am-0:9093").unwrap(),
-            Endpoint {
-                tls: false,
-                host: "am-0".into(),
-                port: 9093,
-                prefix: String::new()
-            }
-        );
-        let e = parse_url("https://am.example.com/alertmanager/").unwrap();
-        assert_eq!(
-            (e.tls, e.port, e.prefix.as_str()),
-            (true, 443, "/alertmanager")
-        );
-        assert_eq!(parse_url("http://[::1]:9093").unwrap().host, "::1");
-        for bad in [
-            "am:9093",
-            "ftp://x",
-            "http://",
-            "http://x:99999",
-            "http://u:p@x",
-            "http://x/?a",
-        ] {
-            assert!(parse_url(bad).is_err(), "{bad}");
-        }
-    }
-
     /// D23: a host (or node, or configured label) with ESC, NUL or a
     /// bidirectional override reaches Alertmanager cleaned and bounded.
     #[test]
@@ -879,7 +778,7 @@ mod tests {
             labels: extra,
             timeout: crate::config::Period(crate::time::SECOND),
             resend_interval: crate::config::Period(60 * crate::time::SECOND),
-            ca_file: String::new(),
+            ca_file: None,
         };
         let a = alert(&i, &Settings::default(), &cfg, 0);
         let mut values = Vec::new();

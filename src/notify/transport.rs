@@ -3,7 +3,7 @@
 //! `test-email` build it the same way, so a test mail proves what the
 //! service will do.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,8 +44,8 @@ impl PasswordSource {
     /// The password source `[alert]` and the environment give.
     #[must_use]
     pub fn of(cfg: &AlertConfig) -> Self {
-        if !cfg.smtp.password_file.is_empty() {
-            return PasswordSource::File(PathBuf::from(&cfg.smtp.password_file));
+        if let Some(file) = &cfg.smtp.password_file {
+            return PasswordSource::File(file.clone());
         }
         if let Some(dir) = std::env::var_os("CREDENTIALS_DIRECTORY") {
             let found = ["smtp-password", "smtp_password"]
@@ -196,12 +196,12 @@ impl EmailTransport {
             Transport::Smtp => {
                 let mut extra = Vec::new();
                 let mut params = TlsParameters::builder(s.host.clone());
-                if !s.ca_file.is_empty() {
+                if let Some(ca_file) = &s.ca_file {
                     let ca_err = |detail: String| SetupError::Ca {
-                        path: s.ca_file.clone(),
+                        path: ca_file.display().to_string(),
                         detail,
                     };
-                    let pem = std::fs::read(&s.ca_file).map_err(|e| ca_err(e.to_string()))?;
+                    let pem = std::fs::read(ca_file).map_err(|e| ca_err(e.to_string()))?;
                     let cert = Certificate::from_pem(&pem).map_err(|e| ca_err(e.to_string()))?;
                     params = params.add_root_certificate(cert);
                     for der in pem_certificates(&pem) {
@@ -223,22 +223,21 @@ impl EmailTransport {
                     ),
                     Tls::None => Security::None,
                 };
-                let credentials = if s.username.is_empty() {
-                    None
-                } else {
+                let credentials = if let Some(username) = &s.username {
                     let source = PasswordSource::of(cfg);
                     let Some(pass) = source.read()? else {
                         return Err(SetupError::Password {
                             source_: source.describe(),
                             detail: format!(
-                                "[alert.smtp] username {:?} is set but there is no password; \
-                                 an empty one is never sent",
-                                s.username
+                                "[alert.smtp] username {username:?} is set but there is no password; \
+                                 an empty one is never sent"
                             ),
                         });
                     };
                     password = Some(source);
-                    Some(Credentials::new(s.username.clone(), pass))
+                    Some(Credentials::new(username.clone(), pass))
+                } else {
+                    None
                 };
                 let server = SmtpServer {
                     host: s.host.clone(),
@@ -387,11 +386,11 @@ impl Drop for AbortOnDrop {
 }
 
 /// The certificates of a PEM file (a private CA), or why not.
-pub fn read_ca(path: &str) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
-    let pem = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+pub fn read_ca(path: &Path) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let certs = pem_certificates(&pem);
     if certs.is_empty() {
-        return Err(format!("{path}: no PEM certificate in it"));
+        return Err(format!("{}: no PEM certificate in it", path.display()));
     }
     Ok(certs)
 }

@@ -34,6 +34,7 @@ pub use incident::{
     cause_explanation, one_line,
 };
 
+use crate::defaults;
 use crate::signals::{Cause, Role, Signal, SignalKind};
 use crate::time::{Micros, SECOND};
 
@@ -66,25 +67,16 @@ pub struct Settings {
     pub max_nodes: usize,
 }
 
-/// A kubelet names its own node; a few more (a renamed node, a host's
-/// lines about another node) fit with room to spare.
-pub const DEFAULT_MAX_NODES_PER_HOST: usize = 64;
-/// Ten times a large collector's fleet of nodes in trouble at once.
-pub const DEFAULT_MAX_NODES: usize = 20_000;
-
 fn default_max_nodes_per_host() -> usize {
-    DEFAULT_MAX_NODES_PER_HOST
+    defaults::MAX_NODES_PER_HOST as usize
 }
 
-/// `[alert] restarts` unless set.
-pub const DEFAULT_RESTARTS: u32 = 3;
-
 fn default_restarts() -> u32 {
-    DEFAULT_RESTARTS
+    defaults::RESTARTS
 }
 
 fn default_max_nodes() -> usize {
-    DEFAULT_MAX_NODES
+    defaults::MAX_NODES as usize
 }
 
 /// Thresholds for the incidents of some nodes and/or causes.
@@ -141,17 +133,17 @@ impl Settings {
 impl Default for Settings {
     fn default() -> Self {
         Self {
-            resolve_after: 60 * SECOND,
-            race_window: 10 * SECOND,
-            retries: 5,
-            restarts: DEFAULT_RESTARTS,
-            window: 600 * SECOND,
-            repeat_interval: 4 * 3600 * SECOND,
-            send_resolved: true,
+            resolve_after: defaults::RESOLVE_AFTER,
+            race_window: defaults::RACE_WINDOW,
+            retries: defaults::RETRIES,
+            restarts: defaults::RESTARTS,
+            window: defaults::WINDOW,
+            repeat_interval: defaults::REPEAT_INTERVAL,
+            send_resolved: defaults::SEND_RESOLVED,
             node_name: None,
             overrides: Vec::new(),
-            max_nodes_per_host: DEFAULT_MAX_NODES_PER_HOST,
-            max_nodes: DEFAULT_MAX_NODES,
+            max_nodes_per_host: default_max_nodes_per_host(),
+            max_nodes: default_max_nodes(),
         }
     }
 }
