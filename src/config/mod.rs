@@ -521,4 +521,45 @@ mod tests {
         assert_eq!(applied.alert.retries, 9);
         assert_eq!(applied.journal.target, JournalTarget::System);
     }
+
+    #[test]
+    fn every_key_that_needs_a_restart_is_named_alone() {
+        let a = Config::parse("", "t").unwrap();
+        for (text, key) in [
+            ("[journal]\nunits = [\"x.service\"]\n", "[journal] units"),
+            (
+                "[journal]\nidentifiers = [\"x\"]\n",
+                "[journal] identifiers",
+            ),
+            ("[journal]\ncontainers = [\"x\"]\n", "[journal] containers"),
+            (
+                "[journal]\ntrusted_uids = [0, 1]\n",
+                "[journal] trusted_uids",
+            ),
+            (
+                "[journal]\ntrusted_units = [\"x.service\"]\n",
+                "[journal] trusted_units",
+            ),
+            (
+                "[journal]\ndirectory = \"/var/log/j\"\n",
+                "[journal] directory",
+            ),
+            ("[journal]\nstart_at = \"now\"\n", "[journal] start_at"),
+            ("[store]\npath = \"/tmp/s\"\n", "[store] path"),
+            ("[api]\nsocket = \"/nonexistent/q.sock\"\n", "[api] socket"),
+            (
+                "[api]\nmetrics_listen = \"127.0.0.1:9756\"\n",
+                "[api] metrics_listen",
+            ),
+            ("[api]\nadmin_group = \"ops\"\n", "[api] admin_group"),
+        ] {
+            let b = Config::parse(text, "t").unwrap();
+            assert_eq!(a.needs_restart(&b), [key], "{text:?}");
+            assert_eq!(a.apply_runtime(&b), a, "{text:?}");
+        }
+        // "" is unset, as leaving the key out.
+        let empty = "[journal]\ndirectory = \"\"\nnamespace = \"\"\n[api]\nmetrics_listen = \"\"\n\
+                     admin_group = \"\"\n[node]\nname = \"\"\n";
+        assert_eq!(Config::parse(empty, "t").unwrap(), a);
+    }
 }
