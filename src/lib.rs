@@ -19,6 +19,8 @@
 //!   tracker, wired once for `scan`, catch-up and live following.
 //! - [`store`]: sled; every key layout, one transaction per batch.
 //! - [`notify`]: the alert email (pure) and its delivery (lettre).
+//! - [`advice`]: what to check next for an incident's cause, shared by
+//!   the email and the views (pure).
 //! - [`api`]: the query server and `/metrics`, the answers the CLI also
 //!   computes offline, the CLI's client, and who may change what (the
 //!   socket peer's credentials).
@@ -29,6 +31,7 @@
 //!   command line.
 //! - [`time`]: microseconds, durations, and placing text logs' times.
 
+pub mod advice;
 pub mod api;
 pub mod cli;
 pub mod config;
