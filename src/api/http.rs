@@ -573,3 +573,25 @@ pub fn bind_socket(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
     listener.set_nonblocking(true)?;
     tokio::net::UnixListener::from_std(listener)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_errors_keep_their_status_codes() {
+        let code = |e: QueryError| query_code(&e).as_u16();
+        assert_eq!(code(QueryError::InvalidSilence("x".into())), 400);
+        assert_eq!(code(QueryError::NoIncident("x".into())), 404);
+        assert_eq!(code(QueryError::ShortPrefix("x".into())), 404);
+        assert_eq!(code(QueryError::AmbiguousIncident("x".into())), 404);
+        assert_eq!(code(QueryError::NoSilence("x".into())), 404);
+        assert_eq!(code(QueryError::IncidentResolved("x".into())), 409);
+        assert_eq!(code(QueryError::TooManySilences(1000)), 409);
+        assert_eq!(code(QueryError::SilenceEnded("x".into())), 409);
+        assert_eq!(code(QueryError::AmbiguousSilence("x".into())), 409);
+        assert_eq!(ack_code(&AckError::NotOpen("x".into())).as_u16(), 404);
+        assert_eq!(ack_code(&AckError::Resolved("x".into())).as_u16(), 409);
+        assert_eq!(ack_code(&AckError::Ambiguous("x".into())).as_u16(), 409);
+    }
+}

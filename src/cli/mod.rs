@@ -142,7 +142,7 @@ fn incidents(
     };
     commands::query::incidents(
         config,
-        filter,
+        &filter,
         a.limit,
         a.output,
         if a.utc { Zone::Utc } else { Zone::Local },

@@ -134,3 +134,41 @@ pub fn nodes(store: &Store, live: Option<&Live>) -> Result<NodeList, QueryError>
         nodes: rows.into_values().collect(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_name_nothing_are_typed_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&tmp.path().join("store")).unwrap();
+        let short = incident(&store, None, "ab").unwrap_err();
+        assert!(matches!(short, QueryError::ShortPrefix(_)));
+        assert!(
+            short.to_string().contains("at least 4 characters"),
+            "{short}"
+        );
+        assert!(matches!(
+            incident(&store, None, "not-hex"),
+            Err(QueryError::NoIncident(_))
+        ));
+        assert!(matches!(
+            incident(&store, None, "abcd"),
+            Err(QueryError::NoIncident(_))
+        ));
+        let a = AckRequest {
+            id: "abcd".into(),
+            by: "me".into(),
+            comment: String::new(),
+        };
+        assert!(matches!(
+            ack(&store, None, &a),
+            Err(QueryError::NoIncident(_))
+        ));
+        let all = incidents(&store, None, &Filter::default()).unwrap();
+        assert!(all.incidents.is_empty());
+        assert_eq!(serde_json::to_string(&all).unwrap(), r#"{"incidents":[]}"#);
+        assert!(nodes(&store, None).unwrap().nodes.is_empty());
+    }
+}

@@ -175,3 +175,63 @@ pub fn expire(
         _ => Err(QueryError::AmbiguousSilence(id.to_string())),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new(node: &str, seconds: u64) -> NewSilence {
+        NewSilence {
+            node: node.into(),
+            cause: Some(Cause::Auth),
+            kind: None,
+            seconds,
+            by: "me".into(),
+            comment: "kernel upgrade".into(),
+        }
+    }
+
+    #[test]
+    fn add_list_and_expire_answer_typed_values_or_errors() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&tmp.path().join("store")).unwrap();
+        assert!(matches!(
+            add(&store, None, &new(" ", 60)),
+            Err(QueryError::InvalidSilence(_))
+        ));
+        assert!(matches!(
+            add(&store, None, &new("worker-*", MAX_SILENCE + 1)),
+            Err(QueryError::InvalidSilence(_))
+        ));
+        let s = add(&store, None, &new("worker-*", 60)).unwrap();
+        assert_eq!(
+            (s.cause.as_deref(), s.state.as_str()),
+            (Some("auth"), "active")
+        );
+        assert_eq!(list(&store, None).unwrap().silences, vec![s.clone()]);
+        assert!(matches!(
+            expire(&store, None, "nope", "me"),
+            Err(QueryError::NoSilence(_))
+        ));
+        let ended = expire(&store, None, &s.id[..6], "you").unwrap();
+        assert_eq!(ended.expired_by.as_deref(), Some("you"));
+        assert!(matches!(
+            expire(&store, None, &s.id, "me"),
+            Err(QueryError::SilenceEnded(_))
+        ));
+    }
+
+    #[test]
+    fn a_silence_body_names_its_cause_and_kind_as_the_cli_does() {
+        let n: NewSilence = serde_json::from_str(
+            r#"{"node":"w","cause":"api-unreachable","kind":"kubelet-down","seconds":5}"#,
+        )
+        .unwrap();
+        assert_eq!(n.cause, Some(Cause::ApiUnreachable));
+        assert_eq!(n.kind, Some(IncidentKind::KubeletDown));
+        assert!(
+            serde_json::from_str::<NewSilence>(r#"{"node":"w","cause":"dns","seconds":5}"#)
+                .is_err()
+        );
+    }
+}

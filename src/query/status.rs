@@ -126,30 +126,7 @@ pub fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, QueryErro
         Some(_) => Vec::new(),
         None => store.outbox()?,
     };
-    let deliveries: Vec<DeliveryOut> = live
-        .map(|l| {
-            l.deliveries
-                .iter()
-                .map(|(c, d)| DeliveryOut {
-                    channel: c.as_str().into(),
-                    state: d
-                        .disabled
-                        .as_ref()
-                        .map_or_else(|| "enabled".to_string(), |why| format!("disabled ({why})")),
-                    target: d.target.clone(),
-                    outbox: d.outbox,
-                    outbox_oldest_seconds: d.oldest_queued_at.map(|t| seconds(now - t)),
-                    sent: d.sent,
-                    failed: d.failed,
-                    in_doubt: d.in_doubt,
-                    last_result: d.last_result.clone(),
-                    last_at: d.last_at.map(rfc3339),
-                    last_success_at: d.last_success_at.map(rfc3339),
-                    failing_attempts: d.failing_attempts,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let deliveries = live.map(|l| deliveries(l, now)).unwrap_or_default();
     let email = live.and_then(|l| {
         l.deliveries
             .iter()
@@ -192,21 +169,7 @@ pub fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, QueryErro
         evicted: live.map_or(0, |l| l.status.evicted),
         evicted_forgotten: live.map_or(0, |l| l.status.forgotten),
         hosts: live.map_or(0, |l| l.status.hosts.len() as u64),
-        silent_hosts: live
-            .map(|l| {
-                l.status
-                    .silent_hosts()
-                    .into_iter()
-                    .map(|(h, t)| {
-                        format!(
-                            "{} (last entry {})",
-                            crate::tracker::one_line(h, 253),
-                            rfc3339(t)
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
+        silent_hosts: live.map(silent_hosts).unwrap_or_default(),
         future_dated: summary.future_dated,
         mail: match &email {
             Some(d) => d
@@ -236,15 +199,57 @@ pub fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, QueryErro
             .filter(|s| s.active(now))
             .map(|s| SilenceOut::new(s, now))
             .collect(),
-        deliveries_failing: match live {
-            Some(l) => l.deliveries.iter().any(|(_, d)| {
-                d.unusable
-                    || (d.disabled.is_none()
-                        && (d.failing_attempts >= FAILING_ATTEMPTS
-                            || d.oldest_queued_at.is_some_and(|t| now - t > FAILING_WAIT)))
-            }),
-            None => false,
-        },
+        deliveries_failing: live.is_some_and(|l| failing(l, now)),
+    })
+}
+
+/// Each delivery's state, as `status` shows it.
+fn deliveries(l: &Live, now: Micros) -> Vec<DeliveryOut> {
+    l.deliveries
+        .iter()
+        .map(|(c, d)| DeliveryOut {
+            channel: c.as_str().into(),
+            state: d
+                .disabled
+                .as_ref()
+                .map_or_else(|| "enabled".to_string(), |why| format!("disabled ({why})")),
+            target: d.target.clone(),
+            outbox: d.outbox,
+            outbox_oldest_seconds: d.oldest_queued_at.map(|t| seconds(now - t)),
+            sent: d.sent,
+            failed: d.failed,
+            in_doubt: d.in_doubt,
+            last_result: d.last_result.clone(),
+            last_at: d.last_at.map(rfc3339),
+            last_success_at: d.last_success_at.map(rfc3339),
+            failing_attempts: d.failing_attempts,
+        })
+        .collect()
+}
+
+/// The hosts gone silent: `host (last entry …)`.
+fn silent_hosts(l: &Live) -> Vec<String> {
+    l.status
+        .silent_hosts()
+        .into_iter()
+        .map(|(h, t)| {
+            format!(
+                "{} (last entry {})",
+                crate::tracker::one_line(h, 253),
+                rfc3339(t)
+            )
+        })
+        .collect()
+}
+
+/// Alerts are not getting out: a channel configured but unusable, or an
+/// entry failing [`FAILING_ATTEMPTS`] times or waiting [`FAILING_WAIT`].
+fn failing(l: &Live, now: Micros) -> bool {
+    l.deliveries.iter().any(|(_, d)| {
+        d.unusable
+            || (d.disabled.is_none()
+                && (d.failing_attempts >= FAILING_ATTEMPTS
+                    || d.oldest_queued_at.is_some_and(|t| now - t > FAILING_WAIT)))
     })
 }
 

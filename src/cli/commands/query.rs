@@ -124,7 +124,7 @@ pub(crate) fn show<T: Serialize>(
 /// without being told.
 pub(crate) fn incidents(
     config_path: Option<&PathBuf>,
-    filter: Filter,
+    filter: &Filter,
     limit: usize,
     output: Output,
     zone: Zone,
@@ -132,15 +132,12 @@ pub(crate) fn incidents(
     err: &mut dyn Write,
 ) -> Exit {
     let config = load_for_query(config_path, err);
-    let req = Request::Incidents(filter);
-    let Request::Incidents(f) = &req else {
-        unreachable!("built above")
-    };
-    let mut list: IncidentList = match ask_or_read(&config, &req, |s| query::incidents(s, None, f))
-    {
-        Ok(l) => l,
-        Err(e) => return e.report(err),
-    };
+    let req = Request::Incidents(filter.clone());
+    let mut list: IncidentList =
+        match ask_or_read(&config, &req, |s| query::incidents(s, None, filter)) {
+            Ok(l) => l,
+            Err(e) => return e.report(err),
+        };
     if limit > 0 && list.incidents.len() > limit {
         list.incidents.truncate(limit);
         let _ = writeln!(

@@ -18,31 +18,7 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
             year: args.year,
             now: crate::time::now(),
         },
-        filter: {
-            // What is named comes on top of the defaults.
-            let d = EntryFilter::default();
-            let plus = |mut d: Vec<String>, v: &Vec<String>| {
-                d.extend(
-                    v.iter()
-                        .filter(|x| !d.contains(x))
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                );
-                d
-            };
-            EntryFilter {
-                units: plus(d.units, &args.units),
-                identifiers: plus(d.identifiers, &args.identifiers),
-                containers: plus(d.containers, &args.containers),
-                trusted_uids: d
-                    .trusted_uids
-                    .iter()
-                    .chain(&args.trusted_uids)
-                    .copied()
-                    .collect(),
-                trusted_units: d.trusted_units,
-            }
-        },
+        filter: entry_filter(args),
     };
     let inputs: Vec<Input> = match (&args.namespace, args.paths.is_empty()) {
         (Some(n), _) => vec![Input::Namespace(n.clone())],
@@ -93,36 +69,7 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
     let written = match args.output {
         Output::Json => out
             .write_all(report::scan_json(&result.summary, &result.incidents, &settings).as_bytes()),
-        Output::Table => {
-            let views = report::views(&result.incidents, &settings);
-            let mut text = String::new();
-            if !views.is_empty() {
-                text.push_str(&report::table(&views, zone));
-            }
-            text.push_str(&report::summary_line(&result.summary, &result.incidents));
-            // As the service judges them: against the newest entry read.
-            let judged = crate::status::StatusSnapshot {
-                hosts: result.hosts.clone(),
-                silent_after: crate::config::DEFAULT_SILENT_AFTER,
-                ..crate::status::StatusSnapshot::default()
-            };
-            for (h, t) in judged.silent_hosts() {
-                let newest = result.hosts.values().copied().max().unwrap_or(t);
-                text.push_str(&format!(
-                    "host {} went silent: its last entry {} is {} before the newest of any host\n",
-                    report::terminal_text(h, 120),
-                    crate::time::human(t, zone),
-                    crate::time::human_duration(newest - t)
-                ));
-            }
-            if args.details {
-                for v in &views {
-                    text.push('\n');
-                    text.push_str(&report::details(v, zone));
-                }
-            }
-            out.write_all(text.as_bytes())
-        }
+        Output::Table => out.write_all(table(&result, &settings, args.details, zone).as_bytes()),
     };
     if written.is_err() || (!result.failed.is_empty() && result.summary.entries == 0) {
         Exit::Failure
@@ -134,4 +81,69 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
     } else {
         Exit::Ok
     }
+}
+
+/// The entries scan reads as the kubelet's: what is named comes on top of
+/// the defaults.
+fn entry_filter(args: &ScanArgs) -> EntryFilter {
+    let d = EntryFilter::default();
+    let plus = |mut d: Vec<String>, v: &Vec<String>| {
+        d.extend(
+            v.iter()
+                .filter(|x| !d.contains(x))
+                .cloned()
+                .collect::<Vec<_>>(),
+        );
+        d
+    };
+    EntryFilter {
+        units: plus(d.units, &args.units),
+        identifiers: plus(d.identifiers, &args.identifiers),
+        containers: plus(d.containers, &args.containers),
+        trusted_uids: d
+            .trusted_uids
+            .iter()
+            .chain(&args.trusted_uids)
+            .copied()
+            .collect(),
+        trusted_units: d.trusted_units,
+    }
+}
+
+/// The incidents found as a table, the summary line, the hosts that went
+/// silent and, with `--details`, each incident's details.
+fn table(
+    result: &crate::scan::ScanResult,
+    settings: &crate::tracker::Settings,
+    details: bool,
+    zone: Zone,
+) -> String {
+    let views = report::views(&result.incidents, settings);
+    let mut text = String::new();
+    if !views.is_empty() {
+        text.push_str(&report::table(&views, zone));
+    }
+    text.push_str(&report::summary_line(&result.summary, &result.incidents));
+    // As the service judges them: against the newest entry read.
+    let judged = crate::status::StatusSnapshot {
+        hosts: result.hosts.clone(),
+        silent_after: crate::config::DEFAULT_SILENT_AFTER,
+        ..crate::status::StatusSnapshot::default()
+    };
+    for (h, t) in judged.silent_hosts() {
+        let newest = result.hosts.values().copied().max().unwrap_or(t);
+        text.push_str(&format!(
+            "host {} went silent: its last entry {} is {} before the newest of any host\n",
+            report::terminal_text(h, 120),
+            crate::time::human(t, zone),
+            crate::time::human_duration(newest - t)
+        ));
+    }
+    if details {
+        for v in &views {
+            text.push('\n');
+            text.push_str(&report::details(v, zone));
+        }
+    }
+    text
 }
