@@ -237,3 +237,33 @@ pub(crate) fn status(s: &StatusOut) -> String {
     row("deliveries_failing", &s.deliveries_failing.to_string());
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_table_has_a_row_for_every_key_of_the_json_in_its_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&tmp.path().join("store")).unwrap();
+        let s = crate::query::status(&store, None).unwrap();
+        let json = serde_json::to_value(&s).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let table = status(&s);
+        let rows: Vec<&str> = table
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        assert_eq!(rows, keys);
+        assert!(
+            table.contains("service                not running\n"),
+            "{table}"
+        );
+        assert!(table.contains("lag_seconds            -\n"), "{table}");
+    }
+}
