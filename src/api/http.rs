@@ -15,6 +15,11 @@
 //! body) is in, for the time the answer takes. Each listener has its own
 //! budgets, so scrapers on TCP and people on the socket never queue
 //! behind each other. The store is read on the blocking pool.
+//!
+//! Architecture invariant: this is the only place that knows HTTP status
+//! codes and JSON bodies. The answers come typed from [`crate::query`] and
+//! from ingest ([`Command`]); [`QueryError`] and [`AckError`] get their
+//! codes here, and only here.
 
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::Path;

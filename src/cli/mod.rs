@@ -1,6 +1,6 @@
 //! The command line: the definitions ([`args`]), one file a command
-//! ([`commands`]), and the tables drawn from the typed answers
-//! ([`render`]).
+//! (`commands/`), and the tables drawn from the typed answers
+//! (`render.rs`).
 
 use std::io::Write;
 use std::path::PathBuf;
