@@ -1,6 +1,6 @@
 //! One spelling per kind: the enums that people type and scripts read
 //! (cause, verdict, status, incident kind, channel, signal kind) name each
-//! value once, in [`spelling!`], and serde, clap and `Display` all take it
+//! value once, in `spelling!`, and serde, clap and `Display` all take it
 //! from there. A value that is not one of them is an [`UnknownName`] that
 //! lists the ones there are.
 
