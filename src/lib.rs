@@ -13,15 +13,21 @@
 //!   (its own thread), `journalctl -o export|json` streams, saved text logs.
 //! - [`parse`]: bytes to lines (nom; total: any bytes give a line).
 //! - [`signals`]: lines to signals, the one table of kubelet messages.
+//! - [`kinds`]: one spelling per kind (cause, verdict, status, ...) for
+//!   serde, clap and `Display`.
 //! - [`tracker`]: signals and time to incidents and alert decisions, the
 //!   incident rules in one place; each host has its own clock.
 //! - [`pipeline`]: entries through the joiner, parser, signal table and
 //!   tracker, wired once for `scan`, catch-up and live following.
 //! - [`store`]: sled; every key layout, one transaction per batch.
 //! - [`notify`]: the alert email (pure) and its delivery (lettre).
-//! - [`api`]: the query server and `/metrics`, the answers the CLI also
-//!   computes offline, the CLI's client, and who may change what (the
-//!   socket peer's credentials).
+//! - [`advice`]: what to check next for an incident's cause, shared by
+//!   the email and the views (pure).
+//! - [`query`]: typed answers from the store and the service's snapshots,
+//!   for the socket and the CLI's offline path (no HTTP, no JSON text).
+//! - [`api`]: the only place that knows HTTP: the query server and
+//!   `/metrics`, the CLI's client, and who may change what (the socket
+//!   peer's credentials).
 //! - [`status`]: the snapshots the service's tasks publish.
 //! - [`daemon`]: `run`: the tasks on tokio, signals, `sd_notify`, reloads.
 //! - [`config`]: raw TOML to validated settings.
@@ -31,17 +37,20 @@
 //!   command line.
 //! - [`time`]: microseconds, durations, and placing text logs' times.
 
+pub mod advice;
 pub mod api;
 pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod defaults;
 pub mod journal;
+pub mod kinds;
 pub mod model;
 pub mod notify;
 pub mod parse;
 pub mod picture;
 pub mod pipeline;
+pub mod query;
 pub mod report;
 pub mod scan;
 pub mod signals;

@@ -178,7 +178,7 @@ impl IncidentOut {
             restarts: i.restarts(),
             last_exit: i.down.as_ref().and_then(|d| d.last_exit.clone()),
             next_steps: if i.down.is_some() {
-                crate::notify::render::next_steps(i)
+                crate::advice::next_steps(i)
             } else {
                 Vec::new()
             },

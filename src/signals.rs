@@ -5,12 +5,9 @@
 //! Besides what happened, a signal carries the node the line names (if any)
 //! and, for trouble, the cause class its error text points at.
 
-use serde::{Deserialize, Serialize};
-
 use crate::parse::Line;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum SignalKind {
     // Trouble: opens an incident.
     StatusRetry,
@@ -46,6 +43,27 @@ pub enum SignalKind {
     KubeletStopping,
 }
 
+crate::kinds::spelling!(SignalKind {
+    StatusRetry => "status-retry",
+    StatusExhausted => "status-exhausted",
+    ListerMiss => "lister-miss",
+    RegisterFailed => "register-failed",
+    LeaseFailed => "lease-failed",
+    WatchFailed => "watch-failed",
+    RegisterAttempt => "register-attempt",
+    Registered => "registered",
+    KubeletStarted => "kubelet-started",
+    KubeletStopped => "kubelet-stopped",
+    CachesSynced => "caches-synced",
+    NodeReady => "node-ready",
+    KubeletFatal => "kubelet-fatal",
+    KubeletExited => "kubelet-exited",
+    KubeletFailed => "kubelet-failed",
+    KubeletRestart => "kubelet-restart",
+    KubeletGaveUp => "kubelet-gave-up",
+    KubeletStopping => "kubelet-stopping",
+});
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     Trouble,
@@ -63,30 +81,6 @@ impl SignalKind {
             StatusRetry | StatusExhausted | ListerMiss | RegisterFailed => Role::Trouble,
             LeaseFailed | WatchFailed => Role::Supporting,
             _ => Role::Marker,
-        }
-    }
-
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SignalKind::StatusRetry => "status-retry",
-            SignalKind::StatusExhausted => "status-exhausted",
-            SignalKind::ListerMiss => "lister-miss",
-            SignalKind::RegisterFailed => "register-failed",
-            SignalKind::LeaseFailed => "lease-failed",
-            SignalKind::WatchFailed => "watch-failed",
-            SignalKind::RegisterAttempt => "register-attempt",
-            SignalKind::Registered => "registered",
-            SignalKind::KubeletStarted => "kubelet-started",
-            SignalKind::KubeletStopped => "kubelet-stopped",
-            SignalKind::CachesSynced => "caches-synced",
-            SignalKind::NodeReady => "node-ready",
-            SignalKind::KubeletFatal => "kubelet-fatal",
-            SignalKind::KubeletExited => "kubelet-exited",
-            SignalKind::KubeletFailed => "kubelet-failed",
-            SignalKind::KubeletRestart => "kubelet-restart",
-            SignalKind::KubeletGaveUp => "kubelet-gave-up",
-            SignalKind::KubeletStopping => "kubelet-stopping",
         }
     }
 
@@ -108,8 +102,7 @@ impl SignalKind {
 }
 
 /// What the error texts point at (design section 5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Cause {
     ListerLag,
     NodeMissing,
@@ -130,49 +123,26 @@ pub enum Cause {
     Killed,
 }
 
+crate::kinds::spelling!(Cause {
+    ListerLag => "lister-lag",
+    NodeMissing => "node-missing",
+    ApiUnreachable => "api-unreachable",
+    ApiTimeout => "api-timeout",
+    Auth => "auth",
+    Conflict => "conflict",
+    Etcd => "etcd",
+    Unknown => "unknown",
+    Swap => "swap",
+    CgroupDriver => "cgroup-driver",
+    Config => "config",
+    Credentials => "credentials",
+    Runtime => "runtime",
+    PortInUse => "port-in-use",
+    Exec => "exec",
+    Killed => "killed",
+});
+
 impl Cause {
-    /// Every cause, for validating what operators type.
-    pub const ALL: [Cause; 16] = [
-        Cause::ListerLag,
-        Cause::NodeMissing,
-        Cause::ApiUnreachable,
-        Cause::ApiTimeout,
-        Cause::Auth,
-        Cause::Conflict,
-        Cause::Etcd,
-        Cause::Unknown,
-        Cause::Swap,
-        Cause::CgroupDriver,
-        Cause::Config,
-        Cause::Credentials,
-        Cause::Runtime,
-        Cause::PortInUse,
-        Cause::Exec,
-        Cause::Killed,
-    ];
-
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Cause::ListerLag => "lister-lag",
-            Cause::NodeMissing => "node-missing",
-            Cause::ApiUnreachable => "api-unreachable",
-            Cause::ApiTimeout => "api-timeout",
-            Cause::Auth => "auth",
-            Cause::Conflict => "conflict",
-            Cause::Etcd => "etcd",
-            Cause::Unknown => "unknown",
-            Cause::Swap => "swap",
-            Cause::CgroupDriver => "cgroup-driver",
-            Cause::Config => "config",
-            Cause::Credentials => "credentials",
-            Cause::Runtime => "runtime",
-            Cause::PortInUse => "port-in-use",
-            Cause::Exec => "exec",
-            Cause::Killed => "killed",
-        }
-    }
-
     /// Ties between equally frequent causes go to the more serious one; the
     /// harmless lister lag loses every tie.
     #[must_use]

@@ -2,16 +2,19 @@
 //! publish (`tokio::sync::watch`) and the query server and `/metrics` read:
 //! ingest publishes [`StatusSnapshot`], each delivery its [`DeliveryStats`].
 //! Kept up to date as things change, so answering costs the same whatever
-//! the size of the history.
+//! the size of the history. Also what the query server asks of the service
+//! ([`Command`]) and the typed answers it gets back: the service's shared
+//! types, so the writer (ingest) knows nothing of HTTP.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
 
 use crate::pipeline::Summary;
 use crate::store::Stats;
 use crate::time::Micros;
-use crate::tracker::Settings;
+use crate::tracker::{Incident, Settings};
 
 fn node_status() -> String {
     crate::tracker::IncidentKind::NodeStatus
@@ -127,6 +130,65 @@ impl StatusSnapshot {
         out.sort_by_key(|(h, t)| (std::cmp::Reverse(*t), *h));
         out
     }
+}
+
+/// What the query server asks of the service.
+#[derive(Debug)]
+pub enum Command {
+    /// Read the config file again and apply it; the answer says what
+    /// happened, or why it was refused.
+    Reload(oneshot::Sender<Result<ReloadOutcome, String>>),
+    /// Acknowledge an open incident (the tracker holds open incidents).
+    Ack(AckRequest, oneshot::Sender<Result<Acknowledged, AckError>>),
+    /// Silences changed: the deliveries look at their outbox again.
+    Wake,
+}
+
+/// A reload that was applied.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReloadOutcome {
+    pub path: String,
+    /// Changed keys that only a restart applies.
+    pub restart_needed: Vec<String>,
+    /// Open incidents announced because delivery became possible.
+    pub announced: usize,
+    /// Applied, but alerts cannot be delivered with it (why).
+    #[serde(default)]
+    pub delivery_problem: Option<String>,
+}
+
+/// `ack`: which incident (its id or a unique prefix), who and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AckRequest {
+    #[serde(default)]
+    pub id: String,
+    /// Who: the server sets it from the peer's credentials (a body's
+    /// value, which older CLIs send, is ignored); the CLI sets it only
+    /// when it writes the store itself.
+    #[serde(default, skip_serializing)]
+    pub by: String,
+    #[serde(default)]
+    pub comment: String,
+}
+
+/// An acknowledgement the service recorded (and committed).
+#[derive(Debug, Clone)]
+pub struct Acknowledged {
+    pub incident: Incident,
+    /// The settings it is judged by (its verdict).
+    pub settings: Settings,
+}
+
+/// Why the service did not acknowledge.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AckError {
+    #[error("no open incident {0}")]
+    NotOpen(String),
+    #[error("incident {0} has already resolved")]
+    Resolved(String),
+    #[error("{0} names more than one incident; give more of the id")]
+    Ambiguous(String),
 }
 
 #[cfg(test)]

@@ -1,42 +1,129 @@
 //! The CLI's side of the query socket: one HTTP/1.1 request over the Unix
-//! socket (hyper), bounded in time and in the size of the answer.
+//! socket (hyper), bounded in time and in the size of the answer, and its
+//! answer decoded into the type the request is for.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use http_body_util::{BodyExt as _, Full, Limited};
-use hyper::Method;
 use hyper::body::Bytes;
+use hyper::{Method, StatusCode};
 use hyper_util::rt::TokioIo;
+use serde::de::DeserializeOwned;
 
-use super::query::Response;
+use crate::query::{AckRequest, NewSilence};
+use crate::store::Filter;
 
 /// Answers larger than this are refused (the whole history as JSON fits).
 const MAX_ANSWER: usize = 256 << 20;
 const TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Why a query could not be asked over the socket.
+/// What the CLI asks the running service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    Incidents(Filter),
+    Incident(String),
+    Nodes,
+    Status,
+    Silences,
+    AddSilence(NewSilence),
+    /// Ends a silence now (its id or a unique prefix); the service records
+    /// who from the connection.
+    ExpireSilence(String),
+    /// Acknowledges an open incident (its id or a unique prefix).
+    Ack(AckRequest),
+    /// Applies the edited config file.
+    Reload,
+}
+
+/// Percent-encodes a path segment.
+fn encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl Request {
+    /// The request's path and query on the socket.
+    #[must_use]
+    pub fn path(&self) -> String {
+        match self {
+            Request::Incidents(f) => {
+                let q = serde_urlencoded::to_string(f).unwrap_or_default();
+                if q.is_empty() {
+                    "/incidents".into()
+                } else {
+                    format!("/incidents?{q}")
+                }
+            }
+            Request::Incident(id) => format!("/incidents/{}", encode(id)),
+            Request::Nodes => "/nodes".into(),
+            Request::Status => "/status".into(),
+            Request::Silences | Request::AddSilence(_) => "/silences".into(),
+            Request::ExpireSilence(id) => format!("/silences/{}/expire", encode(id)),
+            Request::Ack(a) => format!("/incidents/{}/ack", encode(&a.id)),
+            Request::Reload => "/reload".into(),
+        }
+    }
+
+    /// POST for what changes something.
+    fn method(&self) -> Method {
+        match self {
+            Request::AddSilence(_)
+            | Request::ExpireSilence(_)
+            | Request::Ack(_)
+            | Request::Reload => Method::POST,
+            _ => Method::GET,
+        }
+    }
+
+    /// The JSON body a POST carries.
+    fn body(&self) -> Option<String> {
+        match self {
+            Request::AddSilence(n) => serde_json::to_string(n).ok(),
+            Request::Ack(a) => serde_json::to_string(a).ok(),
+            Request::ExpireSilence(_) => Some("{}".into()),
+            _ => None,
+        }
+    }
+}
+
+/// Why the service said no.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Not this user's to change (root or `[api] admin_group` may).
+    Forbidden,
+    /// A reload found the config file broken; the running settings stay.
+    BrokenConfig,
+    /// Anything else: no such incident, a silence that cannot be, …
+    Other,
+}
+
+/// Why a query has no answer over the socket.
 #[derive(Debug)]
 pub enum ClientError {
     /// No socket, or nobody listening: the service is not running.
     NotRunning(std::io::Error),
     PermissionDenied(PathBuf),
+    /// The service answered, and refused: why, in its words.
+    Refused(Refusal, String),
     Other(String),
 }
 
-/// Asks the running service: `GET path`, or `POST` with a JSON body.
-pub fn ask(
-    socket: &Path,
-    method: Method,
-    path: &str,
-    body: Option<String>,
-) -> Result<Response, ClientError> {
+/// Asks the running service, and reads its answer as a `T`.
+pub fn ask<T: DeserializeOwned>(socket: &Path, req: &Request) -> Result<T, ClientError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| ClientError::Other(e.to_string()))?;
-    rt.block_on(async {
-        match tokio::time::timeout(TIMEOUT, request(socket, method, path, body)).await {
+    let (code, body) = rt.block_on(async {
+        match tokio::time::timeout(TIMEOUT, request(socket, req)).await {
             Ok(r) => r,
             Err(_) => Err(ClientError::Other(format!(
                 "the service did not answer on {} within {}s",
@@ -44,15 +131,29 @@ pub fn ask(
                 TIMEOUT.as_secs()
             ))),
         }
-    })
+    })?;
+    if !code.is_success() {
+        let why = match code {
+            StatusCode::FORBIDDEN => Refusal::Forbidden,
+            StatusCode::UNPROCESSABLE_ENTITY => Refusal::BrokenConfig,
+            _ => Refusal::Other,
+        };
+        return Err(ClientError::Refused(why, error_text(&body)));
+    }
+    serde_json::from_slice(&body).map_err(|e| ClientError::Other(format!("malformed answer: {e}")))
 }
 
-async fn request(
-    socket: &Path,
-    method: Method,
-    path: &str,
-    body: Option<String>,
-) -> Result<Response, ClientError> {
+/// The `error` of an answer's JSON body, or the body.
+fn error_text(body: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Error {
+        error: String,
+    }
+    serde_json::from_slice::<Error>(body)
+        .map_or_else(|_| String::from_utf8_lossy(body).into_owned(), |e| e.error)
+}
+
+async fn request(socket: &Path, req: &Request) -> Result<(StatusCode, Bytes), ClientError> {
     let stream = tokio::net::UnixStream::connect(socket)
         .await
         .map_err(|e| match e.kind() {
@@ -70,23 +171,49 @@ async fn request(
         .await
         .map_err(|e| other(&e))?;
     let driver = tokio::spawn(conn);
-    let req = hyper::Request::builder()
-        .method(method)
-        .uri(path)
+    let http = hyper::Request::builder()
+        .method(req.method())
+        .uri(req.path())
         .header(hyper::header::HOST, "localhost")
         .header(hyper::header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from(body.unwrap_or_default())))
+        .body(Full::new(Bytes::from(req.body().unwrap_or_default())))
         .map_err(|e| other(&e))?;
-    let res = sender.send_request(req).await.map_err(|e| other(&e))?;
-    let code = res.status().as_u16();
+    let res = sender.send_request(http).await.map_err(|e| other(&e))?;
+    let code = res.status();
     let body = Limited::new(res.into_body(), MAX_ANSWER)
         .collect()
         .await
         .map_err(|e| other(&e))?
         .to_bytes();
     driver.abort();
-    Ok(Response {
-        code,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    })
+    Ok((code, body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_encode_what_they_carry() {
+        let f = Filter {
+            node: Some("a b&c=d/é".into()),
+            open: true,
+            since: Some(5),
+            until: Some(9),
+            kind: Some(crate::tracker::IncidentKind::KubeletDown),
+            verdict: Some(crate::tracker::Verdict::StartupRace),
+            cause: Some(crate::signals::Cause::Auth),
+            host: Some("h 1".into()),
+            endpoint: Some("[fd00::1]:6443".into()),
+            resolved: false,
+            limit: Some(5),
+        };
+        let p = Request::Incidents(f.clone()).path();
+        let q = p.split_once('?').unwrap().1;
+        assert_eq!(serde_urlencoded::from_str::<Filter>(q).unwrap(), f);
+        assert_eq!(
+            Request::Incident("../x y".into()).path(),
+            "/incidents/..%2Fx%20y"
+        );
+    }
 }

@@ -15,6 +15,11 @@
 //! body) is in, for the time the answer takes. Each listener has its own
 //! budgets, so scrapers on TCP and people on the socket never queue
 //! behind each other. The store is read on the blocking pool.
+//!
+//! Architecture invariant: this is the only place that knows HTTP status
+//! codes and JSON bodies. The answers come typed from [`crate::query`] and
+//! from ingest ([`Command`]); [`QueryError`] and [`AckError`] get their
+//! codes here, and only here.
 
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::Path;
@@ -29,6 +34,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response as HttpResponse};
 use axum::routing::{get, post};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
@@ -36,8 +42,9 @@ use tokio_util::task::TaskTracker;
 
 use super::metrics;
 use super::peer::{self, Peer};
-use super::query::{Live, Request, Response, answer};
-use crate::status::{DeliveryStats, StatusSnapshot};
+use crate::query::{self, AckRequest, Live, NewSilence, QueryError};
+use crate::report::IncidentOut;
+use crate::status::{AckError, Command, DeliveryStats, StatusSnapshot};
 use crate::store::{Channel, Filter, Store};
 use crate::time::Micros;
 
@@ -51,31 +58,6 @@ pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
 pub const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// Request bodies are small JSON (a silence, an acknowledgement).
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
-
-/// What the query server asks of the service.
-#[derive(Debug)]
-pub enum Command {
-    /// Read the config file again and apply it; the answer says what
-    /// happened, or why it was refused.
-    Reload(oneshot::Sender<Result<ReloadOutcome, String>>),
-    /// Acknowledge an open incident (the tracker holds open incidents).
-    Ack(super::AckRequest, oneshot::Sender<Response>),
-    /// Silences changed: the deliveries look at their outbox again.
-    Wake,
-}
-
-/// A reload that was applied.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ReloadOutcome {
-    pub path: String,
-    /// Changed keys that only a restart applies.
-    pub restart_needed: Vec<String>,
-    /// Open incidents announced because delivery became possible.
-    pub announced: usize,
-    /// Applied, but alerts cannot be delivered with it (why).
-    #[serde(default)]
-    pub delivery_problem: Option<String>,
-}
 
 /// Everything a handler reads.
 pub struct ApiState {
@@ -110,54 +92,102 @@ impl ApiState {
     /// The author of a write by `peer`, or the 403 that refuses it.
     fn author(&self, peer: Peer, what: &str) -> Result<String, Box<HttpResponse>> {
         peer::authorize(peer, self.admin_group.as_deref(), what)
-            .map_err(|why| Box::new(json(Response::error(403, &why))))
+            .map_err(|why| Box::new(error(StatusCode::FORBIDDEN, &why)))
     }
 
-    async fn answer(&self, req: Request) -> HttpResponse {
+    /// Answers with `ask` on the blocking pool (it reads the store): `ok`
+    /// and the answer as JSON, or the error's status code and its words.
+    async fn answer<T, F>(&self, ok: StatusCode, ask: F) -> HttpResponse
+    where
+        T: Serialize + Send + 'static,
+        F: FnOnce(&Store, &Live) -> Result<T, QueryError> + Send + 'static,
+    {
         let store = self.store.clone();
         let live = self.live();
-        match tokio::task::spawn_blocking(move || answer(&store, Some(&live), &req)).await {
-            Ok(r) => json(r),
-            Err(e) => json(Response::error(500, &format!("the query failed: {e}"))),
+        match tokio::task::spawn_blocking(move || ask(&store, &live)).await {
+            Ok(Ok(answer)) => json(ok, &answer),
+            Ok(Err(e)) => error(query_code(&e), &e.to_string()),
+            Err(e) => error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                &format!("the query failed: {e}"),
+            ),
         }
     }
 }
 
-fn json(r: Response) -> HttpResponse {
-    (
-        StatusCode::from_u16(r.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        [(header::CONTENT_TYPE, "application/json")],
-        r.body,
-    )
-        .into_response()
+/// The status code of a query that has no answer.
+fn query_code(e: &QueryError) -> StatusCode {
+    match e {
+        QueryError::Store(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        QueryError::InvalidSilence(_) => StatusCode::BAD_REQUEST,
+        QueryError::NoIncident(_)
+        | QueryError::ShortPrefix(_)
+        | QueryError::AmbiguousIncident(_)
+        | QueryError::NoSilence(_) => StatusCode::NOT_FOUND,
+        QueryError::IncidentResolved(_)
+        | QueryError::TooManySilences(_)
+        | QueryError::SilenceEnded(_)
+        | QueryError::AmbiguousSilence(_) => StatusCode::CONFLICT,
+    }
+}
+
+/// The status code of an acknowledgement the service refused.
+fn ack_code(e: &AckError) -> StatusCode {
+    match e {
+        AckError::NotOpen(_) => StatusCode::NOT_FOUND,
+        AckError::Resolved(_) | AckError::Ambiguous(_) => StatusCode::CONFLICT,
+    }
+}
+
+/// An answer: pretty JSON and a newline.
+fn json(code: StatusCode, v: &impl Serialize) -> HttpResponse {
+    let body = serde_json::to_string_pretty(v).unwrap_or_default() + "\n";
+    (code, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// A refusal: `{"error": "…"}`.
+fn error(code: StatusCode, message: &str) -> HttpResponse {
+    json(code, &serde_json::json!({ "error": message }))
 }
 
 fn bad_request(message: &str) -> HttpResponse {
-    json(Response::error(400, message))
+    error(StatusCode::BAD_REQUEST, message)
+}
+
+fn stopping() -> HttpResponse {
+    error(StatusCode::SERVICE_UNAVAILABLE, "the service is stopping")
 }
 
 type Shared = State<Arc<ApiState>>;
 
 async fn incidents(State(st): Shared, q: Result<Query<Filter>, QueryRejection>) -> HttpResponse {
     match q {
-        Ok(Query(f)) => st.answer(Request::Incidents(f)).await,
+        Ok(Query(f)) => {
+            st.answer(StatusCode::OK, move |s, l| query::incidents(s, Some(l), &f))
+                .await
+        }
         Err(e) => bad_request(&e.body_text()),
     }
 }
 
 async fn incident(State(st): Shared, id: Result<UrlPath<String>, PathRejection>) -> HttpResponse {
     match id {
-        Ok(UrlPath(id)) => st.answer(Request::Incident(id)).await,
+        Ok(UrlPath(id)) => {
+            st.answer(StatusCode::OK, move |s, l| query::incident(s, Some(l), &id))
+                .await
+        }
         Err(e) => bad_request(&e.body_text()),
     }
 }
 
 async fn nodes(State(st): Shared) -> HttpResponse {
-    st.answer(Request::Nodes).await
+    st.answer(StatusCode::OK, |s, l| query::nodes(s, Some(l)))
+        .await
 }
 
 async fn status(State(st): Shared) -> HttpResponse {
-    st.answer(Request::Status).await
+    st.answer(StatusCode::OK, |s, l| query::status(s, Some(l)))
+        .await
 }
 
 /// `OpenMetrics` when the scraper asks for it (Prometheus does), the classic
@@ -188,17 +218,18 @@ async fn reload(State(st): Shared, Extension(peer): Extension<Peer>) -> HttpResp
     }
     let (tx, rx) = oneshot::channel();
     if st.commands.send(Command::Reload(tx)).await.is_err() {
-        return json(Response::error(503, "the service is stopping"));
+        return stopping();
     }
     match rx.await {
-        Ok(Ok(outcome)) => json(Response::json(200, &outcome)),
-        Ok(Err(why)) => json(Response::error(422, &why)),
-        Err(_) => json(Response::error(503, "the service is stopping")),
+        Ok(Ok(outcome)) => json(StatusCode::OK, &outcome),
+        Ok(Err(why)) => error(StatusCode::UNPROCESSABLE_ENTITY, &why),
+        Err(_) => stopping(),
     }
 }
 
 async fn silences(State(st): Shared) -> HttpResponse {
-    st.answer(Request::Silences).await
+    st.answer(StatusCode::OK, |s, l| query::silences::list(s, Some(l)))
+        .await
 }
 
 /// A JSON body, bounded (the server's request limit applies too).
@@ -216,13 +247,17 @@ async fn add_silence(
         Ok(by) => by,
         Err(r) => return *r,
     };
-    let mut n: super::NewSilence = match body_json(&body) {
+    let mut n: NewSilence = match body_json(&body) {
         Ok(n) => n,
         Err(r) => return *r,
     };
     // Whatever the body says (an older CLI sends its user name).
     n.by = by;
-    let r = st.answer(Request::AddSilence(n)).await;
+    let r = st
+        .answer(StatusCode::CREATED, move |s, l| {
+            query::silences::add(s, Some(l), &n)
+        })
+        .await;
     let _ = st.commands.send(Command::Wake).await;
     r
 }
@@ -240,7 +275,11 @@ async fn expire_silence(
         Ok(UrlPath(id)) => id,
         Err(e) => return bad_request(&e.body_text()),
     };
-    let r = st.answer(Request::ExpireSilence { id, by }).await;
+    let r = st
+        .answer(StatusCode::OK, move |s, l| {
+            query::silences::expire(s, Some(l), &id, &by)
+        })
+        .await;
     let _ = st.commands.send(Command::Wake).await;
     r
 }
@@ -259,7 +298,7 @@ async fn ack(
         Ok(UrlPath(id)) => id,
         Err(e) => return bad_request(&e.body_text()),
     };
-    let mut a: super::AckRequest = match body_json(&body) {
+    let mut a: AckRequest = match body_json(&body) {
         Ok(a) => a,
         Err(r) => return *r,
     };
@@ -270,16 +309,20 @@ async fn ack(
     }
     let (tx, rx) = oneshot::channel();
     if st.commands.send(Command::Ack(a, tx)).await.is_err() {
-        return json(Response::error(503, "the service is stopping"));
+        return stopping();
     }
     match rx.await {
-        Ok(r) => json(r),
-        Err(_) => json(Response::error(503, "the service is stopping")),
+        Ok(Ok(done)) => json(
+            StatusCode::OK,
+            &IncidentOut::new(&done.incident, &done.settings),
+        ),
+        Ok(Err(e)) => error(ack_code(&e), &e.to_string()),
+        Err(_) => stopping(),
     }
 }
 
 async fn not_found() -> HttpResponse {
-    json(Response::error(404, "no such path"))
+    error(StatusCode::NOT_FOUND, "no such path")
 }
 
 /// Every route, for the query socket.
@@ -454,20 +497,20 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             let body = match tokio::time::timeout(BODY_TIMEOUT, limited.collect()).await {
                 Ok(Ok(b)) => b.to_bytes(),
                 Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-                    return Ok::<_, std::convert::Infallible>(json(Response::error(
-                        413,
+                    return Ok::<_, std::convert::Infallible>(error(
+                        StatusCode::PAYLOAD_TOO_LARGE,
                         &format!("a request body is at most {MAX_BODY_BYTES} bytes"),
-                    )));
+                    ));
                 }
                 Ok(Err(e)) => return Ok(bad_request(&format!("the request body: {e}"))),
                 Err(_) => {
-                    return Ok(json(Response::error(
-                        408,
+                    return Ok(error(
+                        StatusCode::REQUEST_TIMEOUT,
                         &format!(
                             "the request body did not arrive within {}s",
                             BODY_TIMEOUT.as_secs()
                         ),
-                    )));
+                    ));
                 }
             };
             // The whole request is in: nobody closes this one to make room,
@@ -476,7 +519,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
                 .done
                 .store(true, std::sync::atomic::Ordering::Relaxed);
             let Ok(_permit) = in_flight.acquire_owned().await else {
-                return Ok(json(Response::error(503, "the service is stopping")));
+                return Ok(stopping());
             };
             let r = axum::http::Request::from_parts(parts, axum::body::Body::from(body));
             app.oneshot(r).await
@@ -534,4 +577,26 @@ pub fn bind_socket(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
     listener.set_nonblocking(true)?;
     tokio::net::UnixListener::from_std(listener)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_errors_keep_their_status_codes() {
+        let code = |e: QueryError| query_code(&e).as_u16();
+        assert_eq!(code(QueryError::InvalidSilence("x".into())), 400);
+        assert_eq!(code(QueryError::NoIncident("x".into())), 404);
+        assert_eq!(code(QueryError::ShortPrefix("x".into())), 404);
+        assert_eq!(code(QueryError::AmbiguousIncident("x".into())), 404);
+        assert_eq!(code(QueryError::NoSilence("x".into())), 404);
+        assert_eq!(code(QueryError::IncidentResolved("x".into())), 409);
+        assert_eq!(code(QueryError::TooManySilences(1000)), 409);
+        assert_eq!(code(QueryError::SilenceEnded("x".into())), 409);
+        assert_eq!(code(QueryError::AmbiguousSilence("x".into())), 409);
+        assert_eq!(ack_code(&AckError::NotOpen("x".into())).as_u16(), 404);
+        assert_eq!(ack_code(&AckError::Resolved("x".into())).as_u16(), 409);
+        assert_eq!(ack_code(&AckError::Ambiguous("x".into())).as_u16(), 409);
+    }
 }

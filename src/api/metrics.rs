@@ -10,7 +10,7 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
-use super::query::{Live, lag};
+use crate::query::{Live, lag};
 use crate::time::{Micros, SECOND};
 use crate::tracker::Verdict;
 

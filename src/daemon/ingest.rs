@@ -21,13 +21,15 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Control, DaemonError, Source};
-use crate::api::http::{Command, ReloadOutcome};
 use crate::config::Config;
 use crate::journal::sd::{Reader, ReaderCtl, ReaderEvent};
 use crate::model::Position;
 use crate::notify::mailer::{DeliveryReport, Now};
 use crate::pipeline::Pipeline;
-use crate::status::{ConfigStatus, OpenIncident, StatusSnapshot};
+use crate::status::{
+    AckError, AckRequest, Acknowledged, Command, ConfigStatus, OpenIncident, ReloadOutcome,
+    StatusSnapshot,
+};
 use crate::store::{Batch, Channel, OutboxEntry, Stats, StatsDelta, Store, StoreError};
 use crate::time::{Micros, SECOND, human_duration};
 use crate::tracker::{AlertKind, Decision, Incident};
@@ -530,10 +532,9 @@ impl Ingest {
     /// on the tracker's incident and committed at once.
     pub(super) async fn acknowledge(
         &mut self,
-        a: &crate::api::AckRequest,
+        a: &AckRequest,
         wake: &crate::notify::Wake,
-    ) -> Result<crate::api::Response, StoreError> {
-        use crate::api::Response;
+    ) -> Result<Result<Acknowledged, AckError>, StoreError> {
         let matches: Vec<String> = self
             .pipeline
             .tracker()
@@ -550,19 +551,12 @@ impl Ingest {
                     tokio::task::spawn_blocking(move || store.incidents_with_prefix(&prefix, 1))
                         .await
                         .unwrap_or_else(|_| Ok(Vec::new()))?;
-                return Ok(match known.first() {
-                    Some(i) => {
-                        Response::error(409, &format!("incident {} has already resolved", i.id))
-                    }
-                    None => Response::error(404, &format!("no open incident {}", a.id)),
-                });
+                return Ok(Err(match known.first() {
+                    Some(i) => AckError::Resolved(i.id.clone()),
+                    None => AckError::NotOpen(a.id.clone()),
+                }));
             }
-            _ => {
-                return Ok(Response::error(
-                    409,
-                    &format!("{} names more than one incident; give more of the id", a.id),
-                ));
-            }
+            _ => return Ok(Err(AckError::Ambiguous(a.id.clone()))),
         };
         let ack = crate::tracker::Ack {
             by: a.by.clone(),
@@ -585,8 +579,11 @@ impl Ingest {
             crate::tracker::one_line(&a.by, 80)
         );
         Ok(match self.pipeline.tracker().incident(&id) {
-            Some(i) => Response::json(200, &crate::report::IncidentOut::new(i, &settings)),
-            None => Response::error(404, &format!("no open incident {id}")),
+            Some(i) => Ok(Acknowledged {
+                incident: i.clone(),
+                settings,
+            }),
+            None => Err(AckError::NotOpen(id)),
         })
     }
 

@@ -33,8 +33,9 @@ use sled::transaction::{ConflictableTransactionError, TransactionError};
 pub use records::{Channel, OutboxEntry, Silence, Stats, StatsDelta, silencing};
 
 use crate::pipeline::PipelineState;
+use crate::signals::Cause;
 use crate::time::Micros;
-use crate::tracker::{Incident, Origin, Settings};
+use crate::tracker::{Incident, IncidentKind, Origin, Settings, Verdict};
 
 pub const SCHEMA: &[u8] = b"2";
 const SCHEMA_1: &[u8] = b"1";
@@ -130,10 +131,9 @@ pub struct Filter {
     pub since: Option<Micros>,
     /// Incidents that opened before this time.
     pub until: Option<Micros>,
-    /// `node-status` or `kubelet-down`.
-    pub kind: Option<String>,
-    pub verdict: Option<String>,
-    pub cause: Option<String>,
+    pub kind: Option<IncidentKind>,
+    pub verdict: Option<Verdict>,
+    pub cause: Option<Cause>,
     /// Incidents seen on this host.
     pub host: Option<String>,
     /// Incidents whose errors name this API endpoint (`host:port`).
@@ -710,12 +710,10 @@ impl Store {
             {
                 continue;
             }
-            if let Some(v) = &f.verdict {
-                if i.verdict(settings).as_str() != v {
-                    continue;
-                }
+            if f.verdict.is_some_and(|v| i.verdict(settings) != v) {
+                continue;
             }
-            if f.kind.as_ref().is_some_and(|k| i.kind.as_str() != k) {
+            if f.kind.is_some_and(|k| i.kind != k) {
                 continue;
             }
             if f.resolved && i.resolved_at.is_none() {
@@ -724,7 +722,7 @@ impl Store {
             if f.until.is_some_and(|u| i.opened_at >= u) {
                 continue;
             }
-            if f.cause.as_ref().is_some_and(|c| i.cause().as_str() != c) {
+            if f.cause.is_some_and(|c| i.cause() != c) {
                 continue;
             }
             if f.host

@@ -11,23 +11,17 @@ use crate::tracker::AlertKind;
 
 /// Which delivery an outbox entry is for. Each delivery has its own entries
 /// and its own retry state, so one failing never holds back the other.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum Channel {
     #[default]
     Email,
     Alertmanager,
 }
 
-impl Channel {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Channel::Email => "email",
-            Channel::Alertmanager => "alertmanager",
-        }
-    }
-}
+crate::kinds::spelling!(Channel {
+    Email => "email",
+    Alertmanager => "alertmanager",
+});
 
 /// One alert waiting in the outbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -23,45 +23,33 @@ pub const EVIDENCE_TAIL: usize = 8;
 /// Longest evidence text kept, in bytes.
 pub const EVIDENCE_TEXT: usize = 2000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     Open,
     Resolved,
 }
 
+crate::kinds::spelling!(Status {
+    Open => "open",
+    Resolved => "resolved",
+});
+
 /// What an incident is about (design 3.3): the node's status (today's),
 /// or the kubelet's own life. More kinds (`endpoint`, `host-silent`) join
 /// here; an incident stored before kinds existed is a node-status one.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum IncidentKind {
     #[default]
     NodeStatus,
     KubeletDown,
 }
 
-impl IncidentKind {
-    pub const ALL: [IncidentKind; 2] = [IncidentKind::NodeStatus, IncidentKind::KubeletDown];
+crate::kinds::spelling!(IncidentKind {
+    NodeStatus => "node-status",
+    KubeletDown => "kubelet-down",
+});
 
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            IncidentKind::NodeStatus => "node-status",
-            IncidentKind::KubeletDown => "kubelet-down",
-        }
-    }
-
-    #[must_use]
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     StartupRace,
     Transient,
@@ -74,19 +62,14 @@ pub enum Verdict {
     Failed,
 }
 
-impl Verdict {
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::StartupRace => "startup-race",
-            Verdict::Transient => "transient",
-            Verdict::Persistent => "persistent",
-            Verdict::Undetermined => "undetermined",
-            Verdict::CrashLoop => "crash-loop",
-            Verdict::Failed => "failed",
-        }
-    }
-}
+crate::kinds::spelling!(Verdict {
+    StartupRace => "startup-race",
+    Transient => "transient",
+    Persistent => "persistent",
+    Undetermined => "undetermined",
+    CrashLoop => "crash-loop",
+    Failed => "failed",
+});
 
 /// A kubelet-down incident's own counters (design 5.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

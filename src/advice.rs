@@ -1,0 +1,107 @@
+//! What an operator does next about an incident, and text from logs made
+//! safe for one line: shared by the alert email ([`crate::notify`]) and the
+//! JSON and table views ([`crate::report`]). Pure: it imports only the core
+//! (incidents, signals, time).
+
+use crate::signals::Cause;
+use crate::time::Micros;
+use crate::tracker::Incident;
+
+/// Header-safe: no control characters, bounded length.
+#[must_use]
+pub fn header_text(s: &str, max: usize) -> String {
+    let flat: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    let mut out: String = flat.chars().take(max).collect();
+    if flat.chars().count() > max {
+        out.push('…');
+    }
+    out
+}
+
+/// The commands an operator runs next, for the cause.
+#[must_use]
+pub fn next_steps(i: &Incident) -> Vec<String> {
+    let node = shell_word(&i.node);
+    let since = short_utc(i.opened_at - 60_000_000);
+    let mut steps = vec![
+        format!("kubectl get node {node} -o wide"),
+        format!(
+            "journalctl -u kubelet --since \"{since} UTC\" (on {})",
+            shell_word(i.host.as_deref().unwrap_or(&i.node))
+        ),
+    ];
+    match i.cause() {
+        Cause::ApiUnreachable => {
+            steps.push(match &i.api_endpoint {
+                Some(e) => format!("from the node: curl -sk https://{}/healthz", header_text(e, 270)),
+                None => "from the node: curl -sk https://<api-server>:6443/healthz (the address is in the error lines)".into(),
+            });
+            steps.push("kubectl get --raw='/readyz?verbose' from a machine that reaches the API server; check its load balancer and firewall".into());
+        }
+        Cause::ApiTimeout => {
+            if let Some(e) = &i.api_endpoint {
+                steps.push(format!(
+                    "from the node: time curl -sk https://{}/healthz",
+                    header_text(e, 270)
+                ));
+            }
+            steps.push("kubectl get --raw='/readyz?verbose'; API server load and latency (apiserver_request_duration_seconds)".into());
+            steps.push("the network path from the node to the API server (MTU, packet loss)".into());
+        }
+        Cause::NodeMissing => {
+            steps.push(format!("kubectl get node {node}: NotFound means the Node was deleted; systemctl restart kubelet on the node re-registers it"));
+            steps.push("who deleted it: the API server audit log, cluster-autoscaler, the cloud controller manager".into());
+        }
+        Cause::Auth => {
+            steps.push("openssl x509 -noout -dates -in /var/lib/kubelet/pki/kubelet-client-current.pem (on the node)".into());
+            steps.push("kubectl get csr (pending kubelet client certificate requests)".into());
+        }
+        Cause::Etcd => steps.push("kubectl get --raw='/readyz/etcd'; etcdctl endpoint health".into()),
+        Cause::Conflict => steps.push("other writers of the Node's status (controllers, admission webhooks)".into()),
+        Cause::ListerLag => steps.push("usually nothing: the kubelet's informer catches up; if it repeats, API server watch latency".into()),
+        Cause::Unknown => steps.push("read the evidence lines below and the kubelet's journal around them".into()),
+        Cause::Swap => {
+            steps.push("swapon --show (on the node): swap is on; swapoff -a and remove it from /etc/fstab".into());
+            steps.push("or allow it: failSwapOn: false in /var/lib/kubelet/config.yaml (--fail-swap-on=false)".into());
+        }
+        Cause::CgroupDriver => {
+            steps.push("grep cgroupDriver /var/lib/kubelet/config.yaml against the runtime's: containerd config (SystemdCgroup), docker info | grep -i cgroup".into());
+        }
+        Cause::Config => {
+            steps.push("the config file and flags the fatal line names: /var/lib/kubelet/config.yaml, /var/lib/kubelet/kubeadm-flags.env, /etc/default/kubelet".into());
+            steps.push("a missing /var/lib/kubelet/config.yaml before kubeadm init or join has written it is expected: the kubelet crash-loops until then".into());
+        }
+        Cause::Credentials => {
+            steps.push("the paths the fatal line names: ls -l /etc/kubernetes/kubelet.conf /etc/kubernetes/bootstrap-kubelet.conf /var/lib/kubelet/pki/".into());
+            steps.push("the join token's age: kubeadm token list (tokens expire after 24h by default)".into());
+        }
+        Cause::Runtime => {
+            steps.push("systemctl status containerd (or crio, docker) on the node".into());
+            steps.push("crictl info: the runtime's socket answers and its CRI API matches the kubelet's".into());
+        }
+        Cause::PortInUse => steps.push("ss -ltnp | grep -E ':1025[0-9]' on the node: another kubelet or program holds the port".into()),
+        Cause::Exec => steps.push("systemctl cat kubelet: the unit's ExecStart names a binary that is missing or not executable".into()),
+        Cause::Killed => steps.push("journalctl -k on the node for the OOM killer (Out of memory: Killed process … kubelet) or who sent the signal".into()),
+    }
+    steps
+}
+
+/// A word safe to paste into a shell: node names are DNS names, anything
+/// else is quoted.
+fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", header_text(s, 253).replace('\'', "'\\''"))
+    }
+}
+
+fn short_utc(us: Micros) -> String {
+    crate::time::short(us)
+}

@@ -1,0 +1,293 @@
+//! The command line's definitions: one that clap parses, and that the man
+//! page and shell completions are generated from; and the exit codes.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::journal::Format;
+use crate::signals::Cause;
+use crate::time::{Micros, parse_duration};
+use crate::tracker::{IncidentKind, Settings, Status, Verdict};
+
+/// Exit codes: 0 ok, 1 runtime failure, 2 usage, 3 `status`: the service
+/// is not running, 4 `scan` read its input with losses (what was lost is on
+/// stderr and in the summary), 5 `status`: running but alerts are not
+/// getting out, 65 the store cannot be read (moving it aside is the fix;
+/// restarting is not), 77 the service refused a change to this user
+/// (silences, acknowledgements and reload need root or `[api]
+/// admin_group`; sysexits' `EX_NOPERM`), 78 config error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Ok = 0,
+    Failure = 1,
+    Usage = 2,
+    NotRunning = 3,
+    Losses = 4,
+    Degraded = 5,
+    Data = 65,
+    Forbidden = 77,
+    Config = 78,
+}
+
+impl From<Exit> for ExitCode {
+    fn from(e: Exit) -> Self {
+        ExitCode::from(e as u8)
+    }
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubelet-sentinel",
+    version,
+    about = "Tells the kubelet's harmless node-registration race from real node-status trouble",
+    long_about = "kubelet-sentinel reads the kubelet's journal, recognises node-status trouble \
+                  (status update retries, lister misses, failed registrations), groups it into \
+                  per-node incidents, and tells the harmless start-up race from real trouble \
+                  (API server unreachable, Node deleted, credentials expired)."
+)]
+pub struct Cli {
+    /// The config file [default: /etc/kubelet-sentinel/config.toml; all defaults if it is missing].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Analyse journal files or directories, `journalctl -o export|json` output or saved
+    /// text logs, and print the incidents found. Touches no store.
+    Scan(ScanArgs),
+    /// The service: follow the kubelet's journal, keep incident history, answer queries.
+    Run {
+        /// Process everything available, then exit.
+        #[arg(long)]
+        once: bool,
+    },
+    /// List incident history (from the running service, or the store when it is stopped).
+    Incidents(IncidentsArgs),
+    /// One incident: counters, verdict, cause, diagnosis, and its timeline drawn as a picture.
+    Show {
+        /// The incident's id, or a unique prefix of it.
+        id: String,
+        #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+        output: Output,
+        /// Times in UTC (local time by default, as journalctl).
+        #[arg(long)]
+        utc: bool,
+    },
+    /// One row per node: incidents, open, retries, last trouble, last verdict.
+    Nodes {
+        #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+    /// The service: journal position and lag, entries read, open incidents.
+    Status {
+        #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+    /// Validate the config file and print the effective settings.
+    CheckConfig,
+    /// Apply the edited config file to the running service (what `systemctl reload` runs);
+    /// fails, with the reason, when the file is broken. The service also notices edits by itself.
+    /// Needs root, the service's user or `[api] admin_group` (exit 77 otherwise).
+    Reload,
+    /// Send a sample alert through the configured transport and say exactly what failed.
+    TestEmail,
+    /// Hold back deliveries (email and Alertmanager) for a node pattern and/or a cause for a
+    /// while; the incidents are still recorded. Still in trouble when it ends: announced then.
+    /// Adding and expiring need root or `[api] admin_group` (exit 77 otherwise); listing, the
+    /// socket's group.
+    Silence {
+        #[command(subcommand)]
+        action: SilenceCmd,
+    },
+    /// Acknowledge an open incident: no more reminders for it; its resolved notice still goes
+    /// out and says who acknowledged it. Needs root or `[api] admin_group` (exit 77 otherwise).
+    Ack {
+        /// The incident's id, or a unique prefix of it.
+        id: String,
+        /// Why, for the others on call.
+        #[arg(long, default_value = "")]
+        comment: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SilenceCmd {
+    /// Add a silence (you, the calling user, are recorded as its author).
+    #[command(group(clap::ArgGroup::new("what").required(true).multiple(true).args(["node", "cause", "kind"])))]
+    Add {
+        /// A node name or a pattern (`*` any run of characters, `?` one): `worker-*`.
+        #[arg(long)]
+        node: Option<String>,
+        /// Only incidents of this cause (kubelet-down incidents have their own: swap,
+        /// cgroup-driver, config, credentials, runtime, port-in-use, exec, killed).
+        #[arg(long, value_enum)]
+        cause: Option<Cause>,
+        /// Only incidents of this kind (kubelet-down: a node being rebuilt whose kubelet
+        /// crash-loops until kubeadm join).
+        #[arg(long, value_enum)]
+        kind: Option<IncidentKind>,
+        /// How long: 30m, 2h, 3d (at most 31d).
+        #[arg(long = "for", value_parser = silence_length)]
+        duration: Micros,
+        /// Why ("kernel upgrade").
+        #[arg(long)]
+        comment: String,
+    },
+    /// Silences: active, pending and recently expired.
+    List {
+        #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+        output: Output,
+    },
+    /// End a silence now (its id or a unique prefix); who did it is recorded.
+    Expire { id: String },
+}
+
+#[derive(Debug, Args)]
+pub struct IncidentsArgs {
+    /// Only this node's incidents.
+    #[arg(long)]
+    pub node: Option<String>,
+    /// Only incidents still open.
+    #[arg(long)]
+    pub open: bool,
+    /// Incidents with trouble since then, as journalctl takes it: "2026-11-29 18:15",
+    /// yesterday, today, -2h, 24h (that long ago), or an RFC 3339 time. Local time unless
+    /// --utc or a trailing " UTC".
+    #[arg(long, allow_hyphen_values = true)]
+    pub since: Option<String>,
+    /// Incidents that opened before then (the same forms as --since).
+    #[arg(long, allow_hyphen_values = true)]
+    pub until: Option<String>,
+    /// Times in UTC (shown, and read in --since and --until when they carry no zone);
+    /// local time by default, as journalctl.
+    #[arg(long)]
+    pub utc: bool,
+    /// Only incidents of this kind: node-status (the node's status updates) or
+    /// kubelet-down (the kubelet itself crashing, killed, or given up on by systemd).
+    #[arg(long, value_enum)]
+    pub kind: Option<IncidentKind>,
+    /// Only incidents with this verdict.
+    #[arg(long, value_enum)]
+    pub verdict: Option<Verdict>,
+    /// Only incidents with this cause.
+    #[arg(long, value_enum)]
+    pub cause: Option<Cause>,
+    /// Only open or only resolved incidents.
+    #[arg(long, value_enum, conflicts_with = "open")]
+    pub status: Option<Status>,
+    /// Only incidents seen on this host (a collector's hosts).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Only incidents whose errors name this API endpoint (`10.0.0.1:6443`,
+    /// `api.example.com:443`).
+    #[arg(long)]
+    pub endpoint: Option<String>,
+    /// At most this many, newest first (0: all); when there are more, stderr says so.
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+    /// `table` for people, `json` for scripts (the `incidents` array of the JSON contract).
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    /// Journal files or directories, export/json streams or text logs (`-` for standard
+    /// input; gzip is read transparently). None: the local system journal.
+    pub paths: Vec<String>,
+    /// Input format; detected from the content by default.
+    #[arg(long, value_enum, default_value_t = Format::Auto)]
+    pub format: Format,
+    /// Read a journald namespace instead of paths.
+    #[arg(long, conflicts_with = "paths")]
+    pub namespace: Option<String>,
+    /// `table` for people, `json` for scripts (the JSON contract).
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Print each incident's diagnosis and its timeline (table output).
+    #[arg(long)]
+    pub details: bool,
+    /// Quiet time after which an open incident resolves.
+    #[arg(long, default_value = crate::defaults::RESOLVE_AFTER_TEXT, value_parser = duration)]
+    pub resolve_after: Micros,
+    /// Trouble this soon after registration may be the start-up race.
+    #[arg(long, default_value = crate::defaults::RACE_WINDOW_TEXT, value_parser = duration)]
+    pub race_window: Micros,
+    /// Over threshold: more than this many retries (status updates and registrations)
+    /// within --window.
+    #[arg(long, default_value_t = crate::defaults::RETRIES)]
+    pub retries: u32,
+    /// The window of --retries.
+    #[arg(long, default_value = crate::defaults::WINDOW_TEXT, value_parser = duration)]
+    pub window: Micros,
+    /// Another unit to read as the kubelet (repeatable), besides kubelet.service and those
+    /// of k3s, rke2 and `MicroK8s`.
+    #[arg(long = "unit")]
+    pub units: Vec<String>,
+    /// Another `SYSLOG_IDENTIFIER` to read as the kubelet (repeatable), besides kubelet,
+    /// kubenswrapper, hyperkube, kubelet-wrapper and kubelite.
+    #[arg(long = "identifier")]
+    pub identifiers: Vec<String>,
+    /// Another `CONTAINER_NAME` to read as the kubelet (repeatable), besides kubelet.
+    #[arg(long = "container")]
+    pub containers: Vec<String>,
+    /// Another writer (`_UID`) whose lines count when they match by identifier or container
+    /// name only (repeatable), besides root: any user can log as `kubelet`.
+    #[arg(long = "trusted-uid")]
+    pub trusted_uids: Vec<u32>,
+    /// The node name when neither the line nor the host's registration says.
+    #[arg(long)]
+    pub node_name: Option<String>,
+    /// Times in UTC: text logs' times read as UTC, and times shown in UTC (local time by
+    /// default, as journalctl).
+    #[arg(long)]
+    pub utc: bool,
+    /// Text logs: the year of their times (default: the latest that is not in the future).
+    #[arg(long)]
+    pub year: Option<i32>,
+    /// No progress line (it is only drawn on a terminal anyway).
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+fn duration(s: &str) -> Result<Micros, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A silence's length, checked here so a wrong one is a usage error (exit 2)
+/// before anything is asked of the service.
+fn silence_length(s: &str) -> Result<Micros, String> {
+    let d = duration(s)?;
+    let max = i64::try_from(crate::query::MAX_SILENCE).unwrap_or(i64::MAX) * crate::time::SECOND;
+    if d < crate::time::SECOND || d > max {
+        return Err(format!(
+            "from 1s to {}d",
+            crate::query::MAX_SILENCE / 86_400
+        ));
+    }
+    Ok(d)
+}
+
+impl ScanArgs {
+    pub(crate) fn settings(&self) -> Settings {
+        Settings {
+            resolve_after: self.resolve_after,
+            race_window: self.race_window,
+            retries: self.retries,
+            window: self.window,
+            node_name: self.node_name.clone(),
+            ..Settings::default()
+        }
+    }
+}

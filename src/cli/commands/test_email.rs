@@ -1,0 +1,83 @@
+//! `test-email`: a sample alert through the configured transport.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::api::{self, Request};
+use crate::cli::args::Exit;
+use crate::cli::load_config;
+use crate::query::StatusOut;
+
+/// Sends a sample alert, built as the service builds its transport.
+pub(crate) fn test_email(
+    config_path: Option<&PathBuf>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Exit {
+    let config = match load_config(config_path, err) {
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    let transport = match crate::notify::EmailTransport::from_config(&config.alert) {
+        Ok(Some(t)) => t,
+        Ok(None) => {
+            let _ = writeln!(
+                err,
+                "kubelet-sentinel: [alert] to is empty: there is nobody to send to"
+            );
+            return Exit::Config;
+        }
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            return Exit::Config;
+        }
+    };
+    if let Some(source) = &transport.password {
+        let _ = writeln!(out, "SMTP password from {}", source.describe());
+    }
+    let settings = config.tracker_settings();
+    let incident = crate::notify::sample_incident(crate::time::now(), &settings);
+    let mut rendered =
+        crate::notify::render(&[&incident], crate::tracker::AlertKind::Opened, &settings);
+    rendered.subject =
+        rendered
+            .subject
+            .replacen("[kubelet-sentinel]", "[kubelet-sentinel] test:", 1);
+    let banner = "TEST ALERT from kubelet-sentinel test-email: not an incident. If you read this, alerts reach you.\n\n";
+    rendered.text = format!("{banner}{}", rendered.text);
+    rendered.html = format!("<p><b>{}</b></p>\n{}", banner.trim(), rendered.html);
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            return Exit::Failure;
+        }
+    };
+    let sent = rt.block_on(transport.deliver(&rendered));
+    match sent {
+        Ok(to) => {
+            let _ = writeln!(out, "test alert sent: {to}");
+            // This process read the config and the password itself; say so
+            // when the running service cannot send with what it has.
+            let socket = PathBuf::from(&config.api.socket);
+            if let Ok(s) = api::ask::<StatusOut>(&socket, &Request::Status) {
+                if s.mail.starts_with("disabled") {
+                    let _ = writeln!(
+                        out,
+                        "note: the running service cannot send yet: mail {} \
+                         (systemctl restart kubelet-sentinel loads the password and the config)",
+                        s.mail
+                    );
+                }
+            }
+            Exit::Ok
+        }
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: test alert not sent: {e}");
+            Exit::Failure
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! The command line: the definitions ([`args`]), one file a command
+//! (`commands/`), and the tables drawn from the typed answers
+//! (`render.rs`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser as _;
+
+use crate::config::{self, Config};
+use crate::store::Filter;
+use crate::time::Zone;
+use crate::tracker::Status;
+
+pub mod args;
+mod commands;
+mod render;
+
+pub use args::{Cli, Command, Exit, IncidentsArgs, Output, ScanArgs, SilenceCmd};
+pub use commands::scan::run_scan;
+pub use commands::service::run_service;
+
+fn load_config(path: Option<&PathBuf>, err: &mut dyn Write) -> Result<Config, Exit> {
+    let (p, explicit) = match path {
+        Some(p) => (p.clone(), true),
+        None => (PathBuf::from(config::DEFAULT_PATH), false),
+    };
+    Config::load(&p, explicit).map_err(|e| {
+        let _ = writeln!(err, "kubelet-sentinel: {e}");
+        Exit::Config
+    })
+}
+
+/// The config for a query or control command: on a broken file, the error
+/// is said (file, line) and the command goes on with the socket and store
+/// the file names where they can be read, the defaults otherwise, so a
+/// half-finished edit never takes `status`, `incidents`, `ack` or `silence`
+/// away while the service runs on its old settings.
+fn load_for_query(path: Option<&PathBuf>, err: &mut dyn Write) -> Config {
+    let (p, explicit) = match path {
+        Some(p) => (p.clone(), true),
+        None => (PathBuf::from(config::DEFAULT_PATH), false),
+    };
+    let (config, problem) = Config::load_for_query(&p, explicit);
+    if let Some(e) = problem {
+        let _ = writeln!(
+            err,
+            "kubelet-sentinel: warning: {e}\nkubelet-sentinel: a running service keeps its \
+             settings; asking it through {}",
+            config.api.socket
+        );
+    }
+    config
+}
+
+/// Parses the command line and runs the command.
+#[must_use]
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Ok
+            }
+            .into();
+        }
+    };
+    let stdout = std::io::stdout();
+    let stderr = std::io::stderr();
+    let config = cli.config.as_ref();
+    if let Command::Run { once } = cli.command {
+        // No stderr lock held here: the service's threads log to stderr, and
+        // a lock held by this thread would block them forever.
+        return run_service(config, once, &mut std::io::stderr()).into();
+    }
+    let (mut out, mut err) = (stdout.lock(), stderr.lock());
+    let exit = match cli.command {
+        Command::Scan(args) => run_scan(&args, &mut out, &mut err),
+        Command::Run { .. } => unreachable!("handled above"),
+        Command::Incidents(a) => incidents(config, a, &mut out, &mut err),
+        Command::Show { id, output, utc } => commands::query::incident(
+            config,
+            &id,
+            output,
+            if utc { Zone::Utc } else { Zone::Local },
+            &mut out,
+            &mut err,
+        ),
+        Command::Nodes { output } => commands::query::nodes(config, output, &mut out, &mut err),
+        Command::Status { output } => commands::query::status(config, output, &mut out, &mut err),
+        Command::TestEmail => commands::test_email::test_email(config, &mut out, &mut err),
+        Command::Silence { action } => {
+            commands::control::silence(config, action, &mut out, &mut err)
+        }
+        Command::Ack { id, comment } => {
+            commands::control::ack(config, id, comment, &mut out, &mut err)
+        }
+        Command::Reload => commands::reload::reload(config, &mut out, &mut err),
+        Command::CheckConfig => commands::check_config::check_config(config, &mut out, &mut err),
+    };
+    exit.into()
+}
+
+/// `incidents`: its flags read into a [`Filter`] (a time that cannot be
+/// read is a usage error), then the query.
+fn incidents(
+    config: Option<&PathBuf>,
+    a: IncidentsArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Exit {
+    let now = crate::time::now();
+    let when = |flag: &str, v: &Option<String>| {
+        v.as_deref()
+            .map(|s| crate::time::parse_when(s, now, a.utc).map_err(|e| format!("{flag} {e}")))
+            .transpose()
+    };
+    let (since, until) = match (when("--since", &a.since), when("--until", &a.until)) {
+        (Ok(s), Ok(u)) => (s, u),
+        (Err(e), _) | (_, Err(e)) => {
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
+            return Exit::Usage;
+        }
+    };
+    let filter = Filter {
+        node: a.node,
+        open: a.open || a.status == Some(Status::Open),
+        resolved: a.status == Some(Status::Resolved),
+        since,
+        until,
+        kind: a.kind,
+        verdict: a.verdict,
+        cause: a.cause,
+        host: a.host,
+        endpoint: a.endpoint,
+        // One more than shown: whether the list was cut is said.
+        limit: (a.limit > 0).then(|| a.limit.saturating_add(1)),
+    };
+    commands::query::incidents(
+        config,
+        &filter,
+        a.limit,
+        a.output,
+        if a.utc { Zone::Utc } else { Zone::Local },
+        out,
+        err,
+    )
+}

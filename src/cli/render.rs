@@ -1,0 +1,269 @@
+//! Tables for people, drawn from the typed answers (the JSON of `-o json`
+//! is those answers serialised, nothing else).
+
+use crate::query::{IncidentList, NodeList, SilenceList, SilenceOut, StatusOut};
+use crate::report::{self, IncidentOut, terminal_text};
+use crate::time::Zone;
+
+pub(crate) fn incidents(list: &IncidentList, zone: Zone) -> String {
+    if list.incidents.is_empty() {
+        "no incidents\n".to_string()
+    } else {
+        report::table(&list.incidents, zone)
+    }
+}
+
+pub(crate) fn incident(i: &IncidentOut, zone: Zone) -> String {
+    report::details(i, zone)
+}
+
+pub(crate) fn nodes(list: &NodeList) -> String {
+    let rows: Vec<Vec<String>> = list
+        .nodes
+        .iter()
+        .map(|r| {
+            vec![
+                terminal_text(&r.node, 80),
+                terminal_text(&r.hosts.join(","), 80),
+                r.incidents.to_string(),
+                r.open.to_string(),
+                r.retries.to_string(),
+                r.last_trouble_at.clone().unwrap_or_default(),
+                r.last_verdict.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    report::columns(
+        &[
+            "NODE",
+            "HOSTS",
+            "INCIDENTS",
+            "OPEN",
+            "RETRIES",
+            "LAST TROUBLE",
+            "LAST VERDICT",
+        ],
+        &rows,
+    )
+}
+
+pub(crate) fn silences(list: &SilenceList) -> String {
+    if list.silences.is_empty() {
+        return "no silences\n".into();
+    }
+    let rows: Vec<Vec<String>> = list
+        .silences
+        .iter()
+        .map(|s| {
+            let cause = s.cause.as_deref().unwrap_or("any");
+            vec![
+                s.id.clone(),
+                terminal_text(&s.node, 60),
+                match &s.kind {
+                    Some(k) => format!("{cause} ({k})"),
+                    None => cause.to_string(),
+                },
+                match &s.expired_by {
+                    Some(by) => format!("expired by {}", terminal_text(by, 30)),
+                    None => s.state.clone(),
+                },
+                s.ends_at.clone(),
+                terminal_text(&s.created_by, 30),
+                terminal_text(&s.comment, 60),
+            ]
+        })
+        .collect();
+    report::columns(
+        &[
+            "ID",
+            "NODE",
+            "CAUSE",
+            "STATE",
+            "ENDS (UTC)",
+            "BY",
+            "COMMENT",
+        ],
+        &rows,
+    )
+}
+
+pub(crate) fn silence_added(s: &SilenceOut) -> String {
+    format!(
+        "silence {} added: node {}{} until {} (by {})\n",
+        s.id,
+        terminal_text(&s.node, 60),
+        s.cause
+            .as_ref()
+            .map(|c| format!(", cause {c}"))
+            .unwrap_or_default()
+            + &s.kind
+                .as_ref()
+                .map(|k| format!(", kind {k}"))
+                .unwrap_or_default(),
+        s.ends_at,
+        terminal_text(&s.created_by, 30)
+    )
+}
+
+pub(crate) fn silence_expired(s: &SilenceOut) -> String {
+    format!(
+        "silence {} ended; what it held back is delivered now if still due\n",
+        s.id
+    )
+}
+
+pub(crate) fn acknowledged(i: &IncidentOut) -> String {
+    format!(
+        "incident {} (node {}) acknowledged by {}: no more reminders; its resolved notice will say so\n",
+        i.id,
+        terminal_text(&i.node, 60),
+        i.acknowledged
+            .as_ref()
+            .map(|a| a.by.as_str())
+            .unwrap_or_default()
+    )
+}
+
+/// `status` as rows: a key and its value a line, a line a delivery channel
+/// and a line a silence (never a JSON blob in a table). The keys are the
+/// JSON's, in its order.
+pub(crate) fn status(s: &StatusOut) -> String {
+    let mut out = String::new();
+    let mut row = |k: &str, shown: &str| {
+        out.push_str(&format!("{k:<22} {}\n", terminal_text(shown, 400)));
+    };
+    let opt = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+    let list = |v: &[String]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    let secs = |v: Option<f64>| v.map_or_else(|| "-".into(), |x| format!("{x:.1}"));
+    row("service", &s.service);
+    row("started_at", &opt(&s.started_at));
+    row("journal", &opt(&s.journal));
+    row("cursor", &opt(&s.cursor));
+    row("last_entry_at", &opt(&s.last_entry_at));
+    row(
+        "caught_up",
+        &s.caught_up.map_or_else(|| "-".into(), |b| b.to_string()),
+    );
+    row("lag_seconds", &secs(s.lag_seconds));
+    for (k, v) in [
+        ("entries", s.entries),
+        ("kubelet_lines", s.kubelet_lines),
+        ("recognized", s.recognized),
+        ("unparsed", s.unparsed),
+        ("open_incidents", s.open_incidents),
+        ("incidents", s.incidents),
+        ("entries_lost", s.entries_lost),
+        ("untrusted", s.untrusted),
+        ("evicted", s.evicted),
+        ("evicted_forgotten", s.evicted_forgotten),
+        ("hosts", s.hosts),
+    ] {
+        row(k, &v.to_string());
+    }
+    row("silent_hosts", &list(&s.silent_hosts));
+    row("future_dated", &s.future_dated.to_string());
+    row("mail", &s.mail);
+    row("outbox", &s.outbox.to_string());
+    row("outbox_oldest_seconds", &secs(s.outbox_oldest_seconds));
+    row("mails_sent", &s.mails_sent.to_string());
+    row("mails_failed", &s.mails_failed.to_string());
+    row("last_delivery", &opt(&s.last_delivery));
+    row("last_delivery_at", &opt(&s.last_delivery_at));
+    if s.deliveries.is_empty() {
+        row("deliveries", "-");
+    }
+    for d in &s.deliveries {
+        let mut line = format!(
+            "{}  {}  {}  outbox {}",
+            d.channel,
+            d.state,
+            if d.target.is_empty() { "-" } else { &d.target },
+            d.outbox
+        );
+        if let Some(w) = d.outbox_oldest_seconds {
+            line.push_str(&format!(" (oldest {w:.0}s)"));
+        }
+        line.push_str(&format!("  sent {}  failed {}", d.sent, d.failed));
+        if d.in_doubt > 0 {
+            line.push_str(&format!("  in doubt {}", d.in_doubt));
+        }
+        if let Some(r) = &d.last_result {
+            line.push_str(&format!(
+                "  last: {r}{}",
+                d.last_at
+                    .as_deref()
+                    .map(|t| format!(" at {t}"))
+                    .unwrap_or_default()
+            ));
+        }
+        if let Some(t) = &d.last_success_at {
+            line.push_str(&format!("  last success {t}"));
+        }
+        row("delivery", &line);
+    }
+    row("config", &opt(&s.config));
+    row("config_applied_at", &opt(&s.config_applied_at));
+    row("restart_needed", &list(&s.restart_needed));
+    row("config_error", &opt(&s.config_error));
+    row("store", &s.store);
+    row("store_bytes", &s.store_bytes.to_string());
+    if s.silences.is_empty() {
+        row("silences", "-");
+    }
+    for x in &s.silences {
+        row(
+            "silence",
+            &format!(
+                "{}  node {}  cause {}  until {}  by {}{}",
+                x.id,
+                x.node,
+                x.cause.as_deref().unwrap_or("any"),
+                x.ends_at,
+                x.created_by,
+                if x.comment.is_empty() {
+                    String::new()
+                } else {
+                    format!("  ({})", x.comment)
+                }
+            ),
+        );
+    }
+    row("deliveries_failing", &s.deliveries_failing.to_string());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_table_has_a_row_for_every_key_of_the_json_in_its_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&tmp.path().join("store")).unwrap();
+        let s = crate::query::status(&store, None).unwrap();
+        let json = serde_json::to_value(&s).unwrap();
+        let keys: Vec<&str> = json
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let table = status(&s);
+        let rows: Vec<&str> = table
+            .lines()
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        assert_eq!(rows, keys);
+        assert!(
+            table.contains("service                not running\n"),
+            "{table}"
+        );
+        assert!(table.contains("lag_seconds            -\n"), "{table}");
+    }
+}

@@ -1,0 +1,101 @@
+//! The queries, answered from the store and, while the service runs, its
+//! snapshots: the same code serves the query socket and the CLI's
+//! direct-store path, so both print the same.
+//!
+//! Architecture invariant: answers are typed values and failures a
+//! [`QueryError`]; nothing here knows HTTP status codes or JSON text
+//! (`api::http` maps both, the CLI renders the values).
+//!
+//! - [`incidents()`], [`incident()`], [`nodes()`], [`ack()`]: the history;
+//! - [`status()`]: the service's state;
+//! - [`silences`]: `list`, `add`, `expire`.
+
+mod incidents;
+pub mod silences;
+mod status;
+
+pub use crate::status::AckRequest;
+pub use incidents::{IncidentList, NodeList, NodeRow, ack, incident, incidents, nodes};
+pub use silences::{MAX_SILENCE, MAX_SILENCES, NewSilence, SilenceList, SilenceOut};
+pub use status::{DeliveryOut, FAILING_ATTEMPTS, FAILING_WAIT, StatusOut, lag, status};
+
+use crate::status::{DeliveryStats, StatusSnapshot};
+use crate::store::{Channel, Store, StoreError};
+use crate::time::Micros;
+use crate::tracker::Settings;
+
+/// What the running service adds to the store.
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    pub status: StatusSnapshot,
+    pub deliveries: Vec<(Channel, DeliveryStats)>,
+    /// Wall-clock time of the question.
+    pub now: Micros,
+    /// Silences in force at `now`.
+    pub silences_active: u64,
+}
+
+/// Why a query has no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("no incident {0}")]
+    NoIncident(String),
+    #[error(
+        "no incident {0}: give at least 4 characters of the id (a prefix names an \
+         incident when no other id starts with it)"
+    )]
+    ShortPrefix(String),
+    #[error("{0} names more than one incident; give more of the id")]
+    AmbiguousIncident(String),
+    #[error("incident {0} has already resolved")]
+    IncidentResolved(String),
+    /// A silence that cannot be: which flag, and what it takes.
+    #[error("{0}")]
+    InvalidSilence(String),
+    #[error(
+        "{0} silences are in force, the most there may be ({MAX_SILENCES}); expire some, \
+         or silence a pattern (worker-*) or a cause"
+    )]
+    TooManySilences(usize),
+    #[error("no silence {0}")]
+    NoSilence(String),
+    #[error("silence {0} has already ended")]
+    SilenceEnded(String),
+    #[error("{0} names more than one silence; give more of the id")]
+    AmbiguousSilence(String),
+}
+
+/// The time of the question: the service's, or this process's clock.
+fn now(live: Option<&Live>) -> Micros {
+    live.map_or_else(crate::time::now, |l| l.now)
+}
+
+/// The settings incidents are judged by: the running service's, or the
+/// ones the store recorded.
+fn settings(store: &Store, live: Option<&Live>) -> Result<Settings, StoreError> {
+    match live {
+        Some(l) => Ok(l.status.settings.clone()),
+        None => store.settings(),
+    }
+}
+
+/// An id (16 hex digits, 64 bits) from what makes a record unique.
+#[must_use]
+pub fn new_id(parts: &[&[u8]]) -> String {
+    // FNV-1a over the parts and a process-wide counter.
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for p in parts
+        .iter()
+        .copied()
+        .chain(std::iter::once(&n.to_be_bytes()[..]))
+    {
+        for &b in p {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{h:016x}")
+}
