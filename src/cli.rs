@@ -592,15 +592,11 @@ fn query(config: &Config, req: &Request) -> Result<Response, String> {
             socket.display(),
             path.display()
         )),
-        Err(StoreError::Open { message, .. })
-            if message.contains("Permission denied") || message.contains("os error 13") =>
-        {
-            Err(format!(
-                "the service is not running and the store {} is not readable by this user (under \
+        Err(e) if e.is_permission_denied() => Err(format!(
+            "the service is not running and the store {} is not readable by this user (under \
                  systemd it lives in /var/lib/private, root only): start the service, or run this as root",
-                path.display()
-            ))
-        }
+            path.display()
+        )),
         Err(e) => Err(e.to_string()),
     }
 }

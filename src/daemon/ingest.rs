@@ -425,10 +425,12 @@ impl Ingest {
                 self.known_retries.insert(i.id.clone(), now);
             }
         }
-        let state = serde_json::to_vec(&self.pipeline.state()).map_err(|e| StoreError::Open {
-            path: self.store.path().display().to_string(),
-            message: format!("serializing the state: {e}"),
-        })?;
+        let state =
+            serde_json::to_vec(&self.pipeline.state()).map_err(|source| StoreError::Encode {
+                path: self.store.path().display().to_string(),
+                what: "serializing the state",
+                source,
+            })?;
         let alerting = !self.alerts.is_empty();
         let group_cursors = std::mem::take(&mut self.moved_groups)
             .into_iter()
@@ -447,10 +449,7 @@ impl Ingest {
         let store = self.store.clone();
         let batch = tokio::task::spawn_blocking(move || store.commit(&batch).map(|()| batch))
             .await
-            .map_err(|e| StoreError::Open {
-                path: self.store.path().display().to_string(),
-                message: format!("the commit failed: {e}"),
-            })??;
+            .map_err(|e| StoreError::interrupted(self.store.path(), "the commit failed", &e))??;
         self.stats.add(&batch.stats);
         self.changed.clear();
         self.uncommitted = 0;

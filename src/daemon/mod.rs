@@ -211,10 +211,7 @@ async fn open_store(path: PathBuf) -> Result<Store, StoreError> {
         let p = path.clone();
         let r = tokio::task::spawn_blocking(move || Store::open(&p))
             .await
-            .map_err(|e| StoreError::Open {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| StoreError::interrupted(&path, "", &e))?;
         match r {
             Err(StoreError::Locked { .. }) if tokio::time::Instant::now() < deadline => {
                 // The lock cannot wake us: look again shortly.

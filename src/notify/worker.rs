@@ -93,13 +93,9 @@ pub(crate) async fn on_store<T: Send + 'static>(
     store: &Store,
     f: impl FnOnce(Store) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, StoreError> {
+    let path = store.path().to_path_buf();
     let store = store.clone();
     tokio::task::spawn_blocking(move || f(store))
         .await
-        .unwrap_or_else(|e| {
-            Err(StoreError::Open {
-                path: String::new(),
-                message: e.to_string(),
-            })
-        })
+        .unwrap_or_else(|e| Err(StoreError::interrupted(&path, "", &e)))
 }
