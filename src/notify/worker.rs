@@ -45,11 +45,13 @@ pub(crate) async fn run<D: Deliverer>(
 ) {
     let mut next: Option<Micros> = Some(task.now());
     loop {
-        let wait = next.map(|at| Duration::from_micros((at - task.now()).max(0) as u64));
+        let wait = next.map(|at| {
+            tokio::time::Instant::now() + Duration::from_micros((at - task.now()).max(0) as u64)
+        });
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = wake.notified() => {}
-            () = sleep(wait) => {}
+            () = super::sleep_until(wait) => {}
             changed = config.changed() => {
                 if changed.is_err() {
                     return;
@@ -79,13 +81,6 @@ pub(crate) async fn deliver_all_once<D: Deliverer>(
         tracing::error!("{} outbox: {e}", D::OUTBOX);
     }
     task.failed() - before
-}
-
-async fn sleep(wait: Option<Duration>) {
-    match wait {
-        Some(d) => tokio::time::sleep(d).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Runs `f` on the store off the async threads (sled blocks).

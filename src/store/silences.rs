@@ -88,6 +88,19 @@ impl Store {
         self.flush()?;
         Ok(old.len())
     }
+
+    /// Writes many silences with one flush (tests that need thousands).
+    #[cfg(test)]
+    pub(crate) fn silence_put_many(&self, all: &[Silence]) -> Result<(), StoreError> {
+        self.change_silences(|| {
+            let mut b = sled::Batch::default();
+            for s in all {
+                b.insert(s.id.as_bytes(), to_json(s));
+            }
+            self.silences.apply_batch(b).map_err(|e| self.err(e))
+        })?;
+        self.flush()
+    }
 }
 
 #[cfg(test)]
