@@ -343,18 +343,32 @@ async fn listen(
         path: socket.display().to_string(),
         source,
     })?;
-    if config.api.metrics_listen.is_empty() {
-        return Ok((unix, None));
+    let tcp = if config.api.metrics_listen.is_empty() {
+        None
+    } else {
+        let addr = config.api.metrics_listen.clone();
+        let l = tokio::net::TcpListener::bind(&addr)
+            .await
+            .map_err(|source| DaemonError::Metrics {
+                addr: addr.clone(),
+                source,
+            })?;
+        tracing::info!(addr = %addr, "serving /metrics on http://{addr}/metrics");
+        Some(l)
+    };
+    if let Some(why) = crate::api::peer::missing_admin_group(&config.api.admin_group) {
+        tracing::warn!("{why}");
     }
-    let addr = config.api.metrics_listen.clone();
-    let tcp = tokio::net::TcpListener::bind(&addr)
-        .await
-        .map_err(|source| DaemonError::Metrics {
-            addr: addr.clone(),
-            source,
-        })?;
-    tracing::info!(addr = %addr, "serving /metrics on http://{addr}/metrics");
-    Ok((unix, Some(tcp)))
+    Ok((unix, tcp))
+}
+
+/// Warnings about settings that work, but not as one may think.
+fn warn_about(config: &Config) {
+    if !config.alert.delivers() {
+        tracing::warn!(
+            "[alert] to and [alert.alertmanager] urls are empty: incidents are recorded, nothing is delivered"
+        );
+    }
 }
 
 /// `run --once`: ingest until everything available is read, one delivery
@@ -409,11 +423,7 @@ pub async fn run(
     let reader = (edges.source)(&loaded.position, !opts.once)?;
     let from = reading_from(&config, &loaded.position, journal_changed);
     tracing::info!(journal = %journal, "reading {journal} {from}");
-    if !config.alert.delivers() {
-        tracing::warn!(
-            "[alert] to and [alert.alertmanager] urls are empty: incidents are recorded, nothing is delivered"
-        );
-    }
+    warn_about(&config);
     let config = Arc::new(config);
     let (status_tx, status_rx) =
         tokio::sync::watch::channel(crate::status::StatusSnapshot::default());
@@ -443,12 +453,17 @@ pub async fn run(
         control: control_rx,
         reports: reports_rx,
     };
-    let (s, now) = (store.clone(), edges.now.clone());
-    let mailer = Mailer::new(s, &config, mail_tx, reports_tx.clone(), now);
-    let (s, now) = (store.clone(), edges.now.clone());
-    let alertmanager = AlertmanagerTask::new(s, &config, am_tx, reports_tx, now);
+    let delivery = (
+        Mailer::new(
+            store.clone(),
+            &config,
+            mail_tx,
+            reports_tx.clone(),
+            edges.now.clone(),
+        ),
+        AlertmanagerTask::new(store.clone(), &config, am_tx, reports_tx, edges.now.clone()),
+    );
     if opts.once {
-        let delivery = (mailer, alertmanager);
         return run_once(
             ingest,
             edges.source.clone(),
@@ -459,12 +474,10 @@ pub async fn run(
         )
         .await;
     }
+    let (mailer, alertmanager) = delivery;
     // The query socket and the metrics listener, before READY=1: whoever is
     // told the service is up can ask it.
     let (unix, tcp) = listen(&config).await?;
-    if let Some(why) = crate::api::peer::missing_admin_group(&config.api.admin_group) {
-        tracing::warn!("{why}");
-    }
     let now = edges.now.clone();
     let api = Arc::new(ApiState {
         store: store.clone(),
@@ -498,17 +511,7 @@ pub async fn run(
             alertmanager: am_rx,
         }),
     };
-    let mut tasks = Tasks::start(parts, &stop);
-    let mut failure = tasks.first_failure(&stop).await;
-    if edges.systemd {
-        systemd::notify(&[("STOPPING", "1")]);
-    }
-    if let Some(f) = &failure {
-        tracing::error!("{f}; stopping");
-    } else {
-        tracing::info!("stopping: committing and exiting");
-    }
-    tasks.drain(&stop, &mut failure).await;
+    let failure = Tasks::start(parts, &stop).run(&stop, edges.systemd).await;
     let _ = std::fs::remove_file(&config.api.socket);
     let s = store.clone();
     let _ = tokio::task::spawn_blocking(move || s.flush()).await;

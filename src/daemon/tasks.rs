@@ -141,6 +141,26 @@ impl Tasks {
         t
     }
 
+    /// Runs until `stop` or the first failure, then stops every task:
+    /// why the service stopped, if not because it was told to.
+    pub(super) async fn run(
+        mut self,
+        stop: &CancellationToken,
+        systemd: bool,
+    ) -> Option<DaemonError> {
+        let mut failure = self.first_failure(stop).await;
+        if systemd {
+            systemd::notify(&[("STOPPING", "1")]);
+        }
+        if let Some(f) = &failure {
+            tracing::error!("{f}; stopping");
+        } else {
+            tracing::info!("stopping: committing and exiting");
+        }
+        self.drain(stop, &mut failure).await;
+        failure
+    }
+
     /// Waits for `stop` or the first task to end; returns why the service
     /// stops, if not because it was told to.
     pub(super) async fn first_failure(&mut self, stop: &CancellationToken) -> Option<DaemonError> {

@@ -13,6 +13,7 @@
 //! | [`admission`] | which channels an alert goes to, `max_age`, late announcements (pure) |
 //! | [`reload`] | reading the config again; ingest applies what it returns |
 //! | [`acks`] | acknowledgements |
+//! | [`deliveries`] | deliveries recorded on their incidents |
 //! | [`prune`] | old incidents and ended silences, hourly |
 //! | [`retries`] | the per-node retry counters |
 //! | [`snapshot`] | the status snapshot it publishes |
@@ -24,6 +25,7 @@
 
 mod acks;
 mod admission;
+mod deliveries;
 mod prune;
 mod reload;
 mod retries;
@@ -448,48 +450,6 @@ impl Ingest {
         Ok(())
     }
 
-    /// The delivery of these incidents' alerts is recorded (open ones
-    /// through the tracker, resolved ones from the store).
-    async fn delivered(&mut self, r: DeliveryReport) {
-        for id in r.incidents {
-            let open = self
-                .pipeline
-                .tracker()
-                .incident(&id)
-                .is_some_and(|i| i.resolved_at.is_none());
-            if open {
-                self.pipeline.tracker_mut().mark_alerted(&id, r.at);
-                self.changed.insert(id);
-                continue;
-            }
-            let store = self.store.clone();
-            let wanted = id.clone();
-            let found = tokio::task::spawn_blocking(move || store.incident(&wanted))
-                .await
-                .unwrap_or_else(|e| {
-                    Err(StoreError::interrupted(
-                        self.store.path(),
-                        "reading an incident",
-                        &e,
-                    ))
-                });
-            match found {
-                Ok(Some(mut i)) => {
-                    if i.alerted_at.is_none() {
-                        i.alerted_at = Some(r.at);
-                        self.pending.extra.push(i);
-                    }
-                }
-                // Pruned or forgotten since it was queued: nothing to record.
-                Ok(None) => {}
-                Err(e) => tracing::warn!(
-                    incident = %id,
-                    "the delivery of incident {id} is not recorded on it: {e}"
-                ),
-            }
-        }
-    }
-
     /// Reads the config file again and applies what can change at run
     /// time; a broken file is refused and the running settings stay.
     async fn reload(
@@ -522,35 +482,6 @@ impl Ingest {
             announced,
             delivery_problem,
         })
-    }
-
-    async fn prune(&mut self) {
-        let settings = self.pipeline.tracker().settings().clone();
-        let retention = self.config.incidents.retention.0;
-        match self
-            .pruner
-            .run(&self.store, (self.now)(), retention, settings)
-            .await
-        {
-            Ok(p) => {
-                self.stats = p.stats;
-                if p.incidents > 0 {
-                    tracing::info!(
-                        pruned = p.incidents,
-                        "pruned {} resolved incidents older than [incidents] retention",
-                        p.incidents
-                    );
-                }
-                if p.silences > 0 {
-                    tracing::info!(
-                        pruned = p.silences,
-                        "pruned {} silences that ended over a day ago",
-                        p.silences
-                    );
-                }
-            }
-            Err(e) => tracing::warn!("pruning: {e}"),
-        }
     }
 
     /// The service's loop: until `shutdown`, or (`Mode::Once`) until the
@@ -701,21 +632,6 @@ impl Ingest {
         self.supervisor
             .restart(source, &self.position, shutdown)
             .await
-    }
-
-    /// Records the reports of deliveries made after ingest stopped
-    /// (`run --once`), and commits them.
-    pub(super) async fn finish_deliveries(
-        &mut self,
-        reports: &mut mpsc::UnboundedReceiver<DeliveryReport>,
-    ) -> Result<(), StoreError> {
-        while let Ok(r) = reports.try_recv() {
-            self.delivered(r).await;
-        }
-        if self.dirty() {
-            self.commit(None).await?;
-        }
-        Ok(())
     }
 }
 

@@ -40,6 +40,38 @@ pub(super) fn prune_store(
     })
 }
 
+impl super::Ingest {
+    /// Prunes now (hourly), and logs what went.
+    pub(super) async fn prune(&mut self) {
+        let settings = self.pipeline.tracker().settings().clone();
+        let retention = self.config.incidents.retention.0;
+        match self
+            .pruner
+            .run(&self.store, (self.now)(), retention, settings)
+            .await
+        {
+            Ok(p) => {
+                self.stats = p.stats;
+                if p.incidents > 0 {
+                    tracing::info!(
+                        pruned = p.incidents,
+                        "pruned {} resolved incidents older than [incidents] retention",
+                        p.incidents
+                    );
+                }
+                if p.silences > 0 {
+                    tracing::info!(
+                        pruned = p.silences,
+                        "pruned {} silences that ended over a day ago",
+                        p.silences
+                    );
+                }
+            }
+            Err(e) => tracing::warn!("pruning: {e}"),
+        }
+    }
+}
+
 /// When the next pruning is due (the first at once).
 #[derive(Debug)]
 pub(super) struct Pruner {

@@ -429,31 +429,8 @@ impl AlertmanagerTask {
                     }
                 }
                 Err(err) => {
-                    self.stats.failed += 1;
-                    self.stats.last_result = Some(err.clone());
-                    let attempts = due.iter().map(|e| e.attempts).max().unwrap_or(0) + 1;
-                    let retry_in = backoff(attempts - 1, self.retry_max, due[0].seq);
-                    tracing::warn!(
-                        "Alertmanager did not take {} alert{} ({err}); attempt {attempts}, retrying in {}",
-                        alerts.len(),
-                        if alerts.len() == 1 { "" } else { "s" },
-                        human_duration(retry_in)
-                    );
-                    let updated: Vec<OutboxEntry> = due
-                        .into_iter()
-                        .map(|mut e| {
-                            e.attempts = attempts;
-                            e.next_attempt_at = now + retry_in;
-                            e.last_error = Some(err.clone());
-                            e
-                        })
-                        .collect();
-                    for u in &updated {
-                        if let Some(e) = entries.iter_mut().find(|e| e.seq == u.seq) {
-                            *e = u.clone();
-                        }
-                    }
-                    self.blocking(move |s| s.outbox_update(&updated)).await?;
+                    self.retry_later(due, &mut entries, alerts.len(), err, now)
+                        .await?;
                 }
             }
             self.publish_outbox(&entries);
@@ -467,6 +444,43 @@ impl AlertmanagerTask {
         let next = outbox::next_due(&entries, 0, now)
             .map_or(self.next_resend, |d| d.min(self.next_resend));
         Ok(Some(next))
+    }
+
+    /// No instance took `due`: each is tried again after the backoff (and
+    /// `entries`, the outbox as published, says so).
+    async fn retry_later(
+        &mut self,
+        due: Vec<OutboxEntry>,
+        entries: &mut [OutboxEntry],
+        alerts: usize,
+        err: String,
+        now: Micros,
+    ) -> Result<(), StoreError> {
+        self.stats.failed += 1;
+        self.stats.last_result = Some(err.clone());
+        let attempts = due.iter().map(|e| e.attempts).max().unwrap_or(0) + 1;
+        let retry_in = backoff(attempts - 1, self.retry_max, due[0].seq);
+        tracing::warn!(
+            "Alertmanager did not take {} alert{} ({err}); attempt {attempts}, retrying in {}",
+            alerts,
+            if alerts == 1 { "" } else { "s" },
+            human_duration(retry_in)
+        );
+        let updated: Vec<OutboxEntry> = due
+            .into_iter()
+            .map(|mut e| {
+                e.attempts = attempts;
+                e.next_attempt_at = now + retry_in;
+                e.last_error = Some(err.clone());
+                e
+            })
+            .collect();
+        for u in &updated {
+            if let Some(e) = entries.iter_mut().find(|e| e.seq == u.seq) {
+                *e = u.clone();
+            }
+        }
+        self.blocking(move |s| s.outbox_update(&updated)).await
     }
 
     /// Posts every open incident that was announced (its alert went into
