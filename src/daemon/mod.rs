@@ -5,11 +5,16 @@
 //! journal reader (OS thread, owns the !Send libsystemd handle)
 //!   │ batches over a bounded tokio channel (the only backpressure)
 //!   ▼
-//! ingest: pipeline ─▶ tracker ─▶ ONE sled transaction per batch ──wakes──▶ mailer
-//!   │ publishes a StatusSnapshot (watch)                                    │ reports deliveries
+//! ingest: pipeline ─▶ tracker ─▶ ONE sled transaction per batch ──wakes──▶ mailer, Alertmanager task
+//!   │ publishes a StatusSnapshot (watch)                                    │ report deliveries
 //!   ▼                                                                       ▼
 //! query server (axum: Unix socket, TCP /metrics) · sd_notify · signals · config watcher
 //! ```
+//!
+//! [`run`] builds the parts (the store resumed, the reader started, the
+//! channels between the tasks) and hands them to `tasks.rs`, which runs
+//! each as a named task in a span of its own. `ingest/` is the single
+//! writer of incidents, tracker state and cursors.
 //!
 //! One cancellation token ends them all; every task is bounded, so a stop
 //! finishes in seconds even mid-delivery (the commit comes first: nothing

@@ -464,7 +464,8 @@ impl Ingest {
         self.config = new.config.clone();
         config_tx.send_replace(new.config);
         if new.changed {
-            tracing::info!("config reloaded from {}", self.reloader.path().display());
+            let path = self.reloader.path().display();
+            tracing::info!(path = %path, "config reloaded from {path}");
         }
         let announced = self.announce();
         wake.notify();

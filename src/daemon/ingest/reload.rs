@@ -101,9 +101,6 @@ impl Reloader {
         self.status.applied_at = Some(now);
         self.status.last_error = None;
         self.status.restart_needed.clone_from(&restart);
-        if changed {
-            tracing::info!(path = %self.path.display(), "config reloaded from {}", self.path.display());
-        }
         if !restart.is_empty() {
             tracing::warn!(
                 "config changes that need a restart (systemctl restart kubelet-sentinel): {}",

@@ -135,7 +135,7 @@ impl Lane {
                 let r =
                     r.unwrap_or_else(|_| Err(format!("no answer within {}s", timeout.as_secs())));
                 if let Err(e) = &r {
-                    tracing::warn!("Alertmanager {name}: {e}");
+                    tracing::warn!(instance = %name, "Alertmanager {name}: {e}");
                 }
                 // The pass may have gone on once another instance took it.
                 let _ = reply.send(r);
@@ -356,6 +356,8 @@ impl AlertmanagerTask {
             .await?;
         for (e, why) in dropped {
             tracing::info!(
+                incident = %e.incident,
+                node = %crate::tracker::one_line(&e.node, 253),
                 "{} for node {} not posted to Alertmanager: {why}",
                 e.kind.words(),
                 crate::tracker::one_line(&e.node, 80)
