@@ -18,7 +18,7 @@
 //! deduplicates; its routes group and silence them. When an incident's
 //! cause changes, the alert under the old labels is ended.
 //!
-//! [`alerts`] makes the JSON (pure); [`task`] posts it.
+//! `alerts.rs` makes the JSON (pure); `task.rs` posts it.
 
 mod alerts;
 mod task;

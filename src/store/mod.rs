@@ -1,5 +1,5 @@
 //! The incident history in sled (0.34). Every key layout is in this table
-//! (the index keys' bytes are spelled in [`keys`]).
+//! (the index keys' bytes are spelled in `keys.rs`).
 //!
 //! | tree | key | value | written by |
 //! |---|---|---|---|
