@@ -58,3 +58,4 @@ pub mod status;
 pub mod store;
 pub mod time;
 pub mod tracker;
+pub(crate) mod users;

@@ -23,32 +23,12 @@ pub enum Peer {
 
 /// One `/etc/passwd` line: name, uid, primary gid.
 fn passwd_entry(uid: u32) -> Option<(String, u32)> {
-    let text = std::fs::read_to_string("/etc/passwd").ok()?;
-    text.lines().find_map(|l| {
-        let mut f = l.split(':');
-        let name = f.next()?;
-        let id: u32 = f.nth(1)?.parse().ok()?;
-        let gid: u32 = f.next()?.parse().ok()?;
-        (id == uid).then(|| (name.to_string(), gid))
-    })
+    crate::users::user_of_id(uid).map(|u| (u.name, u.gid))
 }
 
 /// A group's id and its listed members, from `/etc/group`.
 fn group_entry(name: &str) -> Option<(u32, Vec<String>)> {
-    let text = std::fs::read_to_string("/etc/group").ok()?;
-    text.lines().find_map(|l| {
-        let mut f = l.split(':');
-        (f.next()? == name).then_some(())?;
-        let gid = f.nth(1)?.parse().ok()?;
-        let members = f
-            .next()
-            .unwrap_or("")
-            .split(',')
-            .filter(|m| !m.is_empty())
-            .map(str::to_string)
-            .collect();
-        Some((gid, members))
-    })
+    crate::users::group_named(name).map(|g| (g.gid, g.members))
 }
 
 /// The group's id from `/etc/group`.

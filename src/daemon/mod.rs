@@ -5,11 +5,16 @@
 //! journal reader (OS thread, owns the !Send libsystemd handle)
 //!   │ batches over a bounded tokio channel (the only backpressure)
 //!   ▼
-//! ingest: pipeline ─▶ tracker ─▶ ONE sled transaction per batch ──wakes──▶ mailer
-//!   │ publishes a StatusSnapshot (watch)                                    │ reports deliveries
+//! ingest: pipeline ─▶ tracker ─▶ ONE sled transaction per batch ──wakes──▶ mailer, Alertmanager task
+//!   │ publishes a StatusSnapshot (watch)                                    │ report deliveries
 //!   ▼                                                                       ▼
 //! query server (axum: Unix socket, TCP /metrics) · sd_notify · signals · config watcher
 //! ```
+//!
+//! [`run`] builds the parts (the store resumed, the reader started, the
+//! channels between the tasks) and hands them to `tasks.rs`, which runs
+//! each as a named task in a span of its own. `ingest/` is the single
+//! writer of incidents, tracker state and cursors.
 //!
 //! One cancellation token ends them all; every task is bounded, so a stop
 //! finishes in seconds even mid-delivery (the commit comes first: nothing
@@ -18,6 +23,7 @@
 
 mod ingest;
 mod systemd;
+mod tasks;
 mod watch;
 
 use std::path::PathBuf;
@@ -25,8 +31,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument as _;
 
 use crate::api::http::{self as server, ApiState};
 use crate::config::{Config, JournalTarget, StartAt};
@@ -42,7 +48,8 @@ use crate::store::{Channel, Loaded, Store, StoreError};
 use crate::time::{Micros, SECOND};
 use crate::tracker::Resolution;
 
-pub use ingest::Ingest;
+use ingest::{Ingest, Mode};
+use tasks::Tasks;
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -209,10 +216,7 @@ async fn open_store(path: PathBuf) -> Result<Store, StoreError> {
         let p = path.clone();
         let r = tokio::task::spawn_blocking(move || Store::open(&p))
             .await
-            .map_err(|e| StoreError::Open {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            })?;
+            .map_err(|e| StoreError::interrupted(&path, "", &e))?;
         match r {
             Err(StoreError::Locked { .. }) if tokio::time::Instant::now() < deadline => {
                 // The lock cannot wake us: look again shortly.
@@ -223,32 +227,36 @@ async fn open_store(path: PathBuf) -> Result<Store, StoreError> {
     }
 }
 
-/// Runs the service until `shutdown` (or, with `once`, until everything
-/// available is processed and delivered once).
-#[allow(clippy::too_many_lines)] // the wiring, in order
-pub async fn run(
-    config: Config,
-    opts: RunOptions,
-    edges: Edges,
-    shutdown: CancellationToken,
-) -> Result<(), DaemonError> {
-    let stop = shutdown.child_token();
-    let store = open_store(config.store_path()).await?;
-    let loaded = {
-        let s = store.clone();
-        tokio::task::spawn_blocking(move || s.load())
-            .await
-            .map_err(|e| DaemonError::Task {
-                task: "store",
-                what: e.to_string(),
-            })??
+/// What the store gives the service to resume with, once the journal it
+/// belongs to is checked.
+struct Resumed {
+    loaded: Loaded,
+    pipeline: Pipeline,
+    /// The store's position was in another journal: read from `start_at`.
+    journal_changed: bool,
+}
+
+/// Loads the store and checks its journal is the one the config names; if
+/// not, the old journal's open incidents are closed and its cursors and
+/// held lines forgotten (the counts go on).
+async fn resume(
+    store: &Store,
+    config: &Config,
+    target: &Target,
+    now: &Now,
+) -> Result<Resumed, DaemonError> {
+    let task = |e: tokio::task::JoinError| DaemonError::Task {
+        task: "store",
+        what: e.to_string(),
     };
-    let target = target_of(&config);
-    let source = crate::journal::source_id(&target);
-    let mut loaded = loaded;
-    let changed = changed_source(&loaded, &target, &source);
+    let s = store.clone();
+    let mut loaded = tokio::task::spawn_blocking(move || s.load())
+        .await
+        .map_err(task)??;
+    let source = crate::journal::source_id(target);
+    let changed = changed_source(&loaded, target, &source);
     let closed = changed.as_ref().map(|_| {
-        let now = (edges.now)();
+        let now = now();
         let mut closed = std::mem::take(&mut loaded.open);
         for i in &mut closed {
             i.resolved_at = Some(now.max(i.last_signal_at));
@@ -267,13 +275,11 @@ pub async fn run(
         let (s, src, settings) = (store.clone(), source.clone(), config.tracker_settings());
         tokio::task::spawn_blocking(move || s.switch_source(&src, closed.as_deref(), &settings))
             .await
-            .map_err(|e| DaemonError::Task {
-                task: "store",
-                what: e.to_string(),
-            })??;
+            .map_err(task)??;
     }
     if let Some(old) = &changed {
         tracing::warn!(
+            closed = ids.len(),
             "the journal changed: the store's position was in {old}, the config reads {source}. \
              Its cursors are not applied to {source}: every host in it is read from [journal] \
              start_at{}",
@@ -296,99 +302,45 @@ pub async fn run(
             ..crate::pipeline::PipelineState::default()
         });
     }
-    let mut pipeline = match loaded.state {
+    let mut pipeline = match loaded.state.take() {
         Some(s) => Pipeline::from_state(config.filter(), s),
         None => Pipeline::new(config.filter(), config.tracker_settings()),
     };
-    pipeline.tracker_mut().restore(loaded.open, loaded.origins);
+    pipeline.tracker_mut().restore(
+        std::mem::take(&mut loaded.open),
+        std::mem::take(&mut loaded.origins),
+    );
     pipeline
         .tracker_mut()
         .set_settings(config.tracker_settings());
-    let journal = target.to_string();
-    let reader = (edges.source)(&loaded.position, !opts.once)?;
-    tracing::info!(
-        "reading {journal} {}",
-        if loaded.position.is_empty() {
-            let why = if changed.is_some() {
-                "the journal changed"
-            } else {
-                "first start"
-            };
-            match config.journal.start_at {
-                StartAt::Boot => format!("from the start of this boot ({why})"),
-                StartAt::Now => format!("from now on ({why})"),
-                StartAt::All => format!("from its beginning ({why})"),
-            }
-        } else {
-            format!("from where it stopped ({})", loaded.position.describe())
-        }
-    );
-    if !config.alert.delivers() {
-        tracing::warn!(
-            "[alert] to and [alert.alertmanager] urls are empty: incidents are recorded, nothing is delivered"
-        );
-    }
-    let config = Arc::new(config);
-    let (status_tx, status_rx) =
-        tokio::sync::watch::channel(crate::status::StatusSnapshot::default());
-    let (config_tx, config_rx) = tokio::sync::watch::channel(config.clone());
-    let (mail_tx, mail_rx) = tokio::sync::watch::channel(DeliveryStats::default());
-    let (am_tx, am_rx) = tokio::sync::watch::channel(DeliveryStats::default());
-    let (reports_tx, reports_rx) = mpsc::unbounded_channel();
-    let (commands_tx, commands_rx) = mpsc::channel(16);
-    let (control_tx, control_rx) = mpsc::channel(16);
-    let wake = crate::notify::Wake::default();
-    let ingest = Ingest::new(
-        config.clone(),
-        opts.config_path.clone(),
-        opts.config_explicit,
-        store.clone(),
+    Ok(Resumed {
+        loaded,
         pipeline,
-        loaded.position,
-        loaded.stats,
-        journal,
-        edges.now.clone(),
-    );
-    let channels = ingest::Channels {
-        status: status_tx,
-        config: config_tx,
-        wake: wake.clone(),
-        commands: commands_rx,
-        control: control_rx,
-        reports: reports_rx,
-    };
-    let mailer = Mailer::new(
-        store.clone(),
-        &config,
-        mail_tx,
-        reports_tx.clone(),
-        edges.now.clone(),
-    );
-    let alertmanager =
-        AlertmanagerTask::new(store.clone(), &config, am_tx, reports_tx, edges.now.clone());
+        journal_changed: changed.is_some(),
+    })
+}
 
-    if opts.once {
-        let (mut ingest, mut ch) = ingest
-            .run(edges.source.clone(), reader, channels, true, stop.clone())
-            .await?;
-        let mut mailer = mailer;
-        let mut alertmanager = alertmanager;
-        let mut failed = 0;
-        if config.alert.emails() {
-            failed += mailer.deliver_all_once(&stop).await;
-        }
-        if !config.alert.alertmanager.urls.is_empty() {
-            failed += alertmanager.deliver_all_once(&stop).await;
-        }
-        if failed > 0 {
-            tracing::warn!("{failed} alert deliveries failed; they stay in the outbox");
-        }
-        ingest.finish_deliveries(&mut ch.reports).await?;
-        return Ok(());
+/// Where the reader starts, in words for the log.
+fn reading_from(config: &Config, position: &Position, journal_changed: bool) -> String {
+    if !position.is_empty() {
+        return format!("from where it stopped ({})", position.describe());
     }
+    let why = if journal_changed {
+        "the journal changed"
+    } else {
+        "first start"
+    };
+    match config.journal.start_at {
+        StartAt::Boot => format!("from the start of this boot ({why})"),
+        StartAt::Now => format!("from now on ({why})"),
+        StartAt::All => format!("from its beginning ({why})"),
+    }
+}
 
-    // The query socket and the metrics listener, before READY=1: whoever is
-    // told the service is up can ask it.
+/// The query socket and the metrics listener.
+async fn listen(
+    config: &Config,
+) -> Result<(tokio::net::UnixListener, Option<tokio::net::TcpListener>), DaemonError> {
     let socket = PathBuf::from(&config.api.socket);
     let unix = server::bind_socket(&socket).map_err(|source| DaemonError::Socket {
         path: socket.display().to_string(),
@@ -401,7 +353,7 @@ pub async fn run(
                 addr: addr.to_string(),
                 source,
             })?;
-        tracing::info!("serving /metrics on http://{addr}/metrics");
+        tracing::info!(addr = %addr, "serving /metrics on http://{addr}/metrics");
         Some(l)
     } else {
         None
@@ -414,6 +366,125 @@ pub async fn run(
     {
         tracing::warn!("{why}");
     }
+    Ok((unix, tcp))
+}
+
+/// Warnings about settings that work, but not as one may think.
+fn warn_about(config: &Config) {
+    if !config.alert.delivers() {
+        tracing::warn!(
+            "[alert] to and [alert.alertmanager] urls are empty: incidents are recorded, nothing is delivered"
+        );
+    }
+}
+
+/// `run --once`: ingest until everything available is read, one delivery
+/// attempt for everything due, and the deliveries recorded.
+async fn run_once(
+    ingest: Ingest,
+    source: Source,
+    reader: Reader,
+    channels: ingest::Channels,
+    (mut mailer, mut alertmanager): (Mailer, AlertmanagerTask),
+    stop: &CancellationToken,
+) -> Result<(), DaemonError> {
+    let (mut ingest, mut ch) = ingest
+        .run(source, reader, channels, Mode::Once, stop.clone())
+        .instrument(tracing::info_span!("ingest"))
+        .await?;
+    let config = ch.config.borrow().clone();
+    let mut failed = 0;
+    if config.alert.emails() {
+        failed += mailer.deliver_all_once(stop).await;
+    }
+    if !config.alert.alertmanager.urls.is_empty() {
+        failed += alertmanager.deliver_all_once(stop).await;
+    }
+    if failed > 0 {
+        tracing::warn!(
+            failed,
+            "{failed} alert deliveries failed; they stay in the outbox"
+        );
+    }
+    ingest.finish_deliveries(&mut ch.reports).await?;
+    Ok(())
+}
+
+/// Runs the service until `shutdown` (or, with `once`, until everything
+/// available is processed and delivered once).
+pub async fn run(
+    config: Config,
+    opts: RunOptions,
+    edges: Edges,
+    shutdown: CancellationToken,
+) -> Result<(), DaemonError> {
+    let stop = shutdown.child_token();
+    let store = open_store(config.store_path()).await?;
+    let target = target_of(&config);
+    let Resumed {
+        loaded,
+        pipeline,
+        journal_changed,
+    } = resume(&store, &config, &target, &edges.now).await?;
+    let journal = target.to_string();
+    let reader = (edges.source)(&loaded.position, !opts.once)?;
+    let from = reading_from(&config, &loaded.position, journal_changed);
+    tracing::info!(journal = %journal, "reading {journal} {from}");
+    warn_about(&config);
+    let config = Arc::new(config);
+    let (status_tx, status_rx) =
+        tokio::sync::watch::channel(crate::status::StatusSnapshot::default());
+    let (config_tx, config_rx) = tokio::sync::watch::channel(config.clone());
+    let (mail_tx, mail_rx) = tokio::sync::watch::channel(DeliveryStats::default());
+    let (am_tx, am_rx) = tokio::sync::watch::channel(DeliveryStats::default());
+    let (reports_tx, reports_rx) = mpsc::unbounded_channel();
+    let (commands_tx, commands_rx) = mpsc::channel(16);
+    let (control_tx, control_rx) = mpsc::channel(16);
+    let wake = crate::notify::Wake::default();
+    let ingest = Ingest::new(ingest::Start {
+        config: config.clone(),
+        config_path: opts.config_path.clone(),
+        config_explicit: opts.config_explicit,
+        store: store.clone(),
+        pipeline,
+        position: loaded.position,
+        stats: loaded.stats,
+        journal,
+        now: edges.now.clone(),
+    });
+    let channels = ingest::Channels {
+        status: status_tx,
+        config: config_tx,
+        wake: wake.clone(),
+        commands: commands_rx,
+        control: control_rx,
+        reports: reports_rx,
+    };
+    let delivery = (
+        Mailer::new(
+            store.clone(),
+            &config,
+            mail_tx,
+            reports_tx.clone(),
+            edges.now.clone(),
+        ),
+        AlertmanagerTask::new(store.clone(), &config, am_tx, reports_tx, edges.now.clone()),
+    );
+    if opts.once {
+        return run_once(
+            ingest,
+            edges.source.clone(),
+            reader,
+            channels,
+            delivery,
+            &stop,
+        )
+        .await;
+    }
+    let (mailer, alertmanager) = delivery;
+    // The query socket and the metrics listener, before READY=1: whoever is
+    // told the service is up can ask it.
+    let (unix, tcp) = listen(&config).await?;
     let now = edges.now.clone();
     let api = Arc::new(ApiState {
         store: store.clone(),
@@ -426,184 +497,29 @@ pub async fn run(
         now: Box::new(move || now()),
         admin_group: config.api.admin_group.clone(),
     });
-
-    let mut tasks = JoinSet::new();
-    let mut names = std::collections::HashMap::new();
-    let mut spawn =
-        |name: &'static str,
-         tasks: &mut JoinSet<Result<(), DaemonError>>,
-         f: std::pin::Pin<Box<dyn Future<Output = Result<(), DaemonError>> + Send>>| {
-            let id = tasks.spawn(f).id();
-            names.insert(id, name);
-        };
-    let source = edges.source.clone();
-    let st = stop.clone();
-    spawn(
-        "ingest",
-        &mut tasks,
-        Box::pin(async move {
-            ingest
-                .run(source, reader, channels, false, st)
-                .await
-                .map(|_| ())
+    let parts = tasks::Parts {
+        ingest,
+        source: edges.source.clone(),
+        reader,
+        channels,
+        mailer,
+        alertmanager,
+        wake,
+        config: config_rx,
+        unix,
+        tcp,
+        api,
+        config_path: opts.config_path.clone(),
+        control: control_tx,
+        signals: edges.signals,
+        systemd: edges.systemd.then(|| tasks::Published {
+            status: status_rx,
+            mail: mail_rx,
+            alertmanager: am_rx,
         }),
-    );
-    let st = stop.clone();
-    let w = wake.email.clone();
-    let cr = config_rx.clone();
-    spawn(
-        "mailer",
-        &mut tasks,
-        Box::pin(async move {
-            mailer.run(w, cr, st).await;
-            Ok(())
-        }),
-    );
-    let st = stop.clone();
-    let w = wake.alertmanager.clone();
-    spawn(
-        "alertmanager",
-        &mut tasks,
-        Box::pin(async move {
-            alertmanager.run(w, config_rx, st).await;
-            Ok(())
-        }),
-    );
-    let st = stop.clone();
-    let app = server::socket_router(api.clone());
-    spawn(
-        "query server",
-        &mut tasks,
-        Box::pin(async move {
-            server::serve(unix, app, st).await;
-            Ok(())
-        }),
-    );
-    if let Some(tcp) = tcp {
-        let st = stop.clone();
-        let app = server::metrics_router(api.clone());
-        spawn(
-            "metrics server",
-            &mut tasks,
-            Box::pin(async move {
-                server::serve(tcp, app, st).await;
-                Ok(())
-            }),
-        );
-    }
-    let st = stop.clone();
-    let c = control_tx.clone();
-    let path = opts.config_path.clone();
-    spawn(
-        "config watcher",
-        &mut tasks,
-        Box::pin(async move {
-            watch::run(path, c, st).await;
-            Ok(())
-        }),
-    );
-    if edges.signals {
-        let st = stop.clone();
-        let c = control_tx.clone();
-        spawn(
-            "signals",
-            &mut tasks,
-            Box::pin(async move { signals(c, st).await }),
-        );
-    }
-    if edges.systemd {
-        systemd::notify(&[("READY", "1")]);
-        let st = stop.clone();
-        let c = control_tx.clone();
-        let (status, mail, am) = (status_rx.clone(), mail_rx.clone(), am_rx.clone());
-        spawn(
-            "systemd",
-            &mut tasks,
-            Box::pin(async move {
-                systemd::run(status, mail, am, c, st).await;
-                Ok(())
-            }),
-        );
-    }
-    drop(control_tx);
-
-    let mut failure: Option<DaemonError> = None;
-    tokio::select! {
-        () = stop.cancelled() => {}
-        Some(done) = tasks.join_next_with_id() => {
-            failure = match done {
-                Err(e) => Some(DaemonError::Task {
-                    task: names.get(&e.id()).copied().unwrap_or("a"),
-                    what: if e.is_panic() { "panicked" } else { "was cancelled" }.to_string(),
-                }),
-                Ok((_, Err(e))) => Some(e),
-                Ok((_, Ok(()))) if stop.is_cancelled() => None,
-                Ok((id, Ok(()))) => Some(DaemonError::Task {
-                    task: names.get(&id).copied().unwrap_or("a"),
-                    what: "ended unexpectedly".into(),
-                }),
-            };
-        }
-    }
-    if matches!(&failure, Some(DaemonError::Task { what, .. }) if what == "ended unexpectedly") {
-        // A task that ends by itself usually does so because another one
-        // failed and dropped its channels (the systemd task, the mailer and
-        // the Alertmanager task when ingest stops on a full disk): say the
-        // error that caused it, if it comes within a moment, rather than
-        // the consequence.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
-        loop {
-            match tokio::time::timeout_at(deadline, tasks.join_next_with_id()).await {
-                Ok(Some(Ok((_, Err(e))))) if !matches!(e, DaemonError::Stopped) => {
-                    failure = Some(e);
-                    break;
-                }
-                Ok(Some(Err(e))) if e.is_panic() => {
-                    failure = Some(DaemonError::Task {
-                        task: names.get(&e.id()).copied().unwrap_or("a"),
-                        what: "panicked".into(),
-                    });
-                    break;
-                }
-                Ok(Some(_)) => {}
-                Ok(None) | Err(_) => break,
-            }
-        }
-    }
-    if edges.systemd {
-        systemd::notify(&[("STOPPING", "1")]);
-    }
-    if let Some(f) = &failure {
-        tracing::error!("{f}; stopping");
-    } else {
-        tracing::info!("stopping: committing and exiting");
-    }
-    stop.cancel();
-    // Every task ends on the token; a bound all the same, well inside
-    // TimeoutStopSec.
-    let drained = tokio::time::timeout(Duration::from_secs(8), async {
-        while let Some(done) = tasks.join_next_with_id().await {
-            match done {
-                Ok((id, Err(e))) if !matches!(e, DaemonError::Stopped) => {
-                    let task = names.get(&id).copied().unwrap_or("a");
-                    tracing::error!("the {task} task: {e}");
-                    failure.get_or_insert(e);
-                }
-                Err(e) if e.is_panic() => {
-                    failure.get_or_insert(DaemonError::Task {
-                        task: names.get(&e.id()).copied().unwrap_or("a"),
-                        what: "panicked".into(),
-                    });
-                }
-                _ => {}
-            }
-        }
-    })
-    .await;
-    if drained.is_err() {
-        tracing::warn!("some tasks did not end within 8s; exiting anyway");
-    }
-    let _ = std::fs::remove_file(&socket);
+    };
+    let failure = Tasks::start(parts, &stop).run(&stop, edges.systemd).await;
+    let _ = std::fs::remove_file(&config.api.socket);
     let s = store.clone();
     let _ = tokio::task::spawn_blocking(move || s.flush()).await;
     failure.map_or(Ok(()), Err)

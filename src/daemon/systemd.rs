@@ -12,9 +12,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::Control;
+use crate::notify::sleep_until;
 use crate::status::{DeliveryStats, StatusSnapshot};
 
-/// Sends a notification; says so once if it fails.
+/// Sends a notification; a failure is logged at debug level (outside
+/// systemd nobody listens, and that is not an error).
 pub fn notify(state: &[(&str, &str)]) {
     if let Err(e) = systemd::daemon::notify(state.iter()) {
         tracing::debug!("sd_notify: {e}");
@@ -94,8 +96,8 @@ pub async fn run(
             r = status.changed() => if r.is_err() { return },
             r = mail.changed() => if r.is_err() { return },
             r = am.changed() => if r.is_err() { return },
-            () = sleep(pending), if pending.is_some() => {}
-            () = sleep(next_ping), if next_ping.is_some() => {
+            () = sleep_until(pending), if pending.is_some() => {}
+            () = sleep_until(next_ping), if next_ping.is_some() => {
                 let every = watchdog.unwrap_or(Duration::from_secs(30));
                 next_ping = Some(Instant::now() + every);
                 let (tx, rx) = oneshot::channel();
@@ -112,12 +114,5 @@ pub async fn run(
                 }
             }
         }
-    }
-}
-
-async fn sleep(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }

@@ -858,12 +858,7 @@ impl Unreadable {
 
 /// A group's name by its id, from `/etc/group`.
 pub(super) fn group_name(gid: u32) -> Option<String> {
-    let groups = std::fs::read_to_string("/etc/group").ok()?;
-    groups.lines().find_map(|l| {
-        let mut f = l.split(':');
-        let name = f.next()?;
-        (f.nth(1)?.parse::<u32>().ok()? == gid).then(|| name.to_string())
-    })
+    crate::users::group_of_id(gid).map(|g| g.name)
 }
 
 /// The journal files a target reads: a directory's (and its machine-id

@@ -52,6 +52,15 @@ impl Wake {
     }
 }
 
+/// Sleeps until `at`, or forever without one: a `select!` arm for an
+/// optional deadline (the tasks' one helper for it).
+pub(crate) async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Why a mail was not delivered, in the words an operator needs.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum DeliveryError {

@@ -45,11 +45,13 @@ pub(crate) async fn run<D: Deliverer>(
 ) {
     let mut next: Option<Micros> = Some(task.now());
     loop {
-        let wait = next.map(|at| Duration::from_micros((at - task.now()).max(0) as u64));
+        let wait = next.map(|at| {
+            tokio::time::Instant::now() + Duration::from_micros((at - task.now()).max(0) as u64)
+        });
         tokio::select! {
             () = shutdown.cancelled() => return,
             () = wake.notified() => {}
-            () = sleep(wait) => {}
+            () = super::sleep_until(wait) => {}
             changed = config.changed() => {
                 if changed.is_err() {
                     return;
@@ -81,25 +83,14 @@ pub(crate) async fn deliver_all_once<D: Deliverer>(
     task.failed() - before
 }
 
-async fn sleep(wait: Option<Duration>) {
-    match wait {
-        Some(d) => tokio::time::sleep(d).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// Runs `f` on the store off the async threads (sled blocks).
 pub(crate) async fn on_store<T: Send + 'static>(
     store: &Store,
     f: impl FnOnce(Store) -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, StoreError> {
+    let path = store.path().to_path_buf();
     let store = store.clone();
     tokio::task::spawn_blocking(move || f(store))
         .await
-        .unwrap_or_else(|e| {
-            Err(StoreError::Open {
-                path: String::new(),
-                message: e.to_string(),
-            })
-        })
+        .unwrap_or_else(|e| Err(StoreError::interrupted(&path, "", &e)))
 }

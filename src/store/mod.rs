@@ -1,20 +1,26 @@
-//! The incident history in sled (0.34). Every key layout lives here.
+//! The incident history in sled (0.34). Every key layout is in this table
+//! (the index keys' bytes are spelled in `keys.rs`).
 //!
-//! | tree | key | value |
-//! |---|---|---|
-//! | `incidents` | incident id (12 hex digits) | JSON [`Incident`] |
-//! | `by_node` | node, `0x00`, `opened_at` (8 bytes, big-endian, sign-flipped), id | empty |
-//! | `by_time` | `opened_at` (8 bytes, as above), id | empty |
-//! | `open` | incident id | node: the incidents still open |
-//! | `hosts` | host name | JSON [`Origin`]: what that host's kubelet told lately |
-//! | `outbox` | sequence number (8 bytes, big-endian) | JSON [`OutboxEntry`] |
-//! | `silences` | silence id | JSON [`Silence`] (expired ones are kept a while, then pruned) |
-//! | `meta` | `schema` | `2` (`1`: open incidents and hosts inside `state`) |
-//! | | `cursor` | the journal cursor of the last entry whose effects are committed |
-//! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) |
-//! | | `source` | the journal the cursors belong to ([`crate::journal::source_id`]) |
-//! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, held lines, counters |
-//! | | `stats` | JSON [`Stats`]: counts over the history |
+//! | tree | key | value | written by |
+//! |---|---|---|---|
+//! | `incidents` | incident id (12 hex digits) | JSON [`Incident`] | ingest (commit, prune); the CLI's offline `ack` while the service is stopped |
+//! | `by_node` | node, `0x00`, `opened_at` (8 bytes, big-endian, sign-flipped), id | empty | ingest (commit, prune) |
+//! | `by_time` | `opened_at` (8 bytes, as above), id | empty | ingest (commit, prune) |
+//! | `open` | incident id | node: the incidents still open | ingest (commit) |
+//! | `hosts` | host name | JSON [`Origin`]: what that host's kubelet told lately | ingest (commit) |
+//! | `outbox` | sequence number (8 bytes, big-endian) | JSON [`OutboxEntry`] | ingest inserts (commit); the mailer and the Alertmanager task update and remove their own channel's entries (and `control::apply` in them) |
+//! | `silences` | silence id | JSON [`Silence`] (ended ones are kept a day, then pruned) | the query server (add, expire); ingest's pruning removes ended ones |
+//! | `meta` | `schema` | `2` (`1`: open incidents and hosts inside `state`) | whoever opens the store first (a migration) |
+//! | | `cursor` | the journal cursor of the last entry whose effects are committed | ingest (commit, source switch) |
+//! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) | ingest (commit, source switch) |
+//! | | `source` | the journal the cursors belong to ([`crate::journal::source_id`]) | ingest (source switch at start) |
+//! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, held lines, counters | ingest (commit) |
+//! | | `stats` | JSON [`Stats`]: counts over the history | ingest (commit, prune); [`Store::stats`] once, for a store from before they were kept |
+//!
+//! Every tree but `outbox` and `silences` has one writer, ingest, the
+//! single writer of incidents, tracker state and cursors. The outbox and
+//! the silences have several; their keys are disjoint per writer (an
+//! outbox entry is its channel's) and each sled operation is atomic.
 //!
 //! Everything one batch of entries changes, the cursor included, is written
 //! in one transaction, so the store reopens to exactly the state after the
@@ -22,9 +28,15 @@
 //! incidents and per-host records are written when they change, not with
 //! every commit: a commit costs what the batch changed.
 
+mod keys;
+mod open;
 mod records;
+mod silences;
 
 use std::path::{Path, PathBuf};
+
+use keys::{by_time_key, node_key};
+use open::unreadable;
 
 use serde::{Deserialize, Serialize};
 use sled::Transactional;
@@ -50,8 +62,34 @@ pub enum StoreError {
          query it through its socket, or stop it first)"
     )]
     Locked { path: String },
-    #[error("store {path}: {message}")]
-    Open { path: String, message: String },
+    /// The store's directory (or its parent) cannot be made.
+    #[error("store {path}: cannot create {dir}: {source}")]
+    Create {
+        path: String,
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A new store's files cannot be made durable.
+    #[error("store {path}: cannot sync {dir}: {source}")]
+    Sync {
+        path: String,
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A record could not be serialized for writing.
+    #[error("store {path}: {what}: {source}")]
+    Encode {
+        path: String,
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A call on the store's blocking thread did not finish (it panicked,
+    /// or the runtime is stopping): whether it wrote is unknown.
+    #[error("store {path}: {what}")]
+    Interrupted { path: String, what: String },
     #[error("store {path}: {source}")]
     Sled {
         path: String,
@@ -72,6 +110,34 @@ impl StoreError {
     #[must_use]
     pub fn is_unreadable(&self) -> bool {
         matches!(self, StoreError::Unreadable { .. })
+    }
+
+    /// True when the store's files cannot be reached by this user.
+    #[must_use]
+    pub fn is_permission_denied(&self) -> bool {
+        match self {
+            StoreError::Create { source, .. } | StoreError::Sync { source, .. } => {
+                source.kind() == std::io::ErrorKind::PermissionDenied
+            }
+            StoreError::Sled {
+                source: sled::Error::Io(io),
+                ..
+            } => io.kind() == std::io::ErrorKind::PermissionDenied,
+            _ => false,
+        }
+    }
+
+    /// A blocking store call that did not come back (`what` says which,
+    /// the join error why).
+    pub fn interrupted(path: &Path, what: &str, e: &dyn std::fmt::Display) -> Self {
+        StoreError::Interrupted {
+            path: path.display().to_string(),
+            what: if what.is_empty() {
+                e.to_string()
+            } else {
+                format!("{what}: {e}")
+            },
+        }
     }
 }
 
@@ -161,248 +227,7 @@ pub struct Store {
     parsed_silences: std::sync::Arc<std::sync::Mutex<Option<Vec<Silence>>>>,
 }
 
-/// Big-endian with the sign bit flipped: byte order is time order.
-fn time_key(t: Micros) -> [u8; 8] {
-    ((t as u64) ^ (1 << 63)).to_be_bytes()
-}
-
-fn node_key(node: &str, opened_at: Micros, id: &str) -> Vec<u8> {
-    let mut k = Vec::with_capacity(node.len() + 1 + 8 + id.len());
-    k.extend_from_slice(node.as_bytes());
-    k.push(0);
-    k.extend_from_slice(&time_key(opened_at));
-    k.extend_from_slice(id.as_bytes());
-    k
-}
-
-fn by_time_key(opened_at: Micros, id: &str) -> Vec<u8> {
-    let mut k = time_key(opened_at).to_vec();
-    k.extend_from_slice(id.as_bytes());
-    k
-}
-
-/// sled's errors that a restart cannot fix.
-fn unreadable(e: &sled::Error) -> bool {
-    matches!(
-        e,
-        sled::Error::Corruption { .. }
-            | sled::Error::Unsupported(_)
-            | sled::Error::ReportableBug(_)
-    )
-}
-
-/// Renames the unfinished snapshots in a store's directory
-/// (`snap.*.generating`) to `set-aside.snap.*.generating`, out of sled's
-/// sight; returns how many.
-fn set_aside_snapshots(path: &Path) -> usize {
-    let Ok(rd) = std::fs::read_dir(path) else {
-        return 0;
-    };
-    let mut moved = 0;
-    for e in rd.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with("snap.") && name.ends_with(".generating")) {
-            continue;
-        }
-        let size = e.metadata().map_or(0, |m| m.len());
-        let to = path.join(format!("set-aside.{name}"));
-        match std::fs::rename(e.path(), &to) {
-            Ok(()) => {
-                tracing::warn!(
-                    "store {}: an unfinished snapshot ({name}, {size} bytes, left by an \
-                     interrupted write such as a full disk) was set aside as {}; the history \
-                     is read from the log",
-                    path.display(),
-                    to.display()
-                );
-                moved += 1;
-            }
-            Err(e) => tracing::warn!("store {}: cannot set {name} aside: {e}", path.display()),
-        }
-    }
-    moved
-}
-
-/// How late the kernel may wake sled's idle I/O threads.
-const SLED_IDLE_SLACK: std::num::NonZeroU64 = std::num::NonZeroU64::new(10_000_000_000).unwrap();
-
-/// Runs `open` with a timer slack of [`SLED_IDLE_SLACK`] on this thread.
-/// sled 0.34 starts its I/O threads when it first opens a database, and
-/// they inherit the slack. Each waits for work on a condition variable with
-/// a one-second timeout, only to wait again: seven threads woke an idle
-/// service seven times a second. Work reaches them by a notify, which no
-/// slack delays; only the pointless timeouts are deferred.
-fn with_idle_slack<T>(open: impl FnOnce() -> T) -> T {
-    use rustix::thread::{current_timer_slack, set_current_timer_slack};
-    let before = current_timer_slack().ok();
-    let _ = set_current_timer_slack(Some(SLED_IDLE_SLACK));
-    let out = open();
-    if let Some(b) = before {
-        let _ = set_current_timer_slack(std::num::NonZeroU64::new(b));
-    }
-    out
-}
-
 impl Store {
-    /// Opens (creating) the store. sled takes an exclusive lock: a second
-    /// opener, the running service included, gets [`StoreError::Locked`].
-    /// A store of the previous layout is rewritten in this one.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let shown = path.display().to_string();
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|e| StoreError::Open {
-                path: shown.clone(),
-                message: format!("cannot create {}: {e}", parent.display()),
-            })?;
-        }
-        let sled_err = |e: sled::Error| {
-            if unreadable(&e) {
-                StoreError::Unreadable {
-                    path: shown.clone(),
-                    detail: e.to_string(),
-                }
-            } else {
-                StoreError::Sled {
-                    path: shown.clone(),
-                    source: e,
-                }
-            }
-        };
-        let open = || {
-            with_idle_slack(|| {
-                sled::Config::new()
-                    .path(path)
-                    .cache_capacity(16 << 20)
-                    // Commits flush explicitly; no background flusher waking
-                    // the process every second while it idles.
-                    .flush_every_ms(None)
-                    .open()
-                    // A new database starts the threads with its first write
-                    // (opening an existing one starts them to recover it).
-                    .and_then(|db| {
-                        if db.was_recovered() {
-                            Ok(db)
-                        } else {
-                            db.flush().map(|_| db)
-                        }
-                    })
-            })
-        };
-        let db = match open() {
-            // sled reads its newest snapshot file, finished or not, and
-            // gives up on one cut short (ENOSPC leaves a 0-byte
-            // `snap.*.generating`). Such a file was never renamed into
-            // place, so the log it summarizes is all still there: set it
-            // aside and open again. sled held the lock when it read the
-            // snapshot (it locks first), so no other process is writing it.
-            Err(sled::Error::Corruption { .. }) if set_aside_snapshots(path) > 0 => open(),
-            other => other,
-        }
-        .map_err(|e| match &e {
-            // sled reports its lock as an I/O error; there is no other
-            // way to tell it apart (sled 0.34 is frozen).
-            sled::Error::Io(io)
-                if io.kind() == std::io::ErrorKind::WouldBlock
-                    || io.to_string().contains("could not acquire lock") =>
-            {
-                StoreError::Locked {
-                    path: shown.clone(),
-                }
-            }
-            _ => sled_err(e),
-        })?;
-        let tree = |name: &str| db.open_tree(name).map_err(sled_err);
-        let store = Self {
-            incidents: tree("incidents")?,
-            by_node: tree("by_node")?,
-            by_time: tree("by_time")?,
-            open: tree("open")?,
-            hosts: tree("hosts")?,
-            meta: tree("meta")?,
-            outbox: tree("outbox")?,
-            silences: tree("silences")?,
-            parsed_silences: std::sync::Arc::default(),
-            path: path.to_path_buf(),
-            db,
-        };
-        match store.meta.get("schema").map_err(|e| store.err(e))? {
-            None => {
-                store
-                    .meta
-                    .insert("schema", SCHEMA)
-                    .map_err(|e| store.err(e))?;
-                // A new store is durable from here on, before the service
-                // says it started: its files and their directory entries.
-                store.flush()?;
-                for d in [Some(path), path.parent()].into_iter().flatten() {
-                    std::fs::File::open(d)
-                        .and_then(|f| f.sync_all())
-                        .map_err(|e| StoreError::Open {
-                            path: shown.clone(),
-                            message: format!("cannot sync {}: {e}", d.display()),
-                        })?;
-                }
-            }
-            Some(v) if v.as_ref() == SCHEMA => {}
-            Some(v) if v.as_ref() == SCHEMA_1 => store.migrate_from_1()?,
-            Some(v) => {
-                return Err(StoreError::Unreadable {
-                    path: shown,
-                    detail: format!(
-                        "schema {} is not one this version reads",
-                        String::from_utf8_lossy(&v)
-                    ),
-                });
-            }
-        }
-        Ok(store)
-    }
-
-    /// Schema 1 kept open incidents and per-host records inside `state`:
-    /// move them to their trees, count the history, in one transaction.
-    fn migrate_from_1(&self) -> Result<(), StoreError> {
-        let state = match self.meta.get("state").map_err(|e| self.err(e))? {
-            Some(v) => Some(
-                serde_json::from_slice::<PipelineState>(&v)
-                    .map_err(|e| self.corrupt(b"state", &e))?,
-            ),
-            None => None,
-        };
-        let (open, origins, state_bytes) = match state {
-            Some(mut st) => {
-                let (open, origins) = st.tracker.split_persisted();
-                (open, origins, Some(to_json(&st)))
-            }
-            None => (Vec::new(), Vec::new(), None),
-        };
-        let counts = to_json(&self.count_stats(&self.settings()?)?);
-        let r: Result<(), TransactionError<()>> = (&self.open, &self.hosts, &self.meta)
-            .transaction(|(open_t, hosts_t, meta)| {
-                for i in &open {
-                    open_t.insert(i.id.as_bytes(), i.node.as_bytes())?;
-                }
-                for (h, o) in &origins {
-                    hosts_t.insert(h.as_bytes(), to_json(o))?;
-                }
-                if let Some(st) = &state_bytes {
-                    meta.insert("state", st.as_slice())?;
-                }
-                meta.insert("stats", counts.as_slice())?;
-                meta.insert("schema", SCHEMA)?;
-                Ok::<(), ConflictableTransactionError<()>>(())
-            });
-        self.finish_txn(r)?;
-        self.flush()
-    }
-
-    /// Opens an existing store only: `Ok(None)` when there is none yet.
-    pub fn open_existing(path: &Path) -> Result<Option<Self>, StoreError> {
-        if !path.join("db").exists() && !path.join("conf").exists() {
-            return Ok(None);
-        }
-        Self::open(path).map(Some)
-    }
-
     fn err(&self, source: sled::Error) -> StoreError {
         if unreadable(&source) {
             return StoreError::Unreadable {
@@ -823,89 +648,6 @@ impl Store {
         self.flush()
     }
 
-    /// Every silence, newest first.
-    pub fn silences(&self) -> Result<Vec<Silence>, StoreError> {
-        let mut cached = self
-            .parsed_silences
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(all) = cached.as_ref() {
-            return Ok(all.clone());
-        }
-        let mut out: Vec<Silence> = Vec::new();
-        for kv in &self.silences {
-            let (k, v) = kv.map_err(|e| self.err(e))?;
-            out.push(self.json(&k, &v)?);
-        }
-        out.sort_by(|a, b| b.starts_at.cmp(&a.starts_at).then(a.id.cmp(&b.id)));
-        *cached = Some(out.clone());
-        Ok(out)
-    }
-
-    /// Runs a change of the silences tree; the parsed ones are read again
-    /// next time. The lock is held across it so that a reader never caches
-    /// what was read before the change.
-    fn change_silences<T>(
-        &self,
-        f: impl FnOnce() -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        let mut cached = self
-            .parsed_silences
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *cached = None;
-        f()
-    }
-
-    /// Rewrites a silence; durable before it returns.
-    pub fn silence_put(&self, s: &Silence) -> Result<(), StoreError> {
-        self.change_silences(|| {
-            self.silences
-                .insert(s.id.as_bytes(), to_json(s))
-                .map_err(|e| self.err(e))?;
-            Ok(())
-        })?;
-        self.flush()
-    }
-
-    /// Adds a new silence unless its id is taken (then `false`, nothing
-    /// written); durable before it returns.
-    pub fn silence_insert(&self, s: &Silence) -> Result<bool, StoreError> {
-        // Check and insert in one step: two adds at once never share an id.
-        let swapped = self.change_silences(|| {
-            self.silences
-                .compare_and_swap(s.id.as_bytes(), None as Option<&[u8]>, Some(to_json(s)))
-                .map_err(|e| self.err(e))
-        })?;
-        if swapped.is_err() {
-            return Ok(false);
-        }
-        self.flush()?;
-        Ok(true)
-    }
-
-    /// Removes silences that ended before `before`. Returns how many.
-    pub fn prune_silences(&self, before: Micros) -> Result<usize, StoreError> {
-        let old: Vec<String> = self
-            .silences()?
-            .into_iter()
-            .filter(|s| s.ends_at < before)
-            .map(|s| s.id)
-            .collect();
-        if old.is_empty() {
-            return Ok(0);
-        }
-        self.change_silences(|| {
-            let mut b = sled::Batch::default();
-            for id in &old {
-                b.remove(id.as_bytes());
-            }
-            self.silences.apply_batch(b).map_err(|e| self.err(e))
-        })?;
-        self.flush()?;
-        Ok(old.len())
-    }
-
     /// Writes one incident record as it is (an acknowledgement made while
     /// the service is stopped).
     pub fn put_incident(&self, i: &Incident) -> Result<(), StoreError> {
@@ -930,128 +672,4 @@ fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
     // Serializing these plain data types cannot fail (no maps with
     // non-string keys, no custom serializers that error).
     serde_json::to_vec(v).expect("records serialize")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// sled's seven I/O threads, started by the first open in the process,
-    /// wait with the idle slack; the opening thread gets its own back.
-    #[test]
-    fn sleds_idle_threads_wait_with_slack() {
-        let before = rustix::thread::current_timer_slack().unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let _store = Store::open(&dir.path().join("store")).unwrap();
-        assert_eq!(rustix::thread::current_timer_slack().unwrap(), before);
-        let mut slack = Vec::new();
-        for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
-            let read = |f: &str| std::fs::read_to_string(t.path().join(f)).unwrap_or_default();
-            let name = read("comm");
-            let Some(n) = name.trim().strip_prefix("sled-io-") else {
-                continue;
-            };
-            if n.parse::<u32>().is_ok_and(|n| n < 7) {
-                // Only /proc/TID has it, not /proc/self/task/TID.
-                let tid = t.file_name();
-                let ns =
-                    std::fs::read_to_string(Path::new("/proc").join(tid).join("timerslack_ns"));
-                slack.push(ns.unwrap().trim().parse::<u64>().unwrap());
-            }
-        }
-        // Other tests' stores share the process's pool: as many of the
-        // seven as are alive now, each with the slack.
-        assert!(
-            !slack.is_empty() && slack.iter().all(|&s| s == SLED_IDLE_SLACK.get()),
-            "{slack:?}"
-        );
-    }
-
-    #[test]
-    fn time_keys_sort_in_time_order() {
-        let ts = [-5i64, 0, 1, 1_700_000_000_000_000];
-        let keys: Vec<[u8; 8]> = ts.iter().map(|&t| time_key(t)).collect();
-        let mut sorted = keys.clone();
-        sorted.sort_unstable();
-        assert_eq!(keys, sorted);
-    }
-
-    /// A full disk can leave a 0-byte `snap.*.generating` behind; sled
-    /// takes the newest snapshot file and would refuse the store.
-    #[test]
-    fn an_unfinished_snapshot_is_set_aside() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("store");
-        {
-            let s = Store::open(&p).unwrap();
-            s.commit(&Batch {
-                cursor: Some("s=1;i=2".into()),
-                stats: StatsDelta {
-                    opened: 3,
-                    ..StatsDelta::default()
-                },
-                ..Batch::default()
-            })
-            .unwrap();
-        }
-        let snap = p.join("snap.7FFFFFFFFFFFFFFF.generating");
-        std::fs::write(&snap, b"").unwrap();
-        // sled's threads of the store just dropped may hold its lock a
-        // moment longer on a loaded machine.
-        let mut tries = 0;
-        let s = loop {
-            match Store::open(&p) {
-                Err(StoreError::Locked { .. }) if tries < 100 => {
-                    tries += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(100));
-                }
-                other => break other.unwrap(),
-            }
-        };
-        assert!(!snap.exists());
-        assert!(
-            p.join("set-aside.snap.7FFFFFFFFFFFFFFF.generating")
-                .exists()
-        );
-        let loaded = s.load().unwrap();
-        assert_eq!(loaded.position.cursor.as_deref(), Some("s=1;i=2"));
-        assert_eq!(loaded.stats.incidents, 3);
-    }
-
-    /// D25: an id already taken is never overwritten.
-    #[test]
-    fn a_silence_id_is_taken_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("store")).unwrap();
-        let s = Silence {
-            id: "00000000000000aa".into(),
-            node: "w-*".into(),
-            cause: None,
-            kind: None,
-            starts_at: 0,
-            ends_at: 10,
-            created_by: "root".into(),
-            comment: "first".into(),
-            expired_by: None,
-            expired_at: None,
-        };
-        assert!(store.silence_insert(&s).unwrap());
-        let again = Silence {
-            comment: "second".into(),
-            ..s.clone()
-        };
-        assert!(!store.silence_insert(&again).unwrap());
-        assert_eq!(store.silences().unwrap(), vec![s]);
-        assert_eq!(store.prune_silences(11).unwrap(), 1);
-        assert!(store.silences().unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_second_open_is_locked() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("store");
-        let _a = Store::open(&p).unwrap();
-        let e = Store::open(&p).err().unwrap();
-        assert!(matches!(e, StoreError::Locked { .. }), "{e}");
-    }
 }

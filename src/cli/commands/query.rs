@@ -82,23 +82,12 @@ pub(crate) fn ask_or_read<T: DeserializeOwned>(
             socket.display(),
             path.display()
         ))),
-        Err(e) if permission_denied(&e) => Err(Failure::NotRunning(format!(
+        Err(e) if e.is_permission_denied() => Err(Failure::NotRunning(format!(
             "the service is not running and the store {} is not readable by this user (under \
              systemd it lives in /var/lib/private, root only): start the service, or run this as root",
             path.display()
         ))),
         Err(e) => Err(Failure::Failed(e.to_string())),
-    }
-}
-
-/// The store could not be opened for want of permission.
-fn permission_denied(e: &StoreError) -> bool {
-    match e {
-        StoreError::Sled {
-            source: sled::Error::Io(io),
-            ..
-        } => io.kind() == std::io::ErrorKind::PermissionDenied,
-        _ => false,
     }
 }
 

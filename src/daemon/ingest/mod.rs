@@ -1,0 +1,663 @@
+//! The ingest task: the only writer of incidents, tracker state and the
+//! cursor. It takes batches from the journal reader, runs them through the
+//! pipeline, queues alerts, and commits everything a batch changed in one
+//! transaction. It applies config reloads (it owns the tracker's settings)
+//! and records deliveries and acknowledgements (it owns the incidents).
+//!
+//! This file is the loop and the commit policy; each other job is a part
+//! the [`Ingest`] owns:
+//!
+//! | part | job |
+//! |---|---|
+//! | [`supervise`] | the reader's questions (`Sync`, `Ping`) and its restart |
+//! | [`admission`] | which channels an alert goes to, `max_age`, late announcements (pure) |
+//! | [`reload`] | reading the config again; ingest applies what it returns |
+//! | [`acks`] | acknowledgements |
+//! | [`deliveries`] | deliveries recorded on their incidents |
+//! | [`prune`] | old incidents and ended silences, hourly |
+//! | [`retries`] | the per-node retry counters |
+//! | [`snapshot`] | the status snapshot it publishes |
+//!
+//! Time (design section 4.1): entry time drives each host's clock through
+//! the pipeline. Wall time moves a host's clock only for quiet the journal
+//! confirms (see [`supervise`]). A backlog, a stopped process or a late
+//! host therefore never splits an outage.
+
+mod acks;
+mod admission;
+mod deliveries;
+mod prune;
+mod reload;
+mod retries;
+mod snapshot;
+mod supervise;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use self::admission::{Admission, Admit, Raised, Unannounced};
+use self::prune::Pruner;
+use self::reload::{ReloadError, Reloader};
+use self::retries::RetryCounts;
+use self::supervise::Supervisor;
+use super::{Control, DaemonError, Source};
+use crate::config::Config;
+use crate::journal::sd::{Reader, ReaderEvent};
+use crate::model::Position;
+use crate::notify::mailer::{DeliveryReport, Now};
+use crate::notify::{Wake, sleep_until};
+use crate::pipeline::Pipeline;
+use crate::status::StatusSnapshot;
+use crate::status::{Command, ReloadOutcome};
+use crate::store::{Batch, OutboxEntry, Stats, StatsDelta, Store, StoreError};
+use crate::time::{Micros, human_duration};
+use crate::tracker::{AlertKind, Decision, Incident};
+
+/// A batch commits after this many entries…
+const BATCH_ENTRIES: u64 = 20_000;
+/// …or this long after the previous commit, whichever comes first.
+const BATCH_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Where ingest reports to and hears from.
+pub struct Channels {
+    pub status: watch::Sender<StatusSnapshot>,
+    pub config: watch::Sender<Arc<Config>>,
+    pub wake: Wake,
+    pub commands: mpsc::Receiver<Command>,
+    pub control: mpsc::Receiver<Control>,
+    pub reports: mpsc::UnboundedReceiver<DeliveryReport>,
+}
+
+/// How long ingest runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Until the reader has read everything there is (`run --once`).
+    Once,
+    /// Until shutdown, following the journal.
+    Follow,
+}
+
+/// What the next commit writes, besides the incidents in `changed`.
+#[derive(Debug, Default)]
+struct Pending {
+    decisions: Vec<Decision>,
+    /// Resolved incidents loaded to record a delivery.
+    extra: Vec<Incident>,
+    alerts: Vec<OutboxEntry>,
+    stats: StatsDelta,
+    /// Groups whose cursor moved since the last commit.
+    moved_groups: BTreeSet<String>,
+    /// Entries read since the last commit.
+    entries: u64,
+}
+
+/// The commits made, for the batch interval and `status`.
+#[derive(Debug)]
+struct Commits {
+    count: u64,
+    last: Instant,
+    last_at: Option<Micros>,
+}
+
+/// What one reader event asks of the loop.
+enum Flow {
+    Continue,
+    /// `run --once` read everything.
+    Finished,
+    /// The reader failed or ended: start another.
+    Restart,
+}
+
+pub struct Ingest {
+    /// The settings in force (runtime keys as last applied).
+    config: Arc<Config>,
+    reloader: Reloader,
+    store: Store,
+    pipeline: Pipeline,
+    now: Now,
+    /// Incidents (open or resolved) to write with the next commit.
+    changed: BTreeSet<String>,
+    pending: Pending,
+    commits: Commits,
+    stats: Stats,
+    position: Position,
+    /// The last cursor read (any group), for `status`.
+    cursor: Option<String>,
+    caught_up: bool,
+    supervisor: Supervisor,
+    admission: Admission,
+    retries: RetryCounts,
+    pruner: Pruner,
+    started: Micros,
+    journal: String,
+    /// Entries dated more than a day ahead, as far as they were logged.
+    future_logged: u64,
+}
+
+/// What the service starts ingest with.
+pub struct Start {
+    pub config: Arc<Config>,
+    pub config_path: std::path::PathBuf,
+    pub config_explicit: bool,
+    pub store: Store,
+    pub pipeline: Pipeline,
+    pub position: Position,
+    pub stats: Stats,
+    /// The journal read, in words.
+    pub journal: String,
+    pub now: Now,
+}
+
+impl Ingest {
+    pub fn new(s: Start) -> Self {
+        let started = (s.now)();
+        let retries = RetryCounts::new(
+            s.pipeline
+                .tracker()
+                .open_incidents()
+                .map(|i| (i.id.clone(), i.counted_retries())),
+        );
+        Self {
+            reloader: Reloader::new(s.config.clone(), s.config_path, s.config_explicit, started),
+            config: s.config,
+            store: s.store,
+            pipeline: s.pipeline,
+            now: s.now,
+            changed: BTreeSet::new(),
+            pending: Pending::default(),
+            commits: Commits {
+                count: 0,
+                last: Instant::now(),
+                last_at: None,
+            },
+            stats: s.stats,
+            cursor: s
+                .position
+                .cursor
+                .clone()
+                .or_else(|| s.position.groups.values().next().cloned()),
+            position: s.position,
+            caught_up: false,
+            supervisor: Supervisor::new(),
+            admission: Admission::default(),
+            retries,
+            pruner: Pruner::new(),
+            started,
+            journal: s.journal,
+            future_logged: 0,
+        }
+    }
+
+    /// Takes one batch of entries from the reader.
+    fn entries(&mut self, entries: Vec<crate::model::Entry>) {
+        let n = entries.len() as u64;
+        self.pipeline.set_now((self.now)());
+        for e in entries {
+            if let Some(c) = &e.cursor {
+                self.cursor = Some(c.clone());
+                if let Some(g) = self.position.advance(&e) {
+                    if !self.pending.moved_groups.contains(g) {
+                        self.pending.moved_groups.insert(g.to_string());
+                    }
+                }
+            }
+            self.pipeline.push(e, &mut self.pending.decisions);
+        }
+        self.log_future_dated();
+        self.pipeline.stamp_arrivals((self.now)());
+        self.pending.entries += n;
+        self.caught_up = false;
+    }
+
+    /// Turns the tracker's decisions into incident writes and alerts.
+    fn apply_decisions(&mut self) {
+        let decisions = std::mem::take(&mut self.pending.decisions);
+        for d in decisions {
+            match d {
+                Decision::OpenIncident { id } => {
+                    self.pending.stats.opened += 1;
+                    self.changed.insert(id);
+                }
+                Decision::UpdateIncident { id } => {
+                    if self.admission.is_withheld(&id) {
+                        self.announce_live(&id);
+                    }
+                    self.changed.insert(id);
+                }
+                Decision::ResolveIncident { id } => {
+                    self.admission.release(&id);
+                    self.changed.insert(id);
+                }
+                Decision::ForgetIncident { id } => {
+                    self.admission.release(&id);
+                    self.changed.remove(&id);
+                    self.pending.stats.forgotten += 1;
+                }
+                Decision::QueueAlert { id, kind, at } => self.queue_alert(&id, kind, at),
+            }
+        }
+    }
+
+    fn queue_alert(&mut self, id: &str, kind: AlertKind, raised_at: Micros) {
+        let Some(inc) = self.pipeline.tracker().incident(id) else {
+            return;
+        };
+        let node = inc.node.clone();
+        let host = inc.host.clone().unwrap_or_default();
+        let words = kind.words();
+        let now = (self.now)();
+        let max_age = self.config.alert.max_age.0;
+        let raised = Raised {
+            kind,
+            announced: inc.announced,
+            live: self.pipeline.live(&host),
+            at: raised_at,
+        };
+        let channels = match admission::admit(
+            admission::channels(&self.config),
+            raised,
+            now,
+            max_age,
+        ) {
+            Admit::Queue(channels) => channels,
+            Admit::Undeliverable => {
+                tracing::info!(
+                    incident = %id,
+                    node = %node,
+                    host = %host,
+                    "{words} for node {node} recorded; nothing is delivered ([alert] to and \
+                     [alert.alertmanager] urls are empty)"
+                );
+                return;
+            }
+            Admit::Unannounced => return,
+            Admit::TooOld { withhold } => {
+                if withhold {
+                    self.admission.withhold(id);
+                }
+                tracing::info!(
+                    incident = %id,
+                    node = %node,
+                    host = %host,
+                    "{words} for node {node} is older than [alert] max_age ({}): recorded, not delivered",
+                    human_duration(max_age)
+                );
+                return;
+            }
+        };
+        self.pending.alerts.extend(admission::outbox_entries(
+            &channels, kind, id, &node, raised_at, now,
+        ));
+        self.pipeline.tracker_mut().mark_announced(id);
+        self.changed.insert(id.to_string());
+    }
+
+    /// Open incidents over threshold that nobody was told of (alerting was
+    /// off, or they crossed while older than `max_age` and are still in
+    /// trouble): announced now that delivery is possible.
+    fn announce(&mut self) -> usize {
+        if admission::channels(&self.config).is_empty() {
+            return 0;
+        }
+        let now = (self.now)();
+        let unannounced = self.pipeline.tracker().unannounced().map(|i| Unannounced {
+            id: i.id.clone(),
+            crossed: i.over_threshold_at.unwrap_or(i.opened_at),
+            last_trouble_at: i.last_trouble_at,
+        });
+        let (due, old) =
+            admission::split_unannounced(unannounced, now, self.config.alert.max_age.0);
+        self.admission.withhold_all(old);
+        for (id, crossed) in &due {
+            // Queued as raised now: the age that counts is the trouble's.
+            self.queue_alert(id, AlertKind::Opened, now.max(*crossed));
+        }
+        if !due.is_empty() {
+            tracing::info!(
+                announced = due.len(),
+                "{} open incident{} over threshold announced now that alerts can be delivered",
+                due.len(),
+                if due.len() == 1 { "" } else { "s" }
+            );
+        }
+        due.len()
+    }
+
+    /// An incident whose alert `max_age` withheld has a new line from its
+    /// host while the host is written: its trouble is live, so it is
+    /// announced, whatever the host's clock says.
+    fn announce_live(&mut self, id: &str) {
+        let Some(inc) = self.pipeline.tracker().incident(id) else {
+            return;
+        };
+        let host = inc.host.clone().unwrap_or_default();
+        if inc.announced
+            || !self.pipeline.live(&host)
+            || admission::channels(&self.config).is_empty()
+        {
+            return;
+        }
+        self.admission.release(id);
+        tracing::info!(
+            incident = %id,
+            node = %inc.node,
+            host = %host,
+            "{} for node {} announced: its host's trouble is live (the host's clock says {})",
+            AlertKind::Opened.words(),
+            inc.node,
+            crate::time::rfc3339(inc.last_trouble_at)
+        );
+        self.queue_alert(id, AlertKind::Opened, (self.now)());
+    }
+
+    /// Entries dated more than a day after this machine's clock are read at
+    /// their host's time: logged (the first, then at each power of two) and
+    /// counted in the summary, as `scan` reports them.
+    fn log_future_dated(&mut self) {
+        let n = self.pipeline.summary().future_dated;
+        for m in self.pipeline.malformed.drain(..) {
+            self.future_logged += 1;
+            if self.future_logged.is_power_of_two() {
+                tracing::warn!("{}: {} ({n} so far)", m.place, m.reason);
+            }
+        }
+    }
+
+    fn dirty(&self) -> bool {
+        self.pending.entries > 0
+            || !self.changed.is_empty()
+            || !self.pending.decisions.is_empty()
+            || !self.pending.extra.is_empty()
+    }
+
+    /// Writes what changed since the last commit, and the cursor, in one
+    /// transaction. Only after it returns is the batch's effect durable, and
+    /// only then is the mailer woken.
+    pub(super) async fn commit(&mut self, wake: Option<&Wake>) -> Result<(), StoreError> {
+        self.apply_decisions();
+        let settings = self.pipeline.tracker().settings().clone();
+        let forget = self.pipeline.tracker_mut().take_forgotten();
+        for i in &forget {
+            self.retries.forget(&i.id, &i.node);
+        }
+        let mut incidents = self.pipeline.tracker_mut().take_resolved();
+        let resolved: BTreeSet<String> = incidents.iter().map(|i| i.id.clone()).collect();
+        for i in &incidents {
+            self.pending
+                .stats
+                .resolved
+                .push(i.verdict(&settings).as_str().to_string());
+        }
+        log_closed_to_make_room(&incidents, &forget, &settings);
+        for id in &self.changed {
+            if resolved.contains(id) {
+                continue;
+            }
+            if let Some(i) = self.pipeline.tracker().incident(id) {
+                incidents.push(i.clone());
+            }
+        }
+        for e in std::mem::take(&mut self.pending.extra) {
+            if !incidents.iter().any(|i| i.id == e.id) {
+                incidents.push(e);
+            }
+        }
+        for i in &incidents {
+            self.retries
+                .count(&i.id, &i.node, i.counted_retries(), i.resolved_at.is_some());
+        }
+        let state =
+            serde_json::to_vec(&self.pipeline.state()).map_err(|source| StoreError::Encode {
+                path: self.store.path().display().to_string(),
+                what: "serializing the state",
+                source,
+            })?;
+        let alerting = !self.pending.alerts.is_empty();
+        let group_cursors = std::mem::take(&mut self.pending.moved_groups)
+            .into_iter()
+            .filter_map(|g| self.position.groups.get(&g).map(|c| (g, c.clone())))
+            .collect();
+        let batch = Batch {
+            cursor: self.position.cursor.clone(),
+            group_cursors,
+            state: Some(state),
+            incidents,
+            origins: self.pipeline.tracker_mut().take_dirty_origins(),
+            alerts: std::mem::take(&mut self.pending.alerts),
+            stats: std::mem::take(&mut self.pending.stats),
+            forget,
+        };
+        let store = self.store.clone();
+        let batch = tokio::task::spawn_blocking(move || store.commit(&batch).map(|()| batch))
+            .await
+            .map_err(|e| StoreError::interrupted(self.store.path(), "the commit failed", &e))??;
+        self.stats.add(&batch.stats);
+        self.changed.clear();
+        self.pending.entries = 0;
+        self.commits.last = Instant::now();
+        self.commits.count += 1;
+        self.commits.last_at = Some((self.now)());
+        if alerting {
+            if let Some(w) = wake {
+                w.notify();
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the config file again and applies what can change at run
+    /// time; a broken file is refused and the running settings stay.
+    async fn reload(
+        &mut self,
+        wake: &Wake,
+        config_tx: &watch::Sender<Arc<Config>>,
+    ) -> Result<ReloadOutcome, ReloadError> {
+        let new = self.reloader.reload(&self.config, (self.now)()).await?;
+        self.pipeline
+            .tracker_mut()
+            .set_settings(new.config.tracker_settings());
+        self.config = new.config.clone();
+        config_tx.send_replace(new.config);
+        if new.changed {
+            let path = self.reloader.path().display();
+            tracing::info!(path = %path, "config reloaded from {path}");
+        }
+        let announced = self.announce();
+        wake.notify();
+        // The mailer rebuilds its transport from the same settings; say now
+        // if that cannot work, so `systemctl reload` fails visibly.
+        let delivery_problem = crate::notify::EmailTransport::from_config(&self.config.alert)
+            .err()
+            .map(|e| e.to_string());
+        if let Some(p) = &delivery_problem {
+            tracing::error!("config applied, but email alerts cannot be sent: {p}");
+        }
+        Ok(ReloadOutcome {
+            path: self.reloader.path().display().to_string(),
+            restart_needed: new.restart,
+            announced,
+            delivery_problem,
+        })
+    }
+
+    /// The service's loop: until `shutdown`, or (`Mode::Once`) until the
+    /// reader has read everything there is. Commits what it has before it
+    /// returns.
+    pub async fn run(
+        mut self,
+        source: Source,
+        mut reader: Reader,
+        mut ch: Channels,
+        mode: Mode,
+        shutdown: CancellationToken,
+    ) -> Result<(Self, Channels), DaemonError> {
+        let follow = mode == Mode::Follow;
+        let mut published = self.snapshot_key();
+        ch.status.send_replace(self.snapshot());
+        loop {
+            if follow && self.pruner.due() {
+                self.prune().await;
+            }
+            let quiet_at = if follow && self.caught_up {
+                let due = self.pipeline.next_quiet_at(self.started);
+                self.supervisor.quiet_at(due, (self.now)())
+            } else {
+                None
+            };
+            let commit_at = self.dirty().then(|| self.commits.last + BATCH_INTERVAL);
+            let prune_at = follow.then(|| self.pruner.next());
+            tokio::select! {
+                biased;
+                () = shutdown.cancelled() => break,
+                ev = reader.events.recv() => match self.event(ev, mode) {
+                    Flow::Continue => {}
+                    Flow::Finished => break,
+                    Flow::Restart => {
+                        reader = self.restart_reader(&source, reader, &shutdown).await?;
+                    }
+                },
+                Some(r) = ch.reports.recv() => self.delivered(r).await,
+                Some(cmd) = ch.commands.recv() => self.command(cmd, &ch).await?,
+                Some(c) = ch.control.recv() => match c {
+                    Control::Reload => {
+                        // Refused or not, it is logged and shown in `status`.
+                        let _ = self.reload(&ch.wake, &ch.config).await;
+                    }
+                    Control::Watchdog(reply) => self.supervisor.ping(&reader.ctl, reply),
+                },
+                () = sleep_until(quiet_at), if quiet_at.is_some() => {
+                    self.supervisor.sync(&reader.ctl, (self.now)());
+                }
+                () = sleep_until(commit_at), if commit_at.is_some() => {}
+                () = sleep_until(prune_at), if prune_at.is_some() => {}
+            }
+            self.apply_decisions();
+            // An alert commits at once (then the mailer is woken): alert
+            // latency is the one thing the batch interval must not add to.
+            if !self.pending.alerts.is_empty()
+                || self.pending.entries >= BATCH_ENTRIES
+                || (self.dirty() && self.commits.last.elapsed() >= BATCH_INTERVAL)
+            {
+                self.commit(Some(&ch.wake)).await?;
+            }
+            let key = self.snapshot_key();
+            if key != published {
+                published = key;
+                ch.status.send_replace(self.snapshot());
+            }
+        }
+        // Whatever was read is committed before the task ends.
+        self.commit(Some(&ch.wake)).await?;
+        ch.status.send_replace(self.snapshot());
+        Ok((self, ch))
+    }
+
+    /// One event from the reader (`None`: it ended).
+    fn event(&mut self, ev: Option<ReaderEvent>, mode: Mode) -> Flow {
+        match ev {
+            Some(ReaderEvent::Entries(v)) => {
+                self.entries(v);
+                self.supervisor.healthy();
+            }
+            Some(ReaderEvent::Tail { sync }) => {
+                self.caught_up = true;
+                self.pipeline.caught_up();
+                if let Some(wall) = self.supervisor.tail(sync) {
+                    self.pipeline
+                        .advance_quiet(wall, self.started, &mut self.pending.decisions);
+                }
+                if self.admission.first_catch_up() {
+                    self.announce();
+                }
+            }
+            Some(ReaderEvent::Pong(id)) => self.supervisor.pong(id),
+            Some(ReaderEvent::Lost(n)) => {
+                tracing::warn!(
+                    lost = n,
+                    "{n} journal entries were rotated or vacuumed away before they were read"
+                );
+                self.pipeline.summary_mut().entries_lost += n;
+                self.pending.entries += 1;
+            }
+            Some(ReaderEvent::Warning(w)) => tracing::warn!("{w}"),
+            Some(ReaderEvent::Failed(e)) => {
+                tracing::error!("journal reader failed: {e}; restarting it from the last commit");
+                return Flow::Restart;
+            }
+            None if mode == Mode::Once => {
+                // Everything available was read: complete held lines and
+                // let each host's clock reach its last entry.
+                self.pipeline.finish(&mut self.pending.decisions);
+                return Flow::Finished;
+            }
+            None => {
+                tracing::error!("journal reader ended; restarting it from the last commit");
+                return Flow::Restart;
+            }
+        }
+        Flow::Continue
+    }
+
+    /// A command from the query server.
+    async fn command(&mut self, cmd: Command, ch: &Channels) -> Result<(), StoreError> {
+        match cmd {
+            Command::Reload(reply) => {
+                let r = self.reload(&ch.wake, &ch.config).await;
+                let _ = reply.send(r.map_err(|e| e.to_string()));
+            }
+            Command::Ack(a, reply) => {
+                let r = self.acknowledge(&a, &ch.wake).await?;
+                let _ = reply.send(r);
+            }
+            Command::Wake => ch.wake.notify(),
+        }
+        Ok(())
+    }
+
+    async fn restart_reader(
+        &mut self,
+        source: &Source,
+        old: Reader,
+        shutdown: &CancellationToken,
+    ) -> Result<Reader, DaemonError> {
+        // Commit first: the new reader starts after the committed cursor, and
+        // the pipeline state must be the one that cursor belongs to.
+        self.commit(None).await?;
+        drop(old);
+        self.caught_up = false;
+        self.supervisor
+            .restart(source, &self.position, shutdown)
+            .await
+    }
+}
+
+/// One line a commit however many were closed: a flood of names must not
+/// become a flood of log lines.
+fn log_closed_to_make_room(
+    resolved: &[Incident],
+    forget: &[Incident],
+    settings: &crate::tracker::Settings,
+) {
+    let mut evicted = resolved
+        .iter()
+        .filter(|i| i.resolution == Some(crate::tracker::Resolution::Evicted))
+        .chain(forget);
+    if let Some(first) = evicted.next() {
+        tracing::warn!(
+            incident = %first.id,
+            node = %crate::tracker::one_line(&first.node, 253),
+            more = evicted.count(),
+            forgotten = forget.len(),
+            "incidents closed to make room: more nodes in trouble than [incidents] \
+             max_nodes_per_host ({}) or max_nodes ({}); the quietest go first (kubelet-sentinel \
+             status counts them)",
+            settings.max_nodes_per_host,
+            settings.max_nodes
+        );
+    }
+}

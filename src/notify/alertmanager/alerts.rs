@@ -1,0 +1,233 @@
+//! What is posted: an incident's alert (labels, annotations, `startsAt`,
+//! `endsAt`) and the heartbeat, as Alertmanager's API v2 JSON. Pure.
+
+use serde_json::{Value, json};
+
+use crate::config::AlertmanagerConfig;
+use crate::time::{Micros, human_duration, rfc3339};
+use crate::tracker::{Incident, Settings};
+
+/// The alert name every alert carries.
+pub const ALERTNAME: &str = "KubeletNodeStatusTrouble";
+
+/// The alert that fires as long as kubelet-sentinel runs and can post
+/// (Prometheus' `Watchdog` convention): routed to a dead man's switch, its
+/// silence says the watcher itself is down.
+pub const HEARTBEAT: &str = "KubeletSentinelHeartbeat";
+
+/// The heartbeat alert: this machine's host, the static labels, firing
+/// until four resend intervals from now (posted again every interval).
+#[must_use]
+pub fn heartbeat(cfg: &AlertmanagerConfig, host: &str, started: Micros, now: Micros) -> Value {
+    let mut labels = serde_json::Map::new();
+    for (k, v) in &cfg.labels {
+        labels.insert(k.clone(), clean(v, 253));
+    }
+    labels.insert("alertname".into(), HEARTBEAT.into());
+    labels.insert("host".into(), clean(host, 253));
+    labels.insert("severity".into(), "none".into());
+    serde_json::json!({
+        "labels": labels,
+        "annotations": {
+            "summary": format!("kubelet-sentinel on {} is running and posting", crate::tracker::one_line(host, 200)),
+            "description": "Always firing while kubelet-sentinel runs and reaches this Alertmanager. \
+                Route it to a dead man's switch: when it stops, kubelet-sentinel (or its way here) is down.",
+        },
+        "startsAt": rfc3339(started),
+        "endsAt": rfc3339(firing_until(now, cfg)),
+    })
+}
+
+/// The alertname of kubelet-down incidents (design 5.1); their alerts also
+/// carry a `kind` label (node-status alerts keep the labels they had, so
+/// their fingerprints do not change on upgrade).
+pub const ALERTNAME_DOWN: &str = "KubeletDown";
+/// Evidence lines are cut to this in annotations.
+const MAX_EVIDENCE: usize = 1000;
+
+/// `critical` for trouble that does not go away by itself (the Node is
+/// gone, credentials refused, the API server unreachable), `warning` else.
+fn severity(i: &Incident) -> &'static str {
+    use crate::signals::Cause;
+    if i.down.is_some() {
+        // The kubelet is not running: the node is going NotReady.
+        return "critical";
+    }
+    match i.cause() {
+        Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
+        _ => "warning",
+    }
+}
+
+/// Longest label value sent: a DNS name's bound (a collector host can
+/// claim a 1 MB `_HOSTNAME`).
+const MAX_LABEL: usize = 253;
+
+/// A label or annotation value as Alertmanager and whatever renders its
+/// alerts get it: no control or invisible characters (ESC, NUL,
+/// bidirectional overrides), cut at `max` bytes; the same as the node name
+/// in mails and tables.
+fn clean(s: &str, max: usize) -> Value {
+    crate::tracker::one_line(s, max).into()
+}
+
+/// The labels of an incident's alert. Every value is [`clean`]ed: a node
+/// or host name comes from journal fields anyone on a collector's network
+/// can set.
+#[must_use]
+pub fn labels(
+    i: &Incident,
+    settings: &Settings,
+    extra: &std::collections::BTreeMap<String, String>,
+) -> serde_json::Map<String, Value> {
+    let mut l = serde_json::Map::new();
+    for (k, v) in extra {
+        l.insert(k.clone(), clean(v, MAX_LABEL));
+    }
+    match i.kind {
+        crate::tracker::IncidentKind::NodeStatus => {
+            l.insert("alertname".into(), ALERTNAME.into());
+        }
+        k @ crate::tracker::IncidentKind::KubeletDown => {
+            l.insert("alertname".into(), ALERTNAME_DOWN.into());
+            l.insert("kind".into(), k.as_str().into());
+        }
+    }
+    l.insert("node".into(), clean(&i.node, MAX_LABEL));
+    if let Some(h) = i.host.as_ref().filter(|h| !h.is_empty()) {
+        l.insert("host".into(), clean(h, MAX_LABEL));
+    }
+    l.insert("cause".into(), i.cause().as_str().into());
+    if let Some(e) = &i.api_endpoint {
+        l.insert("api_endpoint".into(), e.clone().into());
+    }
+    l.insert("verdict".into(), i.verdict(settings).as_str().into());
+    l.insert("severity".into(), severity(i).into());
+    l
+}
+
+fn cut(s: &str) -> String {
+    let one = crate::tracker::one_line(s, MAX_EVIDENCE);
+    one.chars().take(MAX_EVIDENCE).collect()
+}
+
+/// One alert for Alertmanager: firing until `ends_at`, or resolved at it.
+#[must_use]
+pub fn alert(
+    i: &Incident,
+    settings: &Settings,
+    cfg: &AlertmanagerConfig,
+    ends_at: Micros,
+) -> Value {
+    let span = i.resolved_at.unwrap_or(i.last_signal_at) - i.opened_at;
+    let summary = match &i.down {
+        Some(d) => format!(
+            "{}: kubelet down, {} restarts in {} ({})",
+            crate::tracker::one_line(&i.node, 200),
+            d.restarts,
+            human_duration(span),
+            i.cause().as_str()
+        ),
+        None => format!(
+            "{}: {} node status retries in {} ({})",
+            crate::tracker::one_line(&i.node, 200),
+            i.counted_retries(),
+            human_duration(span),
+            i.cause().as_str()
+        ),
+    };
+    let mut annotations = serde_json::Map::new();
+    annotations.insert("summary".into(), summary.into());
+    // The diagnosis quotes the node and host names: cleaned like the rest.
+    annotations.insert(
+        "description".into(),
+        clean(&i.diagnosis(settings), MAX_EVIDENCE * 4),
+    );
+    annotations.insert("incident".into(), i.id.clone().into());
+    annotations.insert("opened_at".into(), rfc3339(i.opened_at).into());
+    // An acknowledgement shows in Alertmanager too (the alert keeps firing:
+    // the trouble is not over).
+    if let Some(a) = &i.ack {
+        annotations.insert("acknowledged_by".into(), clean(&a.by, 253));
+        annotations.insert("acknowledged_at".into(), rfc3339(a.at).into());
+        if !a.comment.is_empty() {
+            annotations.insert("acknowledged_comment".into(), clean(&a.comment, 1000));
+        }
+    }
+    if let Some(e) = i.first_evidence() {
+        annotations.insert("first_evidence".into(), cut(&e.text).into());
+    }
+    if let Some(e) = i.last_evidence() {
+        annotations.insert("last_evidence".into(), cut(&e.text).into());
+    }
+    json!({
+        "labels": labels(i, settings, &cfg.labels),
+        "annotations": annotations,
+        "startsAt": rfc3339(i.over_threshold_at.unwrap_or(i.opened_at)),
+        "endsAt": rfc3339(ends_at),
+    })
+}
+
+/// When a firing alert says it ends: four resend intervals on, as
+/// Prometheus does.
+pub(super) fn firing_until(now: Micros, cfg: &AlertmanagerConfig) -> Micros {
+    now + 4 * cfg.resend_interval.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// D23: a host (or node, or configured label) with ESC, NUL or a
+    /// bidirectional override reaches Alertmanager cleaned and bounded.
+    #[test]
+    fn labels_and_annotations_carry_no_control_characters() {
+        let mut p = crate::pipeline::Pipeline::new(
+            crate::model::EntryFilter::default(),
+            Settings::default(),
+        );
+        let mut d = Vec::new();
+        for k in 0..7 {
+            p.push(
+                crate::model::Entry {
+                    at: Some(k * crate::time::SECOND),
+                    message: b"E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": Unauthorized\"".to_vec(),
+                    ..crate::model::Entry::default()
+                },
+                &mut d,
+            );
+        }
+        p.flush(&mut d);
+        let mut i = p.tracker().open_incidents().next().unwrap().clone();
+        i.host = Some(format!(
+            "esc\x1b]0;pwn\x07nul\x00byte\u{202e}{}",
+            "y".repeat(1 << 20)
+        ));
+        let extra = std::collections::BTreeMap::from([("team".to_string(), "a\r\nb".to_string())]);
+        let cfg = AlertmanagerConfig {
+            urls: Vec::new(),
+            labels: extra,
+            timeout: crate::config::Period(crate::time::SECOND),
+            resend_interval: crate::config::Period(60 * crate::time::SECOND),
+            ca_file: None,
+        };
+        let a = alert(&i, &Settings::default(), &cfg, 0);
+        let mut values = Vec::new();
+        for part in ["labels", "annotations"] {
+            for v in a[part].as_object().unwrap().values() {
+                values.push(v.as_str().unwrap().to_string());
+            }
+        }
+        for v in &values {
+            assert!(
+                !v.chars().any(|c| c.is_control() || c == '\u{202e}'),
+                "{:?}",
+                &v[..v.len().min(80)]
+            );
+        }
+        let host = a["labels"]["host"].as_str().unwrap();
+        assert!(host.starts_with("esc ]0;pwn nul byte yyy"), "{host:.40}");
+        assert!(host.len() <= MAX_LABEL + '…'.len_utf8(), "{}", host.len());
+        assert_eq!(a["labels"]["team"], "a  b");
+    }
+}
