@@ -37,25 +37,19 @@
 //!   command line.
 //! - [`time`]: microseconds, durations, and placing text logs' times.
 
-pub mod advice;
+mod pure;
+pub use pure::{advice, defaults, kinds, model, parse, picture, pipeline, signals, time, tracker};
+
 pub mod api;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod daemon;
-pub mod defaults;
 pub mod journal;
-pub mod kinds;
-pub mod model;
 pub mod notify;
-pub mod parse;
-pub mod picture;
-pub mod pipeline;
 pub mod query;
 pub mod report;
 pub mod scan;
-pub mod signals;
 pub mod status;
 pub mod store;
-pub mod time;
-pub mod tracker;
 pub(crate) mod users;

@@ -113,7 +113,7 @@ fn incidents(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
-    let now = crate::time::now();
+    let now = crate::clock::now();
     let when = |flag: &str, v: &Option<String>| {
         v.as_deref()
             .map(|s| crate::time::parse_when(s, now, a.utc).map_err(|e| format!("{flag} {e}")))

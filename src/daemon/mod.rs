@@ -113,7 +113,7 @@ impl Edges {
     pub fn real(config: &Config) -> Self {
         Self {
             source: journal_source(config),
-            now: Arc::new(crate::time::now),
+            now: Arc::new(crate::clock::now),
             systemd: true,
             signals: true,
         }
@@ -134,7 +134,7 @@ pub fn target_of(config: &Config) -> Target {
 fn boot_time() -> Option<Micros> {
     let up = std::fs::read_to_string("/proc/uptime").ok()?;
     let secs: f64 = up.split_whitespace().next()?.parse().ok()?;
-    Some(crate::time::now() - (secs * SECOND as f64) as Micros)
+    Some(crate::clock::now() - (secs * SECOND as f64) as Micros)
 }
 
 fn first_start(at: StartAt) -> Start {

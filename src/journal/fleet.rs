@@ -729,7 +729,7 @@ impl Coordinator {
         } else if g.cursor.is_none() && g.start == Start::Tail {
             // Opened at the tail with nothing of the kubelet's in it yet:
             // from now on, whatever comes after this moment.
-            g.start = Start::Realtime(crate::time::now().max(0) as u64);
+            g.start = Start::Realtime(crate::clock::now().max(0) as u64);
         }
         if let Some(e) = d.error {
             // One unreadable group does not stop the others; it is tried

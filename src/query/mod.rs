@@ -69,7 +69,7 @@ pub enum QueryError {
 
 /// The time of the question: the service's, or this process's clock.
 fn now(live: Option<&Live>) -> Micros {
-    live.map_or_else(crate::time::now, |l| l.now)
+    live.map_or_else(crate::clock::now, |l| l.now)
 }
 
 /// The settings incidents are judged by: the running service's, or the

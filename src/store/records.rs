@@ -9,19 +9,7 @@ use crate::model::glob;
 use crate::time::Micros;
 use crate::tracker::AlertKind;
 
-/// Which delivery an outbox entry is for. Each delivery has its own entries
-/// and its own retry state, so one failing never holds back the other.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub enum Channel {
-    #[default]
-    Email,
-    Alertmanager,
-}
-
-crate::kinds::spelling!(Channel {
-    Email => "email",
-    Alertmanager => "alertmanager",
-});
+pub use crate::kinds::Channel;
 
 /// One alert waiting in the outbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

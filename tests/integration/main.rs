@@ -4,6 +4,7 @@
 
 mod alertmanager;
 mod api;
+mod architecture;
 mod auth;
 mod cli;
 mod collector;

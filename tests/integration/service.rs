@@ -898,7 +898,7 @@ fn a_restarted_kubelet_gives_every_reader_the_same_two_incidents() {
 #[test]
 fn the_f1_restart_journal_gives_every_reader_the_same_two_incidents() {
     use kubelet_sentinel::time::SECOND;
-    let t0 = kubelet_sentinel::time::now() - 600 * SECOND;
+    let t0 = kubelet_sentinel::clock::now() - 600 * SECOND;
     let node = "worker-01";
     let klog_at = |at: i64, pid: u32, sev: char, file: &str, body: &str| {
         let t = chrono::DateTime::from_timestamp_micros(at).unwrap();

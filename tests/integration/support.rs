@@ -22,7 +22,7 @@ pub fn read_options(format: Format) -> ReadOptions {
         clock: Clock {
             utc: true,
             year: Some(2025),
-            now: kubelet_sentinel::time::now(),
+            now: kubelet_sentinel::clock::now(),
         },
         filter: EntryFilter::default(),
     }

@@ -16,7 +16,7 @@ pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Ex
         clock: Clock {
             utc: args.utc,
             year: args.year,
-            now: crate::time::now(),
+            now: crate::clock::now(),
         },
         filter: entry_filter(args),
     };

@@ -36,7 +36,7 @@ pub(crate) fn test_email(
         let _ = writeln!(out, "SMTP password from {}", source.describe());
     }
     let settings = config.tracker_settings();
-    let incident = crate::notify::sample_incident(crate::time::now(), &settings);
+    let incident = crate::notify::sample_incident(crate::clock::now(), &settings);
     let mut rendered =
         crate::notify::render(&[&incident], crate::tracker::AlertKind::Opened, &settings);
     rendered.subject =

@@ -241,13 +241,6 @@ fn at_wall(t: NaiveDateTime, utc: bool) -> Option<Micros> {
     }
 }
 
-/// The current wall-clock time. Only the edges call this; the pure core gets
-/// time passed in.
-#[must_use]
-pub fn now() -> Micros {
-    Utc::now().timestamp_micros()
-}
-
 /// How to place a time of day that carries no year and no zone (klog headers,
 /// syslog prefixes) on the time line.
 #[derive(Debug, Clone, Copy)]

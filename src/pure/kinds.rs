@@ -88,10 +88,24 @@ macro_rules! spelling {
 
 pub(crate) use spelling;
 
+/// Which delivery an outbox entry is for. Each delivery has its own entries
+/// and its own retry state, so one failing never holds back the other.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Channel {
+    #[default]
+    Email,
+    Alertmanager,
+}
+
+crate::kinds::spelling!(Channel {
+    Email => "email",
+    Alertmanager => "alertmanager",
+});
+
 #[cfg(test)]
 mod tests {
+    use super::Channel;
     use crate::signals::{Cause, SignalKind};
-    use crate::store::Channel;
     use crate::tracker::{IncidentKind, Status, Verdict};
 
     fn round_trip<T>(all: &[T])

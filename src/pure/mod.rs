@@ -1,0 +1,20 @@
+//! The walled core: entries in, incidents and alert decisions out.
+//!
+//! Nothing here does I/O or reads a clock: no store, no tokio, no sled, no
+//! lettre, no files, sockets or threads, no `now()`. Time comes in with
+//! the entries and the caller's ticks, so the same journal gives the same
+//! incidents whoever reads it and whenever. `tests/integration/
+//! architecture.rs` fails the build's tests if a file here names an edge or
+//! a module outside the core; the crate root re-exports these modules at
+//! their old paths (`crate::tracker`, `crate::parse`, …).
+
+pub mod advice;
+pub mod defaults;
+pub mod kinds;
+pub mod model;
+pub mod parse;
+pub mod picture;
+pub mod pipeline;
+pub mod signals;
+pub mod time;
+pub mod tracker;

@@ -1,0 +1,416 @@
+//! The table itself: every recognised wording, the versions that write it,
+//! and how a row matches a line. [`super`] looks lines up in it.
+
+use super::SignalKind;
+use crate::parse::Line;
+
+/// How a row matches.
+#[derive(Debug, Clone, Copy)]
+pub enum Form {
+    /// A structured line whose message is exactly this.
+    Structured(&'static str),
+    /// A structured line with this message whose `key` value contains `needle`.
+    StructuredWith(&'static str, &'static str, &'static str),
+    /// A legacy line that starts with this.
+    LegacyPrefix(&'static str),
+    /// A legacy line that is exactly this.
+    LegacyExact(&'static str),
+    /// A legacy line that contains this.
+    LegacyContains(&'static str),
+    /// A legacy line of the shape `node "X" not found` (the whole body).
+    LegacyNodeNotFound,
+    /// Any line of severity `F` (klog's Fatal: the process exits after it).
+    FatalSeverity,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    pub kind: SignalKind,
+    pub form: Form,
+    /// Kubernetes versions that write this wording (`messages.md`).
+    pub versions: &'static str,
+}
+
+const fn row(kind: SignalKind, form: Form, versions: &'static str) -> Row {
+    Row {
+        kind,
+        form,
+        versions,
+    }
+}
+
+use Form::{
+    FatalSeverity, LegacyContains, LegacyExact, LegacyNodeNotFound, LegacyPrefix, Structured,
+    StructuredWith,
+};
+use SignalKind as K;
+
+/// Every recognised wording. First match wins, so more specific rows come
+/// before the rows whose text they extend.
+pub static TABLE: &[Row] = &[
+    // §2 node status heartbeat.
+    row(
+        K::StatusRetry,
+        Structured("Error updating node status, will retry"),
+        "1.21+",
+    ),
+    row(
+        K::StatusRetry,
+        Structured("Error updating node status, will retry with syncNodeStatus"),
+        "1.27+",
+    ),
+    row(
+        K::StatusRetry,
+        LegacyPrefix("Error updating node status, will retry: "),
+        "<=1.20",
+    ),
+    row(
+        K::StatusRetry,
+        LegacyPrefix("error updating node status, will retry: "),
+        "2015",
+    ),
+    row(
+        K::StatusExhausted,
+        Structured("Unable to update node status"),
+        "1.21+",
+    ),
+    row(
+        K::StatusExhausted,
+        LegacyPrefix("Unable to update node status: "),
+        "<=1.20",
+    ),
+    row(
+        K::StatusExhausted,
+        LegacyPrefix("Update node status exceeds retry count"),
+        "2015",
+    ),
+    // §3 the node is not in the lister.
+    row(K::ListerMiss, Structured("Error getting node"), "1.21-1.26"),
+    row(
+        K::ListerMiss,
+        Structured("Error getting the current node from lister"),
+        "1.27+",
+    ),
+    row(K::ListerMiss, LegacyNodeNotFound, "1.12-1.20"),
+    row(
+        K::ListerMiss,
+        StructuredWith(
+            "Eviction manager: failed to get summary stats",
+            "err",
+            "failed to get node info",
+        ),
+        "1.21+",
+    ),
+    row(
+        K::ListerMiss,
+        LegacyPrefix("eviction manager: unexpected err: failed to get node info: "),
+        "<=1.20",
+    ),
+    row(
+        K::ListerMiss,
+        Structured(
+            "No need to create a mirror pod, since failed to get node info from the cluster",
+        ),
+        "1.31+",
+    ),
+    row(
+        K::ListerMiss,
+        Structured("Failed to get node when trying to set owner ref to the node lease"),
+        "1.21+",
+    ),
+    row(
+        K::ListerMiss,
+        LegacyContains("when trying to set owner ref to the node lease"),
+        "1.13-1.20",
+    ),
+    // §1 registration.
+    row(
+        K::RegisterFailed,
+        Structured("Unable to register node with API server"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterFailed,
+        Structured("Unable to register node with API server, error getting existing node"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterFailed,
+        Structured("Unable to register node with API server, no node instance returned"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterFailed,
+        Structured("Unable to reconcile node with API server,error updating node"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterFailed,
+        Structured("Unable to construct v1.Node object for kubelet"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("Unable to register node "),
+        "1.5-1.20",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("Unable to reconcile node "),
+        "1.5-1.20",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("Unable to construct v1.Node object for kubelet: "),
+        "<=1.20",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("Unable to register "),
+        "<=1.4",
+    ),
+    // kubelet.go ≤1.4: the AlreadyExists path's follow-up GET, and a nil node.
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("error getting node \""),
+        "<=1.4",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("no node instance returned for "),
+        "<=1.4",
+    ),
+    row(
+        K::RegisterFailed,
+        LegacyPrefix("Unable to construct api.Node object for kubelet: "),
+        "<=1.5",
+    ),
+    row(
+        K::RegisterAttempt,
+        Structured("Attempting to register node"),
+        "1.21+",
+    ),
+    row(
+        K::RegisterAttempt,
+        LegacyPrefix("Attempting to register node "),
+        "<=1.20",
+    ),
+    row(
+        K::Registered,
+        Structured("Successfully registered node"),
+        "1.21+",
+    ),
+    row(
+        K::Registered,
+        LegacyPrefix("Successfully registered node "),
+        "<=1.20",
+    ),
+    // AlreadyExists: the node is registered (≤1.4 stops here; later
+    // versions reconcile, then say "Successfully registered node").
+    row(
+        K::Registered,
+        Structured("Node was previously registered"),
+        "1.21+",
+    ),
+    row(
+        K::Registered,
+        LegacyContains(" was previously registered"),
+        "<=1.20",
+    ),
+    // §6 node lease.
+    row(
+        K::LeaseFailed,
+        Structured("Failed to ensure lease exists, will retry"),
+        "1.27+",
+    ),
+    row(
+        K::LeaseFailed,
+        Structured("Failed to update lease"),
+        "1.27+",
+    ),
+    row(
+        K::LeaseFailed,
+        Structured("Will retry updating lease"),
+        "1.27+",
+    ),
+    row(
+        K::LeaseFailed,
+        Structured("Failed to prepare lease"),
+        "1.29+",
+    ),
+    row(
+        K::LeaseFailed,
+        Structured("failed to update lease using latest lease, fallback to ensure lease"),
+        "1.27+",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyPrefix("failed to ensure node lease exists, will retry in "),
+        "1.13-1.19",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyPrefix("failed to ensure lease exists, will retry in "),
+        "1.20-1.26",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyPrefix("failed to update node lease, error: "),
+        "1.13-1.19",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyPrefix("failed to update lease, error: "),
+        "1.20-1.26",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyPrefix("failed to update lease using latest lease, fallback to ensure lease, err: "),
+        "1.20-1.26",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyContains("attempts to update node lease, will retry after "),
+        "1.13-1.19",
+    ),
+    row(
+        K::LeaseFailed,
+        LegacyContains("attempts to update lease, will retry after "),
+        "1.20-1.26",
+    ),
+    // §5 reflectors.
+    row(K::WatchFailed, Structured("Failed to watch"), "1.33+"),
+    row(
+        K::WatchFailed,
+        StructuredWith("Unhandled Error", "err", ": Failed to watch *"),
+        "1.31-1.32",
+    ),
+    row(
+        K::WatchFailed,
+        LegacyContains(": Failed to watch *"),
+        "1.19-1.30",
+    ),
+    row(
+        K::WatchFailed,
+        LegacyContains(": Failed to list *"),
+        "<=1.18",
+    ),
+    row(
+        K::WatchFailed,
+        LegacyContains(": failed to list *"),
+        "1.23-1.32",
+    ),
+    // §3, §5 caches and the node informer.
+    row(K::CachesSynced, Structured("Caches are synced"), "1.33+"),
+    row(
+        K::CachesSynced,
+        LegacyPrefix("Caches are synced for "),
+        "<=1.32",
+    ),
+    row(
+        K::CachesSynced,
+        StructuredWith("Caches populated", "type", "*v1.Node"),
+        "1.33+",
+    ),
+    row(
+        K::CachesSynced,
+        LegacyPrefix("Caches populated for *v1.Node from "),
+        "1.29-1.32",
+    ),
+    row(K::CachesSynced, Structured("Watching apiserver"), "1.21+"),
+    row(K::CachesSynced, LegacyExact("Watching apiserver"), "<=1.20"),
+    // §2, §3 the node became Ready.
+    row(
+        K::NodeReady,
+        Structured("Fast updating node status as it just became ready"),
+        "1.27+",
+    ),
+    row(
+        K::NodeReady,
+        StructuredWith("Recording event message for node", "event", "NodeReady"),
+        "1.21+",
+    ),
+    row(
+        K::NodeReady,
+        LegacyPrefix("Recording NodeReady event message for node "),
+        "<=1.20",
+    ),
+    // §9 start-up.
+    // The kubelet's fatal lines (design 5.1): it exits right after.
+    row(K::KubeletFatal, Structured("command failed"), "1.21+"),
+    row(
+        K::KubeletFatal,
+        Structured("Failed to start ContainerManager"),
+        "1.21+",
+    ),
+    row(
+        K::KubeletFatal,
+        Structured("Failed to load kubelet config file"),
+        "1.21+",
+    ),
+    row(
+        K::KubeletFatal,
+        LegacyPrefix("failed to run Kubelet: "),
+        "<=1.20",
+    ),
+    row(
+        K::KubeletFatal,
+        LegacyPrefix("failed to load Kubelet config file"),
+        "1.10-1.20",
+    ),
+    row(
+        K::KubeletFatal,
+        LegacyPrefix("failed to load kubelet config file"),
+        "1.10-1.20",
+    ),
+    row(
+        K::KubeletFatal,
+        LegacyPrefix("failed to validate kubelet flags"),
+        "1.10-1.20",
+    ),
+    row(
+        K::KubeletFatal,
+        LegacyPrefix("Failed to start ContainerManager"),
+        "<=1.20",
+    ),
+    row(
+        K::KubeletFatal,
+        Structured("Failed to listen and serve"),
+        "1.21+",
+    ),
+    row(K::KubeletStarted, Structured("Kubelet version"), "1.21+"),
+    row(K::KubeletStarted, Structured("Started kubelet"), "1.21+"),
+    row(K::KubeletStarted, LegacyExact("Started kubelet"), "<=1.20"),
+    // Last: any other klog Fatal line of the kubelet's (it exits right
+    // after: `F… server.go:153] listen tcp 0.0.0.0:10250: bind: …`).
+    row(K::KubeletFatal, FatalSeverity, "all"),
+];
+
+/// `node "X" not found` as a whole line: quoted (1.12-1.20), single-quoted
+/// (pre-1.17 paths), or bare (2015).
+fn legacy_node_not_found(t: &str) -> bool {
+    let t = t.trim_end();
+    // 2015: `error getting node: node X not found` (kubelet.go).
+    let t = t.strip_prefix("error getting node: ").unwrap_or(t);
+    (t.starts_with("node \"") && t.ends_with("\" not found"))
+        || (t.starts_with("node '") && t.ends_with("' not found"))
+        || t.strip_prefix("node ")
+            .and_then(|r| r.strip_suffix(" not found"))
+            .is_some_and(|name| !name.is_empty() && !name.contains(char::is_whitespace))
+}
+
+pub(super) fn matches(form: Form, line: &Line<'_>) -> bool {
+    let structured = line.is_structured();
+    let msg = line.message();
+    match form {
+        Structured(m) => structured && msg == m,
+        StructuredWith(m, key, needle) => {
+            structured && msg == m && line.value(key).is_some_and(|v| v.contains(needle))
+        }
+        LegacyPrefix(p) => !structured && msg.starts_with(p),
+        LegacyExact(p) => !structured && msg.trim_end() == p,
+        LegacyContains(p) => !structured && msg.contains(p),
+        LegacyNodeNotFound => !structured && legacy_node_not_found(msg),
+        FatalSeverity => line.severity == Some(crate::parse::Severity::Fatal),
+    }
+}

@@ -1,0 +1,72 @@
+//! The bounds on what a stranger can grow: nodes per host and in all,
+//! the oldest quiet node evicted to make room.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl Tracker {
+    /// Incidents closed to stay within the node bounds, so far.
+    #[must_use]
+    pub fn evicted(&self) -> u64 {
+        self.evicted
+    }
+
+    /// Of the evicted, those taken out of the history (below the threshold,
+    /// never announced), so far.
+    #[must_use]
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten
+    }
+
+    /// Incidents forgotten since the last call (to take out of the store).
+    pub fn take_forgotten(&mut self) -> Vec<Incident> {
+        std::mem::take(&mut self.forgotten_incidents)
+    }
+
+    /// Before a new incident of `host` opens: closes the incident quiet
+    /// longest of that host when it has `max_nodes_per_host` open, and the
+    /// one quiet longest of all when `max_nodes` are open, so what any
+    /// writer can grow stays bounded (the kubelet's own node is the one in
+    /// trouble now, never the one evicted).
+    pub(super) fn make_room(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
+        let of = |i: &Incident| i.host.as_deref().unwrap_or("") == host;
+        let oldest = |open: &BTreeMap<String, Incident>, of_host: bool| {
+            open.iter()
+                .filter(|(_, i)| !of_host || of(i))
+                .min_by_key(|(_, i)| (i.last_signal_at, i.opened_at))
+                .map(|(n, _)| n.clone())
+        };
+        let per_host = self.settings.max_nodes_per_host.max(1);
+        if self.open.len() >= per_host && self.open.values().filter(|i| of(i)).count() >= per_host {
+            if let Some(n) = oldest(&self.open, true) {
+                self.evict(&n, at, out);
+            }
+        }
+        if self.open.len() >= self.settings.max_nodes.max(1) {
+            if let Some(n) = oldest(&self.open, false) {
+                self.evict(&n, at, out);
+            }
+        }
+    }
+
+    pub(super) fn evict(&mut self, node: &str, at: Micros, out: &mut Vec<Decision>) {
+        let Some(mut inc) = self.open.remove(node) else {
+            return;
+        };
+        self.evicted += 1;
+        if inc.over_threshold_at.is_none() && !inc.announced && inc.alerted_at.is_none() {
+            // Below the threshold and never said: a name in a flood, kept
+            // neither in memory nor in the history (so what a writer can
+            // grow stays bounded there too); counted.
+            self.forgotten += 1;
+            out.push(Decision::ForgetIncident { id: inc.id.clone() });
+            self.forgotten_incidents.push(inc);
+            return;
+        }
+        inc.resolved_at = Some(at.max(inc.last_signal_at));
+        inc.resolution = Some(Resolution::Evicted);
+        out.push(Decision::ResolveIncident { id: inc.id.clone() });
+        // The host's due time may now be early, which is allowed.
+        self.resolved.push(inc);
+    }
+}

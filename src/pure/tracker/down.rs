@@ -1,0 +1,224 @@
+//! Kubelet-down incidents: the kubelet's own life under systemd (starts,
+//! exits, restarts, systemd giving up) as the tracker counts it.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+impl Tracker {
+    /// The kubelet's own life (design 5.1): systemd's lines about the unit
+    /// and the kubelet's fatal line make `kubelet-down` incidents.
+    pub(super) fn life(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
+        let at = obs.at;
+        let host = obs.host.unwrap_or("");
+        let sig = obs.signal;
+        let key = open_key(IncidentKind::KubeletDown, node);
+        self.expire(&key, at, out);
+        let down = self.open.get(&key).and_then(|i| i.down.as_ref());
+        let pending = down.and_then(|d| d.pending);
+        let restarting = down.is_some_and(|d| d.restarting);
+        let origin = self.origins.entry(host.to_string()).or_default();
+        let stopping = origin.stopping;
+        let evidence = Evidence::new(at, obs.cursor, sig.kind, obs.text).with_cause(sig.cause);
+        match sig.kind {
+            SignalKind::KubeletStopping | SignalKind::KubeletStopped => {
+                let asked = pending.is_none() && !restarting;
+                let now_stopping = sig.kind == SignalKind::KubeletStopping && asked;
+                if origin.stopping != now_stopping {
+                    origin.stopping = now_stopping;
+                    self.dirty_origins.insert(host.to_string());
+                }
+                if asked {
+                    if let Some(inc) = self.open.get_mut(&key) {
+                        inc.add_evidence(evidence);
+                    }
+                    self.resolve(&key, at, Resolution::Stopped, out);
+                } else if let Some(inc) = self.open.get_mut(&key) {
+                    inc.add_evidence(evidence);
+                    inc.last_signal_at = inc.last_signal_at.max(at);
+                    out.push(Decision::UpdateIncident { id: inc.id.clone() });
+                }
+                return;
+            }
+            SignalKind::KubeletStarted => {
+                if origin.stopping {
+                    origin.stopping = false;
+                    self.dirty_origins.insert(host.to_string());
+                }
+                let Some(inc) = self.open.get_mut(&key) else {
+                    return;
+                };
+                inc.add_evidence(evidence);
+                inc.last_signal_at = inc.last_signal_at.max(at);
+                inc.last_trouble_at = inc.last_trouble_at.max(at);
+                let restarted = pending.is_some();
+                if let Some(d) = inc.down.as_mut() {
+                    d.pending = None;
+                    d.restarting = false;
+                }
+                if restarted {
+                    self.restarted(&key, at, out);
+                }
+                self.update_due(&key);
+                if let Some(inc) = self.open.get(&key) {
+                    out.push(Decision::UpdateIncident { id: inc.id.clone() });
+                }
+                return;
+            }
+            // An exit while a stop that was asked for is under way was
+            // asked for too; a fatal line or systemd giving up never is.
+            SignalKind::KubeletExited | SignalKind::KubeletFailed | SignalKind::KubeletRestart
+                if stopping =>
+            {
+                if let Some(inc) = self.open.get_mut(&key) {
+                    inc.add_evidence(evidence);
+                }
+                return;
+            }
+            _ => {}
+        }
+        if !self.open.contains_key(&key) {
+            self.make_room(host, at, out);
+            self.open_down(obs, node, &key, out);
+        }
+        let Some(inc) = self.open.get_mut(&key) else {
+            return;
+        };
+        inc.last_signal_at = inc.last_signal_at.max(at);
+        inc.last_trouble_at = inc.last_trouble_at.max(at);
+        inc.timeline.add(at, sig.kind.as_str());
+        let d = inc.down.get_or_insert_with(Down::default);
+        let mut gave_up = false;
+        let mut restarted = false;
+        match sig.kind {
+            SignalKind::KubeletFatal => {
+                d.restarting = false;
+                let cause = sig.cause.unwrap_or(Cause::Unknown);
+                *inc.causes.entry(cause).or_default() += 1;
+                d.fatals += 1;
+                d.last_cause = Some(cause);
+                d.last_fatal = Some(evidence.clone());
+                d.pending.get_or_insert(at);
+            }
+            SignalKind::KubeletExited => {
+                d.restarting = false;
+                d.exits += 1;
+                if let Some(e) = &sig.exit {
+                    d.last_exit = Some(e.clone());
+                    d.exit_cause = Some(crate::signals::exit_cause(e));
+                }
+                d.pending.get_or_insert(at);
+            }
+            SignalKind::KubeletFailed => {
+                if let Some(e) = &sig.exit {
+                    let c = crate::signals::exit_cause(e);
+                    if d.pending.is_none() || d.last_exit.is_none() {
+                        d.last_exit = Some(e.clone());
+                    }
+                    if c != Cause::Unknown || d.exit_cause.is_none() {
+                        d.exit_cause = Some(c);
+                    }
+                }
+                d.pending.get_or_insert(at);
+            }
+            SignalKind::KubeletGaveUp => {
+                d.pending.get_or_insert(at);
+                if d.gave_up_at.is_none() {
+                    d.gave_up_at = Some(at);
+                    gave_up = true;
+                }
+            }
+            SignalKind::KubeletRestart => {
+                // systemd may say it twice (`hold-off time over`, then
+                // `Scheduled restart job`): one restart.
+                d.pending = None;
+                restarted = !d.restarting;
+                d.restarting = true;
+            }
+            _ => {}
+        }
+        inc.add_evidence(evidence);
+        out.push(Decision::UpdateIncident { id: inc.id.clone() });
+        if restarted {
+            self.restarted(&key, at, out);
+        }
+        if gave_up {
+            self.gave_up(&key, at, out);
+        }
+        self.update_due(&key);
+    }
+
+    /// A kubelet-down incident's restart: counted, and held to
+    /// `[alert] restarts` within `window`.
+    pub(super) fn restarted(&mut self, key: &str, at: Micros, out: &mut Vec<Decision>) {
+        let s = &self.settings;
+        let Some(inc) = self.open.get_mut(key) else {
+            return;
+        };
+        let limits = s.limits(inc.kind, &inc.node, inc.cause().as_str());
+        // A route's `retries` counts node-status retries; its `window` and
+        // `repeat_interval` hold here too.
+        let restarts = s.restarts;
+        let Some(d) = inc.down.as_mut() else {
+            return;
+        };
+        d.restarts += 1;
+        d.first_restart_at.get_or_insert(at);
+        if inc.count_toward_threshold(at, restarts, &limits, out) {
+            if let Some(d) = inc.down.as_mut() {
+                d.crash_loop_at.get_or_insert(at);
+            }
+        }
+    }
+
+    /// systemd gave up on the kubelet: alerted at once (a second alert if
+    /// its crash loop already raised one).
+    pub(super) fn gave_up(&mut self, key: &str, at: Micros, out: &mut Vec<Decision>) {
+        let Some(inc) = self.open.get_mut(key) else {
+            return;
+        };
+        let kind = if inc.over_threshold_at.is_none() {
+            inc.over_threshold_at = Some(at);
+            AlertKind::Opened
+        } else {
+            AlertKind::Repeat
+        };
+        inc.last_alert_at = Some(at);
+        out.push(Decision::QueueAlert {
+            id: inc.id.clone(),
+            kind,
+            at,
+        });
+    }
+
+    pub(super) fn open_down(
+        &mut self,
+        obs: &Observation<'_>,
+        node: &str,
+        key: &str,
+        out: &mut Vec<Decision>,
+    ) {
+        let at = obs.at;
+        let host = obs.host.unwrap_or("");
+        let origin = self.origins.get(host).cloned().unwrap_or_default();
+        let anchor = origin.started_at.filter(|&t| t <= at).map(|t| Anchor {
+            kind: SignalKind::KubeletStarted,
+            at: t,
+        });
+        let mut inc = Incident {
+            anchor,
+            caches_synced_at: None,
+            down: Some(Down::default()),
+            ..Incident::opening(incident_id(key, at), IncidentKind::KubeletDown, node, obs)
+        };
+        let lookback = 60 * SECOND;
+        for m in origin
+            .markers
+            .iter()
+            .filter(|m| m.at <= at && at - m.at <= lookback)
+        {
+            inc.add_evidence(m.clone());
+        }
+        out.push(Decision::OpenIncident { id: inc.id.clone() });
+        self.open.insert(key.to_string(), inc);
+    }
+}

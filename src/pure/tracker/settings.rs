@@ -1,0 +1,118 @@
+//! The tracker's settings, the per-route thresholds, and their defaults
+//! (from [`crate::defaults`]).
+
+use serde::{Deserialize, Serialize};
+
+use super::IncidentKind;
+use crate::defaults;
+use crate::time::Micros;
+
+/// The tracker's settings; all can change at run time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settings {
+    pub resolve_after: Micros,
+    pub race_window: Micros,
+    pub retries: u32,
+    /// `[alert] restarts`: a kubelet restarted more often than this within
+    /// `window` is in a crash loop.
+    #[serde(default = "default_restarts")]
+    pub restarts: u32,
+    pub window: Micros,
+    pub repeat_interval: Micros,
+    pub send_resolved: bool,
+    /// `[node] name`: the node when neither the line nor the host's
+    /// registration says.
+    pub node_name: Option<String>,
+    /// Per-route thresholds (`[[alert.route]]` with `retries`, `window` or
+    /// `repeat_interval`): the first that matches an incident applies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub overrides: Vec<Threshold>,
+    /// Bound on nodes with an open incident from one host
+    /// (`[incidents] max_nodes_per_host`).
+    #[serde(default = "default_max_nodes_per_host")]
+    pub max_nodes_per_host: usize,
+    /// Bound on nodes with an open incident in all (`[incidents] max_nodes`).
+    #[serde(default = "default_max_nodes")]
+    pub max_nodes: usize,
+}
+
+fn default_max_nodes_per_host() -> usize {
+    defaults::MAX_NODES_PER_HOST as usize
+}
+
+fn default_restarts() -> u32 {
+    defaults::RESTARTS
+}
+
+fn default_max_nodes() -> usize {
+    defaults::MAX_NODES as usize
+}
+
+/// Thresholds for the incidents of some nodes and/or causes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Threshold {
+    /// A node glob; `None`: any node.
+    pub node: Option<String>,
+    /// Causes; empty: any.
+    pub causes: Vec<String>,
+    /// Incident kinds; empty: any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<String>,
+    pub retries: Option<u32>,
+    pub window: Option<Micros>,
+    pub repeat_interval: Option<Micros>,
+}
+
+impl Threshold {
+    #[must_use]
+    pub fn matches(&self, kind: IncidentKind, node: &str, cause: &str) -> bool {
+        self.node
+            .as_deref()
+            .is_none_or(|g| crate::model::glob(g, node))
+            && (self.causes.is_empty() || self.causes.iter().any(|c| c == cause))
+            && (self.kinds.is_empty() || self.kinds.iter().any(|k| k == kind.as_str()))
+    }
+}
+
+/// What an incident is held to: retries within window, and how often it is
+/// reminded of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub retries: u32,
+    pub window: Micros,
+    pub repeat_interval: Micros,
+}
+
+impl Settings {
+    /// The limits for an incident of `node` with `cause`: the first
+    /// matching override's, the rest from `[alert]`.
+    #[must_use]
+    pub fn limits(&self, kind: IncidentKind, node: &str, cause: &str) -> Limits {
+        let o = self.overrides.iter().find(|o| o.matches(kind, node, cause));
+        Limits {
+            retries: o.and_then(|o| o.retries).unwrap_or(self.retries),
+            window: o.and_then(|o| o.window).unwrap_or(self.window),
+            repeat_interval: o
+                .and_then(|o| o.repeat_interval)
+                .unwrap_or(self.repeat_interval),
+        }
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            resolve_after: defaults::RESOLVE_AFTER,
+            race_window: defaults::RACE_WINDOW,
+            retries: defaults::RETRIES,
+            restarts: defaults::RESTARTS,
+            window: defaults::WINDOW,
+            repeat_interval: defaults::REPEAT_INTERVAL,
+            send_resolved: defaults::SEND_RESOLVED,
+            node_name: None,
+            overrides: Vec::new(),
+            max_nodes_per_host: default_max_nodes_per_host(),
+            max_nodes: default_max_nodes(),
+        }
+    }
+}
