@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Control, DaemonError, Source};
 use crate::api::http::{Command, ReloadOutcome};
 use crate::config::Config;
-use crate::journal::sd::{Reader, ReaderCtl, ReaderEvent};
+use crate::journal::{Reader, ReaderCtl, ReaderEvent};
 use crate::model::Position;
 use crate::notify::mailer::{DeliveryReport, Now};
 use crate::pipeline::Pipeline;

@@ -1,13 +1,31 @@
 //! Where entries come from. Every source yields the same [`Entry`]: the
-//! journal through libsystemd ([`sd`]), `journalctl -o export` streams
+//! journal through libsystemd, `journalctl -o export` streams
 //! ([`export`]), `journalctl -o json` lines ([`json`]) and saved text logs
 //! ([`text`]). [`open_input`] detects which one a path or stream holds.
+//!
+//! The journal side, by job:
+//!
+//! - [`protocol`]: what a reader thread and its consumer say ([`ReaderEvent`],
+//!   [`ReaderCtl`], [`Reader`], [`Mode`]);
+//! - [`handle`]: one libsystemd handle and what every reader does with it;
+//! - [`single`]: one handle on one journal, on a thread of its own;
+//! - [`collector`]: a collector's directory, host by host;
+//! - [`open`]: the one place that picks `single` or `collector`.
+//!
+//! Architecture invariant: `single` and `collector` import `handle` and
+//! `protocol`, never each other; only `open` knows both.
 
+pub mod collector;
 pub mod export;
-pub mod fleet;
+pub mod handle;
 pub mod json;
-pub mod sd;
+pub mod open;
+pub mod protocol;
+pub mod single;
 pub mod text;
+
+pub use handle::{Start, Target};
+pub use protocol::{Mode, Reader, ReaderCtl, ReaderEvent, Warning};
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -56,7 +74,7 @@ pub(crate) fn read_line_bounded<R: BufRead + ?Sized>(
 /// journal), or a collector's directory. A cursor is only ever applied to
 /// the journal it came from.
 #[must_use]
-pub fn source_id(target: &sd::Target) -> String {
+pub fn source_id(target: &Target) -> String {
     let machine = || {
         std::fs::read_to_string("/etc/machine-id")
             .ok()
@@ -65,16 +83,16 @@ pub fn source_id(target: &sd::Target) -> String {
             .map_or_else(String::new, |m| format!(" of machine {m}"))
     };
     match target {
-        sd::Target::System => format!("the system journal{}", machine()),
-        sd::Target::Namespace(n) => format!("journal namespace {n:?}{}", machine()),
+        Target::System => format!("the system journal{}", machine()),
+        Target::Namespace(n) => format!("journal namespace {n:?}{}", machine()),
         // `/var/log/journal/remote/` and `/var/log/journal/remote` are one.
-        sd::Target::Directory(d) => {
+        Target::Directory(d) => {
             format!(
                 "directory {}",
                 d.components().collect::<PathBuf>().display()
             )
         }
-        sd::Target::Files(fs) => {
+        Target::Files(fs) => {
             let names: Vec<String> = fs.iter().map(|p| p.display().to_string()).collect();
             format!("files {}", names.join(", "))
         }
@@ -134,7 +152,7 @@ pub fn open_input(path: &str, opts: &ReadOptions) -> Result<Items, SourceError> 
         let p = Path::new(path);
         let meta = std::fs::metadata(p).map_err(io_err)?;
         if meta.is_dir() || opts.format == Format::Journal {
-            return sd::read_paths(&[PathBuf::from(path)], &opts.filter);
+            return open::read_paths(&[PathBuf::from(path)], &opts.filter);
         }
     }
     let raw: Box<dyn Read + Send> = if path == "-" {
@@ -158,7 +176,7 @@ pub fn open_input(path: &str, opts: &ReadOptions) -> Result<Items, SourceError> 
                 message: "journal files cannot be read from standard input; name the file".into(),
             });
         }
-        return sd::read_paths(&[PathBuf::from(path)], &opts.filter);
+        return open::read_paths(&[PathBuf::from(path)], &opts.filter);
     }
     open_stream(path, reader, &head, opts)
 }
