@@ -20,16 +20,16 @@
 //!
 //! Otherwise an idle collector's coordinator does not wake at all.
 
-use std::collections::{BTreeMap, HashMap};
-use std::os::fd::{AsFd, OwnedFd};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
-use rustix::fs::inotify;
 use tokio::sync::mpsc;
 
 use super::groups::{dirs_of, discover_all, group_key, stamp};
+use super::warnings::WarnBudget;
+use super::watch::{Changes, Watch};
 use super::worker::Worker;
 use super::{Done, Event, Job, Spec};
 use crate::journal::handle::{Start, Unreadable};
@@ -158,57 +158,6 @@ struct Coordinator {
     /// Bounds the warnings about bad files (50 000 garbage files must not
     /// be 150 000 log lines): the rest are counted and summarised.
     warnings: WarnBudget,
-}
-
-/// Warnings about the directory's files said one by one at most
-/// [`WarnBudget::PER_MINUTE`] a minute; past that, counted and said as one
-/// line when the minute is over.
-struct WarnBudget {
-    since: Instant,
-    said: u32,
-    held: u64,
-}
-
-impl WarnBudget {
-    const PER_MINUTE: u32 = 20;
-    const WINDOW: Duration = Duration::from_secs(60);
-
-    fn new() -> Self {
-        Self {
-            since: Instant::now(),
-            said: 0,
-            held: 0,
-        }
-    }
-
-    /// Whether to say this one; otherwise it is counted.
-    fn allow(&mut self) -> bool {
-        self.roll();
-        if self.said < Self::PER_MINUTE {
-            self.said += 1;
-            true
-        } else {
-            self.held += 1;
-            false
-        }
-    }
-
-    /// The summary of what was held back, once its minute is over.
-    fn roll(&mut self) -> Option<String> {
-        if self.since.elapsed() < Self::WINDOW {
-            return None;
-        }
-        self.since = Instant::now();
-        self.said = 0;
-        let held = std::mem::take(&mut self.held);
-        (held > 0).then(|| {
-            format!(
-                "{held} more warnings about this directory's files in the last minute were not \
-                 logged one by one (at most {} a minute are)",
-                Self::PER_MINUTE
-            )
-        })
-    }
 }
 
 impl Coordinator {
@@ -649,9 +598,7 @@ impl Coordinator {
         let Some(w) = self.watch.as_mut() else {
             return Ok(());
         };
-        let wd = inotify::add_watch(&w.fd, dir, watch_flags())?;
-        w.dirs.insert(wd, dir.to_path_buf());
-        Ok(())
+        w.add(dir)
     }
 
     fn watch_subdirs(&mut self) {
@@ -674,168 +621,5 @@ impl Coordinator {
         }
         // Stops the inotify thread.
         self.watch = None;
-    }
-}
-
-/// What inotify said, drained at once.
-pub(super) struct Changes {
-    /// Files came or went, or events were lost: look at everything.
-    rescan: bool,
-    /// The files written to, by watch.
-    touched: Vec<(i32, PathBuf)>,
-    /// Waiting on inotify failed.
-    failed: Option<String>,
-}
-
-/// The directory's inotify watch, and the thread that waits on it and
-/// forwards what it says into the coordinator's channel. Dropping it stops
-/// the thread (through an eventfd it also waits on).
-struct Watch {
-    fd: OwnedFd,
-    /// The directory each inotify watch is on.
-    dirs: HashMap<i32, PathBuf>,
-    /// Some subdirectory could not be watched.
-    incomplete: bool,
-    stop: OwnedFd,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Watch {
-    fn start(events: std_mpsc::Sender<Event>) -> std::io::Result<Self> {
-        let fd = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC)?;
-        let stop = rustix::event::eventfd(
-            0,
-            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
-        )?;
-        let (fd2, stop2) = (fd.try_clone()?, stop.try_clone()?);
-        let thread = std::thread::Builder::new()
-            .name("journal-inotify".into())
-            .spawn(move || forward_inotify(&fd2, &stop2, &events))?;
-        Ok(Self {
-            fd,
-            dirs: HashMap::new(),
-            incomplete: false,
-            stop,
-            thread: Some(thread),
-        })
-    }
-}
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        let _ = rustix::io::write(&self.stop, &1u64.to_ne_bytes());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// The inotify thread: waits for the watch (or `stop`), drains it, and
-/// sends what changed, until stopped or the coordinator is gone.
-fn forward_inotify(fd: &OwnedFd, stop: &OwnedFd, events: &std_mpsc::Sender<Event>) {
-    use rustix::event::{PollFd, PollFlags};
-    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 8192];
-    loop {
-        let mut fds = [
-            PollFd::new(fd, PollFlags::IN),
-            PollFd::new(stop, PollFlags::IN),
-        ];
-        match rustix::event::poll(&mut fds, None) {
-            Ok(_) | Err(rustix::io::Errno::INTR) => {}
-            Err(e) => {
-                let failed = Some(e.to_string());
-                let _ = events.send(Event::Fs(Changes {
-                    rescan: false,
-                    touched: Vec::new(),
-                    failed,
-                }));
-                return;
-            }
-        }
-        if !fds[1].revents().is_empty() {
-            return;
-        }
-        let (rescan, touched) = read_events(fd.as_fd(), &mut buf);
-        if (rescan || !touched.is_empty())
-            && events
-                .send(Event::Fs(Changes {
-                    rescan,
-                    touched,
-                    failed: None,
-                }))
-                .is_err()
-        {
-            return;
-        }
-    }
-}
-
-fn watch_flags() -> inotify::WatchFlags {
-    inotify::WatchFlags::CREATE
-        | inotify::WatchFlags::DELETE
-        | inotify::WatchFlags::MOVED_TO
-        | inotify::WatchFlags::MOVED_FROM
-        | inotify::WatchFlags::MODIFY
-        | inotify::WatchFlags::CLOSE_WRITE
-        | inotify::WatchFlags::ATTRIB
-}
-
-/// Drains the inotify queue: whether files came or went (or events were
-/// lost: look at everything), and the files written to (by watch).
-fn read_events(
-    fd: rustix::fd::BorrowedFd<'_>,
-    buf: &mut [std::mem::MaybeUninit<u8>],
-) -> (bool, Vec<(i32, PathBuf)>) {
-    let mut rescan = false;
-    let mut touched: Vec<(i32, PathBuf)> = Vec::new();
-    let mut reader = inotify::Reader::new(fd, buf);
-    loop {
-        match reader.next() {
-            Ok(ev) => {
-                let flags = ev.events();
-                if flags.intersects(
-                    inotify::ReadFlags::CREATE
-                        | inotify::ReadFlags::DELETE
-                        | inotify::ReadFlags::MOVED_TO
-                        | inotify::ReadFlags::MOVED_FROM
-                        | inotify::ReadFlags::QUEUE_OVERFLOW
-                        | inotify::ReadFlags::IGNORED
-                        | inotify::ReadFlags::DELETE_SELF,
-                ) {
-                    rescan = true;
-                } else if let Some(name) = ev.file_name() {
-                    let name = PathBuf::from(std::ffi::OsStr::from_bytes(name.to_bytes()));
-                    if !touched.iter().any(|(w, n)| *w == ev.wd() && *n == name) {
-                        touched.push((ev.wd(), name));
-                    }
-                }
-            }
-            Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => break,
-            Err(_) => {
-                rescan = true;
-                break;
-            }
-        }
-    }
-    (rescan, touched)
-}
-
-use std::os::unix::ffi::OsStrExt as _;
-
-#[cfg(test)]
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn warnings_past_the_budget_are_counted_and_summarised() {
-        let mut b = WarnBudget::new();
-        let said = (0..50_000).filter(|_| b.allow()).count();
-        assert_eq!(said, WarnBudget::PER_MINUTE as usize);
-        assert_eq!(b.roll(), None, "the minute is not over");
-        b.since -= WarnBudget::WINDOW;
-        let summary = b.roll().unwrap();
-        assert!(summary.starts_with("49980 more warnings"), "{summary}");
-        assert!(b.allow(), "a new minute");
     }
 }

@@ -23,6 +23,8 @@
 
 mod coordinator;
 mod groups;
+mod warnings;
+mod watch;
 mod worker;
 
 use std::path::PathBuf;
@@ -76,5 +78,5 @@ enum Event {
     /// A worker finished a job.
     Done(Done),
     /// The directory changed (forwarded by the inotify thread).
-    Fs(coordinator::Changes),
+    Fs(watch::Changes),
 }
