@@ -465,3 +465,47 @@ mod tests {
         assert_eq!(p.upto, Some(("1f2e".into(), 26)));
     }
 }
+
+#[cfg(test)]
+mod following {
+    use super::*;
+
+    /// A following reader at rest answers its control line (it waits on
+    /// it together with the journal's fd).
+    #[test]
+    fn an_idle_reader_answers_ping_and_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.journal");
+        let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
+            .arg(format!("--output={}", file.display()))
+            .arg("-")
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let export = b"__REALTIME_TIMESTAMP=1\n_SYSTEMD_UNIT=kubelet.service\nMESSAGE=a\n\n";
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), export).unwrap();
+        assert!(child.wait().unwrap().success());
+        let spec = Spec {
+            target: Target::Files(vec![file]),
+            filter: EntryFilter::default(),
+            start: Start::Head,
+            mode: Mode::Follow,
+            batch: 16,
+        };
+        let mut r = spawn(spec, 4).unwrap();
+        let mut next = || r.events.blocking_recv().unwrap();
+        assert!(matches!(next(), ReaderEvent::Entries(v) if v.len() == 1));
+        assert!(matches!(next(), ReaderEvent::Tail { sync: 0 }));
+        r.ctl.send(ReaderCtl::Ping(3)).unwrap();
+        assert!(matches!(
+            r.events.blocking_recv().unwrap(),
+            ReaderEvent::Pong(3)
+        ));
+        r.ctl.send(ReaderCtl::Sync(7)).unwrap();
+        assert!(matches!(
+            r.events.blocking_recv().unwrap(),
+            ReaderEvent::Tail { sync: 7 }
+        ));
+    }
+}
