@@ -114,7 +114,8 @@ pub struct Reader {
 /// eventfd together with what it reads (the journal's fd, inotify), so a
 /// `Sync` or a watchdog `Ping` is seen at once instead of after the next
 /// timeout. The forwarding thread ends when the consumer drops its sender
-/// or the reader drops this line.
+/// (and wakes the reader once more, which then finds its consumer gone) or
+/// the reader drops this line.
 pub(crate) struct ControlLine {
     wake: OwnedFd,
     rx: std_mpsc::Receiver<ReaderCtl>,
@@ -141,6 +142,9 @@ impl ControlLine {
                     // A full counter (2^64 - 2 wakes unread) still wakes.
                     let _ = rustix::io::write(&writer, &1u64.to_ne_bytes());
                 }
+                // The consumer dropped its Reader (events first, then its
+                // sender): wake the reader so it sees so at once.
+                let _ = rustix::io::write(&writer, &1u64.to_ne_bytes());
             })?;
         Ok((tx, Self { wake, rx }))
     }

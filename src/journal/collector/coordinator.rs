@@ -115,7 +115,8 @@ pub fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
 
 /// The consumer's control channel, forwarded into the coordinator's one
 /// channel by a thread that blocks on it. It ends when the consumer drops
-/// its sender or the coordinator is gone.
+/// its sender (and says so: an idle coordinator has no other way to hear
+/// that its consumer is gone) or the coordinator is gone.
 fn forward_ctl(into: std_mpsc::Sender<Event>) -> std::io::Result<mpsc::UnboundedSender<ReaderCtl>> {
     let (tx, mut rx) = mpsc::unbounded_channel::<ReaderCtl>();
     std::thread::Builder::new()
@@ -126,6 +127,8 @@ fn forward_ctl(into: std_mpsc::Sender<Event>) -> std::io::Result<mpsc::Unbounded
                     return;
                 }
             }
+            // The consumer dropped its Reader (events first, then this).
+            let _ = into.send(Event::Gone);
         })?;
     Ok(tx)
 }
@@ -476,6 +479,8 @@ impl Coordinator {
                     owe_tail = true;
                 }
                 Event::Fs(changes) => self.changed(changes)?,
+                // Looked at above: `tx` is closed when the consumer is gone.
+                Event::Gone => {}
             }
         }
     }

@@ -79,4 +79,6 @@ enum Event {
     Done(Done),
     /// The directory changed (forwarded by the inotify thread).
     Fs(watch::Changes),
+    /// The consumer dropped its control line.
+    Gone,
 }
