@@ -52,9 +52,9 @@ pub fn scan_with_progress(
     for input in inputs {
         let items = match input {
             Input::Path(p) => journal::open_input(p, read),
-            Input::System => journal::sd::read(&journal::sd::Target::System, &read.filter),
+            Input::System => journal::open::read(&journal::Target::System, &read.filter),
             Input::Namespace(n) => {
-                journal::sd::read(&journal::sd::Target::Namespace(n.clone()), &read.filter)
+                journal::open::read(&journal::Target::Namespace(n.clone()), &read.filter)
             }
         };
         let items = match items {

@@ -37,8 +37,8 @@ use tracing::Instrument as _;
 use crate::api::http::{self as server, ApiState};
 use crate::config::{Config, JournalTarget, StartAt};
 use crate::journal::SourceError;
-use crate::journal::fleet::{self, FleetSpec, Starts};
-use crate::journal::sd::{self, Reader, Spec, Start, Target};
+use crate::journal::collector;
+use crate::journal::{Reader, Start, Target};
 use crate::model::Position;
 use crate::notify::alertmanager::AlertmanagerTask;
 use crate::notify::mailer::{Mailer, Now};
@@ -152,34 +152,9 @@ pub fn journal_source(config: &Config) -> Source {
     let filter = config.filter();
     let start_at = config.journal.start_at;
     Arc::new(move |position: &Position, follow| {
-        if let Target::Directory(dir) = &target {
-            // A collector: each host's files through a handle of their own.
-            let spec = FleetSpec {
-                dir: dir.clone(),
-                filter: filter.clone(),
-                starts: Starts {
-                    known: position.groups.clone(),
-                    legacy: position.cursor.clone(),
-                    first: position.is_empty().then(|| first_start(start_at)),
-                },
-                follow,
-                batch: 1024,
-            };
-            return fleet::spawn(spec, 16);
-        }
-        let start = position
-            .cursor
-            .as_deref()
-            .map_or_else(|| first_start(start_at), |c| Start::After(c.to_string()));
-        let spec = Spec {
-            target: target.clone(),
-            filter: filter.clone(),
-            start,
-            follow,
-            batch: 1024,
-        };
-        // 16 batches in flight at most: the reader waits when ingest is slow.
-        sd::spawn(spec, 16)
+        let mode = if follow { Mode::Follow } else { Mode::Once };
+        let first = first_start(start_at);
+        crate::journal::open::follow(&target, &filter, first, position, mode)
     })
 }
 
@@ -198,7 +173,7 @@ fn changed_source(loaded: &Loaded, target: &Target, source: &str) -> Option<Stri
     }
     match (target, &p.cursor) {
         (Target::Directory(dir), Some(c))
-            if p.groups.is_empty() && !fleet::holds_cursor(dir, c) =>
+            if p.groups.is_empty() && !collector::holds_cursor(dir, c) =>
         {
             Some("another journal (its cursor is of none of the directory's files)".into())
         }

@@ -16,7 +16,7 @@ use super::ingest::{self, Ingest, Mode};
 use super::{Control, DaemonError, Source, systemd, watch as config_watch};
 use crate::api::http::{self as server, ApiState};
 use crate::config::Config;
-use crate::journal::sd::Reader;
+use crate::journal::Reader;
 use crate::notify::Wake;
 use crate::notify::alertmanager::AlertmanagerTask;
 use crate::notify::mailer::Mailer;

@@ -1,17 +1,37 @@
 //! Where entries come from. Every source yields the same [`Entry`]: the
-//! journal through libsystemd ([`sd`]), `journalctl -o export` streams
+//! journal through libsystemd, `journalctl -o export` streams
 //! ([`export`]), `journalctl -o json` lines ([`json`]) and saved text logs
 //! ([`text`]). [`open_input`] detects which one a path or stream holds.
+//!
+//! The journal side, by job:
+//!
+//! - [`protocol`]: what a reader thread and its consumer say ([`ReaderEvent`],
+//!   [`ReaderCtl`], [`Reader`], [`Mode`]);
+//! - [`handle`]: one libsystemd handle and what every reader does with it;
+//! - [`single`]: one handle on one journal, on a thread of its own;
+//! - [`collector`]: a collector's directory, host by host;
+//! - [`open`]: the one place that picks `single` or `collector`;
+//! - `detect`: which reader a path or stream needs ([`open_input`]).
+//!
+//! Architecture invariant: `single` and `collector` import `handle` and
+//! `protocol`, never each other; only `open` knows both.
 
+pub mod collector;
+mod detect;
 pub mod export;
-pub mod fleet;
+pub mod handle;
 pub mod json;
-pub mod sd;
+pub mod open;
+pub mod protocol;
+pub mod single;
 pub mod text;
 
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+pub use detect::{detect, open_input};
+pub use handle::{Start, Target};
+pub use protocol::{Mode, Reader, ReaderCtl, ReaderEvent, Warning};
+
+use std::io::{self, BufRead};
+use std::path::PathBuf;
 
 pub use crate::model::{Entry, EntryFilter, Item, KNOWN_KUBELET_IDENTIFIERS, Malformed, Text};
 use crate::time::Clock;
@@ -56,7 +76,7 @@ pub(crate) fn read_line_bounded<R: BufRead + ?Sized>(
 /// journal), or a collector's directory. A cursor is only ever applied to
 /// the journal it came from.
 #[must_use]
-pub fn source_id(target: &sd::Target) -> String {
+pub fn source_id(target: &Target) -> String {
     let machine = || {
         std::fs::read_to_string("/etc/machine-id")
             .ok()
@@ -65,16 +85,16 @@ pub fn source_id(target: &sd::Target) -> String {
             .map_or_else(String::new, |m| format!(" of machine {m}"))
     };
     match target {
-        sd::Target::System => format!("the system journal{}", machine()),
-        sd::Target::Namespace(n) => format!("journal namespace {n:?}{}", machine()),
+        Target::System => format!("the system journal{}", machine()),
+        Target::Namespace(n) => format!("journal namespace {n:?}{}", machine()),
         // `/var/log/journal/remote/` and `/var/log/journal/remote` are one.
-        sd::Target::Directory(d) => {
+        Target::Directory(d) => {
             format!(
                 "directory {}",
                 d.components().collect::<PathBuf>().display()
             )
         }
-        sd::Target::Files(fs) => {
+        Target::Files(fs) => {
             let names: Vec<String> = fs.iter().map(|p| p.display().to_string()).collect();
             format!("files {}", names.join(", "))
         }
@@ -120,140 +140,9 @@ pub struct ReadOptions {
     pub filter: EntryFilter,
 }
 
-const JOURNAL_MAGIC: &[u8] = b"LPKSHHRH";
-const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
-
-/// Opens one input (`-` is standard input) and returns its entries, with the
-/// format detected from the content unless `opts.format` says otherwise.
-pub fn open_input(path: &str, opts: &ReadOptions) -> Result<Items, SourceError> {
-    let io_err = |source| SourceError::Io {
-        path: path.to_string(),
-        source,
-    };
-    if path != "-" {
-        let p = Path::new(path);
-        let meta = std::fs::metadata(p).map_err(io_err)?;
-        if meta.is_dir() || opts.format == Format::Journal {
-            return sd::read_paths(&[PathBuf::from(path)], &opts.filter);
-        }
-    }
-    let raw: Box<dyn Read + Send> = if path == "-" {
-        Box::new(io::stdin())
-    } else {
-        Box::new(File::open(path).map_err(io_err)?)
-    };
-    let mut reader = BufReader::with_capacity(256 * 1024, raw);
-    let head = reader.fill_buf().map_err(io_err)?.to_vec();
-    if head.starts_with(GZIP_MAGIC) {
-        let inner = flate2::read::MultiGzDecoder::new(reader);
-        let mut reader =
-            BufReader::with_capacity(256 * 1024, Box::new(inner) as Box<dyn Read + Send>);
-        let head = reader.fill_buf().map_err(io_err)?.to_vec();
-        return open_stream(path, reader, &head, opts);
-    }
-    if head.starts_with(JOURNAL_MAGIC) {
-        if path == "-" {
-            return Err(SourceError::Journal {
-                path: path.to_string(),
-                message: "journal files cannot be read from standard input; name the file".into(),
-            });
-        }
-        return sd::read_paths(&[PathBuf::from(path)], &opts.filter);
-    }
-    open_stream(path, reader, &head, opts)
-}
-
-fn open_stream(
-    path: &str,
-    reader: BufReader<Box<dyn Read + Send>>,
-    head: &[u8],
-    opts: &ReadOptions,
-) -> Result<Items, SourceError> {
-    let format = match opts.format {
-        Format::Auto => detect(head),
-        f => f,
-    };
-    Ok(match format {
-        Format::Export => Box::new(export::ExportReader::new(path, reader, opts.clock)),
-        Format::Json => Box::new(json::JsonReader::new(path, reader, opts.clock)),
-        Format::Text | Format::Auto => Box::new(text::TextReader::new(path, reader, opts.clock)),
-        Format::Journal => {
-            return Err(SourceError::Journal {
-                path: path.to_string(),
-                message: "not a journal file (no LPKSHHRH header)".into(),
-            });
-        }
-    })
-}
-
-/// Tells the stream formats apart from their first bytes.
-#[must_use]
-pub fn detect(head: &[u8]) -> Format {
-    let text = String::from_utf8_lossy(&head[..head.len().min(64 * 1024)]);
-    let first = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim_start();
-    if first.starts_with('{')
-        && (first.contains("\"MESSAGE\"") || first.contains("\"__REALTIME_TIMESTAMP\""))
-    {
-        return Format::Json;
-    }
-    let is_field = |l: &str| {
-        l.split_once('=').is_some_and(|(k, _)| {
-            !k.is_empty()
-                && k.bytes()
-                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
-        })
-    };
-    // Export: fields, and an entry's usual ones (its time may be missing).
-    let fields = text
-        .lines()
-        .take_while(|l| !l.is_empty())
-        .filter(|l| is_field(l))
-        .count();
-    if is_field(first)
-        && (text.contains("__REALTIME_TIMESTAMP=")
-            || text.contains("\nMESSAGE=")
-            || text.contains("\nMESSAGE\n")
-            || text.starts_with("MESSAGE")
-            || fields >= 3)
-    {
-        return Format::Export;
-    }
-    Format::Text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn detects_formats() {
-        assert_eq!(
-            detect(b"__CURSOR=s=1\n__REALTIME_TIMESTAMP=1\nMESSAGE=x\n\n"),
-            Format::Export
-        );
-        assert_eq!(
-            detect(b"{\"__REALTIME_TIMESTAMP\":\"1\",\"MESSAGE\":\"x\"}\n"),
-            Format::Json
-        );
-        assert_eq!(
-            detect(b"{\"ts\":1753121331919.7622,\"msg\":\"x\"}\n"),
-            Format::Text
-        );
-        assert_eq!(detect(b"I0715 16:24:50.100 a.go:1] x\n"), Format::Text);
-        assert_eq!(
-            detect(b"_HOSTNAME=w1\nMESSAGE=E0101 00:00:00.000000 1 a.go:1] x\n\n"),
-            Format::Export,
-            "an export without __REALTIME_TIMESTAMP"
-        );
-        assert_eq!(
-            detect(b"-- Logs begin at x --\nMar 22 17:40:06 h kubelet[1]: x\n"),
-            Format::Text
-        );
-    }
 
     #[test]
     fn filter_follows_the_journal_match() {

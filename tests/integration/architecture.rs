@@ -141,7 +141,7 @@ fn imports(code: &str, walled: &BTreeSet<String>) -> BTreeSet<String> {
         if n.is_empty() || n == "self" {
             return;
         }
-        out.insert(if core.contains(n) {
+        out.insert(if walled.contains(n) {
             "pure".to_string()
         } else {
             n.to_string()

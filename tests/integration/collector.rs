@@ -299,7 +299,7 @@ fn a_hosts_files_under_names_of_their_own_are_one_host() {
         "node1",
         &storm(now - 899 * SECOND, "node1", 4),
     );
-    let (groups, _) = kubelet_sentinel::journal::fleet::discover(dir);
+    let (groups, _) = kubelet_sentinel::journal::collector::discover(dir);
     assert_eq!(groups.len(), 1, "{groups:?}");
     assert!(groups.keys().next().unwrap().starts_with("machine-"));
     let grouped = scan_json(&[&dir.display().to_string()]);

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use kubelet_sentinel::config::Config;
 use kubelet_sentinel::daemon::{self, Edges, RunOptions};
-use kubelet_sentinel::journal::sd::{Reader, ReaderCtl, ReaderEvent};
 use kubelet_sentinel::journal::{Entry, EntryFilter};
+use kubelet_sentinel::journal::{Reader, ReaderCtl, ReaderEvent};
 use kubelet_sentinel::pipeline::Pipeline;
 use kubelet_sentinel::store::{Filter, Store, StoreError};
 use kubelet_sentinel::time::{Micros, SECOND};

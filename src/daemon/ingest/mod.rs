@@ -47,7 +47,7 @@ use self::retries::RetryCounts;
 use self::supervise::Supervisor;
 use super::{Control, DaemonError, Source};
 use crate::config::Config;
-use crate::journal::sd::{Reader, ReaderEvent};
+use crate::journal::{Reader, ReaderEvent};
 use crate::model::Position;
 use crate::notify::mailer::{DeliveryReport, Now};
 use crate::notify::{Wake, sleep_until};
@@ -73,14 +73,9 @@ pub struct Channels {
     pub reports: mpsc::UnboundedReceiver<DeliveryReport>,
 }
 
-/// How long ingest runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
-    /// Until the reader has read everything there is (`run --once`).
-    Once,
-    /// Until shutdown, following the journal.
-    Follow,
-}
+/// How long ingest runs: `Once` until the reader has read everything there
+/// is (`run --once`), `Follow` until shutdown. The reader's mode, the same.
+pub use crate::journal::Mode;
 
 /// What the next commit writes, besides the incidents in `changed`.
 #[derive(Debug, Default)]

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::super::{DaemonError, Source};
-use crate::journal::sd::{Reader, ReaderCtl};
+use crate::journal::{Reader, ReaderCtl};
 use crate::model::Position;
 use crate::time::{Micros, SECOND, human_duration};
 

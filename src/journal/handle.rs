@@ -1,31 +1,22 @@
-//! The journal through libsystemd (the `systemd` crate).
+//! One libsystemd journal handle and what both readers do with it: open
+//! it on a target, apply the kubelet match, seek, read an entry in one pass,
+//! notice files libsystemd dropped, find a cursor again, wait on its file
+//! descriptor. [`super::single`] and [`super::collector`] both import this
+//! file and never each other.
 //!
-//! The `sd_journal` handle is neither Send nor Sync, and libsystemd wants it
-//! created, used and freed on one thread (man `sd_journal_open`). So it lives
-//! on a dedicated OS thread that hands owned entries out in batches over a
-//! bounded tokio channel: a slow consumer blocks the reader (backpressure;
-//! the journal itself buffers on disk). The thread ends when the receiver
-//! is dropped; it notices within one wait.
-//!
-//! Besides entries it reports [`ReaderEvent::Tail`]: everything written
-//! before that point was sent. Asked with [`ReaderCtl::Sync`], it says so
-//! once more after looking again, which is how the service confirms that
-//! quiet time is quiet in the journal too (design section 4.1), even after
-//! the whole process was stopped for a while.
+//! Architecture invariant: a `Journal` is created, used and dropped on one
+//! thread (man `sd_journal_open`); nothing here sends one anywhere.
 
-use std::collections::VecDeque;
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc as std_mpsc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-use tokio::sync::mpsc;
+use std::time::Duration;
 
 use systemd::journal::{
     Journal, JournalWaitResult, OpenDirectoryOptions, OpenFilesOptions, OpenOptions,
 };
 
-use super::{Entry, EntryFilter, Item, Items, SourceError, Text};
+use super::protocol::Warning;
+use super::{Entry, EntryFilter, SourceError, Text};
 
 /// Which journal to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,56 +57,8 @@ pub enum Start {
     After(String),
 }
 
-#[derive(Debug, Clone)]
-pub struct Spec {
-    pub target: Target,
-    pub filter: EntryFilter,
-    pub start: Start,
-    /// Keep waiting for new entries instead of ending at the tail.
-    pub follow: bool,
-    /// Entries per batch handed over the channel.
-    pub batch: usize,
-}
-
-/// What the reader thread sends.
-#[derive(Debug)]
-pub enum ReaderEvent {
-    Entries(Vec<Entry>),
-    /// At the end of the journal: every entry written before was sent.
-    /// `sync` is the latest [`ReaderCtl::Sync`] this answers (0: none).
-    Tail {
-        sync: u64,
-    },
-    /// The answer to [`ReaderCtl::Ping`]: the reader is alive and all
-    /// entries it read before were sent.
-    Pong(u64),
-    /// Entries (of any unit) that rotation or vacuum removed before the
-    /// reader got to them.
-    Lost(u64),
-    /// Reading failed; the thread has ended.
-    Failed(String),
-    /// Something could not be read (a file, one host's files); the rest is.
-    Warning(String),
-}
-
-/// What the reader thread is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReaderCtl {
-    /// Look at the journal again and answer with a `Tail`.
-    Sync(u64),
-    /// Answer with a `Pong` once what was read before is sent.
-    Ping(u64),
-}
-
-/// A running reader: its events and its control line.
-pub struct Reader {
-    pub events: mpsc::Receiver<ReaderEvent>,
-    pub ctl: mpsc::UnboundedSender<ReaderCtl>,
-    pub thread: Option<JoinHandle<()>>,
-}
-
 /// `s=` (sequence number id) and `i=` (sequence number) of a cursor.
-pub(super) fn seqnum(cursor: &str) -> Option<(String, u64)> {
+pub(crate) fn seqnum(cursor: &str) -> Option<(String, u64)> {
     let mut id = None;
     let mut n = None;
     for part in cursor.split(';') {
@@ -128,66 +71,6 @@ pub(super) fn seqnum(cursor: &str) -> Option<(String, u64)> {
     Some((id?, n?))
 }
 
-/// An unfiltered second handle on the same journal: it tells the sequence
-/// numbers at the head and the tail, which the filtered reader cannot see.
-struct Probe {
-    j: Journal,
-}
-
-impl Probe {
-    fn open(spec: &Spec) -> Option<Self> {
-        let unfiltered = Spec {
-            filter: EntryFilter {
-                units: Vec::new(),
-                identifiers: Vec::new(),
-                containers: Vec::new(),
-                ..EntryFilter::default()
-            },
-            start: Start::Head,
-            ..spec.clone()
-        };
-        open(&unfiltered).ok().map(|j| Self { j })
-    }
-
-    fn head(&mut self) -> Option<(String, u64)> {
-        self.j.seek_head().ok()?;
-        (self.j.next().ok()? > 0).then_some(())?;
-        seqnum(&self.j.cursor().ok()?)
-    }
-
-    fn tail(&mut self) -> Option<(String, u64)> {
-        self.j.seek_tail().ok()?;
-        (self.j.previous().ok()? > 0).then_some(())?;
-        seqnum(&self.j.cursor().ok()?)
-    }
-}
-
-/// How far the reader has got, in sequence numbers: everything up to here
-/// was read or skipped by the match.
-#[derive(Default)]
-struct Progress {
-    upto: Option<(String, u64)>,
-}
-
-impl Progress {
-    fn advance(&mut self, to: Option<(String, u64)>) {
-        if let Some((id, n)) = to {
-            match &self.upto {
-                Some((cur, m)) if *cur == id && *m >= n => {}
-                _ => self.upto = Some((id, n)),
-            }
-        }
-    }
-
-    /// Entries between what was read and the journal's head: removed unread.
-    fn lost_before(&self, head: Option<(String, u64)>) -> u64 {
-        match (&self.upto, head) {
-            (Some((id, upto)), Some((hid, h))) if *id == hid && h > upto + 1 => h - upto - 1,
-            _ => 0,
-        }
-    }
-}
-
 fn journal_err(target: &Target, what: &str, e: &dyn std::fmt::Display) -> SourceError {
     SourceError::Journal {
         path: target.to_string(),
@@ -195,8 +78,14 @@ fn journal_err(target: &Target, what: &str, e: &dyn std::fmt::Display) -> Source
     }
 }
 
-fn open(spec: &Spec) -> Result<Journal, SourceError> {
-    let t = &spec.target;
+/// Opens `target` with the kubelet match, placed at `start`. A one-time
+/// read keeps only the match terms that occur (see [`present_only`]).
+pub(crate) fn open(
+    t: &Target,
+    filter: &EntryFilter,
+    start: &Start,
+    follow: bool,
+) -> Result<Journal, SourceError> {
     let mut j = match t {
         Target::System => OpenOptions::default().system(true).local_only(true).open(),
         Target::Directory(d) => {
@@ -231,18 +120,27 @@ fn open(spec: &Spec) -> Result<Journal, SourceError> {
     }
     j.set_data_threshold(0)
         .map_err(|e| journal_err(t, "cannot set data threshold", &e))?;
-    let filter = if spec.follow {
-        spec.filter.clone()
+    let filter = if follow {
+        filter.clone()
     } else {
-        present_only(&mut j, &spec.filter)
+        present_only(&mut j, filter)
     };
     add_matches(&mut j, &filter).map_err(|e| journal_err(t, "cannot add matches", &e))?;
-    seek(&mut j, &spec.start).map_err(|e| journal_err(t, "cannot seek", &e))?;
+    seek(&mut j, start).map_err(|e| journal_err(t, "cannot seek", &e))?;
     Ok(j)
 }
 
+/// A handle on `files` without matches.
+pub(crate) fn unfiltered(files: &[PathBuf]) -> Option<Journal> {
+    let mut j = OpenFilesOptions::default()
+        .open_files(files.iter().map(|p| p.as_os_str().as_encoded_bytes()))
+        .ok()?;
+    j.set_data_threshold(0).ok()?;
+    Some(j)
+}
+
 /// Places a handle where a read starts.
-pub(super) fn seek(j: &mut Journal, start: &Start) -> systemd::Result<()> {
+pub(crate) fn seek(j: &mut Journal, start: &Start) -> systemd::Result<()> {
     match start {
         Start::Head => j.seek_head(),
         Start::Tail => j.seek_tail().and_then(|()| j.previous().map(|_| ())),
@@ -256,12 +154,12 @@ pub(super) fn seek(j: &mut Journal, start: &Start) -> systemd::Result<()> {
 /// removes that file from the handle and goes on without telling the
 /// caller: `next()` just finds nothing more there. What the handle's files
 /// occupy (`sd_journal_get_usage`, the sum of their blocks) then shrinks.
-pub(super) struct Intact {
+pub(crate) struct Intact {
     usage: u64,
 }
 
 impl Intact {
-    pub(super) fn new(j: &Journal) -> Self {
+    pub(crate) fn new(j: &Journal) -> Self {
         Self {
             usage: j.usage().unwrap_or(0),
         }
@@ -271,7 +169,7 @@ impl Intact {
     /// of `files`, the one still there whose size went missing. A file
     /// deleted (vacuum) or truncated (journald trims a file it archives)
     /// is no such file: neither is named.
-    pub(super) fn check(&mut self, j: &Journal, files: &[PathBuf]) -> Option<PathBuf> {
+    pub(crate) fn check(&mut self, j: &Journal, files: &[PathBuf]) -> Option<PathBuf> {
         use std::os::unix::fs::MetadataExt as _;
         let now = j.usage().ok()?;
         let before = std::mem::replace(&mut self.usage, now);
@@ -287,24 +185,20 @@ impl Intact {
 /// it reads a field's own list of entries, which damage can cut; the files'
 /// list of all entries is then read from there, and the match applied
 /// here. `whole` says whether that was already so.
-pub(super) fn damaged(file: &Path, whole: bool) -> String {
-    let what = file.display();
-    if whole {
-        format!(
-            "{what}: damaged: libsystemd stopped reading it partway, and the kubelet entries \
-             after the damage are missing (`journalctl --verify` shows where); the rest was read"
-        )
+pub(crate) fn damaged(file: &Path, whole: bool) -> Warning {
+    let message = if whole {
+        "damaged: libsystemd stopped reading it partway, and the kubelet entries after the \
+         damage are missing (`journalctl --verify` shows where); the rest was read"
     } else {
-        format!(
-            "{what}: damaged: libsystemd stopped reading it partway through the kubelet match \
-             (`journalctl --verify` shows where); the rest is read entry by entry"
-        )
-    }
+        "damaged: libsystemd stopped reading it partway through the kubelet match \
+         (`journalctl --verify` shows where); the rest is read entry by entry"
+    };
+    Warning::file(file.to_path_buf(), message.to_string())
 }
 
 /// The kubelet match of [`add_matches`], applied to an entry read without
 /// it.
-pub(super) fn in_match(f: &EntryFilter, e: &Entry) -> bool {
+pub(crate) fn in_match(f: &EntryFilter, e: &Entry) -> bool {
     let has =
         |v: &[String], x: &Option<Text>| x.as_deref().is_some_and(|x| v.iter().any(|y| y == x));
     has(&f.units, &e.unit)
@@ -316,7 +210,7 @@ pub(super) fn in_match(f: &EntryFilter, e: &Entry) -> bool {
 /// Places `whole`, an unfiltered handle on the same files, after `pos` (the
 /// last entry read) or, with none, where the read began. Returns the cursor
 /// of an entry `next()` lands on that was already read.
-pub(super) fn resume_whole(
+pub(crate) fn resume_whole(
     whole: &mut Journal,
     pos: Option<&str>,
     start: &Start,
@@ -336,7 +230,7 @@ pub(super) fn resume_whole(
 /// it (libsystemd dropped its file, see [`Intact`]): found again through an
 /// unfiltered handle `j`, which walks the files' own entry order rather
 /// than the damaged field's, as the entry at its time with its message.
-pub(super) fn find_cursor(j: &mut Journal, last: &Entry) -> Option<String> {
+pub(crate) fn find_cursor(j: &mut Journal, last: &Entry) -> Option<String> {
     let at = u64::try_from(last.at?).ok()?;
     j.seek_realtime_usec(at).ok()?;
     for _ in 0..4096 {
@@ -378,7 +272,7 @@ fn unique_values(j: &mut Journal, field: &str) -> std::collections::HashSet<Vec<
 /// entry and file, so twenty defaults of which one occurs cost twice the
 /// reading time; the terms that remain match exactly the same entries. A
 /// following reader keeps every term: a unit may start writing later.
-pub(super) fn present_only(j: &mut Journal, f: &EntryFilter) -> EntryFilter {
+pub(crate) fn present_only(j: &mut Journal, f: &EntryFilter) -> EntryFilter {
     let mut units = unique_values(j, "_SYSTEMD_UNIT");
     units.extend(unique_values(j, "UNIT"));
     let idents = unique_values(j, "SYSLOG_IDENTIFIER");
@@ -407,7 +301,7 @@ pub(super) fn present_only(j: &mut Journal, f: &EntryFilter) -> EntryFilter {
 /// `SYSLOG_IDENTIFIER=i` for each identifier, OR `CONTAINER_NAME=c` for
 /// each container: what `journalctl -u` does, so systemd's own
 /// start/stop/restart lines about the kubelet come along.
-pub(super) fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
+pub(crate) fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
     let mut first = true;
     let mut or = |j: &mut Journal| -> systemd::Result<()> {
         if !std::mem::replace(&mut first, false) {
@@ -449,7 +343,7 @@ enum Slot {
 /// mostly repeat the last value of each field, which is compared first;
 /// other values are looked up.
 #[derive(Default)]
-pub(super) struct Interner {
+pub(crate) struct Interner {
     last: [Option<(Vec<u8>, Text)>; 6],
     values: std::collections::HashMap<Vec<u8>, Text>,
 }
@@ -503,7 +397,7 @@ fn may_be_evidence(m: &[u8]) -> bool {
 }
 
 /// Reads the current entry in one pass over its fields.
-pub(super) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Entry> {
+pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Entry> {
     let mut e = Entry {
         at: Some(j.timestamp_usec()? as i64),
         ..Entry::default()
@@ -538,295 +432,51 @@ pub(super) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
     Ok(e)
 }
 
-/// How long a following reader waits for journald's change notification:
-/// briefly while entries are coming (journald coalesces its notifications,
-/// but appends are visible at once), and up to a second while the journal
-/// is quiet, so an idle service wakes about once a second.
-fn wait_time(last_entry: Instant) -> Duration {
-    if last_entry.elapsed() < Duration::from_secs(1) {
-        Duration::from_millis(50)
-    } else {
-        Duration::from_secs(1)
-    }
-}
-
-fn pump(
-    spec: &Spec,
+/// Waits until the journal changes, `ctl` becomes readable, or `timeout`
+/// passes, whichever comes first: `sd_journal_wait` with a second file
+/// descriptor, as systemd's `man/journal-iterate-poll.c` does it (poll the
+/// journal's fd, then `sd_journal_process`). The handle must have been
+/// waited on once with `Journal::wait` first: that first call creates the
+/// fd and drops files vacuumed meanwhile, which `sd_journal_get_fd` alone
+/// does not.
+///
+/// The timeout stays the caller's: libsystemd's own (`sd_journal_get_timeout`,
+/// which the crate does not wrap) only asks for one on file systems without
+/// inotify, where it is 250 ms.
+#[allow(unsafe_code)]
+pub(crate) fn wait(
     j: &mut Journal,
-    tx: &mpsc::Sender<ReaderEvent>,
-    ctl: &mut mpsc::UnboundedReceiver<ReaderCtl>,
-) -> Result<(), String> {
-    let send = |ev: ReaderEvent| tx.blocking_send(ev).is_ok();
-    let mut skip_cursor = match &spec.start {
-        Start::After(c) => Some(c.clone()),
-        _ => None,
-    };
-    // Loss accounting only matters while following.
-    let mut probe = if spec.follow { Probe::open(spec) } else { None };
-    let mut progress = Progress::default();
-    if let (Some(p), Some(c)) = (probe.as_mut(), &skip_cursor) {
-        progress.advance(seqnum(c));
-        let lost = progress.lost_before(p.head());
-        if lost > 0 && !send(ReaderEvent::Lost(lost)) {
-            return Ok(());
+    ctl: BorrowedFd<'_>,
+    timeout: Duration,
+) -> systemd::Result<JournalWaitResult> {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let raw = j.fd()?;
+    {
+        // SAFETY: `raw` is the inotify fd that `sd_journal_get_fd` created
+        // for this handle and keeps until `sd_journal_close`, which only
+        // the `Journal`'s drop calls; `j` is borrowed for the whole
+        // function, so the handle outlives this `BorrowedFd`, which is
+        // dropped at the end of this block, before the handle is used
+        // again. libsystemd neither closes nor replaces that fd in between
+        // (only `sd_journal_close` does), and nothing here closes it.
+        let journal_fd = unsafe { BorrowedFd::borrow_raw(raw) };
+        let mut fds = [
+            PollFd::new(&journal_fd, PollFlags::IN),
+            PollFd::new(&ctl, PollFlags::IN),
+        ];
+        let timeout = Timespec {
+            tv_sec: timeout.as_secs() as _,
+            tv_nsec: timeout.subsec_nanos().into(),
+        };
+        match rustix::event::poll(&mut fds, Some(&timeout)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(std::io::Error::from(e).into()),
         }
     }
-    let mut batch = Vec::with_capacity(spec.batch);
-    let mut names = Interner::default();
-    // Following, files also leave the handle when vacuumed: only a read
-    // to the end looks.
-    let mut intact = Intact::new(j);
-    // Reading without the match, after libsystemd gave up on a file.
-    let mut whole = false;
-    // The cursor of the last entry sent.
-    let mut sent_upto: Option<String> = None;
-    // A Tail is owed after entries were sent, and once at the start.
-    let mut owe_tail = true;
-    let mut sync = 0;
-    let mut last_entry = Instant::now();
-    loop {
-        let n = j
-            .next()
-            .map_err(|e| format!("reading the next entry: {e}"))?;
-        if n > 0 {
-            // After seek_cursor, next() lands on the cursor's entry when it
-            // still exists: that one was processed before the restart.
-            if let Some(c) = skip_cursor.take() {
-                if j.test_cursor(c.as_str()).unwrap_or(false) {
-                    continue;
-                }
-            }
-            let mut entry =
-                read_entry(j, &mut names).map_err(|e| format!("reading an entry: {e}"))?;
-            if whole {
-                if !in_match(&spec.filter, &entry) {
-                    continue;
-                }
-                if entry.cursor.is_none() {
-                    entry.cursor = Some(j.cursor().map_err(|e| format!("reading a cursor: {e}"))?);
-                }
-            }
-            // The last entry of a batch is where a commit may land: it
-            // always carries its cursor.
-            if batch.len() + 1 >= spec.batch && entry.cursor.is_none() {
-                entry.cursor = Some(j.cursor().map_err(|e| format!("reading a cursor: {e}"))?);
-            }
-            if probe.is_some() {
-                progress.advance(entry.cursor.as_deref().and_then(seqnum));
-            }
-            batch.push(entry);
-            if batch.len() >= spec.batch {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(spec.batch));
-                sent_upto = full.last().and_then(|e| e.cursor.clone());
-                if !send(ReaderEvent::Entries(full)) {
-                    return Ok(());
-                }
-                owe_tail = true;
-                last_entry = Instant::now();
-                if !answer(ctl, &mut sync, tx) {
-                    return Ok(());
-                }
-            }
-            continue;
-        }
-        if !batch.is_empty() {
-            // A short batch at the end of what is there: its last entry is
-            // the one a commit lands on.
-            if let Some(last) = batch.last_mut() {
-                if last.cursor.is_none() {
-                    // next() found nothing: the read pointer is still on it,
-                    // unless libsystemd dropped its file.
-                    let c = match j.cursor() {
-                        Ok(c) => c,
-                        Err(e) => Probe::open(spec)
-                            .and_then(|mut p| find_cursor(&mut p.j, last))
-                            .ok_or_else(|| format!("reading a cursor: {e}"))?,
-                    };
-                    progress.advance(seqnum(&c));
-                    last.cursor = Some(c);
-                }
-            }
-            let full = std::mem::replace(&mut batch, Vec::with_capacity(spec.batch));
-            sent_upto = full.last().and_then(|e| e.cursor.clone());
-            if !send(ReaderEvent::Entries(full)) {
-                return Ok(());
-            }
-            owe_tail = true;
-            last_entry = Instant::now();
-        }
-        if !spec.follow {
-            if let Some(what) = intact.check(j, &journal_files(&spec.target)) {
-                if !send(ReaderEvent::Warning(damaged(&what, whole))) {
-                    return Ok(());
-                }
-                if !whole {
-                    if let Some(mut p) = Probe::open(spec) {
-                        skip_cursor = resume_whole(&mut p.j, sent_upto.as_deref(), &spec.start)?;
-                        *j = p.j;
-                        intact = Intact::new(j);
-                        whole = true;
-                        continue;
-                    }
-                }
-            }
-            return Ok(());
-        }
-        let asked = sync;
-        if !answer(ctl, &mut sync, tx) {
-            return Ok(());
-        }
-        if sync != asked {
-            // Asked to look again: look once more, then say Tail.
-            owe_tail = true;
-            continue;
-        }
-        // At the end of the filtered view, everything up to the tail was
-        // read or skipped. Said once per stretch of reading, or when asked.
-        if owe_tail {
-            if let Some(p) = probe.as_mut() {
-                progress.advance(p.tail());
-            }
-            if !send(ReaderEvent::Tail { sync }) {
-                return Ok(());
-            }
-            owe_tail = false;
-        }
-        if tx.is_closed() {
-            return Ok(());
-        }
-        // Invalidate (rotation, new files) also just means: call next() again.
-        match j.wait(Some(wait_time(last_entry))) {
-            Ok(JournalWaitResult::Nop | JournalWaitResult::Append) => {}
-            Ok(JournalWaitResult::Invalidate) => {
-                // Files were added or removed (rotation, vacuum).
-                if let Some(p) = probe.as_mut() {
-                    let _ = p.j.wait(Some(Duration::ZERO));
-                    let head = p.head();
-                    let lost = progress.lost_before(head.clone());
-                    if lost > 0 {
-                        progress.advance(head);
-                        if !send(ReaderEvent::Lost(lost)) {
-                            return Ok(());
-                        }
-                    }
-                }
-            }
-            Err(e) => return Err(format!("waiting for the journal: {e}")),
-        }
-    }
-}
-
-/// Handles what the reader was asked: pongs at once, a sync is noted (and
-/// a Tail owed). False when the consumer is gone.
-fn answer(
-    ctl: &mut mpsc::UnboundedReceiver<ReaderCtl>,
-    sync: &mut u64,
-    tx: &mpsc::Sender<ReaderEvent>,
-) -> bool {
-    while let Ok(c) = ctl.try_recv() {
-        match c {
-            ReaderCtl::Sync(n) => *sync = (*sync).max(n),
-            ReaderCtl::Ping(n) => {
-                if tx.blocking_send(ReaderEvent::Pong(n)).is_err() {
-                    return false;
-                }
-            }
-        }
-    }
-    true
-}
-
-/// Starts the reader thread. Returns once the journal is open (or failed to
-/// open, with the reason).
-pub fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
-    let (tx, rx) = mpsc::channel::<ReaderEvent>(capacity);
-    let (ctl_tx, mut ctl_rx) = mpsc::unbounded_channel::<ReaderCtl>();
-    let (opened_tx, opened_rx) = std_mpsc::sync_channel::<Result<(), SourceError>>(1);
-    let handle = std::thread::Builder::new()
-        .name("journal".into())
-        .spawn(move || {
-            // The handle is created, used and dropped on this thread only.
-            let mut j = match open(&spec) {
-                Ok(j) => {
-                    let _ = opened_tx.send(Ok(()));
-                    j
-                }
-                Err(e) => {
-                    let _ = opened_tx.send(Err(e));
-                    return;
-                }
-            };
-            if let Err(e) = pump(&spec, &mut j, &tx, &mut ctl_rx) {
-                let _ = tx.blocking_send(ReaderEvent::Failed(e));
-            }
-        })
-        .map_err(|e| SourceError::Journal {
-            path: "journal thread".into(),
-            message: e.to_string(),
-        })?;
-    match opened_rx.recv() {
-        Ok(Ok(())) => Ok(Reader {
-            events: rx,
-            ctl: ctl_tx,
-            thread: Some(handle),
-        }),
-        Ok(Err(e)) => {
-            let _ = handle.join();
-            Err(e)
-        }
-        Err(_) => Err(SourceError::Journal {
-            path: "journal thread".into(),
-            message: "the reader thread ended while opening".into(),
-        }),
-    }
-}
-
-/// Entries of a journal read once from head to tail, as an iterator.
-struct Drain {
-    rx: mpsc::Receiver<ReaderEvent>,
-    buf: VecDeque<Entry>,
-    target: String,
-    /// Files that could not be read, said first.
-    unreadable: Vec<Unreadable>,
-}
-
-impl Iterator for Drain {
-    type Item = Result<Item, SourceError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if let Some(u) = self.unreadable.pop() {
-            return Some(Ok(Item::Malformed(crate::model::Malformed {
-                place: u.path.display().to_string(),
-                reason: format!("cannot be read, its entries are missing: {}", u.why()),
-            })));
-        }
-        loop {
-            if let Some(e) = self.buf.pop_front() {
-                return Some(Ok(Item::Entry(e)));
-            }
-            match self.rx.blocking_recv()? {
-                ReaderEvent::Entries(v) => self.buf.extend(v),
-                ReaderEvent::Tail { .. } | ReaderEvent::Pong(_) | ReaderEvent::Lost(_) => {}
-                ReaderEvent::Warning(reason) => {
-                    // A warning that names its file needs no other place.
-                    let (place, reason) = match reason.split_once(": ") {
-                        Some((file, rest)) if file == self.target => (file.into(), rest.into()),
-                        _ => (self.target.clone(), reason),
-                    };
-                    return Some(Ok(Item::Malformed(crate::model::Malformed {
-                        place,
-                        reason,
-                    })));
-                }
-                ReaderEvent::Failed(message) => {
-                    return Some(Err(SourceError::Journal {
-                        path: self.target.clone(),
-                        message,
-                    }));
-                }
-            }
-        }
-    }
+    // Like `sd_journal_wait` after its poll: whether or not the fd is
+    // readable (a timeout), take what inotify says (it reads without
+    // blocking).
+    j.process()
 }
 
 /// A journal file this process may not read.
@@ -857,14 +507,14 @@ impl Unreadable {
 }
 
 /// A group's name by its id, from `/etc/group`.
-pub(super) fn group_name(gid: u32) -> Option<String> {
+pub(crate) fn group_name(gid: u32) -> Option<String> {
     crate::users::group_of_id(gid).map(|g| g.name)
 }
 
 /// The journal files a target reads: a directory's (and its machine-id
 /// subdirectories'), a file list, or the system's or a namespace's in
 /// /var/log/journal and /run/log/journal.
-fn journal_files(target: &Target) -> Vec<PathBuf> {
+pub(crate) fn journal_files(target: &Target) -> Vec<PathBuf> {
     let is_journal = |p: &std::path::Path| {
         p.file_name()
             .and_then(|n| n.to_str())
@@ -933,60 +583,7 @@ pub fn unreadable_files(target: &Target) -> Vec<Unreadable> {
         .collect()
 }
 
-/// Reads journal files or one directory from the head, with the kubelet
-/// matches applied by libsystemd.
-pub fn read_paths(paths: &[PathBuf], filter: &EntryFilter) -> Result<Items, SourceError> {
-    let target = match paths {
-        [one] if one.is_dir() => Target::Directory(one.clone()),
-        _ => Target::Files(paths.to_vec()),
-    };
-    read(&target, filter)
-}
-
-/// Reads a whole journal once, from the head. A directory is read host by
-/// host ([`super::fleet`]).
-pub fn read(target: &Target, filter: &EntryFilter) -> Result<Items, SourceError> {
-    if let Target::Directory(dir) = target {
-        let spec = super::fleet::FleetSpec {
-            dir: dir.clone(),
-            filter: filter.clone(),
-            starts: super::fleet::Starts {
-                first: Some(Start::Head),
-                ..super::fleet::Starts::default()
-            },
-            follow: false,
-            batch: 512,
-        };
-        let reader = super::fleet::spawn(spec, 8)?;
-        // Unreadable files come as warnings, in order with the entries.
-        return Ok(Box::new(Drain {
-            rx: reader.events,
-            buf: VecDeque::new(),
-            target: target.to_string(),
-            unreadable: Vec::new(),
-        }));
-    }
-    let spec = Spec {
-        target: target.clone(),
-        filter: filter.clone(),
-        start: Start::Head,
-        follow: false,
-        batch: 512,
-    };
-    // Dropping the Drain drops the receiver: the thread ends at its next send.
-    let reader = spawn(spec, 8)?;
-    Ok(Box::new(Drain {
-        rx: reader.events,
-        buf: VecDeque::new(),
-        target: target.to_string(),
-        unreadable: {
-            let mut u = unreadable_files(target);
-            u.reverse();
-            u
-        },
-    }))
-}
-
+#[cfg(test)]
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1021,19 +618,13 @@ mod tests {
     }
 
     #[test]
-    fn cursor_seqnums_and_loss() {
+    fn cursor_seqnums() {
         let c = "s=1f2e;i=1a;b=00;m=0;t=5f;x=9";
         assert_eq!(seqnum(c), Some(("1f2e".into(), 26)));
-        let mut p = Progress::default();
-        p.advance(seqnum(c));
-        assert_eq!(p.lost_before(Some(("1f2e".into(), 27))), 0);
-        assert_eq!(p.lost_before(Some(("1f2e".into(), 40))), 13);
-        assert_eq!(p.lost_before(Some(("other".into(), 40))), 0);
-        p.advance(Some(("1f2e".into(), 10)));
-        assert_eq!(p.upto, Some(("1f2e".into(), 26)));
     }
 }
 
+#[cfg(test)]
 #[cfg(test)]
 mod eof_cursor {
     use systemd::journal::OpenFilesOptions;
@@ -1087,7 +678,7 @@ mod eof_cursor {
         let j = OpenFilesOptions::default()
             .open_files(files.iter().map(|f| f.as_os_str().as_encoded_bytes()))
             .unwrap();
-        let mut intact = super::super::sd::Intact::new(&j);
+        let mut intact = super::Intact::new(&j);
         assert_eq!(intact.check(&j, &files), None);
         let full = j.usage().unwrap();
         // Trimmed to its first 4 KiB, as an archived file's unused tail.

@@ -1,0 +1,630 @@
+//! The collector's coordinator thread: the group table, the directory
+//! watch, and the jobs handed to the workers.
+//!
+//! It blocks on one channel of [`Event`]s: the consumer's control messages
+//! (forwarded by a small thread from the consumer's tokio channel), the
+//! workers' reports, and the directory's changes (forwarded by a thread
+//! that waits on inotify). Nothing polls. A timeout is set only for what no
+//! event says:
+//!
+//! - a group's retry after a failed read (its own backoff, 1 s to 64 s);
+//! - the summary of warnings held back (once their minute is over);
+//! - while the directory does not exist yet: a look every second (nothing
+//!   is watched that would say it appeared);
+//! - while some file could not be read or was still being written, some
+//!   file is a symlink (its target may be outside the watches) or a watch
+//!   could not be added (the inotify watch limit): a look every [`SWEEP`]
+//!   at every group's files. A permission granted is an inotify event, but
+//!   a copy that stopped, a symlink target written or an unwatched
+//!   directory is none.
+//!
+//! Otherwise an idle collector's coordinator does not wake at all.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use super::groups::{dirs_of, discover_all, group_key, stamp};
+use super::warnings::WarnBudget;
+use super::watch::{Changes, Watch};
+use super::worker::Worker;
+use super::{Done, Event, Job, Spec};
+use crate::journal::handle::{Start, Unreadable};
+use crate::journal::protocol::{Reader, ReaderCtl, ReaderEvent, Warning};
+use crate::journal::{SourceError, Text};
+
+/// Workers at most, whatever the number of cores.
+pub const MAX_WORKERS: usize = 4;
+/// A one-time read (`scan`) gives up on a group that failed this often.
+const GIVE_UP: u32 = 3;
+/// How often a following reader looks at every group's files when events
+/// cannot tell it everything (see the module doc).
+const SWEEP: Duration = Duration::from_secs(5);
+/// How often a following reader looks for its directory until it exists.
+const APPEAR: Duration = Duration::from_secs(1);
+
+#[allow(clippy::struct_excessive_bools)] // independent flags of one group
+struct Group {
+    files: Vec<PathBuf>,
+    /// Where the group was last read to.
+    cursor: Option<String>,
+    start: Start,
+    dirty: bool,
+    running: bool,
+    check_loss: bool,
+    stamp: u64,
+    worker: usize,
+    last_read: Option<Instant>,
+    /// Could not be read: tried again at this time (the file was being
+    /// created, a permission was missing). `None` while it reads fine.
+    retry_at: Option<Instant>,
+    failures: u32,
+}
+
+/// Starts the collector reader. Returns once the directory was looked at:
+/// an error when it holds no journal file this process may read.
+pub fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
+    let (groups, unreadable, incomplete) = discover_all(&spec.dir);
+    if groups.is_empty() {
+        let message = match unreadable.first() {
+            Some(u) => format!(
+                "no readable journal files: {} (and {} more)",
+                u.why(),
+                unreadable.len() - 1
+            ),
+            None => "no readable journal files (none there: a collector's appear once a host \
+                     uploaded)"
+                .into(),
+        };
+        // A collector that no host has uploaded to yet is fine when
+        // following: hosts appear as they upload.
+        if !spec.mode.follows() || !unreadable.is_empty() {
+            return Err(SourceError::Journal {
+                path: spec.dir.display().to_string(),
+                message,
+            });
+        }
+    }
+    let thread_err = |e: std::io::Error| SourceError::Journal {
+        path: "journal thread".into(),
+        message: e.to_string(),
+    };
+    let (tx, rx) = mpsc::channel::<ReaderEvent>(capacity);
+    let (events_tx, events) = std_mpsc::channel::<Event>();
+    let ctl = forward_ctl(events_tx.clone()).map_err(thread_err)?;
+    let handle = std::thread::Builder::new()
+        .name("journal".into())
+        .spawn(move || {
+            let mut c = Coordinator::new(spec, groups, &unreadable, tx, (events_tx, events));
+            c.incomplete_left = incomplete;
+            if let Err(e) = c.run() {
+                let _ = c.tx.blocking_send(ReaderEvent::Failed(e));
+            }
+            c.stop_workers();
+        })
+        .map_err(thread_err)?;
+    Ok(Reader {
+        events: rx,
+        ctl,
+        thread: Some(handle),
+    })
+}
+
+/// The consumer's control channel, forwarded into the coordinator's one
+/// channel by a thread that blocks on it. It ends when the consumer drops
+/// its sender (and says so: an idle coordinator has no other way to hear
+/// that its consumer is gone) or the coordinator is gone.
+fn forward_ctl(into: std_mpsc::Sender<Event>) -> std::io::Result<mpsc::UnboundedSender<ReaderCtl>> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<ReaderCtl>();
+    std::thread::Builder::new()
+        .name("journal-ctl".into())
+        .spawn(move || {
+            while let Some(c) = rx.blocking_recv() {
+                if into.send(Event::Ctl(c)).is_err() {
+                    return;
+                }
+            }
+            // The consumer dropped its Reader (events first, then this).
+            let _ = into.send(Event::Gone);
+        })?;
+    Ok(tx)
+}
+
+struct Coordinator {
+    spec: Spec,
+    groups: BTreeMap<String, Group>,
+    tx: mpsc::Sender<ReaderEvent>,
+    /// The one channel the coordinator waits on.
+    events: std_mpsc::Receiver<Event>,
+    /// For the inotify thread, once it starts (then dropped here, so the
+    /// channel ends when every thread that feeds it has).
+    events_tx: Option<std_mpsc::Sender<Event>>,
+    jobs: Vec<std_mpsc::Sender<Job>>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    running: usize,
+    /// Unreadable files already reported.
+    warned: std::collections::HashSet<PathBuf>,
+    /// Some file could not be read at the last look: looked at again every
+    /// sweep (a permission fixed, a group added, may send no event).
+    unreadable_left: bool,
+    /// Some file was still being written at the last look (see
+    /// `groups::Header::Incomplete`): looked at again every sweep too.
+    incomplete_left: bool,
+    /// Some group file is a symlink: its target may be outside the watches.
+    links: bool,
+    /// The directory watch (following only).
+    watch: Option<Watch>,
+    last_sweep: Instant,
+    /// Bounds the warnings about bad files (50 000 garbage files must not
+    /// be 150 000 log lines): the rest are counted and summarised.
+    warnings: WarnBudget,
+}
+
+impl Coordinator {
+    /// A warning about a file or group, within the budget.
+    fn warn(&mut self, message: String) {
+        if let Some(summary) = self.warnings.roll() {
+            let _ = self
+                .tx
+                .blocking_send(ReaderEvent::Warning(Warning::general(summary)));
+        }
+        if self.warnings.allow() {
+            let _ = self
+                .tx
+                .blocking_send(ReaderEvent::Warning(Warning::general(message)));
+        }
+    }
+
+    fn new(
+        spec: Spec,
+        found: BTreeMap<String, Vec<PathBuf>>,
+        unreadable: &[Unreadable],
+        tx: mpsc::Sender<ReaderEvent>,
+        events: (std_mpsc::Sender<Event>, std_mpsc::Receiver<Event>),
+    ) -> Self {
+        let n = std::thread::available_parallelism()
+            .map_or(2, std::num::NonZeroUsize::get)
+            .clamp(1, MAX_WORKERS);
+        let (events_tx, events) = events;
+        let mut jobs = Vec::new();
+        let mut workers = Vec::new();
+        for w in 0..n {
+            let (job_tx, job_rx) = std_mpsc::channel();
+            let (filter, follow, batch) = (spec.filter.clone(), spec.mode.follows(), spec.batch);
+            let (tx, done) = (tx.clone(), events_tx.clone());
+            // Handles are created, used and dropped on the worker's thread.
+            let spawned = std::thread::Builder::new()
+                .name(format!("journal-{w}"))
+                .spawn(move || Worker::new(filter, follow, batch, tx, done).run(&job_rx));
+            if let Ok(h) = spawned {
+                jobs.push(job_tx);
+                workers.push(h);
+            }
+        }
+        let mut c = Self {
+            spec,
+            groups: BTreeMap::new(),
+            tx,
+            events,
+            events_tx: Some(events_tx),
+            jobs,
+            workers,
+            running: 0,
+            warned: std::collections::HashSet::new(),
+            unreadable_left: false,
+            incomplete_left: false,
+            links: false,
+            watch: None,
+            last_sweep: Instant::now(),
+            warnings: WarnBudget::new(),
+        };
+        for (key, files) in found {
+            c.add_group(key, files, true);
+        }
+        c.warn_unreadable(unreadable);
+        c
+    }
+
+    fn worker_of(&self, key: &str) -> usize {
+        // FNV-1a: stable, so a group keeps its worker (and its open handle).
+        let h = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        (h % self.jobs.len().max(1) as u64) as usize
+    }
+
+    fn add_group(&mut self, key: String, files: Vec<PathBuf>, at_startup: bool) {
+        let start = self.spec.starts.start_of(&key, at_startup);
+        let worker = self.worker_of(&key);
+        self.groups.insert(
+            key,
+            Group {
+                files,
+                cursor: None,
+                start,
+                dirty: true,
+                running: false,
+                check_loss: false,
+                stamp: 0,
+                worker,
+                last_read: None,
+                retry_at: None,
+                failures: 0,
+            },
+        );
+    }
+
+    fn warn_unreadable(&mut self, unreadable: &[Unreadable]) {
+        self.unreadable_left = !unreadable.is_empty();
+        let now_readable: Vec<PathBuf> = self
+            .warned
+            .iter()
+            .filter(|w| !unreadable.iter().any(|u| &u.path == *w))
+            .cloned()
+            .collect();
+        for p in now_readable {
+            if p.exists() {
+                tracing::info!("{} can be read now", p.display());
+            }
+            self.warned.remove(&p);
+        }
+        for u in unreadable {
+            if self.warned.insert(u.path.clone()) {
+                self.warn(format!(
+                    "cannot be read, its entries are missing: {}",
+                    u.why()
+                ));
+            }
+        }
+    }
+
+    /// Looks at the directory again: new groups, new and removed files.
+    fn rescan(&mut self) {
+        let (found, unreadable, incomplete) = discover_all(&self.spec.dir);
+        self.incomplete_left = incomplete;
+        self.links = found.values().flatten().any(|p| p.is_symlink());
+        self.warn_unreadable(&unreadable);
+        let gone: Vec<String> = self
+            .groups
+            .keys()
+            .filter(|k| !found.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            if let Some(g) = self.groups.remove(&key) {
+                if !g.running {
+                    let _ = self.jobs[g.worker].send(Job::Forget(key.into()));
+                }
+            }
+        }
+        for (key, files) in found {
+            match self.groups.get_mut(&key) {
+                Some(g) => {
+                    if g.files != files {
+                        if g.files.iter().any(|f| !files.contains(f)) {
+                            g.check_loss = true;
+                        }
+                        g.files = files;
+                        g.dirty = true;
+                    }
+                }
+                None => self.add_group(key, files, false),
+            }
+        }
+    }
+
+    /// Marks the groups whose files changed (or that were read lately:
+    /// their handle may see appends the stamp does not) as dirty.
+    fn sweep(&mut self, recent: Duration) {
+        for g in self.groups.values_mut() {
+            if g.running || g.dirty || g.retry_at.is_some() {
+                continue;
+            }
+            if stamp(&g.files) != g.stamp || g.last_read.is_some_and(|t| t.elapsed() < recent) {
+                g.dirty = true;
+            }
+        }
+    }
+
+    fn dispatch(&mut self) {
+        for (key, g) in &mut self.groups {
+            if let Some(at) = g.retry_at {
+                if Instant::now() < at || g.failures >= GIVE_UP && !self.spec.mode.follows() {
+                    continue;
+                }
+                g.retry_at = None;
+                g.dirty = true;
+            }
+            if !g.dirty || g.running {
+                continue;
+            }
+            g.dirty = false;
+            g.stamp = stamp(&g.files);
+            let start = match &g.cursor {
+                Some(c) => Start::After(c.clone()),
+                None => g.start.clone(),
+            };
+            let job = Job::Read {
+                key: Text::from(key.as_str()),
+                files: g.files.clone(),
+                start,
+                check_loss: std::mem::take(&mut g.check_loss),
+            };
+            if self.jobs[g.worker].send(job).is_ok() {
+                g.running = true;
+                self.running += 1;
+            }
+        }
+    }
+
+    /// Takes a worker's report. False when the consumer is gone.
+    fn finished(&mut self, d: Done) -> bool {
+        if d.closed {
+            return false;
+        }
+        self.running = self.running.saturating_sub(1);
+        let Some(g) = self.groups.get_mut(&*d.key) else {
+            return true;
+        };
+        g.running = false;
+        g.last_read = Some(Instant::now());
+        if d.cursor.is_some() {
+            g.cursor = d.cursor;
+        } else if g.cursor.is_none() && g.start == Start::Tail {
+            // Opened at the tail with nothing of the kubelet's in it yet:
+            // from now on, whatever comes after this moment.
+            g.start = Start::Realtime(crate::clock::now().max(0) as u64);
+        }
+        if let Some(e) = d.error {
+            // One unreadable group does not stop the others; it is tried
+            // again (a file journal-remote is still creating reads a moment
+            // later), less often the longer it fails.
+            g.failures += 1;
+            let wait = Duration::from_secs(1 << (g.failures - 1).min(6));
+            g.retry_at = Some(Instant::now() + wait);
+            let give_up = g.failures >= GIVE_UP && !self.spec.mode.follows();
+            if give_up || g.failures.is_power_of_two() {
+                let then = if give_up {
+                    "its entries are missing".to_string()
+                } else {
+                    format!(
+                        "trying again in {}s; the other hosts are still read",
+                        wait.as_secs()
+                    )
+                };
+                self.warn(format!("{}: {e}; {then}", d.key));
+            }
+        } else {
+            if g.failures > 0 {
+                tracing::info!("{} reads again", d.key);
+            }
+            g.failures = 0;
+            if !d.at_end {
+                g.dirty = true;
+            }
+        }
+        true
+    }
+
+    fn idle(&self) -> bool {
+        let pending = |g: &Group| {
+            g.dirty || g.retry_at.is_some() && !self.spec.mode.follows() && g.failures < GIVE_UP
+        };
+        self.running == 0 && !self.groups.values().any(pending)
+    }
+
+    fn run(&mut self) -> Result<(), String> {
+        if self.spec.mode.follows() {
+            self.start_watching()?;
+        }
+        // Nothing else sends into the channel once the threads that feed it
+        // have it: when they all end, the coordinator hears of it.
+        self.events_tx = None;
+        let mut owe_tail = true;
+        let mut sync = 0;
+        loop {
+            self.on_time();
+            self.dispatch();
+            if self.idle() {
+                if !self.spec.mode.follows() {
+                    // A one-shot read says what it held back before it ends.
+                    self.warnings.since -= WarnBudget::WINDOW;
+                    self.say_held_back();
+                    return Ok(());
+                }
+                if owe_tail {
+                    if self.tx.blocking_send(ReaderEvent::Tail { sync }).is_err() {
+                        return Ok(());
+                    }
+                    owe_tail = false;
+                }
+            }
+            if self.tx.is_closed() {
+                return Ok(());
+            }
+            let event = match self.next_deadline() {
+                Some(at) => match self
+                    .events
+                    .recv_timeout(at.saturating_duration_since(Instant::now()))
+                {
+                    Ok(e) => e,
+                    Err(std_mpsc::RecvTimeoutError::Timeout) => continue,
+                    Err(std_mpsc::RecvTimeoutError::Disconnected) => {
+                        return Err("the journal workers ended".into());
+                    }
+                },
+                None => self
+                    .events
+                    .recv()
+                    .map_err(|_| "the journal workers ended".to_string())?,
+            };
+            match event {
+                Event::Ctl(ReaderCtl::Sync(n)) => {
+                    sync = n.max(sync);
+                    self.sweep(Duration::from_secs(10));
+                    owe_tail = true;
+                }
+                Event::Ctl(ReaderCtl::Ping(n)) => {
+                    if self.tx.blocking_send(ReaderEvent::Pong(n)).is_err() {
+                        return Ok(());
+                    }
+                }
+                Event::Done(d) => {
+                    if !self.finished(d) {
+                        return Ok(());
+                    }
+                    owe_tail = true;
+                }
+                Event::Fs(changes) => self.changed(changes)?,
+                // Looked at above: `tx` is closed when the consumer is gone.
+                Event::Gone => {}
+            }
+        }
+    }
+
+    /// The earliest time something must be looked at that no event says
+    /// (see the module doc); `None`: wait for events only.
+    fn next_deadline(&self) -> Option<Instant> {
+        let follow = self.spec.mode.follows();
+        let retries = self
+            .groups
+            .values()
+            .filter(|g| !g.running && (follow || g.failures < GIVE_UP))
+            .filter_map(|g| g.retry_at);
+        let held = (self.warnings.held > 0).then(|| self.warnings.since + WarnBudget::WINDOW);
+        let appear = self
+            .watch
+            .as_ref()
+            .filter(|w| w.dirs.is_empty())
+            .map(|_| Instant::now() + APPEAR);
+        let sweep = (follow && self.must_sweep()).then(|| self.last_sweep + SWEEP);
+        retries.chain(held).chain(appear).chain(sweep).min()
+    }
+
+    fn must_sweep(&self) -> bool {
+        self.unreadable_left
+            || self.incomplete_left
+            || self.links
+            || self.watch.as_ref().is_some_and(|w| w.incomplete)
+    }
+
+    /// What is due by the clock: held-back warnings, the directory that
+    /// appeared, the sweep.
+    fn on_time(&mut self) {
+        self.say_held_back();
+        let Some(w) = &self.watch else {
+            return;
+        };
+        if w.dirs.is_empty() && self.spec.dir.is_dir() {
+            let dir = self.spec.dir.clone();
+            if self.add_watch(&dir).is_ok() {
+                tracing::info!("{} appeared; reading it", dir.display());
+                self.watch_subdirs();
+                self.rescan();
+            }
+        }
+        if self.must_sweep() && self.last_sweep.elapsed() >= SWEEP {
+            self.last_sweep = Instant::now();
+            if self.unreadable_left || self.incomplete_left {
+                self.rescan();
+            }
+            self.watch_subdirs();
+            self.sweep(Duration::ZERO);
+        }
+    }
+
+    fn say_held_back(&mut self) {
+        if let Some(summary) = self.warnings.roll() {
+            let _ = self
+                .tx
+                .blocking_send(ReaderEvent::Warning(Warning::general(summary)));
+        }
+    }
+
+    /// What changed on disk.
+    fn changed(&mut self, changes: Changes) -> Result<(), String> {
+        if let Some(e) = changes.failed {
+            return Err(format!("waiting for {}: {e}", self.spec.dir.display()));
+        }
+        if changes.rescan {
+            // Watch first, then look: what is written in a new directory
+            // meanwhile is an event.
+            self.watch_subdirs();
+            self.rescan();
+        }
+        for (wd, name) in changes.touched {
+            let Some(dir) = self.watch.as_ref().and_then(|w| w.dirs.get(&wd)) else {
+                continue;
+            };
+            let path = dir.join(name);
+            if let Some(key) = group_key(&self.spec.dir, &path) {
+                match self.groups.get_mut(&key) {
+                    // A file the group does not have yet (one that was
+                    // incomplete): looked at with the others.
+                    Some(g) if g.files.contains(&path) => {
+                        g.dirty |= g.retry_at.is_none();
+                    }
+                    _ => self.rescan(),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Watches the directory (and its subdirectories) and starts the thread
+    /// that forwards what inotify says.
+    fn start_watching(&mut self) -> Result<(), String> {
+        let dir = self.spec.dir.clone();
+        let events = self.events_tx.clone().ok_or("no event channel")?;
+        let watch = Watch::start(events).map_err(|e| format!("watching {}: {e}", dir.display()))?;
+        self.watch = Some(watch);
+        match self.add_watch(&dir) {
+            Ok(()) => self.watch_subdirs(),
+            // A collector nobody has uploaded to yet: journal-remote
+            // makes its directory on the first upload. Looked for by time.
+            Err(rustix::io::Errno::NOENT) => {
+                let _ = self
+                    .tx
+                    .blocking_send(ReaderEvent::Warning(Warning::general(format!(
+                        "{} does not exist yet; it is read once it appears (journal-remote \
+                         makes it on the first upload)",
+                        dir.display()
+                    ))));
+            }
+            Err(e) => return Err(format!("watching {}: {e}", dir.display())),
+        }
+        Ok(())
+    }
+
+    fn add_watch(&mut self, dir: &Path) -> rustix::io::Result<()> {
+        let Some(w) = self.watch.as_mut() else {
+            return Ok(());
+        };
+        w.add(dir)
+    }
+
+    fn watch_subdirs(&mut self) {
+        // The directories read, each once: watching one inode under a
+        // second name (a link to the directory) would return the same
+        // watch and rename its events.
+        let mut failed = false;
+        for p in dirs_of(&self.spec.dir).into_iter().skip(1) {
+            failed |= self.add_watch(&p).is_err();
+        }
+        if let Some(w) = self.watch.as_mut() {
+            w.incomplete = failed;
+        }
+    }
+
+    fn stop_workers(&mut self) {
+        self.jobs.clear();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+        // Stops the inotify thread.
+        self.watch = None;
+    }
+}

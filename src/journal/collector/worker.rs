@@ -1,0 +1,366 @@
+//! A worker thread: reads the groups the coordinator gives it, each through
+//! a handle of its own, and sends their batches straight to the consumer.
+//! A group is always read by the same worker, which keeps a few handles
+//! open (the most recently used, [`OPEN_PER_WORKER`]) and closes idle ones,
+//! so memory and open files stay flat in the number of hosts.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+
+use systemd::journal::{Journal, OpenFilesOptions};
+use tokio::sync::mpsc;
+
+use super::{Done, Event, Job};
+use crate::journal::handle::{
+    Intact, Interner, Start, add_matches, damaged, find_cursor, in_match, present_only, read_entry,
+    resume_whole, seek, seqnum, unfiltered,
+};
+use crate::journal::protocol::ReaderEvent;
+use crate::journal::{Entry, EntryFilter, Text};
+
+/// Handles a worker keeps open; the least recently used is closed first.
+const OPEN_PER_WORKER: usize = 16;
+/// A handle unused this long is closed. An idle worker wakes this often to
+/// look (its one timer).
+const IDLE_CLOSE: Duration = Duration::from_secs(30);
+/// Batches one job reads before the group goes to the back of the queue:
+/// a host with a long backlog does not hold up the others.
+const BATCHES_PER_JOB: usize = 16;
+
+struct OpenGroup {
+    j: Journal,
+    files: Vec<PathBuf>,
+    last_used: Instant,
+    intact: Intact,
+    /// Read without the match (libsystemd gave up on a file through it).
+    whole: bool,
+}
+
+/// Why a read stopped early.
+enum Stop {
+    /// The consumer is gone.
+    Closed,
+    Failed(String),
+}
+
+impl From<String> for Stop {
+    fn from(e: String) -> Self {
+        Stop::Failed(e)
+    }
+}
+
+impl From<&str> for Stop {
+    fn from(e: &str) -> Self {
+        Stop::Failed(e.to_string())
+    }
+}
+
+/// One job's reading of one group.
+struct Pass<'a> {
+    key: &'a Text,
+    start: &'a Start,
+    /// The cursor `next()` may land on first, which was read before.
+    skip: Option<String>,
+    batch: Vec<Entry>,
+    sent: usize,
+}
+
+pub(super) struct Worker {
+    pub(super) filter: EntryFilter,
+    /// Following: every term of the filter stays (see `present_only`).
+    pub(super) follow: bool,
+    pub(super) batch: usize,
+    pub(super) tx: mpsc::Sender<ReaderEvent>,
+    pub(super) done: std_mpsc::Sender<Event>,
+    open: HashMap<Text, OpenGroup>,
+    names: Interner,
+}
+
+impl Worker {
+    pub(super) fn new(
+        filter: EntryFilter,
+        follow: bool,
+        batch: usize,
+        tx: mpsc::Sender<ReaderEvent>,
+        done: std_mpsc::Sender<Event>,
+    ) -> Self {
+        Self {
+            filter,
+            follow,
+            batch,
+            tx,
+            done,
+            open: HashMap::new(),
+            names: Interner::default(),
+        }
+    }
+
+    pub(super) fn run(mut self, jobs: &std_mpsc::Receiver<Job>) {
+        loop {
+            match jobs.recv_timeout(IDLE_CLOSE) {
+                Ok(Job::Read {
+                    key,
+                    files,
+                    start,
+                    check_loss,
+                }) => {
+                    let done = self.read(&key, files, &start, check_loss);
+                    let closed = done.closed;
+                    if self.done.send(Event::Done(done)).is_err() || closed {
+                        return;
+                    }
+                }
+                Ok(Job::Forget(key)) => {
+                    self.open.remove(&key);
+                }
+                Err(std_mpsc::RecvTimeoutError::Timeout) => {}
+                Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
+            }
+            // Close what has been idle, and keep at most a few open.
+            self.open.retain(|_, o| o.last_used.elapsed() < IDLE_CLOSE);
+            while self.open.len() > OPEN_PER_WORKER {
+                if let Some(oldest) = self
+                    .open
+                    .iter()
+                    .min_by_key(|(_, o)| o.last_used)
+                    .map(|(k, _)| k.clone())
+                {
+                    self.open.remove(&oldest);
+                }
+            }
+        }
+    }
+
+    fn open_group(
+        &self,
+        files: &[PathBuf],
+        start: &Start,
+        filtered: bool,
+    ) -> Result<Journal, String> {
+        let mut j = OpenFilesOptions::default()
+            .open_files(files.iter().map(|p| p.as_os_str().as_encoded_bytes()))
+            .map_err(|e| format!("cannot open: {e}"))?;
+        j.set_data_threshold(0)
+            .map_err(|e| format!("cannot set data threshold: {e}"))?;
+        if filtered {
+            let filter = if self.follow {
+                self.filter.clone()
+            } else {
+                present_only(&mut j, &self.filter)
+            };
+            add_matches(&mut j, &filter).map_err(|e| format!("cannot add matches: {e}"))?;
+        }
+        seek(&mut j, start).map_err(|e| format!("cannot seek: {e}"))?;
+        Ok(j)
+    }
+
+    /// Entries removed unread between `cursor` and what the files hold now.
+    fn lost_since(&self, files: &[PathBuf], cursor: &str) -> u64 {
+        let Some((id, upto)) = seqnum(cursor) else {
+            return 0;
+        };
+        let Ok(mut probe) = self.open_group(files, &Start::Head, false) else {
+            return 0;
+        };
+        if !matches!(probe.next(), Ok(n) if n > 0) {
+            return 0;
+        }
+        match probe.cursor().ok().as_deref().and_then(seqnum) {
+            Some((hid, head)) if hid == id && head > upto + 1 => head - upto - 1,
+            _ => 0,
+        }
+    }
+
+    fn send(&self, ev: ReaderEvent) -> Result<(), Stop> {
+        self.tx.blocking_send(ev).map_err(|_| Stop::Closed)
+    }
+
+    /// A new handle on the group's files (they changed, or none was open),
+    /// after counting what was removed unread.
+    fn reopen(
+        &self,
+        files: Vec<PathBuf>,
+        start: &Start,
+        check_loss: bool,
+    ) -> Result<OpenGroup, Stop> {
+        if let (true, Start::After(c)) = (check_loss, start) {
+            let lost = self.lost_since(&files, c);
+            if lost > 0 {
+                self.send(ReaderEvent::Lost(lost))?;
+            }
+        }
+        let j = self.open_group(&files, start, true)?;
+        Ok(OpenGroup {
+            intact: Intact::new(&j),
+            whole: false,
+            j,
+            files,
+            last_used: Instant::now(),
+        })
+    }
+
+    fn read(&mut self, key: &Text, files: Vec<PathBuf>, start: &Start, check_loss: bool) -> Done {
+        let mut done = Done {
+            key: key.clone(),
+            cursor: None,
+            at_end: true,
+            error: None,
+            closed: false,
+        };
+        let reuse = self.open.get(key).is_some_and(|o| o.files == files);
+        // The handle is out of the table while it is read, back in after.
+        let opened = match self.open.remove(key) {
+            Some(o) if reuse => Ok(o),
+            _ => self.reopen(files, start, check_loss),
+        };
+        let mut o = match opened {
+            Ok(o) => o,
+            Err(Stop::Closed) => {
+                done.closed = true;
+                return done;
+            }
+            Err(Stop::Failed(e)) => {
+                done.error = Some(e);
+                return done;
+            }
+        };
+        o.last_used = Instant::now();
+        let mut pass = Pass {
+            key,
+            start,
+            skip: match start {
+                Start::After(c) if !reuse => Some(c.clone()),
+                _ => None,
+            },
+            batch: Vec::with_capacity(self.batch),
+            sent: 0,
+        };
+        match self.pump(&mut o, &mut pass, &mut done, reuse) {
+            Ok(()) => {
+                self.open.insert(key.clone(), o);
+            }
+            Err(Stop::Closed) => {
+                done.closed = true;
+                self.open.insert(key.clone(), o);
+            }
+            Err(Stop::Failed(e)) => done.error = Some(e),
+        }
+        done
+    }
+
+    /// Reads the group until its end or [`BATCHES_PER_JOB`] batches.
+    fn pump(
+        &mut self,
+        o: &mut OpenGroup,
+        pass: &mut Pass<'_>,
+        done: &mut Done,
+        reuse: bool,
+    ) -> Result<(), Stop> {
+        loop {
+            let n =
+                o.j.next()
+                    .map_err(|e| format!("reading the next entry: {e}"))?;
+            if n == 0 {
+                // A handle over named files: files leave it only when
+                // libsystemd gives up on them.
+                let Some(what) = o.intact.check(&o.j, &o.files) else {
+                    break;
+                };
+                self.send(ReaderEvent::Warning(damaged(&what, o.whole)))?;
+                if o.whole {
+                    break;
+                }
+                Self::go_on_whole(o, pass, done)?;
+                continue;
+            }
+            if let Some(c) = pass.skip.take() {
+                // After seek_cursor, next() lands on the cursor's entry
+                // when it still exists: it was read before.
+                if o.j.test_cursor(c.as_str()).unwrap_or(false) {
+                    continue;
+                }
+            }
+            let cursor = |j: &Journal| j.cursor().map_err(|e| format!("reading a cursor: {e}"));
+            let mut entry = read_entry(&mut o.j, &mut self.names)
+                .map_err(|e| format!("reading an entry: {e}"))?;
+            if o.whole {
+                if !in_match(&self.filter, &entry) {
+                    continue;
+                }
+                if entry.cursor.is_none() {
+                    entry.cursor = Some(cursor(&o.j)?);
+                }
+            }
+            entry.group = Some(pass.key.clone());
+            if pass.batch.len() + 1 >= self.batch && entry.cursor.is_none() {
+                entry.cursor = Some(cursor(&o.j)?);
+            }
+            pass.batch.push(entry);
+            if pass.batch.len() >= self.batch {
+                done.cursor = pass.batch.last().and_then(|e| e.cursor.clone());
+                let full = std::mem::replace(&mut pass.batch, Vec::with_capacity(self.batch));
+                self.send(ReaderEvent::Entries(full))?;
+                pass.sent += 1;
+                if pass.sent >= BATCHES_PER_JOB {
+                    done.at_end = false;
+                    return Ok(());
+                }
+            }
+        }
+        self.finish(o, pass, done, reuse)
+    }
+
+    /// After libsystemd gave up on a file through the match: go on from the
+    /// last entry read, without the match.
+    fn go_on_whole(o: &mut OpenGroup, pass: &mut Pass<'_>, done: &Done) -> Result<(), Stop> {
+        let mut u = unfiltered(&o.files).ok_or("cannot open the files again")?;
+        if let Some(last) = pass.batch.last_mut() {
+            if last.cursor.is_none() {
+                let found =
+                    find_cursor(&mut u, last).ok_or("cannot find the last entry read again")?;
+                last.cursor = Some(found);
+            }
+        }
+        let pos = match pass.batch.last() {
+            Some(last) => last.cursor.clone(),
+            None => done.cursor.clone(),
+        };
+        pass.skip = resume_whole(&mut u, pos.as_deref(), pass.start)?;
+        o.j = u;
+        o.intact = Intact::new(&o.j);
+        o.whole = true;
+        Ok(())
+    }
+
+    /// At the group's end: the short batch goes out with its last cursor.
+    fn finish(
+        &mut self,
+        o: &mut OpenGroup,
+        pass: &mut Pass<'_>,
+        done: &mut Done,
+        reuse: bool,
+    ) -> Result<(), Stop> {
+        if let Some(last) = pass.batch.last_mut() {
+            if last.cursor.is_none() {
+                // next() found nothing: the read pointer is still on it,
+                // unless libsystemd dropped its file.
+                last.cursor = Some(match o.j.cursor() {
+                    Ok(c) => c,
+                    Err(e) => unfiltered(&o.files)
+                        .and_then(|mut u| find_cursor(&mut u, last))
+                        .ok_or_else(|| format!("reading a cursor: {e}"))?,
+                });
+            }
+            done.cursor.clone_from(&last.cursor);
+            let full = std::mem::take(&mut pass.batch);
+            self.send(ReaderEvent::Entries(full))?;
+        } else if done.cursor.is_none() && pass.skip.is_none() && !reuse {
+            // Opened and nothing new: where the handle stands is the
+            // position (at the tail: the last entry before now).
+            done.cursor = o.j.cursor().ok();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,164 @@
+//! What a journal reader thread and its consumer say to each other. Both
+//! readers (the single handle of [`super::single`] and the collector of
+//! [`super::collector`]) speak it, and the consumer cannot tell them apart.
+//!
+//! The reader sends batches of owned entries over a bounded tokio channel
+//! (a slow consumer blocks the reader: backpressure; the journal itself
+//! buffers on disk) and ends when the receiver is dropped. The consumer
+//! asks over an unbounded channel; [`ControlLine`] turns that channel into
+//! something a blocking thread can wait on together with a file descriptor.
+
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
+use std::sync::mpsc as std_mpsc;
+use std::thread::JoinHandle;
+
+use tokio::sync::mpsc;
+
+use super::Entry;
+
+/// What a reader thread sends.
+#[derive(Debug)]
+pub enum ReaderEvent {
+    Entries(Vec<Entry>),
+    /// At the end of the journal: every entry written before was sent.
+    /// `sync` is the latest [`ReaderCtl::Sync`] this answers (0: none).
+    Tail {
+        sync: u64,
+    },
+    /// The answer to [`ReaderCtl::Ping`]: the reader is alive and all
+    /// entries it read before were sent.
+    Pong(u64),
+    /// Entries (of any unit) that rotation or vacuum removed before the
+    /// reader got to them.
+    Lost(u64),
+    /// Reading failed; the thread has ended.
+    Failed(String),
+    /// Something could not be read (a file, one host's files); the rest is.
+    Warning(Warning),
+}
+
+/// A part of the journal that could not be read, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// The file it is about, when it is about one file.
+    pub file: Option<PathBuf>,
+    pub message: String,
+}
+
+impl Warning {
+    /// A warning about one file.
+    #[must_use]
+    pub fn file(file: PathBuf, message: String) -> Self {
+        Self {
+            file: Some(file),
+            message,
+        }
+    }
+
+    /// A warning about the source, a group of files, or several files.
+    #[must_use]
+    pub fn general(message: String) -> Self {
+        Self {
+            file: None,
+            message,
+        }
+    }
+}
+
+/// As logged: `FILE: message`, or the message alone.
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.file {
+            Some(file) => write!(f, "{}: {}", file.display(), self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// What a reader thread is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReaderCtl {
+    /// Look at the journal again and answer with a `Tail`.
+    Sync(u64),
+    /// Answer with a `Pong` once what was read before is sent.
+    Ping(u64),
+}
+
+/// Whether a reader ends at the tail or keeps waiting for new entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Read what is there, then end (`scan`, `run --once`).
+    Once,
+    /// Keep waiting for new entries (the service).
+    Follow,
+}
+
+impl Mode {
+    #[must_use]
+    pub fn follows(self) -> bool {
+        self == Mode::Follow
+    }
+}
+
+/// A running reader: its events and its control line.
+pub struct Reader {
+    pub events: mpsc::Receiver<ReaderEvent>,
+    pub ctl: mpsc::UnboundedSender<ReaderCtl>,
+    pub thread: Option<JoinHandle<()>>,
+}
+
+/// The reader's end of the control channel, made waitable: a small thread
+/// blocks on the consumer's (tokio) channel, forwards each message into a
+/// std channel and makes an eventfd readable. The reader thread polls that
+/// eventfd together with what it reads (the journal's fd, inotify), so a
+/// `Sync` or a watchdog `Ping` is seen at once instead of after the next
+/// timeout. The forwarding thread ends when the consumer drops its sender
+/// (and wakes the reader once more, which then finds its consumer gone) or
+/// the reader drops this line.
+pub(crate) struct ControlLine {
+    wake: OwnedFd,
+    rx: std_mpsc::Receiver<ReaderCtl>,
+}
+
+impl ControlLine {
+    /// A control channel for a new reader: the consumer's sender, and this
+    /// line for the reader thread.
+    pub(crate) fn new() -> std::io::Result<(mpsc::UnboundedSender<ReaderCtl>, Self)> {
+        let (tx, mut from_consumer) = mpsc::unbounded_channel::<ReaderCtl>();
+        let wake = rustix::event::eventfd(
+            0,
+            rustix::event::EventfdFlags::CLOEXEC | rustix::event::EventfdFlags::NONBLOCK,
+        )?;
+        let writer = wake.try_clone()?;
+        let (fwd, rx) = std_mpsc::channel();
+        std::thread::Builder::new()
+            .name("journal-ctl".into())
+            .spawn(move || {
+                while let Some(c) = from_consumer.blocking_recv() {
+                    if fwd.send(c).is_err() {
+                        return;
+                    }
+                    // A full counter (2^64 - 2 wakes unread) still wakes.
+                    let _ = rustix::io::write(&writer, &1u64.to_ne_bytes());
+                }
+                // The consumer dropped its Reader (events first, then its
+                // sender): wake the reader so it sees so at once.
+                let _ = rustix::io::write(&writer, &1u64.to_ne_bytes());
+            })?;
+        Ok((tx, Self { wake, rx }))
+    }
+
+    /// What to poll for control messages (readable when one is waiting).
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.wake.as_fd()
+    }
+
+    /// The messages waiting, taken without blocking.
+    pub(crate) fn take(&self) -> Vec<ReaderCtl> {
+        let mut counter = [0u8; 8];
+        // Reset before draining: a message sent after the drain wakes again.
+        let _ = rustix::io::read(&self.wake, &mut counter);
+        self.rx.try_iter().collect()
+    }
+}

@@ -1,0 +1,511 @@
+//! The single-host reader: one libsystemd handle on one journal (the
+//! system's, a namespace, given files) on a thread of its own.
+//!
+//! The `sd_journal` handle is neither Send nor Sync, and libsystemd wants it
+//! created, used and freed on one thread (man `sd_journal_open`). So it lives
+//! on a dedicated OS thread that hands owned entries out in batches
+//! ([`super::protocol`]). The thread ends when the receiver is dropped.
+//!
+//! Besides entries it reports [`ReaderEvent::Tail`]: everything written
+//! before that point was sent. Asked with [`ReaderCtl::Sync`], it says so
+//! once more after looking again, which is how the service confirms that
+//! quiet time is quiet in the journal too (design section 4.1), even after
+//! the whole process was stopped for a while.
+//!
+//! Waiting: a following reader polls the journal's fd and its control line
+//! together ([`handle::wait`]), so a control message is answered at once.
+//! The poll still has a timeout, 50 ms while entries are coming and 1 s
+//! while the journal is quiet: journald coalesces its change notifications
+//! (appends are visible before it says so), and on a file system without
+//! inotify nothing would say so at all. That 1 s is the idle wake-up rate
+//! of this thread.
+
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+
+use systemd::journal::{Journal, JournalWaitResult};
+use tokio::sync::mpsc;
+
+use super::handle::{
+    self, Intact, Interner, Start, Target, damaged, find_cursor, in_match, journal_files,
+    read_entry, resume_whole, seqnum,
+};
+use super::protocol::{ControlLine, Mode, Reader, ReaderCtl, ReaderEvent};
+use super::{EntryFilter, SourceError};
+
+/// What a single-host reader reads.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub target: Target,
+    pub filter: EntryFilter,
+    pub start: Start,
+    pub mode: Mode,
+    /// Entries per batch handed over the channel.
+    pub batch: usize,
+}
+
+/// An unfiltered second handle on the same journal: it tells the sequence
+/// numbers at the head and the tail, which the filtered reader cannot see.
+struct Probe {
+    j: Journal,
+}
+
+impl Probe {
+    fn open(spec: &Spec) -> Option<Self> {
+        let unfiltered = EntryFilter {
+            units: Vec::new(),
+            identifiers: Vec::new(),
+            containers: Vec::new(),
+            ..EntryFilter::default()
+        };
+        handle::open(&spec.target, &unfiltered, &Start::Head, spec.mode.follows())
+            .ok()
+            .map(|j| Self { j })
+    }
+
+    fn head(&mut self) -> Option<(String, u64)> {
+        self.j.seek_head().ok()?;
+        (self.j.next().ok()? > 0).then_some(())?;
+        seqnum(&self.j.cursor().ok()?)
+    }
+
+    fn tail(&mut self) -> Option<(String, u64)> {
+        self.j.seek_tail().ok()?;
+        (self.j.previous().ok()? > 0).then_some(())?;
+        seqnum(&self.j.cursor().ok()?)
+    }
+}
+
+/// How far the reader has got, in sequence numbers: everything up to here
+/// was read or skipped by the match.
+#[derive(Default)]
+struct Progress {
+    upto: Option<(String, u64)>,
+}
+
+impl Progress {
+    fn advance(&mut self, to: Option<(String, u64)>) {
+        if let Some((id, n)) = to {
+            match &self.upto {
+                Some((cur, m)) if *cur == id && *m >= n => {}
+                _ => self.upto = Some((id, n)),
+            }
+        }
+    }
+
+    /// Entries between what was read and the journal's head: removed unread.
+    fn lost_before(&self, head: Option<(String, u64)>) -> u64 {
+        match (&self.upto, head) {
+            (Some((id, upto)), Some((hid, h))) if *id == hid && h > upto + 1 => h - upto - 1,
+            _ => 0,
+        }
+    }
+}
+
+/// How long a following reader waits for journald's change notification:
+/// briefly while entries are coming (journald coalesces its notifications,
+/// but appends are visible at once), and up to a second while the journal
+/// is quiet, so an idle service wakes about once a second.
+fn wait_time(last_entry: Instant) -> Duration {
+    if last_entry.elapsed() < Duration::from_secs(1) {
+        Duration::from_millis(50)
+    } else {
+        Duration::from_secs(1)
+    }
+}
+
+/// Where the pump is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// Taking entries from the handle into batches.
+    Reading,
+    /// `next()` found nothing more: the short batch goes out.
+    AtEnd,
+    /// Following, at the end: answer what was asked, say `Tail` if owed.
+    CaughtUp,
+    /// Waiting for the journal to change or a control message.
+    Waiting,
+    /// Done: read to the end once, or the consumer is gone.
+    Stopped,
+}
+
+/// The reader loop of one handle, as named states ([`State`]).
+struct Pump<'a> {
+    spec: &'a Spec,
+    j: Journal,
+    tx: &'a mpsc::Sender<ReaderEvent>,
+    ctl: &'a ControlLine,
+    /// After `seek_cursor`, `next()` lands on the cursor's entry when it
+    /// still exists: that one was processed before.
+    skip_cursor: Option<String>,
+    /// Loss accounting, following only.
+    probe: Option<Probe>,
+    progress: Progress,
+    batch: Vec<super::Entry>,
+    names: Interner,
+    /// Reading once, files also leave the handle when damaged (following,
+    /// when vacuumed too: only a read to the end looks).
+    intact: Intact,
+    /// Reading without the match, after libsystemd gave up on a file.
+    whole: bool,
+    /// The cursor of the last entry sent.
+    sent_upto: Option<String>,
+    /// A Tail is owed after entries were sent, and once at the start.
+    owe_tail: bool,
+    /// The latest Sync asked.
+    sync: u64,
+    last_entry: Instant,
+    /// The handle was waited on once (`Journal::wait` makes its fd).
+    waited: bool,
+}
+
+impl<'a> Pump<'a> {
+    fn new(
+        spec: &'a Spec,
+        j: Journal,
+        tx: &'a mpsc::Sender<ReaderEvent>,
+        ctl: &'a ControlLine,
+    ) -> Self {
+        Self {
+            skip_cursor: match &spec.start {
+                Start::After(c) => Some(c.clone()),
+                _ => None,
+            },
+            probe: if spec.mode.follows() {
+                Probe::open(spec)
+            } else {
+                None
+            },
+            progress: Progress::default(),
+            batch: Vec::with_capacity(spec.batch),
+            names: Interner::default(),
+            intact: Intact::new(&j),
+            whole: false,
+            sent_upto: None,
+            owe_tail: true,
+            sync: 0,
+            last_entry: Instant::now(),
+            waited: false,
+            spec,
+            j,
+            tx,
+            ctl,
+        }
+    }
+
+    fn send(&self, ev: ReaderEvent) -> bool {
+        self.tx.blocking_send(ev).is_ok()
+    }
+
+    fn run(&mut self) -> Result<(), String> {
+        if let (Some(p), Some(c)) = (self.probe.as_mut(), &self.skip_cursor) {
+            self.progress.advance(seqnum(c));
+            let lost = self.progress.lost_before(p.head());
+            if lost > 0 && !self.send(ReaderEvent::Lost(lost)) {
+                return Ok(());
+            }
+        }
+        let mut state = State::Reading;
+        loop {
+            state = match state {
+                State::Reading => self.read()?,
+                State::AtEnd => self.at_end()?,
+                State::CaughtUp => self.caught_up(),
+                State::Waiting => self.wait()?,
+                State::Stopped => return Ok(()),
+            };
+        }
+    }
+
+    fn cursor(&self) -> Result<String, String> {
+        self.j
+            .cursor()
+            .map_err(|e| format!("reading a cursor: {e}"))
+    }
+
+    /// Reads entries until `next()` finds no more.
+    fn read(&mut self) -> Result<State, String> {
+        loop {
+            let n = self
+                .j
+                .next()
+                .map_err(|e| format!("reading the next entry: {e}"))?;
+            if n == 0 {
+                return Ok(State::AtEnd);
+            }
+            if let Some(c) = self.skip_cursor.take() {
+                if self.j.test_cursor(c.as_str()).unwrap_or(false) {
+                    continue;
+                }
+            }
+            let mut entry = read_entry(&mut self.j, &mut self.names)
+                .map_err(|e| format!("reading an entry: {e}"))?;
+            if self.whole {
+                if !in_match(&self.spec.filter, &entry) {
+                    continue;
+                }
+                if entry.cursor.is_none() {
+                    entry.cursor = Some(self.cursor()?);
+                }
+            }
+            // The last entry of a batch is where a commit may land: it
+            // always carries its cursor.
+            if self.batch.len() + 1 >= self.spec.batch && entry.cursor.is_none() {
+                entry.cursor = Some(self.cursor()?);
+            }
+            if self.probe.is_some() {
+                self.progress
+                    .advance(entry.cursor.as_deref().and_then(seqnum));
+            }
+            self.batch.push(entry);
+            if self.batch.len() >= self.spec.batch {
+                if !self.send_batch() {
+                    return Ok(State::Stopped);
+                }
+                if !self.answer() {
+                    return Ok(State::Stopped);
+                }
+            }
+        }
+    }
+
+    /// Sends the batch. False when the consumer is gone.
+    fn send_batch(&mut self) -> bool {
+        let full = std::mem::replace(&mut self.batch, Vec::with_capacity(self.spec.batch));
+        self.sent_upto = full.last().and_then(|e| e.cursor.clone());
+        if !self.send(ReaderEvent::Entries(full)) {
+            return false;
+        }
+        self.owe_tail = true;
+        self.last_entry = Instant::now();
+        true
+    }
+
+    /// At the end of what is there: the short batch goes out; a one-time
+    /// read looks for a file libsystemd dropped, then ends.
+    fn at_end(&mut self) -> Result<State, String> {
+        if let Some(last) = self.batch.last_mut() {
+            // A short batch at the end of what is there: its last entry is
+            // the one a commit lands on.
+            if last.cursor.is_none() {
+                // next() found nothing: the read pointer is still on it,
+                // unless libsystemd dropped its file.
+                let c = match self.j.cursor() {
+                    Ok(c) => c,
+                    Err(e) => Probe::open(self.spec)
+                        .and_then(|mut p| find_cursor(&mut p.j, last))
+                        .ok_or_else(|| format!("reading a cursor: {e}"))?,
+                };
+                self.progress.advance(seqnum(&c));
+                last.cursor = Some(c);
+            }
+            if !self.send_batch() {
+                return Ok(State::Stopped);
+            }
+        }
+        if self.spec.mode.follows() {
+            return Ok(State::CaughtUp);
+        }
+        let Some(what) = self
+            .intact
+            .check(&self.j, &journal_files(&self.spec.target))
+        else {
+            return Ok(State::Stopped);
+        };
+        if !self.send(ReaderEvent::Warning(damaged(&what, self.whole))) {
+            return Ok(State::Stopped);
+        }
+        if self.whole {
+            return Ok(State::Stopped);
+        }
+        let Some(mut p) = Probe::open(self.spec) else {
+            return Ok(State::Stopped);
+        };
+        self.skip_cursor = resume_whole(&mut p.j, self.sent_upto.as_deref(), &self.spec.start)?;
+        self.j = p.j;
+        self.intact = Intact::new(&self.j);
+        self.whole = true;
+        Ok(State::Reading)
+    }
+
+    /// Following, at the end of the filtered view: everything up to the
+    /// tail was read or skipped. Said once per stretch of reading, or when
+    /// asked.
+    fn caught_up(&mut self) -> State {
+        let asked = self.sync;
+        if !self.answer() {
+            return State::Stopped;
+        }
+        if self.sync != asked {
+            // Asked to look again: look once more, then say Tail.
+            self.owe_tail = true;
+            return State::Reading;
+        }
+        if self.owe_tail {
+            if let Some(p) = self.probe.as_mut() {
+                self.progress.advance(p.tail());
+            }
+            if !self.send(ReaderEvent::Tail { sync: self.sync }) {
+                return State::Stopped;
+            }
+            self.owe_tail = false;
+        }
+        if self.tx.is_closed() {
+            return State::Stopped;
+        }
+        State::Waiting
+    }
+
+    /// Waits for the journal or a control message (see the module doc for
+    /// the timeout). Invalidate (rotation, new files) also just means: call
+    /// `next()` again, after counting what vacuum removed unread.
+    fn wait(&mut self) -> Result<State, String> {
+        let timeout = wait_time(self.last_entry);
+        let changed = if self.waited {
+            handle::wait(&mut self.j, self.ctl.fd(), timeout)
+        } else {
+            self.waited = true;
+            self.j.wait(Some(timeout))
+        }
+        .map_err(|e| format!("waiting for the journal: {e}"))?;
+        if matches!(changed, JournalWaitResult::Invalidate) {
+            // Files were added or removed (rotation, vacuum).
+            if let Some(p) = self.probe.as_mut() {
+                let _ = p.j.wait(Some(Duration::ZERO));
+                let head = p.head();
+                let lost = self.progress.lost_before(head.clone());
+                if lost > 0 {
+                    self.progress.advance(head);
+                    if !self.send(ReaderEvent::Lost(lost)) {
+                        return Ok(State::Stopped);
+                    }
+                }
+            }
+        }
+        Ok(State::Reading)
+    }
+
+    /// Handles what the reader was asked: pongs at once, a sync is noted
+    /// (and a Tail owed). False when the consumer is gone.
+    fn answer(&mut self) -> bool {
+        for c in self.ctl.take() {
+            match c {
+                ReaderCtl::Sync(n) => self.sync = self.sync.max(n),
+                ReaderCtl::Ping(n) => {
+                    if !self.send(ReaderEvent::Pong(n)) {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+}
+
+/// Starts the reader thread. Returns once the journal is open (or failed to
+/// open, with the reason).
+pub fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
+    let thread_err = |e: std::io::Error| SourceError::Journal {
+        path: "journal thread".into(),
+        message: e.to_string(),
+    };
+    let (tx, rx) = mpsc::channel::<ReaderEvent>(capacity);
+    let (ctl_tx, ctl) = ControlLine::new().map_err(thread_err)?;
+    let (opened_tx, opened_rx) = std_mpsc::sync_channel::<Result<(), SourceError>>(1);
+    let handle = std::thread::Builder::new()
+        .name("journal".into())
+        .spawn(move || {
+            // The handle is created, used and dropped on this thread only.
+            let j = match handle::open(&spec.target, &spec.filter, &spec.start, spec.mode.follows())
+            {
+                Ok(j) => {
+                    let _ = opened_tx.send(Ok(()));
+                    j
+                }
+                Err(e) => {
+                    let _ = opened_tx.send(Err(e));
+                    return;
+                }
+            };
+            if let Err(e) = Pump::new(&spec, j, &tx, &ctl).run() {
+                let _ = tx.blocking_send(ReaderEvent::Failed(e));
+            }
+        })
+        .map_err(thread_err)?;
+    match opened_rx.recv() {
+        Ok(Ok(())) => Ok(Reader {
+            events: rx,
+            ctl: ctl_tx,
+            thread: Some(handle),
+        }),
+        Ok(Err(e)) => {
+            let _ = handle.join();
+            Err(e)
+        }
+        Err(_) => Err(SourceError::Journal {
+            path: "journal thread".into(),
+            message: "the reader thread ended while opening".into(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loss_counts_what_the_head_passed() {
+        let c = "s=1f2e;i=1a;b=00;m=0;t=5f;x=9";
+        let mut p = Progress::default();
+        p.advance(seqnum(c));
+        assert_eq!(p.lost_before(Some(("1f2e".into(), 27))), 0);
+        assert_eq!(p.lost_before(Some(("1f2e".into(), 40))), 13);
+        assert_eq!(p.lost_before(Some(("other".into(), 40))), 0);
+        p.advance(Some(("1f2e".into(), 10)));
+        assert_eq!(p.upto, Some(("1f2e".into(), 26)));
+    }
+}
+
+#[cfg(test)]
+mod following {
+    use super::*;
+
+    /// A following reader at rest answers its control line (it waits on
+    /// it together with the journal's fd).
+    #[test]
+    fn an_idle_reader_answers_ping_and_sync() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.journal");
+        let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
+            .arg(format!("--output={}", file.display()))
+            .arg("-")
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let export = b"__REALTIME_TIMESTAMP=1\n_SYSTEMD_UNIT=kubelet.service\nMESSAGE=a\n\n";
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), export).unwrap();
+        assert!(child.wait().unwrap().success());
+        let spec = Spec {
+            target: Target::Files(vec![file]),
+            filter: EntryFilter::default(),
+            start: Start::Head,
+            mode: Mode::Follow,
+            batch: 16,
+        };
+        let mut r = spawn(spec, 4).unwrap();
+        let mut next = || r.events.blocking_recv().unwrap();
+        assert!(matches!(next(), ReaderEvent::Entries(v) if v.len() == 1));
+        assert!(matches!(next(), ReaderEvent::Tail { sync: 0 }));
+        r.ctl.send(ReaderCtl::Ping(3)).unwrap();
+        assert!(matches!(
+            r.events.blocking_recv().unwrap(),
+            ReaderEvent::Pong(3)
+        ));
+        r.ctl.send(ReaderCtl::Sync(7)).unwrap();
+        assert!(matches!(
+            r.events.blocking_recv().unwrap(),
+            ReaderEvent::Tail { sync: 7 }
+        ));
+    }
+}
