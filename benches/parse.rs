@@ -2,8 +2,8 @@
 //! `cargo bench --bench parse`
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use kubelet_sentinel::parse::parse_line;
-use kubelet_sentinel::signals::recognize;
+use kubelet_sentinel::parse_line;
+use kubelet_sentinel::recognize;
 
 const SHAPES: &[(&str, &str)] = &[
     (

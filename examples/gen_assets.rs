@@ -199,7 +199,7 @@ fn main() -> std::io::Result<()> {
             .unwrap_or_else(|| "target/assets".into()),
     );
     std::fs::create_dir_all(&dir)?;
-    let mut cmd = kubelet_sentinel::cli::Cli::command();
+    let mut cmd = kubelet_sentinel::Cli::command();
     gz(&dir.join("kubelet-sentinel.1.gz"), &main_page(&cmd)?)?;
     let shipped = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/config.toml"),

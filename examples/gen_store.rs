@@ -3,11 +3,11 @@
 //!
 //! Usage: `gen_store STORE_DIR COUNT`
 
-use kubelet_sentinel::model::{Entry, EntryFilter};
-use kubelet_sentinel::pipeline::Pipeline;
-use kubelet_sentinel::store::{Batch, StatsDelta, Store};
-use kubelet_sentinel::time::SECOND;
-use kubelet_sentinel::tracker::Settings;
+use kubelet_sentinel::Pipeline;
+use kubelet_sentinel::SECOND;
+use kubelet_sentinel::Settings;
+use kubelet_sentinel::{Batch, StatsDelta, Store};
+use kubelet_sentinel::{Entry, EntryFilter};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);

@@ -4,52 +4,93 @@
 //!
 //! # Layout
 //!
-//! The pure core (no clock, no I/O) turns entries into incidents; the
-//! edges around it read journals, keep the store, deliver alerts and
-//! answer queries.
+//! Floors, bottom first; each module's job in one line.
 //!
-//! - [`model`]: the entry that sources produce and the core consumes.
-//! - [`journal`]: where entries come from: the journal through libsystemd
-//!   (its own thread), `journalctl -o export|json` streams, saved text logs.
-//! - [`parse`]: bytes to lines (nom; total: any bytes give a line).
-//! - [`signals`]: lines to signals, the one table of kubelet messages.
-//! - [`kinds`]: one spelling per kind (cause, verdict, status, ...) for
-//!   serde, clap and `Display`.
-//! - [`tracker`]: signals and time to incidents and alert decisions, the
-//!   incident rules in one place; each host has its own clock.
-//! - [`pipeline`]: entries through the joiner, parser, signal table and
-//!   tracker, wired once for `scan`, catch-up and live following.
-//! - [`store`]: sled; every key layout, one transaction per batch.
-//! - [`notify`]: the alert email (pure) and its delivery (lettre).
-//! - [`advice`]: what to check next for an incident's cause, shared by
-//!   the email and the views (pure).
-//! - [`query`]: typed answers from the store and the service's snapshots,
-//!   for the socket and the CLI's offline path (no HTTP, no JSON text).
-//! - [`api`]: the only place that knows HTTP: the query server and
-//!   `/metrics`, the CLI's client, and who may change what (the socket
-//!   peer's credentials).
-//! - [`status`]: the snapshots the service's tasks publish.
-//! - [`daemon`]: `run`: the tasks on tokio, signals, `sd_notify`, reloads.
-//! - [`config`]: raw TOML to validated settings.
-//! - [`defaults`]: every default, in one pure file that the tracker, the
-//!   config and the command line read.
-//! - [`report`], [`scan`], [`cli`]: output, the `scan` driver, the
-//!   command line.
-//! - [`time`]: microseconds, durations, and placing text logs' times.
+//! - `pure/` (the walled core: no I/O, no clock, no tokio, no sled):
+//!   `model` (entries, positions, globs), `time` (µs, durations, placing
+//!   text logs' times), `defaults` (every default), `kinds` (one spelling
+//!   per cause, verdict, status, incident kind, channel, signal kind),
+//!   `parse` (bytes to lines with nom; total), `signals` (lines to
+//!   signals: the one table of kubelet messages), `tracker` (signals and
+//!   time to incidents and alert decisions; a clock per host), `pipeline`
+//!   (joiner → parser → table → tracker, wired once for every reader),
+//!   `picture` and `advice` (what an incident looks like, what to check).
+//! - `clock` (the wall clock, for the edges) and `users` (`/etc/passwd`,
+//!   `/etc/group`).
+//! - `journal/` (where entries come from: libsystemd on its own thread, one
+//!   host or a collector's directory; export, json and text streams; `open`
+//!   is the one place that picks a reader) and `config/` (raw TOML with
+//!   places → typed settings; validation per section; the reload diff).
+//! - `store/`: sled; every key layout, one transaction per batch.
+//! - `status`: what the service's tasks publish and tell each other.
+//! - `notify/` (the email, grouping and backoff, SMTP and Alertmanager
+//!   delivery) and `report` (the JSON contract and tables).
+//! - `query/` (typed answers and typed errors; no HTTP, no JSON text) and
+//!   `scan` (the `scan` driver).
+//! - `api/`: the only place that knows HTTP: the query server, `/metrics`,
+//!   the CLI's client, who is asking (peer credentials).
+//! - `daemon/`: `run`: the tasks on tokio (`tasks.rs`), the single writer
+//!   (`ingest/` and its parts), `sd_notify`, the config watcher.
+//! - `cli/`: arguments, one file per command, tables from typed answers.
+//!
+//! # Architecture invariants
+//!
+//! - A module imports only modules on floors below its own, never one
+//!   beside it: no circle, nothing upward. `pure/` names no module outside
+//!   itself and no edge (tokio, sled, lettre, hyper, libsystemd, files,
+//!   sockets, threads, `now()`): time comes in with the entries, so the same
+//!   journal gives the same incidents whoever reads it and whenever.
+//!   `tests/integration/architecture.rs` checks both, and that no file
+//!   passes 720 lines of non-test code; clippy keeps functions under 120.
+//! - One writer per store tree. The ingest task (`daemon/ingest`) writes
+//!   incidents, their indexes, positions, the tracker's state, counts and
+//!   new outbox entries, each batch in one transaction; the delivery tasks
+//!   (`notify`) write only their outbox entries' attempts and removals;
+//!   silences are written by the query server's control handlers
+//!   (`query::silences`, root or the admin group only) and pruned by
+//!   ingest. `store/mod.rs`'s key table names the writer of every tree.
+//! - HTTP status codes and JSON text exist only in `api/`; below it,
+//!   answers and errors are types.
+//! - Everything a stranger can grow (nodes, hosts, connections, silences)
+//!   has a bound in `defaults` or the config.
+//! - The crate's interface is the list re-exported below (what the binary,
+//!   the integration tests, the benches and the examples use); everything
+//!   else is `pub(crate)`, and `unreachable_pub` keeps it so.
 
 mod pure;
-pub use pure::{advice, defaults, kinds, model, parse, picture, pipeline, signals, time, tracker};
+pub(crate) use pure::{
+    advice, defaults, kinds, model, parse, picture, pipeline, signals, time, tracker,
+};
 
-pub mod api;
-pub mod cli;
-pub mod clock;
-pub mod config;
-pub mod daemon;
-pub mod journal;
-pub mod notify;
-pub mod query;
-pub mod report;
-pub mod scan;
-pub mod status;
-pub mod store;
-pub(crate) mod users;
+mod api;
+mod cli;
+mod clock;
+mod config;
+mod daemon;
+mod journal;
+mod notify;
+mod query;
+mod report;
+mod scan;
+mod status;
+mod store;
+mod users;
+
+// The interface.
+pub use cli::{Cli, main};
+pub use clock::now;
+pub use config::Config;
+pub use daemon::{Edges, RunOptions, Source, run};
+pub use journal::collector::discover;
+pub use journal::{Format, ReadOptions, Reader, ReaderCtl, ReaderEvent};
+pub use model::{Entry, EntryFilter};
+pub use notify::render::{FULL, Rendered, render, render_with};
+pub use notify::{EmailTransport, smtp::Progress};
+pub use parse::parse_line;
+pub use pipeline::{Pipeline, Summary};
+pub use report::IncidentOut;
+pub use scan::{Input, ScanResult, scan};
+pub use signals::recognize;
+pub use store::{Batch, Filter, Silence, StatsDelta, Store, StoreError};
+pub use time::{Clock, Micros, SECOND};
+pub use tracker::{AlertKind, Incident, Settings};

@@ -11,5 +11,5 @@ fn main() -> std::process::ExitCode {
     // sparse statistics tables were zeroed 2 MiB at a time: catch-up varied
     // by a third from run to run. Small pages for this process.
     let _ = rustix::thread::disable_transparent_huge_pages(true);
-    kubelet_sentinel::cli::main()
+    kubelet_sentinel::main()
 }

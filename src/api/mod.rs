@@ -19,4 +19,3 @@ pub mod metrics;
 pub mod peer;
 
 pub use client::{ClientError, Refusal, Request, ask};
-pub use peer::Peer;

@@ -17,7 +17,7 @@ pub mod args;
 mod commands;
 mod render;
 
-pub use args::{Cli, Command, Exit, IncidentsArgs, Output, ScanArgs, SilenceCmd};
+pub use args::{Cli, Command, Exit, IncidentsArgs};
 pub use commands::scan::run_scan;
 pub use commands::service::run_service;
 

@@ -26,14 +26,14 @@ pub mod protocol;
 pub mod single;
 pub mod text;
 
-pub use detect::{detect, open_input};
+pub use detect::open_input;
 pub use handle::{Start, Target};
-pub use protocol::{Mode, Reader, ReaderCtl, ReaderEvent, Warning};
+pub use protocol::{Mode, Reader, ReaderCtl, ReaderEvent};
 
 use std::io::{self, BufRead};
 use std::path::PathBuf;
 
-pub use crate::model::{Entry, EntryFilter, Item, KNOWN_KUBELET_IDENTIFIERS, Malformed, Text};
+pub use crate::model::{Entry, EntryFilter, Item, Malformed, Text};
 use crate::time::Clock;
 
 /// Reads one line (up to `\n`, which is not kept) into `buf`, keeping at

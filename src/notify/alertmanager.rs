@@ -23,5 +23,6 @@
 mod alerts;
 mod task;
 
-pub use alerts::{ALERTNAME, ALERTNAME_DOWN, HEARTBEAT, alert, heartbeat, labels};
+#[cfg(test)]
+pub(crate) use alerts::labels;
 pub use task::AlertmanagerTask;

@@ -15,9 +15,9 @@ pub mod silences;
 mod status;
 
 pub use crate::status::AckRequest;
-pub use incidents::{IncidentList, NodeList, NodeRow, ack, incident, incidents, nodes};
+pub use incidents::{IncidentList, NodeList, ack, incident, incidents, nodes};
 pub use silences::{MAX_SILENCE, MAX_SILENCES, NewSilence, SilenceList, SilenceOut};
-pub use status::{DeliveryOut, FAILING_ATTEMPTS, FAILING_WAIT, StatusOut, lag, status};
+pub use status::{StatusOut, lag, status};
 
 use crate::status::{DeliveryStats, StatusSnapshot};
 use crate::store::{Channel, Store, StoreError};

@@ -7,7 +7,7 @@
 //! the firing ones back within a resend interval; resolved incidents end
 //! their alerts there.
 
-use kubelet_sentinel::time::Micros;
+use kubelet_sentinel::Micros;
 
 use crate::collector::{retry, upload};
 use crate::support::{Alertmanager, Duration, Service, Smtpd, free_port, subject, wait_for};
@@ -33,7 +33,7 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
     let mut am = Alertmanager::start(free_port(), smtp.port, &tmp.path().join("am"));
     let journals = tmp.path().join("journals");
     std::fs::create_dir_all(&journals).unwrap();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     upload(
         &journals,
         "remote-10.0.0.1.journal",
@@ -134,7 +134,7 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
     // Alertmanager down; n3 gets into trouble meanwhile; it comes back with
     // nothing in memory.
     am.stop();
-    let later = kubelet_sentinel::clock::now();
+    let later = kubelet_sentinel::now();
     upload(
         &journals,
         "remote-10.0.0.3.journal",
@@ -224,7 +224,7 @@ fn a_hung_instance_delays_no_other() {
     // One alert, then another while the hung instance still holds the
     // first post (and the resends, one a second) unanswered.
     for (k, node) in ["n1", "n2"].iter().enumerate() {
-        let now = kubelet_sentinel::clock::now();
+        let now = kubelet_sentinel::now();
         upload(
             &journals,
             &format!("remote-10.0.0.{k}.journal"),
@@ -264,7 +264,7 @@ fn the_shipped_alertmanager_example_pages_once_per_outage() {
     let am = Alertmanager::with_config(free_port(), &tmp.path().join("am"), &yml);
     let journals = tmp.path().join("journals");
     std::fs::create_dir_all(&journals).unwrap();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     for (n, ip) in [("e1", 1), ("e2", 2), ("e3", 3)] {
         upload(
             &journals,

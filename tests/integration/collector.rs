@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use kubelet_sentinel::time::{Micros, SECOND};
+use kubelet_sentinel::{Micros, SECOND};
 
 use crate::support::{
     Duration, Journald, Service, bin, export_entry, journal_remote, run, wait_for,
@@ -124,7 +124,7 @@ fn scan_json(args: &[&str]) -> serde_json::Value {
 fn late_bursty_and_first_time_hosts_lose_nothing() {
     let journals = tempfile::tempdir().unwrap();
     let dir = journals.path();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     let hour = 3600 * SECOND;
     let t0 = now - 3 * hour;
     let kubelet_lines = std::cell::Cell::new(0u64);
@@ -264,7 +264,7 @@ fn a_collector_directory_that_appears_later_is_read() {
     svc.start();
     std::thread::sleep(Duration::from_millis(500));
     std::fs::create_dir(&dir).unwrap();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     let lines = storm(now - 300 * SECOND, "late", 7);
     upload(&dir, "remote-10.0.0.9.journal", "late", &lines);
     wait_for(
@@ -285,7 +285,7 @@ fn a_collector_directory_that_appears_later_is_read() {
 fn a_hosts_files_under_names_of_their_own_are_one_host() {
     let journals = tempfile::tempdir().unwrap();
     let dir = journals.path();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     // An outage that goes on from one file into the next.
     upload(
         dir,
@@ -299,7 +299,7 @@ fn a_hosts_files_under_names_of_their_own_are_one_host() {
         "node1",
         &storm(now - 899 * SECOND, "node1", 4),
     );
-    let (groups, _) = kubelet_sentinel::journal::collector::discover(dir);
+    let (groups, _) = kubelet_sentinel::discover(dir);
     assert_eq!(groups.len(), 1, "{groups:?}");
     assert!(groups.keys().next().unwrap().starts_with("machine-"));
     let grouped = scan_json(&[&dir.display().to_string()]);
@@ -337,7 +337,7 @@ fn switching_to_collector_loses_nothing_and_mails_no_false_resolved() {
     let j = Journald::start("switch");
     let journals = tempfile::tempdir().unwrap();
     let dir = journals.path();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     let mut dir_lines = 0u64;
     let mut up = |file: &str, host: &str, lines: Vec<(Micros, String)>| {
         dir_lines += lines.len() as u64;
@@ -363,7 +363,7 @@ fn switching_to_collector_loses_nothing_and_mails_no_false_resolved() {
     svc.start();
     j.kubelet(
         &(0..8)
-            .map(|k| retry(kubelet_sentinel::clock::now() + k, "local-1").1)
+            .map(|k| retry(kubelet_sentinel::now() + k, "local-1").1)
             .collect::<Vec<_>>(),
     );
     wait_for(
@@ -457,7 +457,7 @@ fn switching_to_collector_loses_nothing_and_mails_no_false_resolved() {
 fn links_in_the_directory_read_each_entry_once() {
     let journals = tempfile::tempdir().unwrap();
     let dir = journals.path();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     let h1 = storm(now - 600 * SECOND, "h1", 8);
     let h2 = storm(now - 500 * SECOND, "h2", 4);
     let lines = (h1.len() + h2.len()) as u64;
@@ -532,7 +532,7 @@ fn a_full_disk_during_follow_leaves_a_store_that_reopens_equal_to_scan() {
     for run_no in 0..10i64 {
         let journals = tempfile::tempdir().unwrap();
         let dir = journals.path();
-        let now = kubelet_sentinel::clock::now();
+        let now = kubelet_sentinel::now();
         let lines = std::cell::Cell::new(0u64);
         let up = |k: i64, n: i64| {
             let host = format!("h{k}");
@@ -647,7 +647,7 @@ fn overlapping_files_copied_in_while_following_are_read_once() {
 /// ends 922 s after it starts), copied in one after the other.
 fn copy_in_while_following(step: i64) {
     let src = tempfile::tempdir().unwrap();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     let mut lines = 0u64;
     let mut names = Vec::new();
     for f in 0..5i64 {
@@ -705,7 +705,7 @@ fn an_unreadable_file_is_read_once_it_can_be() {
     use std::os::unix::fs::PermissionsExt as _;
     let journals = tempfile::tempdir().unwrap();
     let dir = journals.path();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     let h1 = storm(now - 600 * SECOND, "h1", 6);
     let h2 = storm(now - 500 * SECOND, "h2", 7);
     upload(dir, "remote-10.0.0.1.journal", "h1", &h1);
@@ -762,7 +762,7 @@ fn a_host_gone_silent_is_named_against_the_newest_entry() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("journals");
     std::fs::create_dir_all(&dir).unwrap();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     let min = 60 * SECOND;
     // Two hosts write up to now; quiet-1 stopped 25 minutes before them.
     for (host, last) in [
@@ -835,7 +835,7 @@ fn many_garbage_files_give_a_bounded_number_of_warnings() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("journals");
     std::fs::create_dir_all(&dir).unwrap();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     upload(&dir, "remote-real.journal", "real", &storm(now, "real", 6));
     for n in 0..300 {
         // Old enough not to be taken for a copy still being written.

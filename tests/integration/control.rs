@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 
-use kubelet_sentinel::time::{Micros, SECOND};
+use kubelet_sentinel::{Micros, SECOND};
 
 use crate::collector::{retry, upload};
 use crate::support::{Duration, Service, Smtpd, free_port, subject, wait_for};
@@ -90,7 +90,7 @@ fn a_silence_holds_mail_back_and_its_end_announces_what_is_still_open() {
         "{list}"
     );
 
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     upload(
         &dir,
         "remote-10.0.0.1.journal",
@@ -154,7 +154,7 @@ fn an_expired_silence_and_one_whose_incident_resolved_meanwhile() {
         ],
     );
     let id = added.split_whitespace().nth(1).unwrap().to_string();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     upload(&dir, "remote-10.0.0.3.journal", "w3", &storm(now, "w3", 8));
     // Resolves after 6 s of quiet, while silenced: never announced, no
     // resolved notice either.
@@ -174,7 +174,7 @@ fn an_expired_silence_and_one_whose_incident_resolved_meanwhile() {
         &dir,
         "remote-10.0.0.4.journal",
         "w4",
-        &storm(kubelet_sentinel::clock::now(), "w4", 8),
+        &storm(kubelet_sentinel::now(), "w4", 8),
     );
     wait_for(
         Duration::from_secs(15),
@@ -203,7 +203,7 @@ fn an_expired_silence_and_one_whose_incident_resolved_meanwhile() {
 fn an_acknowledged_incident_gets_no_reminder_but_its_resolved_notice() {
     let (_tmp, smtp, dir, mut svc) =
         collector(|port| mail_config(port, "repeat_interval = \"2s\""));
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     upload(
         &dir,
         "remote-10.0.0.5.journal",
@@ -234,7 +234,7 @@ fn an_acknowledged_incident_gets_no_reminder_but_its_resolved_notice() {
     // The trouble goes on for 6 s: a reminder every 2 s for the other one,
     // none for the acknowledged one; then both resolve after 6 s of quiet.
     for k in 0..12 {
-        let at = kubelet_sentinel::clock::now();
+        let at = kubelet_sentinel::now();
         upload(
             &dir,
             "remote-10.0.0.5.journal",
@@ -290,7 +290,7 @@ fn routes_send_causes_and_node_pools_their_own_way() {
     let routes = "\n[[alert.route]]\nmatch = { cause = [\"auth\"] }\nto = [\"security@example.com\"]\n\n\
                   [[alert.route]]\nmatch = { node = \"noisy-*\" }\nto = [\"pool@example.com\"]\nretries = 10\n";
     let (_tmp, smtp, dir, mut svc) = collector(|port| mail_config(port, "") + routes);
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     let unauthorized = |k: i64, node: &str| {
         let at = now + k * 200_000;
         let t = chrono::DateTime::from_timestamp_micros(at).unwrap();
@@ -382,7 +382,7 @@ fn status_exit_codes_and_incident_queries() {
     assert_eq!(code(&svc), Some(3), "no store, not running");
     svc.start();
     assert_eq!(code(&svc), Some(0));
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     upload(
         &dir,
         "remote-10.0.0.10.journal",
@@ -500,13 +500,13 @@ fn socket_get(svc: &Service, path: &str) -> String {
 /// a store cost a scrape nothing. The figures are printed, not asserted.
 #[test]
 fn silences_are_capped_and_ended_ones_pruned() {
-    use kubelet_sentinel::store::{Silence, Store};
+    use kubelet_sentinel::{Silence, Store};
     let journals = tempfile::tempdir().unwrap();
     let mut svc = Service::new(
         &format!("directory = \"{}\"", journals.path().display()),
         "",
     );
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     let hour = 3600 * SECOND;
     {
         let store = Store::open(&svc.dir.path().join("store")).unwrap();
@@ -654,7 +654,7 @@ fn expiring_a_silence_early_announces_what_it_held_at_once() {
         &dir,
         "remote-10.0.0.21.journal",
         "h2-1",
-        &storm(kubelet_sentinel::clock::now(), "h2-1", 8),
+        &storm(kubelet_sentinel::now(), "h2-1", 8),
     );
     held("h2-1");
     let expired_at = std::time::Instant::now();
@@ -703,7 +703,7 @@ fn expiring_a_silence_early_announces_what_it_held_at_once() {
         &dir,
         "remote-10.0.0.31.journal",
         "h3-1",
-        &storm(kubelet_sentinel::clock::now(), "h3-1", 8),
+        &storm(kubelet_sentinel::now(), "h3-1", 8),
     );
     wait_for(
         Duration::from_secs(15),
@@ -730,7 +730,7 @@ fn a_cut_incident_list_says_so() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("journals");
     std::fs::create_dir_all(&dir).unwrap();
-    let now = kubelet_sentinel::clock::now();
+    let now = kubelet_sentinel::now();
     for n in 0..3 {
         let host = format!("cut-{n}");
         upload(
@@ -781,7 +781,7 @@ fn fixing_the_smtp_server_retries_the_queue_at_once() {
         &dir,
         "remote-10.0.0.20.journal",
         "fix-1",
-        &storm(kubelet_sentinel::clock::now(), "fix-1", 8),
+        &storm(kubelet_sentinel::now(), "fix-1", 8),
     );
     let attempts = |svc: &Service| -> u64 {
         svc.status()["deliveries"]

@@ -6,10 +6,10 @@
 //! by `systemd-journal-remote`: each gives the kubelet-down incident an
 //! operator expects.
 
-use kubelet_sentinel::journal::Format;
-use kubelet_sentinel::report::IncidentOut;
-use kubelet_sentinel::time::{Micros, SECOND};
-use kubelet_sentinel::tracker::Settings;
+use kubelet_sentinel::Format;
+use kubelet_sentinel::IncidentOut;
+use kubelet_sentinel::Settings;
+use kubelet_sentinel::{Micros, SECOND};
 
 use crate::support::{bin, export_entry, fixture, journal_remote, run, scan_path};
 

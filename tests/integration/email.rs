@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use kubelet_sentinel::journal::{Entry, EntryFilter};
-use kubelet_sentinel::notify::render;
-use kubelet_sentinel::pipeline::Pipeline;
-use kubelet_sentinel::tracker::{AlertKind, Incident, Settings};
+use kubelet_sentinel::Pipeline;
+use kubelet_sentinel::{AlertKind, Incident, Settings};
+use kubelet_sentinel::{Entry, EntryFilter};
+use kubelet_sentinel::{FULL, Rendered, render, render_with};
 
 use crate::support::{
     BadSmtp, Duration, Journald, Service, Smtpd, bin, fixture, free_port, run, subject,
@@ -87,7 +87,7 @@ fn golden(name: &str, got: &str) {
     );
 }
 
-fn as_file(r: &render::Rendered) -> String {
+fn as_file(r: &Rendered) -> String {
     format!("Subject: {}\n\n{}", r.subject, r.text)
 }
 
@@ -148,7 +148,7 @@ fn adversarial_names_and_texts_add_no_header_or_markup() {
     // Through a real transport: the written message's header block has
     // exactly the headers we set.
     let dir = tempfile::tempdir().unwrap();
-    let cfg = kubelet_sentinel::config::Config::parse(
+    let cfg = kubelet_sentinel::Config::parse(
         &format!(
             "[alert]\nto = [\"ops@example.com\"]\ntransport = \"file\"\n[alert.file]\ndirectory = \"{}\"\n",
             dir.path().display()
@@ -156,7 +156,7 @@ fn adversarial_names_and_texts_add_no_header_or_markup() {
         "t",
     )
     .unwrap();
-    let d = kubelet_sentinel::notify::EmailTransport::from_config(&cfg.alert)
+    let d = kubelet_sentinel::EmailTransport::from_config(&cfg.alert)
         .unwrap()
         .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -164,7 +164,7 @@ fn adversarial_names_and_texts_add_no_header_or_markup() {
         .build()
         .unwrap();
     let path = rt
-        .block_on(d.send(&r, &kubelet_sentinel::notify::smtp::Progress::default()))
+        .block_on(d.send(&r, &kubelet_sentinel::Progress::default()))
         .unwrap();
     let raw = std::fs::read_to_string(path).unwrap();
     let head = raw.split("\r\n\r\n").next().unwrap();
@@ -635,7 +635,7 @@ fn a_thousand_nodes_make_one_small_mail_built_in_linear_time() {
     assert_eq!(all.len(), 1000);
     let refs: Vec<&Incident> = all.iter().collect();
     let t = Instant::now();
-    let r = render::render(&refs, AlertKind::Opened, &Settings::default());
+    let r = render(&refs, AlertKind::Opened, &Settings::default());
     let built = t.elapsed();
     assert!(
         r.subject
@@ -659,11 +659,11 @@ fn a_thousand_nodes_make_one_small_mail_built_in_linear_time() {
     assert!(r.text.contains("The first 10 in full"));
     assert_eq!(r.text.matches("What to check next").count(), 10);
     // Smaller, for a server that refuses the size: one in full, then none.
-    let one = render::FULL.smaller().unwrap();
-    let r1 = render::render_with(&refs, AlertKind::Opened, &Settings::default(), one);
+    let one = FULL.smaller().unwrap();
+    let r1 = render_with(&refs, AlertKind::Opened, &Settings::default(), one);
     assert_eq!(r1.text.matches("What to check next").count(), 1);
     let none = one.smaller().unwrap();
-    let r0 = render::render_with(&refs, AlertKind::Opened, &Settings::default(), none);
+    let r0 = render_with(&refs, AlertKind::Opened, &Settings::default(), none);
     assert_eq!(r0.text.matches("What to check next").count(), 0);
     assert!(r0.text.len() < r1.text.len() && r1.text.len() < r.text.len());
     assert_eq!(none.smaller(), None);

@@ -5,9 +5,9 @@
 
 use std::path::Path;
 
-use kubelet_sentinel::journal::Format;
-use kubelet_sentinel::report::IncidentOut;
-use kubelet_sentinel::tracker::Settings;
+use kubelet_sentinel::Format;
+use kubelet_sentinel::IncidentOut;
+use kubelet_sentinel::Settings;
 
 use crate::support::{Service, bin, export_entry, journal_remote, journalctl, run, scan_path};
 
@@ -235,8 +235,8 @@ fn journal_export_json_and_text_agree() {
 #[test]
 fn an_unreadable_journal_directory_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let r = kubelet_sentinel::scan::scan(
-        &[kubelet_sentinel::scan::Input::Path(
+    let r = kubelet_sentinel::scan(
+        &[kubelet_sentinel::Input::Path(
             dir.path().display().to_string(),
         )],
         &crate::support::read_options(Format::Auto),

@@ -6,9 +6,9 @@
 
 use std::io::Write;
 
-use kubelet_sentinel::journal::Format;
-use kubelet_sentinel::report::IncidentOut;
-use kubelet_sentinel::tracker::Settings;
+use kubelet_sentinel::Format;
+use kubelet_sentinel::IncidentOut;
+use kubelet_sentinel::Settings;
 use proptest::prelude::*;
 
 use crate::support::scan_path;

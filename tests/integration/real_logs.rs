@@ -2,9 +2,9 @@
 //! public bug reports): the incidents an operator would expect, written down
 //! by reading each file, and no line silently lost.
 
-use kubelet_sentinel::journal::Format;
-use kubelet_sentinel::report::IncidentOut;
-use kubelet_sentinel::tracker::Settings;
+use kubelet_sentinel::Format;
+use kubelet_sentinel::IncidentOut;
+use kubelet_sentinel::Settings;
 
 use crate::support::{fixture, scan_path};
 

@@ -3,12 +3,12 @@
 
 use std::io::Write;
 
-use kubelet_sentinel::journal::Format;
+use kubelet_sentinel::Format;
 use proptest::prelude::*;
 
 use crate::support::{bin, run, scan_path};
 
-fn scan_bytes(bytes: &[u8], format: Format) -> kubelet_sentinel::scan::ScanResult {
+fn scan_bytes(bytes: &[u8], format: Format) -> kubelet_sentinel::ScanResult {
     let mut f = tempfile::NamedTempFile::new().unwrap();
     f.write_all(bytes).unwrap();
     scan_path(f.path(), format)

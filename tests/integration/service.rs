@@ -897,8 +897,8 @@ fn a_restarted_kubelet_gives_every_reader_the_same_two_incidents() {
 /// race of one retry and the persistent outage of 40.
 #[test]
 fn the_f1_restart_journal_gives_every_reader_the_same_two_incidents() {
-    use kubelet_sentinel::time::SECOND;
-    let t0 = kubelet_sentinel::clock::now() - 600 * SECOND;
+    use kubelet_sentinel::SECOND;
+    let t0 = kubelet_sentinel::now() - 600 * SECOND;
     let node = "worker-01";
     let klog_at = |at: i64, pid: u32, sev: char, file: &str, body: &str| {
         let t = chrono::DateTime::from_timestamp_micros(at).unwrap();

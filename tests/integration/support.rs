@@ -4,10 +4,10 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use kubelet_sentinel::journal::{EntryFilter, Format, ReadOptions};
-use kubelet_sentinel::scan::{Input, ScanResult, scan};
-use kubelet_sentinel::time::Clock;
-use kubelet_sentinel::tracker::Settings;
+use kubelet_sentinel::Clock;
+use kubelet_sentinel::Settings;
+use kubelet_sentinel::{EntryFilter, Format, ReadOptions};
+use kubelet_sentinel::{Input, ScanResult, scan};
 
 pub fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -22,7 +22,7 @@ pub fn read_options(format: Format) -> ReadOptions {
         clock: Clock {
             utc: true,
             year: Some(2025),
-            now: kubelet_sentinel::clock::now(),
+            now: kubelet_sentinel::now(),
         },
         filter: EntryFilter::default(),
     }

@@ -16,14 +16,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kubelet_sentinel::config::Config;
-use kubelet_sentinel::daemon::{self, Edges, RunOptions};
-use kubelet_sentinel::journal::{Entry, EntryFilter};
-use kubelet_sentinel::journal::{Reader, ReaderCtl, ReaderEvent};
-use kubelet_sentinel::pipeline::Pipeline;
-use kubelet_sentinel::store::{Filter, Store, StoreError};
-use kubelet_sentinel::time::{Micros, SECOND};
-use kubelet_sentinel::tracker::Settings;
+use kubelet_sentinel::Config;
+use kubelet_sentinel::Pipeline;
+use kubelet_sentinel::Settings;
+use kubelet_sentinel::{self as daemon, Edges, RunOptions};
+use kubelet_sentinel::{Entry, EntryFilter};
+use kubelet_sentinel::{Filter, Store, StoreError};
+use kubelet_sentinel::{Micros, SECOND};
+use kubelet_sentinel::{Reader, ReaderCtl, ReaderEvent};
 use proptest::prelude::*;
 use tokio::sync::mpsc;
 
@@ -444,7 +444,7 @@ struct Served {
     incidents: Vec<serde_json::Value>,
     /// The mails it wrote.
     mails: Vec<String>,
-    summary: kubelet_sentinel::pipeline::Summary,
+    summary: kubelet_sentinel::Summary,
 }
 
 /// [`served`], with `alert` added to the config's `[alert]` section.

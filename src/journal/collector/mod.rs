@@ -29,8 +29,8 @@ mod worker;
 
 use std::path::PathBuf;
 
-pub use coordinator::{MAX_WORKERS, spawn};
-pub use groups::{Starts, discover, group_key, holds_cursor};
+pub use coordinator::spawn;
+pub use groups::{Starts, discover, holds_cursor};
 
 use super::handle::Start;
 use super::protocol::{Mode, ReaderCtl};

@@ -20,4 +20,4 @@ mod paste;
 mod prefix;
 mod reader;
 
-pub use reader::{MAX_LINE, TextReader};
+pub use reader::TextReader;

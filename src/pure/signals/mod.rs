@@ -187,7 +187,7 @@ pub struct Signal {
 mod table;
 use SignalKind as K;
 use table::matches;
-pub use table::{Form, Row, TABLE};
+pub use table::{Row, TABLE};
 
 /// Source files that only the kubelet has (basenames, as klog writes them):
 /// a klog line from one of them is the kubelet's whatever its identifier.

@@ -27,7 +27,9 @@ pub enum Form {
 pub struct Row {
     pub kind: SignalKind,
     pub form: Form,
-    /// Kubernetes versions that write this wording (`messages.md`).
+    /// Kubernetes versions that write this wording (`messages.md`): the
+    /// table's documentation, checked for form by the tests, read by no code.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub versions: &'static str,
 }
 
@@ -412,5 +414,30 @@ pub(super) fn matches(form: Form, line: &Line<'_>) -> bool {
         LegacyContains(p) => !structured && msg.contains(p),
         LegacyNodeNotFound => !structured && legacy_node_not_found(msg),
         FatalSeverity => line.severity == Some(crate::parse::Severity::Fatal),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// `1.21`, the minor of a Kubernetes version.
+    fn minor(v: &str) -> Option<u32> {
+        v.strip_prefix("1.")?.parse().ok()
+    }
+
+    /// Every row says its versions as `all`, a year (`2015`, before
+    /// versions), `1.N+`, `<=1.N` or `1.N-1.M` with N <= M.
+    #[test]
+    fn every_row_names_its_versions() {
+        for row in super::TABLE {
+            let v = row.versions;
+            let ok = v == "all"
+                || (v.len() == 4 && v.parse::<u32>().is_ok_and(|y| (2014..=2030).contains(&y)))
+                || v.strip_suffix('+').and_then(minor).is_some()
+                || v.strip_prefix("<=").and_then(minor).is_some()
+                || v.split_once('-').is_some_and(
+                    |(a, b)| matches!((minor(a), minor(b)), (Some(a), Some(b)) if a <= b),
+                );
+            assert!(ok, "{:?} {:?}: versions {v:?}", row.kind, row.form);
+        }
     }
 }
