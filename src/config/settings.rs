@@ -61,6 +61,8 @@ pub enum Transport {
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
+// The variants are the config's words (`tls = "tls"`: implicit TLS).
+#[allow(clippy::enum_variant_names)]
 pub enum Tls {
     #[default]
     Starttls,
