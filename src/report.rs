@@ -14,18 +14,18 @@ use crate::tracker::{Incident, Settings, Status, one_line};
 /// sequences become spaces (a host name from a log line cannot move the
 /// cursor or recolour the screen), on one line, at most `max` bytes.
 #[must_use]
-pub fn terminal_text(s: &str, max: usize) -> String {
+pub(crate) fn terminal_text(s: &str, max: usize) -> String {
     one_line(s, max)
 }
 
 /// The JSON views of incidents.
 #[must_use]
-pub fn views(incidents: &[Incident], s: &Settings) -> Vec<IncidentOut> {
+pub(crate) fn views(incidents: &[Incident], s: &Settings) -> Vec<IncidentOut> {
     incidents.iter().map(|i| IncidentOut::new(i, s)).collect()
 }
 
 #[derive(Debug, Serialize)]
-pub struct SummaryOut {
+pub(crate) struct SummaryOut {
     pub entries: u64,
     pub kubelet_lines: u64,
     pub recognized: u64,
@@ -53,7 +53,7 @@ pub struct SummaryOut {
 
 impl SummaryOut {
     #[must_use]
-    pub fn new(s: &Summary) -> Self {
+    pub(crate) fn new(s: &Summary) -> Self {
         Self {
             entries: s.entries,
             kubelet_lines: s.kubelet_lines,
@@ -233,18 +233,18 @@ impl IncidentOut {
 }
 
 #[derive(Debug, Serialize)]
-pub struct ScanOut {
+pub(crate) struct ScanOut {
     pub summary: SummaryOut,
     pub incidents: Vec<IncidentOut>,
 }
 
 /// Incidents in the order people read them: oldest first.
-pub fn sort(incidents: &mut [Incident]) {
+pub(crate) fn sort(incidents: &mut [Incident]) {
     incidents.sort_by(|a, b| (a.opened_at, &a.node).cmp(&(b.opened_at, &b.node)));
 }
 
 #[must_use]
-pub fn scan_json(summary: &Summary, incidents: &[Incident], s: &Settings) -> String {
+pub(crate) fn scan_json(summary: &Summary, incidents: &[Incident], s: &Settings) -> String {
     let out = ScanOut {
         summary: SummaryOut::new(summary),
         incidents: incidents.iter().map(|i| IncidentOut::new(i, s)).collect(),
@@ -264,7 +264,7 @@ fn duration_of(i: &IncidentOut) -> Micros {
 
 /// Aligned columns, the last one free.
 #[must_use]
-pub fn columns(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn columns(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
     for r in rows {
         for (w, cell) in widths.iter_mut().zip(r) {
@@ -294,7 +294,7 @@ pub fn columns(header: &[&str], rows: &[Vec<String>]) -> String {
 
 /// One row per incident.
 #[must_use]
-pub fn table(incidents: &[IncidentOut], zone: Zone) -> String {
+pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
     let header = [
         "ID", "NODE", "STATUS", "VERDICT", "CAUSE", "RETRIES", "OPENED", "TROUBLE",
     ];
@@ -330,7 +330,7 @@ pub fn table(incidents: &[IncidentOut], zone: Zone) -> String {
 }
 
 #[must_use]
-pub fn summary_line(summary: &Summary, incidents: &[Incident]) -> String {
+pub(crate) fn summary_line(summary: &Summary, incidents: &[Incident]) -> String {
     let open = incidents
         .iter()
         .filter(|i| i.status() == Status::Open)
@@ -437,7 +437,7 @@ fn shell_word(s: &str) -> String {
 /// The diagnosis and the timeline of one incident, with millisecond deltas
 /// from its opening.
 #[must_use]
-pub fn details(o: &IncidentOut, zone: Zone) -> String {
+pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,

@@ -39,7 +39,7 @@ pub fn scan(inputs: &[Input], read: &ReadOptions, settings: Settings) -> ScanRes
 /// [`scan`], telling `progress` the entries read so far every 64k entries
 /// (the CLI draws a progress line from it on a terminal).
 #[must_use]
-pub fn scan_with_progress(
+pub(crate) fn scan_with_progress(
     inputs: &[Input],
     read: &ReadOptions,
     settings: Settings,

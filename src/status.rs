@@ -24,7 +24,7 @@ fn node_status() -> String {
 
 /// One open incident, as metrics label it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OpenIncident {
+pub(crate) struct OpenIncident {
     pub id: String,
     /// `node-status` or `kubelet-down`.
     #[serde(default = "node_status")]
@@ -39,7 +39,7 @@ pub struct OpenIncident {
 
 /// How the running configuration came to be.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ConfigStatus {
+pub(crate) struct ConfigStatus {
     pub path: String,
     /// When the running settings were last applied.
     pub applied_at: Option<Micros>,
@@ -50,7 +50,7 @@ pub struct ConfigStatus {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StatusSnapshot {
+pub(crate) struct StatusSnapshot {
     pub started_at: Micros,
     /// What is read ("the system journal", a directory, a namespace).
     pub journal: String,
@@ -87,7 +87,7 @@ pub struct StatusSnapshot {
 
 /// One delivery's state (email; Alertmanager).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DeliveryStats {
+pub(crate) struct DeliveryStats {
     /// Nothing is delivered, and why ("[alert] to is empty").
     pub disabled: Option<String>,
     /// Disabled although it is configured (recipients or URLs set): the
@@ -117,7 +117,7 @@ impl StatusSnapshot {
     /// wall clock: a collector that receives nothing at all has no silent
     /// host, it is behind, which `status` says once). Newest first.
     #[must_use]
-    pub fn silent_hosts(&self) -> Vec<(&str, Micros)> {
+    pub(crate) fn silent_hosts(&self) -> Vec<(&str, Micros)> {
         let Some(newest) = self.hosts.values().copied().max() else {
             return Vec::new();
         };
@@ -134,7 +134,7 @@ impl StatusSnapshot {
 
 /// What the query server asks of the service.
 #[derive(Debug)]
-pub enum Command {
+pub(crate) enum Command {
     /// Read the config file again and apply it; the answer says what
     /// happened, or why it was refused.
     Reload(oneshot::Sender<Result<ReloadOutcome, String>>),
@@ -146,7 +146,7 @@ pub enum Command {
 
 /// A reload that was applied.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReloadOutcome {
+pub(crate) struct ReloadOutcome {
     pub path: String,
     /// Changed keys that only a restart applies.
     pub restart_needed: Vec<String>,
@@ -160,7 +160,7 @@ pub struct ReloadOutcome {
 /// `ack`: which incident (its id or a unique prefix), who and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AckRequest {
+pub(crate) struct AckRequest {
     #[serde(default)]
     pub id: String,
     /// Who: the server sets it from the peer's credentials (a body's
@@ -174,7 +174,7 @@ pub struct AckRequest {
 
 /// An acknowledgement the service recorded (and committed).
 #[derive(Debug, Clone)]
-pub struct Acknowledged {
+pub(crate) struct Acknowledged {
     pub incident: Incident,
     /// The settings it is judged by (its verdict).
     pub settings: Settings,
@@ -182,7 +182,7 @@ pub struct Acknowledged {
 
 /// Why the service did not acknowledge.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum AckError {
+pub(crate) enum AckError {
     #[error("no open incident {0}")]
     NotOpen(String),
     #[error("incident {0} has already resolved")]

@@ -20,7 +20,7 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 
 /// What the CLI asks the running service.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
+pub(crate) enum Request {
     Incidents(Filter),
     Incident(String),
     Nodes,
@@ -52,7 +52,7 @@ fn encode(s: &str) -> String {
 impl Request {
     /// The request's path and query on the socket.
     #[must_use]
-    pub fn path(&self) -> String {
+    pub(crate) fn path(&self) -> String {
         match self {
             Request::Incidents(f) => {
                 let q = serde_urlencoded::to_string(f).unwrap_or_default();
@@ -96,7 +96,7 @@ impl Request {
 
 /// Why the service said no.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Not this user's to change (root or `[api] admin_group` may).
     Forbidden,
     /// A reload found the config file broken; the running settings stay.
@@ -107,7 +107,7 @@ pub enum Refusal {
 
 /// Why a query has no answer over the socket.
 #[derive(Debug)]
-pub enum ClientError {
+pub(crate) enum ClientError {
     /// No socket, or nobody listening: the service is not running.
     NotRunning(std::io::Error),
     PermissionDenied(PathBuf),
@@ -117,7 +117,7 @@ pub enum ClientError {
 }
 
 /// Asks the running service, and reads its answer as a `T`.
-pub fn ask<T: DeserializeOwned>(socket: &Path, req: &Request) -> Result<T, ClientError> {
+pub(crate) fn ask<T: DeserializeOwned>(socket: &Path, req: &Request) -> Result<T, ClientError> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

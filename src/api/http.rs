@@ -49,18 +49,18 @@ use crate::store::{Channel, Filter, Store};
 use crate::time::Micros;
 
 /// Connections per listener still sending their request.
-pub const MAX_PENDING: usize = 512;
+pub(crate) const MAX_PENDING: usize = 512;
 /// Requests per listener being answered at a time.
-pub const MAX_IN_FLIGHT: usize = 64;
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(5);
-pub const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
-pub const MAX_HEADER_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
+pub(crate) const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
+pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const MAX_HEADER_BYTES: usize = 16 * 1024;
 /// Request bodies are small JSON (a silence, an acknowledgement).
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// Everything a handler reads.
-pub struct ApiState {
+pub(crate) struct ApiState {
     pub store: Store,
     pub status: watch::Receiver<StatusSnapshot>,
     pub deliveries: Vec<(Channel, watch::Receiver<DeliveryStats>)>,
@@ -326,7 +326,7 @@ async fn not_found() -> HttpResponse {
 }
 
 /// Every route, for the query socket.
-pub fn socket_router(state: Arc<ApiState>) -> Router {
+pub(crate) fn socket_router(state: Arc<ApiState>) -> Router {
     Router::new()
         .route("/incidents", get(incidents))
         .route("/incidents/{id}", get(incident))
@@ -342,7 +342,7 @@ pub fn socket_router(state: Arc<ApiState>) -> Router {
 }
 
 /// `/metrics` only, for TCP: no history on the network.
-pub fn metrics_router(state: Arc<ApiState>) -> Router {
+pub(crate) fn metrics_router(state: Arc<ApiState>) -> Router {
     Router::new()
         .route("/metrics", get(metrics_page))
         .fallback(not_found)
@@ -351,7 +351,7 @@ pub fn metrics_router(state: Arc<ApiState>) -> Router {
 
 /// Something that accepts connections (a Unix or a TCP listener), and
 /// says who connected.
-pub trait Accept: Send + 'static {
+pub(crate) trait Accept: Send + 'static {
     type Io: AsyncRead + AsyncWrite + Unpin + Send + 'static;
     fn accept(&mut self) -> impl Future<Output = std::io::Result<(Self::Io, Peer)>> + Send;
 }
@@ -435,7 +435,7 @@ fn raise_fd_limit() {
 
 /// Serves `app` on `listener` until `shutdown`; then gives the connections
 /// in flight a moment to finish.
-pub async fn serve<L: Accept>(mut listener: L, app: Router, shutdown: CancellationToken) {
+pub(crate) async fn serve<L: Accept>(mut listener: L, app: Router, shutdown: CancellationToken) {
     raise_fd_limit();
     let pending = Arc::new(Pending::default());
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
@@ -539,7 +539,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
 /// `systemd-journal`: whoever may read the kubelet's journal may read what
 /// was derived from it. A socket left by a crash is replaced; any other
 /// file at the path is not touched.
-pub fn bind_socket(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
+pub(crate) fn bind_socket(path: &Path) -> std::io::Result<tokio::net::UnixListener> {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }

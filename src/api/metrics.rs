@@ -354,7 +354,7 @@ impl Collector for Snapshot {
 
 /// The exposition of `live`.
 #[must_use]
-pub fn render(live: Live) -> String {
+pub(crate) fn render(live: Live) -> String {
     let mut registry = Registry::with_prefix("kubelet_sentinel");
     registry.register_collector(Box::new(Snapshot(live)));
     let mut out = String::new();
@@ -364,17 +364,17 @@ pub fn render(live: Live) -> String {
 }
 
 /// The content type of [`render`]'s output.
-pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+pub(crate) const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// The content type of [`render_classic`]'s output.
-pub const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+pub(crate) const CLASSIC_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// The same metrics in Prometheus's classic text format, for clients that
 /// do not ask for `OpenMetrics` (curl, older scrapers, `promtool check
 /// metrics`): a counter's HELP and TYPE name its `_total` series, and there
 /// is no `# EOF`.
 #[must_use]
-pub fn render_classic(live: Live) -> String {
+pub(crate) fn render_classic(live: Live) -> String {
     let open = render(live);
     let mut counters = std::collections::HashSet::new();
     for l in open.lines() {

@@ -13,9 +13,9 @@
 //! sled allows one process per store, so while the service runs, the CLI
 //! asks it here instead of opening the store.
 
-pub mod client;
-pub mod http;
-pub mod metrics;
-pub mod peer;
+pub(crate) mod client;
+pub(crate) mod http;
+pub(crate) mod metrics;
+pub(crate) mod peer;
 
-pub use client::{ClientError, Refusal, Request, ask};
+pub(crate) use client::{ClientError, Refusal, Request, ask};

@@ -14,7 +14,7 @@
 
 /// The other end of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Peer {
+pub(crate) enum Peer {
     /// A local process, as the kernel saw it when it connected.
     Local { uid: u32, gid: u32 },
     /// Over TCP, or credentials that could not be read: may only read.
@@ -33,14 +33,14 @@ fn group_entry(name: &str) -> Option<(u32, Vec<String>)> {
 
 /// The group's id from `/etc/group`.
 #[must_use]
-pub fn group_id(name: &str) -> Option<u32> {
+pub(crate) fn group_id(name: &str) -> Option<u32> {
     group_entry(name).map(|(gid, _)| gid)
 }
 
 /// Said at start and by `check-config` when `[api] admin_group` names no
 /// group in `/etc/group`.
 #[must_use]
-pub fn missing_admin_group(g: &str) -> Option<String> {
+pub(crate) fn missing_admin_group(g: &str) -> Option<String> {
     if g.is_empty() {
         return None;
     }
@@ -54,14 +54,14 @@ pub fn missing_admin_group(g: &str) -> Option<String> {
 
 /// The user name of `uid`, or `uid N` when `/etc/passwd` does not list it.
 #[must_use]
-pub fn user_name(uid: u32) -> String {
+pub(crate) fn user_name(uid: u32) -> String {
     passwd_entry(uid).map_or_else(|| format!("uid {uid}"), |(name, _)| name)
 }
 
 /// The user running this process (the author when the CLI writes the
 /// store itself, the service being stopped).
 #[must_use]
-pub fn current_user() -> String {
+pub(crate) fn current_user() -> String {
     user_name(rustix::process::getuid().as_raw())
 }
 
@@ -69,7 +69,7 @@ pub fn current_user() -> String {
 /// `group`: as its primary group (`/etc/passwd`), as a listed member
 /// (`/etc/group`), or by the gid it connected with.
 #[must_use]
-pub fn member_of(uid: u32, gid: u32, group: &str) -> bool {
+pub(crate) fn member_of(uid: u32, gid: u32, group: &str) -> bool {
     let Some((group_gid, members)) = group_entry(group) else {
         return false;
     };
@@ -85,7 +85,11 @@ pub fn member_of(uid: u32, gid: u32, group: &str) -> bool {
 /// What a write needs (root, the service's own user, or `admin_group`),
 /// and who is asking: the author's name, or the refusal to show (the CLI
 /// prints it as it is).
-pub fn authorize(peer: Peer, admin_group: Option<&str>, what: &str) -> Result<String, String> {
+pub(crate) fn authorize(
+    peer: Peer,
+    admin_group: Option<&str>,
+    what: &str,
+) -> Result<String, String> {
     let needs = match admin_group {
         Some(g) => format!("{what} need root or membership of group {g}"),
         None => format!("{what} need root ([api] admin_group is not set)"),

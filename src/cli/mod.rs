@@ -13,13 +13,14 @@ use crate::store::Filter;
 use crate::time::Zone;
 use crate::tracker::Status;
 
-pub mod args;
+pub(crate) mod args;
 mod commands;
 mod render;
 
-pub use args::{Cli, Command, Exit, IncidentsArgs};
-pub use commands::scan::run_scan;
-pub use commands::service::run_service;
+pub use args::Cli;
+pub(crate) use args::{Command, Exit, IncidentsArgs};
+pub(crate) use commands::scan::run_scan;
+pub(crate) use commands::service::run_service;
 
 fn load_config(path: Option<&PathBuf>, err: &mut dyn Write) -> Result<Config, Exit> {
     let (p, explicit) = match path {

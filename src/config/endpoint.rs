@@ -57,7 +57,7 @@ impl Serialize for Endpoint {
 }
 
 /// `http://am-0:9093` or `https://am.example.com/alertmanager`.
-pub fn parse_url(u: &str) -> Result<Endpoint, String> {
+pub(crate) fn parse_url(u: &str) -> Result<Endpoint, String> {
     let bad = |why: &str| format!("{u:?} {why}");
     let (tls, rest) = if let Some(r) = u.strip_prefix("http://") {
         (false, r)

@@ -25,13 +25,16 @@ use std::io::Read as _;
 use std::os::unix::fs::{FileTypeExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-pub use self::endpoint::{Endpoint, parse_url};
-pub use self::settings::{
-    ALERT_LABELS, AlertConfig, AlertmanagerConfig, ApiConfig, Config, FileConfig, FleetConfig,
+pub(crate) use self::endpoint::{Endpoint, parse_url};
+pub use self::settings::Config;
+pub(crate) use self::settings::{
+    ALERT_LABELS, AlertConfig, AlertmanagerConfig, ApiConfig, FileConfig, FleetConfig,
     IncidentsConfig, JournalConfig, JournalTarget, NodeConfig, Period, Route, SmtpConfig, StartAt,
     StoreConfig, Tls, Transport,
 };
-pub use crate::defaults::{CONFIG_PATH as DEFAULT_PATH, SILENT_AFTER as DEFAULT_SILENT_AFTER};
+pub(crate) use crate::defaults::{
+    CONFIG_PATH as DEFAULT_PATH, SILENT_AFTER as DEFAULT_SILENT_AFTER,
+};
 use crate::model::EntryFilter;
 use crate::tracker::Settings;
 
@@ -63,7 +66,7 @@ pub enum ConfigError {
 
 /// This machine's host name.
 #[must_use]
-pub fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map_or_else(|_| "localhost".to_string(), |h| h.trim().to_string())
 }
@@ -298,7 +301,7 @@ impl Config {
 
 /// A query socket path must be free or hold a socket (left by a crash):
 /// the service replaces only a socket, never another file.
-pub fn socket_path_usable(p: &Path) -> Result<(), String> {
+pub(crate) fn socket_path_usable(p: &Path) -> Result<(), String> {
     match std::fs::symlink_metadata(p) {
         Ok(m) if m.file_type().is_socket() => Ok(()),
         Ok(_) => Err(format!(

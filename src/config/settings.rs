@@ -279,7 +279,7 @@ impl Route {
 
 /// Labels every alert carries; `[alert.alertmanager] labels` may not
 /// override them.
-pub const ALERT_LABELS: &[&str] = &[
+pub(crate) const ALERT_LABELS: &[&str] = &[
     "alertname",
     "kind",
     "node",
@@ -325,7 +325,8 @@ impl AlertConfig {
     }
 
     /// The route an incident's mail goes by: its index, `None` for
-    /// `[alert] to`.
+    /// `[alert] to` (the tests' view of the routing).
+    #[cfg(test)]
     #[must_use]
     pub fn route_of(&self, kind: &str, node: &str, cause: &str) -> Option<usize> {
         self.route.iter().position(|r| r.matches(kind, node, cause))

@@ -77,7 +77,7 @@ pub enum DaemonError {
 
 /// What the small tasks ask of ingest.
 #[derive(Debug)]
-pub enum Control {
+pub(crate) enum Control {
     /// SIGHUP, or the config file changed.
     Reload,
     /// The watchdog: answer once the reader and ingest have moved on.
@@ -122,7 +122,7 @@ impl Edges {
 
 /// Which journal the config names.
 #[must_use]
-pub fn target_of(config: &Config) -> Target {
+pub(crate) fn target_of(config: &Config) -> Target {
     match &config.journal.target {
         JournalTarget::Namespace(n) => Target::Namespace(n.clone()),
         JournalTarget::Directory(d) => Target::Directory(d.clone()),
@@ -147,7 +147,7 @@ fn first_start(at: StartAt) -> Start {
 
 /// The journal the config names, through libsystemd.
 #[must_use]
-pub fn journal_source(config: &Config) -> Source {
+pub(crate) fn journal_source(config: &Config) -> Source {
     let target = target_of(config);
     let filter = config.filter();
     let start_at = config.journal.start_at;

@@ -17,7 +17,7 @@ use crate::status::{DeliveryStats, StatusSnapshot};
 
 /// Sends a notification; a failure is logged at debug level (outside
 /// systemd nobody listens, and that is not an error).
-pub fn notify(state: &[(&str, &str)]) {
+pub(super) fn notify(state: &[(&str, &str)]) {
     if let Err(e) = systemd::daemon::notify(state.iter()) {
         tracing::debug!("sd_notify: {e}");
     }
@@ -25,7 +25,7 @@ pub fn notify(state: &[(&str, &str)]) {
 
 /// The `STATUS=` line.
 #[must_use]
-pub fn status_line(s: &StatusSnapshot, mail: &DeliveryStats, am: &DeliveryStats) -> String {
+pub(super) fn status_line(s: &StatusSnapshot, mail: &DeliveryStats, am: &DeliveryStats) -> String {
     let open = s.open.len();
     let mut line = format!(
         "{} {}: {} entries read, {} open incident{}",
@@ -64,7 +64,7 @@ pub fn status_line(s: &StatusSnapshot, mail: &DeliveryStats, am: &DeliveryStats)
     line
 }
 
-pub async fn run(
+pub(super) async fn run(
     mut status: watch::Receiver<StatusSnapshot>,
     mut mail: watch::Receiver<DeliveryStats>,
     mut am: watch::Receiver<DeliveryStats>,

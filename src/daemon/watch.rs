@@ -126,7 +126,7 @@ fn watch_all(
     }
 }
 
-pub async fn run(path: PathBuf, control: mpsc::Sender<Control>, stop: CancellationToken) {
+pub(super) async fn run(path: PathBuf, control: mpsc::Sender<Control>, stop: CancellationToken) {
     let fd = match inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC) {
         Ok(fd) => fd,
         Err(e) => {

@@ -13,7 +13,7 @@ const GZIP_MAGIC: &[u8] = &[0x1f, 0x8b];
 
 /// Opens one input (`-` is standard input) and returns its entries, with the
 /// format detected from the content unless `opts.format` says otherwise.
-pub fn open_input(path: &str, opts: &ReadOptions) -> Result<Items, SourceError> {
+pub(crate) fn open_input(path: &str, opts: &ReadOptions) -> Result<Items, SourceError> {
     let io_err = |source| SourceError::Io {
         path: path.to_string(),
         source,
@@ -76,7 +76,7 @@ fn open_stream(
 
 /// Tells the stream formats apart from their first bytes.
 #[must_use]
-pub fn detect(head: &[u8]) -> Format {
+pub(super) fn detect(head: &[u8]) -> Format {
     let text = String::from_utf8_lossy(&head[..head.len().min(64 * 1024)]);
     let first = text
         .lines()

@@ -13,12 +13,12 @@ use crate::parse::klog::split_header;
 use crate::time::{Clock, Micros, Placer};
 
 /// The most of one field that is kept.
-pub const MAX_FIELD: usize = 1 << 20;
+pub(crate) const MAX_FIELD: usize = 1 << 20;
 /// A binary length above this is not a journal's: journald's own limit on
 /// a whole entry is below it.
 const MAX_BINARY: u64 = 768 << 20;
 
-pub struct ExportReader<R> {
+pub(crate) struct ExportReader<R> {
     path: String,
     reader: R,
     entry_no: u64,
@@ -30,7 +30,7 @@ pub struct ExportReader<R> {
 }
 
 impl<R: BufRead> ExportReader<R> {
-    pub fn new(path: &str, reader: R, clock: Clock) -> Self {
+    pub(crate) fn new(path: &str, reader: R, clock: Clock) -> Self {
         Self {
             path: path.to_string(),
             reader,
@@ -218,7 +218,9 @@ pub(crate) fn with_own_time(
 
 /// Builds an entry from journal fields, as export and JSON both give them.
 /// `None` when there is no MESSAGE.
-pub fn entry_from_fields<'a>(fields: impl Iterator<Item = (&'a [u8], &'a [u8])>) -> Option<Entry> {
+pub(crate) fn entry_from_fields<'a>(
+    fields: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> Option<Entry> {
     let mut e = Entry::default();
     let mut message = None;
     let mut pid1 = false;

@@ -20,7 +20,7 @@ use super::{Entry, EntryFilter, SourceError, Text};
 
 /// Which journal to open.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Target {
+pub(crate) enum Target {
     /// The local system journal.
     System,
     /// A directory of journal files (a collector's `/var/log/journal/remote`).
@@ -47,7 +47,7 @@ impl std::fmt::Display for Target {
 
 /// Where reading starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Start {
+pub(crate) enum Start {
     Head,
     /// Only entries written from now on.
     Tail,
@@ -565,7 +565,7 @@ pub(crate) fn journal_files(target: &Target) -> Vec<PathBuf> {
 /// The journal files of a directory (and its machine-id subdirectories)
 /// or a file list that cannot be opened: libsystemd skips them silently.
 #[must_use]
-pub fn unreadable_files(target: &Target) -> Vec<Unreadable> {
+pub(crate) fn unreadable_files(target: &Target) -> Vec<Unreadable> {
     use std::os::unix::fs::MetadataExt as _;
     if matches!(target, Target::System | Target::Namespace(_)) {
         return Vec::new();

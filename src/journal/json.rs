@@ -14,7 +14,7 @@ use crate::time::{Clock, Placer};
 /// 48 KiB as at most six times that.
 const MAX_LINE: usize = 4 << 20;
 
-pub struct JsonReader<R> {
+pub(crate) struct JsonReader<R> {
     path: String,
     reader: R,
     line_no: u64,
@@ -24,7 +24,7 @@ pub struct JsonReader<R> {
 }
 
 impl<R: BufRead> JsonReader<R> {
-    pub fn new(path: &str, reader: R, clock: Clock) -> Self {
+    pub(crate) fn new(path: &str, reader: R, clock: Clock) -> Self {
         Self {
             path: path.to_string(),
             reader,

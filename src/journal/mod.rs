@@ -16,24 +16,25 @@
 //! Architecture invariant: `single` and `collector` import `handle` and
 //! `protocol`, never each other; only `open` knows both.
 
-pub mod collector;
+pub(crate) mod collector;
 mod detect;
-pub mod export;
-pub mod handle;
-pub mod json;
-pub mod open;
-pub mod protocol;
-pub mod single;
-pub mod text;
+pub(crate) mod export;
+pub(crate) mod handle;
+pub(crate) mod json;
+pub(crate) mod open;
+pub(crate) mod protocol;
+pub(crate) mod single;
+pub(crate) mod text;
 
-pub use detect::open_input;
-pub use handle::{Start, Target};
-pub use protocol::{Mode, Reader, ReaderCtl, ReaderEvent};
+pub(crate) use detect::open_input;
+pub(crate) use handle::{Start, Target};
+pub(crate) use protocol::Mode;
+pub use protocol::{Reader, ReaderCtl, ReaderEvent};
 
 use std::io::{self, BufRead};
 use std::path::PathBuf;
 
-pub use crate::model::{Entry, EntryFilter, Item, Malformed, Text};
+pub(crate) use crate::model::{Entry, EntryFilter, Item, Malformed, Text};
 use crate::time::Clock;
 
 /// Reads one line (up to `\n`, which is not kept) into `buf`, keeping at
@@ -76,7 +77,7 @@ pub(crate) fn read_line_bounded<R: BufRead + ?Sized>(
 /// journal), or a collector's directory. A cursor is only ever applied to
 /// the journal it came from.
 #[must_use]
-pub fn source_id(target: &Target) -> String {
+pub(crate) fn source_id(target: &Target) -> String {
     let machine = || {
         std::fs::read_to_string("/etc/machine-id")
             .ok()
@@ -130,7 +131,7 @@ pub enum SourceError {
     Journal { path: String, message: String },
 }
 
-pub type Items = Box<dyn Iterator<Item = Result<Item, SourceError>> + Send>;
+pub(crate) type Items = Box<dyn Iterator<Item = Result<Item, SourceError>> + Send>;
 
 /// Options shared by the readers of saved logs.
 #[derive(Debug, Clone)]

@@ -25,7 +25,7 @@ const READ_CAPACITY: usize = 8;
 
 /// Starts a reader of `target` after `position`, or at `first` when
 /// nothing was read before (for a collector: for the groups there now).
-pub fn follow(
+pub(crate) fn follow(
     target: &Target,
     filter: &EntryFilter,
     first: Start,
@@ -63,7 +63,7 @@ pub fn follow(
 
 /// Reads journal files or one directory from the head, with the kubelet
 /// matches applied by libsystemd.
-pub fn read_paths(paths: &[PathBuf], filter: &EntryFilter) -> Result<Items, SourceError> {
+pub(crate) fn read_paths(paths: &[PathBuf], filter: &EntryFilter) -> Result<Items, SourceError> {
     let target = match paths {
         [one] if one.is_dir() => Target::Directory(one.clone()),
         _ => Target::Files(paths.to_vec()),
@@ -73,7 +73,7 @@ pub fn read_paths(paths: &[PathBuf], filter: &EntryFilter) -> Result<Items, Sour
 
 /// Reads a whole journal once, from the head. A directory is read host by
 /// host.
-pub fn read(target: &Target, filter: &EntryFilter) -> Result<Items, SourceError> {
+pub(crate) fn read(target: &Target, filter: &EntryFilter) -> Result<Items, SourceError> {
     if let Target::Directory(dir) = target {
         let spec = collector::Spec {
             dir: dir.clone(),

@@ -87,7 +87,7 @@ pub enum ReaderCtl {
 
 /// Whether a reader ends at the tail or keeps waiting for new entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Read what is there, then end (`scan`, `run --once`).
     Once,
     /// Keep waiting for new entries (the service).
@@ -96,7 +96,7 @@ pub enum Mode {
 
 impl Mode {
     #[must_use]
-    pub fn follows(self) -> bool {
+    pub(crate) fn follows(self) -> bool {
         self == Mode::Follow
     }
 }

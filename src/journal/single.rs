@@ -35,7 +35,7 @@ use super::{EntryFilter, SourceError};
 
 /// What a single-host reader reads.
 #[derive(Debug, Clone)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub target: Target,
     pub filter: EntryFilter,
     pub start: Start,
@@ -404,7 +404,7 @@ impl<'a> Pump<'a> {
 
 /// Starts the reader thread. Returns once the journal is open (or failed to
 /// open, with the reason).
-pub fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
+pub(crate) fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
     let thread_err = |e: std::io::Error| SourceError::Journal {
         path: "journal thread".into(),
         message: e.to_string(),

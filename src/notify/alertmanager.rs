@@ -25,4 +25,4 @@ mod task;
 
 #[cfg(test)]
 pub(crate) use alerts::labels;
-pub use task::AlertmanagerTask;
+pub(crate) use task::AlertmanagerTask;

@@ -18,7 +18,7 @@ use crate::time::{Micros, rfc3339};
 use crate::tracker::{AlertKind, Incident};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     Deliver,
     /// Wait until then (a silence ends); not a delivery attempt.
     Hold {
@@ -32,7 +32,7 @@ pub enum Action {
 /// When an incident's alerts waiting in one channel's outbox were queued:
 /// its first trouble alert (opening or reminder) and its resolved notice.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Queued {
+pub(crate) struct Queued {
     pub trouble: Option<Micros>,
     pub resolved: Option<Micros>,
 }
@@ -40,7 +40,7 @@ pub struct Queued {
 impl Queued {
     /// Per incident, from the entries of one channel.
     #[must_use]
-    pub fn of(entries: &[OutboxEntry]) -> std::collections::HashMap<String, Queued> {
+    pub(crate) fn of(entries: &[OutboxEntry]) -> std::collections::HashMap<String, Queued> {
         let mut out: std::collections::HashMap<String, Queued> = std::collections::HashMap::new();
         for e in entries {
             let q = out.entry(e.incident.clone()).or_default();
@@ -75,7 +75,7 @@ fn suppressing<'a>(i: &Incident, q: Queued, silences: &'a [Silence]) -> Option<&
 /// What to do with one outbox entry now; `q`: when its incident's entries
 /// in the same outbox were queued.
 #[must_use]
-pub fn decide(
+pub(crate) fn decide(
     e: &OutboxEntry,
     i: &Incident,
     silences: &[Silence],
@@ -121,7 +121,7 @@ pub fn decide(
 }
 
 /// The entries still to deliver, and those dropped with why.
-pub type Applied = (Vec<OutboxEntry>, Vec<(OutboxEntry, String)>);
+pub(crate) type Applied = (Vec<OutboxEntry>, Vec<(OutboxEntry, String)>);
 
 /// Applies silences and acknowledgements to outbox entries (of one
 /// channel): dropped entries leave the outbox, held ones get their
@@ -129,7 +129,7 @@ pub type Applied = (Vec<OutboxEntry>, Vec<(OutboxEntry, String)>);
 /// `held_until` becomes now: a silence expired early holds nothing).
 /// Returns the entries still to deliver (held ones included: they wait)
 /// and the dropped ones with why.
-pub fn apply(
+pub(crate) fn apply(
     store: &crate::store::Store,
     entries: Vec<OutboxEntry>,
     now: Micros,

@@ -18,14 +18,14 @@ use crate::tracker::{AlertKind, Incident, Settings};
 
 /// Attempts that may each have delivered the mail; after these, the entry
 /// is taken as delivered rather than sent again.
-pub const MAX_IN_DOUBT: u32 = 3;
+pub(crate) const MAX_IN_DOUBT: u32 = 3;
 
 /// The wall clock, as the service reads it (tests pass a paused one).
-pub type Now = Arc<dyn Fn() -> Micros + Send + Sync>;
+pub(crate) type Now = Arc<dyn Fn() -> Micros + Send + Sync>;
 
 /// What the mailer tells ingest: these incidents' alerts were delivered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeliveryReport {
+pub(crate) struct DeliveryReport {
     pub incidents: Vec<String>,
     pub at: Micros,
 }
@@ -36,7 +36,7 @@ enum Outcome {
     Cancelled,
 }
 
-pub struct Mailer {
+pub(crate) struct Mailer {
     store: Store,
     transport: Option<Arc<EmailTransport>>,
     routes: Vec<crate::config::Route>,
@@ -59,7 +59,7 @@ type Part = (Option<usize>, Vec<OutboxEntry>, Vec<Option<Incident>>);
 
 impl Mailer {
     #[must_use]
-    pub fn new(
+    pub(crate) fn new(
         store: Store,
         config: &Config,
         publish: watch::Sender<DeliveryStats>,
@@ -95,7 +95,7 @@ impl Mailer {
 
     /// Applies `[alert]` (at start and on every reload): the transport is
     /// rebuilt, so new recipients and a fixed server take effect at once.
-    pub fn configure(&mut self, config: &Config) {
+    pub(crate) fn configure(&mut self, config: &Config) {
         self.group_wait = config.alert.group_wait.0;
         self.retry_max = config.alert.retry_max.0;
         self.routes.clone_from(&config.alert.route);
@@ -136,7 +136,7 @@ impl Mailer {
 
     /// Delivers until `shutdown`. `wake` says alerts were committed;
     /// `config` carries reloaded settings.
-    pub async fn run(
+    pub(crate) async fn run(
         self,
         wake: Arc<Notify>,
         config: watch::Receiver<Arc<Config>>,
@@ -148,7 +148,7 @@ impl Mailer {
     /// `run --once`: one attempt at everything in the outbox, without
     /// waiting for `group_wait` or backoff. Returns how many deliveries
     /// failed.
-    pub async fn deliver_all_once(&mut self, shutdown: &CancellationToken) -> u64 {
+    pub(crate) async fn deliver_all_once(&mut self, shutdown: &CancellationToken) -> u64 {
         worker::deliver_all_once(self, shutdown).await
     }
 

@@ -22,31 +22,32 @@
 //!   retries, firing alerts posted again);
 //! - `worker`: the loop both tasks run under the service.
 
-pub mod alertmanager;
-pub mod control;
-pub mod mailer;
-pub mod outbox;
-pub mod render;
-pub mod smtp;
-pub mod transport;
+pub(crate) mod alertmanager;
+pub(crate) mod control;
+pub(crate) mod mailer;
+pub(crate) mod outbox;
+pub(crate) mod render;
+pub(crate) mod smtp;
+pub(crate) mod transport;
 mod worker;
 
-pub use outbox::{backoff, next_group};
-pub use render::{Rendered, render};
-pub use transport::{EmailTransport, PasswordSource};
+pub(crate) use outbox::{backoff, next_group};
+pub(crate) use render::{Rendered, render};
+pub use transport::EmailTransport;
+pub(crate) use transport::PasswordSource;
 
 use crate::time::Micros;
 use crate::tracker::{Incident, Settings};
 
 /// Wakes the delivery tasks after a commit queued alerts (or a reload).
 #[derive(Debug, Clone, Default)]
-pub struct Wake {
+pub(crate) struct Wake {
     pub email: std::sync::Arc<tokio::sync::Notify>,
     pub alertmanager: std::sync::Arc<tokio::sync::Notify>,
 }
 
 impl Wake {
-    pub fn notify(&self) {
+    pub(crate) fn notify(&self) {
         self.email.notify_one();
         self.alertmanager.notify_one();
     }
@@ -122,7 +123,7 @@ pub enum SetupError {
 /// # Panics
 /// Never: the lines always open an incident.
 #[must_use]
-pub fn sample_incident(at: Micros, settings: &Settings) -> Incident {
+pub(crate) fn sample_incident(at: Micros, settings: &Settings) -> Incident {
     use crate::model::{Entry, EntryFilter};
     let mut p = crate::pipeline::Pipeline::new(EntryFilter::default(), settings.clone());
     let mut decisions = Vec::new();

@@ -6,7 +6,7 @@ use crate::time::{Micros, SECOND};
 use crate::tracker::AlertKind;
 
 /// An entry that failed this often no longer holds back the ones after it.
-pub const HEAD_OF_LINE_ATTEMPTS: u32 = 5;
+pub(crate) const HEAD_OF_LINE_ATTEMPTS: u32 = 5;
 
 /// The entry that goes next: the oldest, so that after an outage alerts
 /// arrive in the order they were raised; once the oldest has failed
@@ -55,7 +55,7 @@ fn held(e: &OutboxEntry, now: Micros) -> bool {
 /// of the same class (trouble or resolved) queued within `group_wait` of
 /// it. `None` while it is still gathering company or waiting to be retried.
 #[must_use]
-pub fn next_group(
+pub(crate) fn next_group(
     entries: &[OutboxEntry],
     group_wait: Micros,
     now: Micros,
@@ -85,7 +85,7 @@ pub fn next_group(
 /// When the outbox next needs looking at: when the entry that goes next
 /// (see [`next_group`]) is due and done gathering company.
 #[must_use]
-pub fn next_due(entries: &[OutboxEntry], group_wait: Micros, now: Micros) -> Option<Micros> {
+pub(crate) fn next_due(entries: &[OutboxEntry], group_wait: Micros, now: Micros) -> Option<Micros> {
     let due = |e: &OutboxEntry| {
         if e.attempts == 0 {
             e.next_attempt_at
@@ -116,7 +116,7 @@ pub fn next_due(entries: &[OutboxEntry], group_wait: Micros, now: Micros) -> Opt
 /// quarter more, spread by `seed`: after an outage, every node's sentinel
 /// does not retry the same relay in step.
 #[must_use]
-pub fn backoff(attempts: u32, max: Micros, seed: u64) -> Micros {
+pub(crate) fn backoff(attempts: u32, max: Micros, seed: u64) -> Micros {
     let base = (SECOND << attempts.min(20)).min(max);
     if base >= max {
         return max;

@@ -11,7 +11,7 @@ use crate::signals::Cause;
 use crate::time::{Micros, clock, human_duration};
 use crate::tracker::{AlertKind, Incident, Settings, Status, Verdict, cause_explanation};
 
-pub use crate::advice::{header_text, next_steps};
+pub(crate) use crate::advice::{header_text, next_steps};
 
 /// A rendered alert, before it becomes a MIME message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct Rendered {
 
 /// Escapes text for HTML element content and attribute values.
 #[must_use]
-pub fn html_escape(s: &str) -> String {
+pub(crate) fn html_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -33,7 +33,7 @@ use super::DeliveryError;
 
 /// Bytes a server may send in one delivery: replies are at most 100 kB
 /// (lettre's own limit per response), a TLS handshake some kilobytes.
-pub const READ_BUDGET: usize = 1 << 20;
+pub(crate) const READ_BUDGET: usize = 1 << 20;
 
 /// Where a delivery got to; a failure is reported with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -82,7 +82,7 @@ impl Progress {
 
 /// How the connection is secured.
 #[derive(Clone)]
-pub enum Security {
+pub(crate) enum Security {
     /// Plain text (loopback only; the config enforces it).
     None,
     /// STARTTLS, required: no plain-text fallback.
@@ -93,7 +93,7 @@ pub enum Security {
 
 /// A configured SMTP server.
 #[derive(Clone)]
-pub struct SmtpServer {
+pub(crate) struct SmtpServer {
     pub host: String,
     pub port: u16,
     pub security: Security,
@@ -105,7 +105,7 @@ pub struct SmtpServer {
 
 impl SmtpServer {
     #[must_use]
-    pub fn name(&self) -> String {
+    pub(crate) fn name(&self) -> String {
         format!("{}:{}", self.host, self.port)
     }
 
@@ -142,7 +142,7 @@ impl SmtpServer {
 
     /// Delivers one message. `progress` says how far it got, also when the
     /// future is dropped.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         envelope: &Envelope,
         message: &[u8],
@@ -307,7 +307,7 @@ impl SmtpServer {
 /// already print their source, and nest (`Connection error: Connection
 /// error: invalid peer certificate`).
 #[must_use]
-pub fn error_chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -422,7 +422,7 @@ impl AsyncTokioStream for Tls {
 
 /// The rustls configuration for implicit TLS: the platform's trust store,
 /// plus `extra` roots (a private CA).
-pub fn implicit_tls_config(
+pub(crate) fn implicit_tls_config(
     extra: Vec<rustls::pki_types::CertificateDer<'static>>,
 ) -> Result<Arc<rustls::ClientConfig>, String> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());

@@ -21,7 +21,7 @@ use crate::config::{AlertConfig, Tls, Transport};
 
 /// Where the shipped unit's credential directory is; outside systemd (the
 /// CLI run by root) the file is read directly.
-pub const UNIT_CREDENTIALS: &str = "/etc/kubelet-sentinel/credentials";
+pub(crate) const UNIT_CREDENTIALS: &str = "/etc/kubelet-sentinel/credentials";
 
 /// Where the SMTP password comes from, first match wins.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,7 +134,7 @@ pub struct EmailTransport {
 /// Whether the file transport can write to `dir`, in words for
 /// `check-config`: it exists and is a directory this user may write to, or
 /// the nearest existing parent lets it be created on the first delivery.
-pub fn file_directory_state(dir: &std::path::Path) -> Result<String, String> {
+pub(crate) fn file_directory_state(dir: &std::path::Path) -> Result<String, String> {
     use rustix::fs::{Access, access};
     let writable = |d: &std::path::Path| access(d, Access::WRITE_OK | Access::EXEC_OK).is_ok();
     if dir.is_dir() {
@@ -386,7 +386,9 @@ impl Drop for AbortOnDrop {
 }
 
 /// The certificates of a PEM file (a private CA), or why not.
-pub fn read_ca(path: &Path) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+pub(crate) fn read_ca(
+    path: &Path,
+) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
     let pem = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let certs = pem_certificates(&pem);
     if certs.is_empty() {

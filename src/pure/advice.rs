@@ -9,7 +9,7 @@ use crate::tracker::Incident;
 
 /// Header-safe: no control characters, bounded length.
 #[must_use]
-pub fn header_text(s: &str, max: usize) -> String {
+pub(crate) fn header_text(s: &str, max: usize) -> String {
     let flat: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -23,7 +23,7 @@ pub fn header_text(s: &str, max: usize) -> String {
 
 /// The commands an operator runs next, for the cause.
 #[must_use]
-pub fn next_steps(i: &Incident) -> Vec<String> {
+pub(crate) fn next_steps(i: &Incident) -> Vec<String> {
     let node = shell_word(&i.node);
     let since = short_utc(i.opened_at - 60_000_000);
     let mut steps = vec![

@@ -13,18 +13,18 @@ const HOUR: Micros = 3600 * SECOND;
 const DAY: Micros = 24 * HOUR;
 
 /// The config file read when `--config` is not given.
-pub const CONFIG_PATH: &str = "/etc/kubelet-sentinel/config.toml";
+pub(crate) const CONFIG_PATH: &str = "/etc/kubelet-sentinel/config.toml";
 
 // [journal]
 
 /// The writers trusted by default: root, as which every packaged kubelet
 /// (and dockerd, which writes a containerised kubelet's lines) runs.
-pub const TRUSTED_UIDS: &[u32] = &[0];
+pub(crate) const TRUSTED_UIDS: &[u32] = &[0];
 
 /// The units a kubelet runs as: upstream and kubeadm, k3s (server and
 /// agent: the kubelet runs inside), rke2, `MicroK8s` (kubelite, and the older
 /// separate kubelet daemon).
-pub const UNITS: &[&str] = &[
+pub(crate) const UNITS: &[&str] = &[
     "kubelet.service",
     "k3s.service",
     "k3s-agent.service",
@@ -37,7 +37,7 @@ pub const UNITS: &[&str] = &[
 /// The identifiers a kubelet logs under wherever its unit is named
 /// otherwise: `OpenShift`'s `kubenswrapper`, `hyperkube`, `CoreOS`'s
 /// `kubelet-wrapper`, `MicroK8s`'s `kubelite`.
-pub const IDENTIFIERS: &[&str] = &[
+pub(crate) const IDENTIFIERS: &[&str] = &[
     "kubelet",
     "kubenswrapper",
     "hyperkube",
@@ -46,60 +46,60 @@ pub const IDENTIFIERS: &[&str] = &[
 ];
 
 /// A kubelet in a container, logged by Docker's journald driver.
-pub const CONTAINERS: &[&str] = &["kubelet"];
+pub(crate) const CONTAINERS: &[&str] = &["kubelet"];
 
 // [incidents]
 
 /// `[incidents] resolve_after` (and `scan --resolve-after`).
-pub const RESOLVE_AFTER: Micros = 60 * SECOND;
+pub(crate) const RESOLVE_AFTER: Micros = 60 * SECOND;
 /// [`RESOLVE_AFTER`] as `scan`'s flag spells it.
-pub const RESOLVE_AFTER_TEXT: &str = "60s";
+pub(crate) const RESOLVE_AFTER_TEXT: &str = "60s";
 /// `[incidents] race_window` (and `scan --race-window`).
-pub const RACE_WINDOW: Micros = 10 * SECOND;
+pub(crate) const RACE_WINDOW: Micros = 10 * SECOND;
 /// [`RACE_WINDOW`] as `scan`'s flag spells it.
-pub const RACE_WINDOW_TEXT: &str = "10s";
-pub const RETENTION: Micros = 90 * DAY;
+pub(crate) const RACE_WINDOW_TEXT: &str = "10s";
+pub(crate) const RETENTION: Micros = 90 * DAY;
 /// A kubelet names its own node; a few more (a renamed node, a host's
 /// lines about another node) fit with room to spare.
-pub const MAX_NODES_PER_HOST: u32 = 64;
+pub(crate) const MAX_NODES_PER_HOST: u32 = 64;
 /// Ten times a large collector's fleet of nodes in trouble at once.
-pub const MAX_NODES: u32 = 20_000;
+pub(crate) const MAX_NODES: u32 = 20_000;
 
 // [alert]
 
 /// `[alert] retries` (and `scan --retries`).
-pub const RETRIES: u32 = 5;
+pub(crate) const RETRIES: u32 = 5;
 /// `[alert] restarts`: more kubelet restarts than this within `window` is a
 /// crash loop.
-pub const RESTARTS: u32 = 3;
+pub(crate) const RESTARTS: u32 = 3;
 /// `[alert] window` (and `scan --window`).
-pub const WINDOW: Micros = 600 * SECOND;
+pub(crate) const WINDOW: Micros = 600 * SECOND;
 /// [`WINDOW`] as `scan`'s flag spells it.
-pub const WINDOW_TEXT: &str = "10m";
-pub const GROUP_WAIT: Micros = 30 * SECOND;
-pub const REPEAT_INTERVAL: Micros = 4 * HOUR;
-pub const SEND_RESOLVED: bool = true;
-pub const MAX_AGE: Micros = DAY;
-pub const RETRY_MAX: Micros = 300 * SECOND;
+pub(crate) const WINDOW_TEXT: &str = "10m";
+pub(crate) const GROUP_WAIT: Micros = 30 * SECOND;
+pub(crate) const REPEAT_INTERVAL: Micros = 4 * HOUR;
+pub(crate) const SEND_RESOLVED: bool = true;
+pub(crate) const MAX_AGE: Micros = DAY;
+pub(crate) const RETRY_MAX: Micros = 300 * SECOND;
 /// `[alert] from` is this user at the machine's host name.
-pub const FROM_USER: &str = "kubelet-sentinel";
+pub(crate) const FROM_USER: &str = "kubelet-sentinel";
 
 // [alert.smtp], [alert.file], [alert.alertmanager]
 
-pub const SMTP_HOST: &str = "localhost";
-pub const SMTP_PORT: u16 = 25;
-pub const SMTP_TIMEOUT: Micros = 30 * SECOND;
-pub const MAIL_DIRECTORY: &str = "/var/lib/kubelet-sentinel/mail";
-pub const ALERTMANAGER_TIMEOUT: Micros = 10 * SECOND;
-pub const RESEND_INTERVAL: Micros = 60 * SECOND;
+pub(crate) const SMTP_HOST: &str = "localhost";
+pub(crate) const SMTP_PORT: u16 = 25;
+pub(crate) const SMTP_TIMEOUT: Micros = 30 * SECOND;
+pub(crate) const MAIL_DIRECTORY: &str = "/var/lib/kubelet-sentinel/mail";
+pub(crate) const ALERTMANAGER_TIMEOUT: Micros = 10 * SECOND;
+pub(crate) const RESEND_INTERVAL: Micros = 60 * SECOND;
 
 // [store], [api], [fleet]
 
 /// `[store] path` outside systemd; under it, `$STATE_DIRECTORY/store`.
-pub const STORE_PATH: &str = "/var/lib/kubelet-sentinel/store";
-pub const SOCKET: &str = "/run/kubelet-sentinel/query.sock";
+pub(crate) const STORE_PATH: &str = "/var/lib/kubelet-sentinel/store";
+pub(crate) const SOCKET: &str = "/run/kubelet-sentinel/query.sock";
 /// `[fleet] silent_after`.
-pub const SILENT_AFTER: Micros = 600 * SECOND;
+pub(crate) const SILENT_AFTER: Micros = 600 * SECOND;
 
 #[cfg(test)]
 mod tests {

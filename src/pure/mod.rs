@@ -8,13 +8,13 @@
 //! a module outside the core; the crate root re-exports these modules at
 //! their old paths (`crate::tracker`, `crate::parse`, …).
 
-pub mod advice;
-pub mod defaults;
-pub mod kinds;
-pub mod model;
-pub mod parse;
-pub mod picture;
-pub mod pipeline;
-pub mod signals;
-pub mod time;
-pub mod tracker;
+pub(crate) mod advice;
+pub(crate) mod defaults;
+pub(crate) mod kinds;
+pub(crate) mod model;
+pub(crate) mod parse;
+pub(crate) mod picture;
+pub(crate) mod pipeline;
+pub(crate) mod signals;
+pub(crate) mod time;
+pub(crate) mod tracker;

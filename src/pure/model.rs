@@ -9,7 +9,7 @@ use crate::time::Micros;
 
 /// A field value that repeats across entries (host, unit, identifier,
 /// stream): shared, not copied per entry.
-pub type Text = std::sync::Arc<str>;
+pub(crate) type Text = std::sync::Arc<str>;
 
 /// One journal entry, or one line of a saved log.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -75,7 +75,7 @@ pub struct EntryFilter {
 
 /// Identifiers a kubelet is known to log under when a saved text log has no
 /// unit to go by (`klog-format.md`, `SYSLOG_IDENTIFIER` row).
-pub const KNOWN_KUBELET_IDENTIFIERS: &[&str] = &[
+pub(crate) const KNOWN_KUBELET_IDENTIFIERS: &[&str] = &[
     "kubelet",
     "kubelet-wrapper",
     "kubenswrapper",
@@ -96,13 +96,13 @@ pub const KNOWN_KUBELET_IDENTIFIERS: &[&str] = &[
 /// Identifiers under which only the kubelet writes (its binary, or a
 /// wrapper that execs it). Other kubelet sources (k3s, rke2, kubelite, a
 /// Docker daemon, `OpenShift`'s node process) also carry their own output.
-pub const KUBELET_ONLY_IDENTIFIERS: &[&str] =
+pub(crate) const KUBELET_ONLY_IDENTIFIERS: &[&str] =
     &["kubelet", "kubenswrapper", "hyperkube", "kubelet-wrapper"];
 
 /// Whether everything the entry's source writes is the kubelet's: its own
 /// identifier, a container named for it, or a saved log with no identifier.
 #[must_use]
-pub fn kubelet_alone(e: &Entry) -> bool {
+pub(crate) fn kubelet_alone(e: &Entry) -> bool {
     e.container.is_some()
         || e.identifier
             .as_deref()
@@ -265,7 +265,7 @@ impl Position {
 /// A piece without `?` is found with `memmem`; one with `?` with a
 /// bit-parallel scan (shift-and), one pass over the name.
 #[must_use]
-pub fn glob(pattern: &str, s: &str) -> bool {
+pub(crate) fn glob(pattern: &str, s: &str) -> bool {
     let mut pieces: Vec<&str> = pattern.split('*').collect();
     if pieces.len() == 1 {
         return prefix_len(pattern, s) == Some(s.len());

@@ -81,10 +81,10 @@ pub struct Summary {
 }
 
 /// Bound on the nodes named in [`Summary::nodes`].
-pub const NODES_LISTED: usize = 1000;
+pub(crate) const NODES_LISTED: usize = 1000;
 
 /// Bound on the sources named in [`Summary::other_klog`].
-pub const OTHER_SOURCES_KEPT: usize = 16;
+pub(crate) const OTHER_SOURCES_KEPT: usize = 16;
 
 /// Not the kubelet's words though its source's: a distribution's own lines,
 /// `systemctl status` headers, and, on a line with no source at all (a
@@ -148,7 +148,7 @@ pub struct Pipeline {
 
 /// How far ahead of the machine's clock an entry may be dated (time zones,
 /// a skewed clock) before its time is not believed.
-pub const FUTURE_SLACK: Micros = 24 * 3600 * crate::time::SECOND;
+pub(crate) const FUTURE_SLACK: Micros = 24 * 3600 * crate::time::SECOND;
 
 /// How far a host's entries have got, and when the last of them was read.
 #[derive(Debug, Clone, Copy)]

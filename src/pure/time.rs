@@ -13,7 +13,7 @@ pub const SECOND: Micros = 1_000_000;
 /// A duration from config or the command line could not be read.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("invalid duration {input:?}: {reason} (examples: 500ms, 60s, 10m, 4h, 90d)")]
-pub struct DurationError {
+pub(crate) struct DurationError {
     pub input: String,
     pub reason: &'static str,
 }
@@ -21,7 +21,7 @@ pub struct DurationError {
 /// Parses `500ms`, `60s`, `10m`, `4h`, `90d`, or several run together
 /// (`1h30m`). A bare `0` is allowed; other bare numbers are not, because a
 /// unit-less `60` is ambiguous to the person reading the config.
-pub fn parse_duration(input: &str) -> Result<Micros, DurationError> {
+pub(crate) fn parse_duration(input: &str) -> Result<Micros, DurationError> {
     let err = |reason| DurationError {
         input: input.to_string(),
         reason,
@@ -67,7 +67,7 @@ pub fn parse_duration(input: &str) -> Result<Micros, DurationError> {
 /// Formats a duration the way a person writes it: `850ms`, `12s`, `3m`,
 /// `2h5m`.
 #[must_use]
-pub fn human_duration(us: Micros) -> String {
+pub(crate) fn human_duration(us: Micros) -> String {
     let ms = us / 1_000;
     if ms < 1_000 {
         return format!("{ms}ms");
@@ -91,7 +91,7 @@ pub fn human_duration(us: Micros) -> String {
 
 /// RFC 3339, UTC, milliseconds: the JSON contract's time format.
 #[must_use]
-pub fn rfc3339(us: Micros) -> String {
+pub(crate) fn rfc3339(us: Micros) -> String {
     match Utc.timestamp_micros(us) {
         LocalResult::Single(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
         _ => format!("@{us}us"),
@@ -100,7 +100,7 @@ pub fn rfc3339(us: Micros) -> String {
 
 /// `HH:MM:SS.mmm UTC`, for diagnoses and timelines (the zone always said).
 #[must_use]
-pub fn clock(us: Micros) -> String {
+pub(crate) fn clock(us: Micros) -> String {
     match Utc.timestamp_micros(us) {
         LocalResult::Single(t) => t.format("%H:%M:%S%.3f UTC").to_string(),
         _ => format!("@{us}us"),
@@ -119,7 +119,7 @@ pub enum Zone {
 /// `2026-11-29 18:15:02.123 UTC`, or in the local zone with its offset
 /// (`2026-11-29 19:15:02.123 +01:00`).
 #[must_use]
-pub fn human(us: Micros, zone: Zone) -> String {
+pub(crate) fn human(us: Micros, zone: Zone) -> String {
     match (zone, Utc.timestamp_micros(us)) {
         (Zone::Utc, LocalResult::Single(t)) => t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string(),
         (Zone::Local, LocalResult::Single(t)) => t
@@ -132,7 +132,7 @@ pub fn human(us: Micros, zone: Zone) -> String {
 
 /// `YYYY-MM-DD HH:MM:SS` in UTC, for tables.
 #[must_use]
-pub fn short(us: Micros) -> String {
+pub(crate) fn short(us: Micros) -> String {
     match Utc.timestamp_micros(us) {
         LocalResult::Single(t) => t.format("%Y-%m-%d %H:%M:%S").to_string(),
         _ => format!("@{us}us"),
@@ -141,7 +141,7 @@ pub fn short(us: Micros) -> String {
 
 /// Parses an RFC 3339 time (`2026-11-29T10:00:00Z`) into micros.
 #[must_use]
-pub fn parse_rfc3339(s: &str) -> Option<Micros> {
+pub(crate) fn parse_rfc3339(s: &str) -> Option<Micros> {
     DateTime::parse_from_rfc3339(s.trim())
         .ok()
         .map(|t| t.timestamp_micros())
@@ -152,7 +152,7 @@ pub fn parse_rfc3339(s: &str) -> Option<Micros> {
 /// bare duration (`24h`: that long ago); `2026-11-29`, `2026-11-29 18:15`,
 /// `2026-11-29 18:15:30`, `18:15` (today), in local time (or UTC with
 /// `utc`, or a trailing ` UTC`); RFC 3339.
-pub fn parse_when(input: &str, now: Micros, utc: bool) -> Result<Micros, String> {
+pub(crate) fn parse_when(input: &str, now: Micros, utc: bool) -> Result<Micros, String> {
     let bad = || {
         format!(
             "{input:?}: expected a time such as \"2026-11-29 18:15\", \"yesterday\", \"-2h\", \"24h\" \
@@ -267,7 +267,7 @@ pub struct WallTime {
 /// Why a wall time could not be placed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{month:02}-{day:02} {hour:02}:{minute:02}:{second:02} is not a time in {year}")]
-pub struct Impossible {
+pub(crate) struct Impossible {
     pub year: i32,
     pub month: u32,
     pub day: u32,
@@ -281,7 +281,7 @@ pub struct Impossible {
 /// Dec 31 to Jan 1 goes on into the next year, also with a fixed `--year`),
 /// and a date that does not exist in its year is an error, never 1970.
 #[derive(Debug, Clone)]
-pub struct Placer {
+pub(crate) struct Placer {
     clock: Clock,
     last: Option<(i32, Micros)>,
 }
@@ -291,11 +291,11 @@ const YEAR_WRAP: Micros = 183 * 86_400 * SECOND;
 
 impl Placer {
     #[must_use]
-    pub fn new(clock: Clock) -> Self {
+    pub(crate) fn new(clock: Clock) -> Self {
         Self { clock, last: None }
     }
 
-    pub fn place(&mut self, w: WallTime) -> Result<Micros, Impossible> {
+    pub(crate) fn place(&mut self, w: WallTime) -> Result<Micros, Impossible> {
         let impossible = |year| Impossible {
             year,
             month: w.month,

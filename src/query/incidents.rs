@@ -14,18 +14,18 @@ use crate::tracker::{Incident, Status};
 
 /// `incidents`: newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IncidentList {
+pub(crate) struct IncidentList {
     pub incidents: Vec<IncidentOut>,
 }
 
 /// `nodes`: a row a node, by name.
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct NodeList {
+pub(crate) struct NodeList {
     pub nodes: Vec<NodeRow>,
 }
 
 #[derive(Debug, Serialize, Deserialize, PartialEq, Eq)]
-pub struct NodeRow {
+pub(crate) struct NodeRow {
     pub node: String,
     #[serde(default)]
     pub hosts: Vec<String>,
@@ -37,7 +37,7 @@ pub struct NodeRow {
 }
 
 /// The incidents `f` matches, each marked with the silences holding it.
-pub fn incidents(
+pub(crate) fn incidents(
     store: &Store,
     live: Option<&Live>,
     f: &Filter,
@@ -61,7 +61,11 @@ pub fn incidents(
 }
 
 /// One incident by its id or a unique prefix of it.
-pub fn incident(store: &Store, live: Option<&Live>, id: &str) -> Result<IncidentOut, QueryError> {
+pub(crate) fn incident(
+    store: &Store,
+    live: Option<&Live>,
+    id: &str,
+) -> Result<IncidentOut, QueryError> {
     let settings = settings(store, live)?;
     let i = find(store, id)?;
     let silences = store.silences()?;
@@ -71,7 +75,11 @@ pub fn incident(store: &Store, live: Option<&Live>, id: &str) -> Result<Incident
 /// Acknowledges an incident in the store. Only while the service is
 /// stopped (it answers acknowledgements itself): the record in the store
 /// is the open incident it resumes.
-pub fn ack(store: &Store, live: Option<&Live>, a: &AckRequest) -> Result<IncidentOut, QueryError> {
+pub(crate) fn ack(
+    store: &Store,
+    live: Option<&Live>,
+    a: &AckRequest,
+) -> Result<IncidentOut, QueryError> {
     let settings = settings(store, live)?;
     let mut i = find(store, &a.id)?;
     if i.resolved_at.is_some() {
@@ -106,7 +114,7 @@ fn find(store: &Store, id: &str) -> Result<Incident, QueryError> {
 }
 
 /// One row a node: its incidents, open ones, retries, last trouble.
-pub fn nodes(store: &Store, live: Option<&Live>) -> Result<NodeList, QueryError> {
+pub(crate) fn nodes(store: &Store, live: Option<&Live>) -> Result<NodeList, QueryError> {
     let settings = settings(store, live)?;
     let all = store.incidents(&Filter::default(), &settings)?;
     let mut rows: BTreeMap<String, NodeRow> = BTreeMap::new();

@@ -11,13 +11,13 @@
 //! - [`silences`]: `list`, `add`, `expire`.
 
 mod incidents;
-pub mod silences;
+pub(crate) mod silences;
 mod status;
 
-pub use crate::status::AckRequest;
-pub use incidents::{IncidentList, NodeList, ack, incident, incidents, nodes};
-pub use silences::{MAX_SILENCE, MAX_SILENCES, NewSilence, SilenceList, SilenceOut};
-pub use status::{StatusOut, lag, status};
+pub(crate) use crate::status::AckRequest;
+pub(crate) use incidents::{IncidentList, NodeList, ack, incident, incidents, nodes};
+pub(crate) use silences::{MAX_SILENCE, MAX_SILENCES, NewSilence, SilenceList, SilenceOut};
+pub(crate) use status::{StatusOut, lag, status};
 
 use crate::status::{DeliveryStats, StatusSnapshot};
 use crate::store::{Channel, Store, StoreError};
@@ -26,7 +26,7 @@ use crate::tracker::Settings;
 
 /// What the running service adds to the store.
 #[derive(Debug, Clone, Default)]
-pub struct Live {
+pub(crate) struct Live {
     pub status: StatusSnapshot,
     pub deliveries: Vec<(Channel, DeliveryStats)>,
     /// Wall-clock time of the question.
@@ -37,7 +37,7 @@ pub struct Live {
 
 /// Why a query has no answer.
 #[derive(Debug, thiserror::Error)]
-pub enum QueryError {
+pub(crate) enum QueryError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("no incident {0}")]
@@ -83,7 +83,7 @@ fn settings(store: &Store, live: Option<&Live>) -> Result<Settings, StoreError> 
 
 /// An id (16 hex digits, 64 bits) from what makes a record unique.
 #[must_use]
-pub fn new_id(parts: &[&[u8]]) -> String {
+pub(crate) fn new_id(parts: &[&[u8]]) -> String {
     // FNV-1a over the parts and a process-wide counter.
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -9,16 +9,16 @@ use crate::time::{Micros, SECOND, rfc3339};
 use crate::tracker::IncidentKind;
 
 /// Longest silence: a month (a forgotten silence must end by itself).
-pub const MAX_SILENCE: u64 = 31 * 24 * 3600;
+pub(crate) const MAX_SILENCE: u64 = 31 * 24 * 3600;
 /// Silences in force (or pending) at a time: more is a mistake or an
 /// attack, and every delivery pass matches every one.
-pub const MAX_SILENCES: usize = 1000;
+pub(crate) const MAX_SILENCES: usize = 1000;
 const MAX_TEXT: usize = 1000;
 
 /// `silence add`: what to silence, for how long, who and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct NewSilence {
+pub(crate) struct NewSilence {
     pub node: String,
     #[serde(default)]
     pub cause: Option<Cause>,
@@ -56,13 +56,13 @@ impl NewSilence {
 
 /// `silence list`: active, pending and recently expired.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SilenceList {
+pub(crate) struct SilenceList {
     pub silences: Vec<SilenceOut>,
 }
 
 /// A silence as `silence list` and `status` show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SilenceOut {
+pub(crate) struct SilenceOut {
     pub id: String,
     pub node: String,
     pub cause: Option<String>,
@@ -83,7 +83,7 @@ pub struct SilenceOut {
 
 impl SilenceOut {
     #[must_use]
-    pub fn new(s: &Silence, now: Micros) -> Self {
+    pub(crate) fn new(s: &Silence, now: Micros) -> Self {
         Self {
             id: s.id.clone(),
             node: s.node.clone(),
@@ -108,7 +108,7 @@ impl SilenceOut {
 }
 
 /// Every silence the store keeps.
-pub fn list(store: &Store, live: Option<&Live>) -> Result<SilenceList, QueryError> {
+pub(crate) fn list(store: &Store, live: Option<&Live>) -> Result<SilenceList, QueryError> {
     let now = now(live);
     let silences = store
         .silences()?
@@ -119,7 +119,11 @@ pub fn list(store: &Store, live: Option<&Live>) -> Result<SilenceList, QueryErro
 }
 
 /// Adds a silence from now on.
-pub fn add(store: &Store, live: Option<&Live>, n: &NewSilence) -> Result<SilenceOut, QueryError> {
+pub(crate) fn add(
+    store: &Store,
+    live: Option<&Live>,
+    n: &NewSilence,
+) -> Result<SilenceOut, QueryError> {
     n.validate()?;
     let now = now(live);
     let in_force = store.silences()?.iter().filter(|s| s.ends_at > now).count();
@@ -150,7 +154,7 @@ pub fn add(store: &Store, live: Option<&Live>, n: &NewSilence) -> Result<Silence
 }
 
 /// Ends a silence now (its id or a unique prefix); `by` who.
-pub fn expire(
+pub(crate) fn expire(
     store: &Store,
     live: Option<&Live>,
     id: &str,

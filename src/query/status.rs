@@ -9,7 +9,7 @@ use crate::store::{Channel, Stats, Store};
 use crate::time::{Micros, SECOND, rfc3339};
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct DeliveryOut {
+pub(crate) struct DeliveryOut {
     pub channel: String,
     pub state: String,
     pub target: String,
@@ -30,7 +30,7 @@ pub struct DeliveryOut {
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-pub struct StatusOut {
+pub(crate) struct StatusOut {
     pub service: String,
     pub started_at: Option<String>,
     pub journal: Option<String>,
@@ -91,9 +91,9 @@ pub struct StatusOut {
 }
 
 /// Attempts in a row after which `status` says deliveries are failing.
-pub const FAILING_ATTEMPTS: u32 = 3;
+pub(super) const FAILING_ATTEMPTS: u32 = 3;
 /// Wait after which `status` says deliveries are failing.
-pub const FAILING_WAIT: Micros = 15 * 60 * SECOND;
+pub(super) const FAILING_WAIT: Micros = 15 * 60 * SECOND;
 
 fn seconds(us: Micros) -> f64 {
     us.max(0) as f64 / SECOND as f64
@@ -101,7 +101,7 @@ fn seconds(us: Micros) -> f64 {
 
 /// `status`: the running service's state, or what the store says of the
 /// last run.
-pub fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, QueryError> {
+pub(crate) fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, QueryError> {
     let (summary, stats, cursor, open): (_, Stats, _, u64) = if let Some(l) = live {
         (
             l.status.summary.clone(),
@@ -255,7 +255,7 @@ fn failing(l: &Live, now: Micros) -> bool {
 
 /// How far behind the journal the reader is: 0 once caught up.
 #[must_use]
-pub fn lag(s: &StatusSnapshot, now: Micros) -> Micros {
+pub(crate) fn lag(s: &StatusSnapshot, now: Micros) -> Micros {
     if s.caught_up {
         0
     } else {

@@ -42,14 +42,15 @@ use serde::{Deserialize, Serialize};
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
-pub use records::{Channel, OutboxEntry, Silence, Stats, StatsDelta, silencing};
+pub(crate) use records::{Channel, OutboxEntry, Stats, silencing};
+pub use records::{Silence, StatsDelta};
 
 use crate::pipeline::PipelineState;
 use crate::signals::Cause;
 use crate::time::Micros;
 use crate::tracker::{Incident, IncidentKind, Origin, Settings, Verdict};
 
-pub const SCHEMA: &[u8] = b"2";
+pub(crate) const SCHEMA: &[u8] = b"2";
 const SCHEMA_1: &[u8] = b"1";
 
 /// One incident ready to write: id, value, `by_node` key, `by_time` key.

@@ -9,7 +9,7 @@ use crate::model::glob;
 use crate::time::Micros;
 use crate::tracker::AlertKind;
 
-pub use crate::kinds::Channel;
+pub(crate) use crate::kinds::Channel;
 
 /// One alert waiting in the outbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,7 +113,7 @@ impl StatsDelta {
 }
 
 /// The silences in force now that match an incident.
-pub fn silencing<'a>(
+pub(crate) fn silencing<'a>(
     i: &crate::tracker::Incident,
     silences: &'a [Silence],
     now: Micros,

@@ -15,7 +15,7 @@ use crate::support::{
 };
 
 /// One upload: entries of `host` (time, message) appended to its file.
-pub fn upload(dir: &Path, file: &str, host: &str, lines: &[(Micros, String)]) {
+pub(crate) fn upload(dir: &Path, file: &str, host: &str, lines: &[(Micros, String)]) {
     let mut out = Vec::new();
     for (at, msg) in lines {
         let at = at.to_string();
@@ -47,12 +47,12 @@ pub fn upload(dir: &Path, file: &str, host: &str, lines: &[(Micros, String)]) {
     journal_remote(&out, &dir.join(file));
 }
 
-pub fn klog_time(at: Micros) -> String {
+pub(crate) fn klog_time(at: Micros) -> String {
     let t = chrono::DateTime::from_timestamp_micros(at).unwrap();
     t.format("%m%d %H:%M:%S%.6f").to_string()
 }
 
-pub fn retry(at: Micros, node: &str) -> (Micros, String) {
+pub(crate) fn retry(at: Micros, node: &str) -> (Micros, String) {
     (
         at,
         format!(

@@ -9,14 +9,14 @@ use kubelet_sentinel::Settings;
 use kubelet_sentinel::{EntryFilter, Format, ReadOptions};
 use kubelet_sentinel::{Input, ScanResult, scan};
 
-pub fn fixture(rel: &str) -> PathBuf {
+pub(crate) fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(rel)
 }
 
 /// Text logs carry no year and zone: tests pin them.
-pub fn read_options(format: Format) -> ReadOptions {
+pub(crate) fn read_options(format: Format) -> ReadOptions {
     ReadOptions {
         format,
         clock: Clock {
@@ -28,7 +28,7 @@ pub fn read_options(format: Format) -> ReadOptions {
     }
 }
 
-pub fn scan_path(path: &Path, format: Format) -> ScanResult {
+pub(crate) fn scan_path(path: &Path, format: Format) -> ScanResult {
     let r = scan(
         &[Input::Path(path.display().to_string())],
         &read_options(format),
@@ -38,11 +38,11 @@ pub fn scan_path(path: &Path, format: Format) -> ScanResult {
     r
 }
 
-pub fn bin() -> Command {
+pub(crate) fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_kubelet-sentinel"))
 }
 
-pub fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Output {
+pub(crate) fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Output {
     use std::io::Write;
     let mut child = cmd
         .stdin(if stdin.is_some() {
@@ -61,7 +61,7 @@ pub fn run(cmd: &mut Command, stdin: Option<&[u8]>) -> Output {
 }
 
 /// A systemd tool, which the CI installs; a missing one fails the test.
-pub fn systemd_tool(name: &str) -> PathBuf {
+pub(crate) fn systemd_tool(name: &str) -> PathBuf {
     for dir in ["/lib/systemd", "/usr/lib/systemd", "/usr/bin", "/bin"] {
         let p = Path::new(dir).join(name);
         if p.exists() {
@@ -73,7 +73,7 @@ pub fn systemd_tool(name: &str) -> PathBuf {
 
 /// One entry of Journal Export Format; values with a newline use the
 /// binary form.
-pub fn export_entry(out: &mut Vec<u8>, fields: &[(&str, &str)]) {
+pub(crate) fn export_entry(out: &mut Vec<u8>, fields: &[(&str, &str)]) {
     for (k, v) in fields {
         if v.contains('\n') {
             out.extend_from_slice(k.as_bytes());
@@ -90,7 +90,7 @@ pub fn export_entry(out: &mut Vec<u8>, fields: &[(&str, &str)]) {
 
 /// Writes export-format bytes into a journal file with
 /// `systemd-journal-remote`.
-pub fn journal_remote(export: &[u8], journal_file: &Path) {
+pub(crate) fn journal_remote(export: &[u8], journal_file: &Path) {
     let out = run(
         Command::new(systemd_tool("systemd-journal-remote"))
             .arg(format!("--output={}", journal_file.display()))
@@ -104,7 +104,7 @@ pub fn journal_remote(export: &[u8], journal_file: &Path) {
     );
 }
 
-pub fn journalctl(args: &[&str]) -> Vec<u8> {
+pub(crate) fn journalctl(args: &[&str]) -> Vec<u8> {
     let out = run(Command::new("journalctl").args(args), None);
     assert!(
         out.status.success(),
@@ -116,14 +116,14 @@ pub fn journalctl(args: &[&str]) -> Vec<u8> {
 
 /// A `systemd-journald` in a private namespace, started by the test (as
 /// root; never the default instance) and removed again on drop.
-pub struct Journald {
+pub(crate) struct Journald {
     pub name: String,
     child: std::process::Child,
     conf: PathBuf,
 }
 
 impl Journald {
-    pub fn start(tag: &str) -> Self {
+    pub(crate) fn start(tag: &str) -> Self {
         let name = format!("kst{}{tag}", std::process::id());
         let conf = PathBuf::from(format!("/etc/systemd/journald@{name}.conf"));
         std::fs::create_dir_all("/etc/systemd").unwrap();
@@ -158,7 +158,7 @@ impl Journald {
         j
     }
 
-    pub fn socket(&self) -> PathBuf {
+    pub(crate) fn socket(&self) -> PathBuf {
         PathBuf::from(format!("/run/systemd/journal.{}/socket", self.name))
     }
 
@@ -175,7 +175,7 @@ impl Journald {
     }
 
     /// The journal files of this namespace.
-    pub fn files(&self) -> Vec<PathBuf> {
+    pub(crate) fn files(&self) -> Vec<PathBuf> {
         self.dirs()
             .iter()
             .filter_map(|d| std::fs::read_dir(d).ok())
@@ -184,7 +184,7 @@ impl Journald {
     }
 
     /// Sends one entry over the native protocol.
-    pub fn send(&self, fields: &[(&str, &str)]) {
+    pub(crate) fn send(&self, fields: &[(&str, &str)]) {
         let mut dgram = Vec::new();
         for (k, v) in fields {
             dgram.extend_from_slice(format!("{k}={v}\n").as_bytes());
@@ -195,7 +195,7 @@ impl Journald {
     }
 
     /// Sends kubelet lines.
-    pub fn kubelet(&self, lines: &[String]) {
+    pub(crate) fn kubelet(&self, lines: &[String]) {
         for l in lines {
             self.send(&[
                 ("MESSAGE", l),
@@ -205,7 +205,7 @@ impl Journald {
         }
     }
 
-    pub fn journalctl(&self, args: &[&str]) {
+    pub(crate) fn journalctl(&self, args: &[&str]) {
         let ns = format!("--namespace={}", self.name);
         let mut all = vec![ns.as_str()];
         all.extend_from_slice(args);
@@ -226,7 +226,7 @@ impl Drop for Journald {
 }
 
 /// Polls `ok` until it holds, failing the test after `deadline`.
-pub fn wait_for(deadline: Duration, mut ok: impl FnMut() -> bool, what: &str) {
+pub(crate) fn wait_for(deadline: Duration, mut ok: impl FnMut() -> bool, what: &str) {
     let end = std::time::Instant::now() + deadline;
     while std::time::Instant::now() < end {
         if ok() {
@@ -238,7 +238,7 @@ pub fn wait_for(deadline: Duration, mut ok: impl FnMut() -> bool, what: &str) {
 }
 
 /// A kubelet-sentinel service with its own config, store and socket.
-pub struct Service {
+pub(crate) struct Service {
     pub dir: tempfile::TempDir,
     child: Option<std::process::Child>,
 }
@@ -246,7 +246,7 @@ pub struct Service {
 impl Service {
     /// `extra` is appended to a config that points the store and socket into
     /// the service's own directory.
-    pub fn new(journal_section: &str, extra: &str) -> Self {
+    pub(crate) fn new(journal_section: &str, extra: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let config = format!(
             "[journal]\n{journal_section}\nstart_at = \"all\"\n\n[store]\npath = \"{d}/store\"\n\n[api]\nsocket = \"{d}/query.sock\"\n\n{extra}\n",
@@ -256,16 +256,16 @@ impl Service {
         Self { dir, child: None }
     }
 
-    pub fn config(&self) -> PathBuf {
+    pub(crate) fn config(&self) -> PathBuf {
         self.dir.path().join("config.toml")
     }
 
-    pub fn start(&mut self) {
+    pub(crate) fn start(&mut self) {
         self.start_through(&[]);
     }
 
     /// Starts it through a command that runs another (`setpriv …`).
-    pub fn start_through(&mut self, wrapper: &[&str]) {
+    pub(crate) fn start_through(&mut self, wrapper: &[&str]) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -297,12 +297,12 @@ impl Service {
         );
     }
 
-    pub fn log(&self) -> String {
+    pub(crate) fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("service.log")).unwrap_or_default()
     }
 
     /// Sends a signal and returns at once (SIGHUP).
-    pub fn signal_only(&self, sig: &str) {
+    pub(crate) fn signal_only(&self, sig: &str) {
         let child = self.child.as_ref().expect("running");
         run(
             Command::new("kill").args([&format!("-{sig}"), &child.id().to_string()]),
@@ -311,7 +311,7 @@ impl Service {
     }
 
     /// Sends a signal and waits for the exit; returns the exit code.
-    pub fn signal(&mut self, sig: &str) -> Option<i32> {
+    pub(crate) fn signal(&mut self, sig: &str) -> Option<i32> {
         let mut child = self.child.take().expect("running");
         let log_path = self.dir.path().join("service.log");
         run(
@@ -335,7 +335,7 @@ impl Service {
     }
 
     /// Waits for the service to exit by itself; its exit code.
-    pub fn wait_exit(&mut self, deadline: Duration) -> Option<i32> {
+    pub(crate) fn wait_exit(&mut self, deadline: Duration) -> Option<i32> {
         let mut child = self.child.take().expect("running");
         let end = std::time::Instant::now() + deadline;
         loop {
@@ -351,7 +351,7 @@ impl Service {
         }
     }
 
-    pub fn run_once(&self) -> Output {
+    pub(crate) fn run_once(&self) -> Output {
         run(
             bin()
                 .arg("--config")
@@ -362,11 +362,11 @@ impl Service {
     }
 
     /// A query command; its stdout.
-    pub fn query(&self, args: &[&str]) -> Output {
+    pub(crate) fn query(&self, args: &[&str]) -> Output {
         run(bin().arg("--config").arg(self.config()).args(args), None)
     }
 
-    pub fn incidents(&self) -> serde_json::Value {
+    pub(crate) fn incidents(&self) -> serde_json::Value {
         let out = self.query(&["incidents", "-o", "json"]);
         assert!(
             out.status.success(),
@@ -386,10 +386,10 @@ impl Drop for Service {
     }
 }
 
-pub use std::time::Duration;
+pub(crate) use std::time::Duration;
 
 /// A free TCP port on loopback.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -398,14 +398,14 @@ pub fn free_port() -> u16 {
 }
 
 /// A real SMTP server on loopback: Debian's aiosmtpd with the Maildir handler.
-pub struct Smtpd {
+pub(crate) struct Smtpd {
     child: std::process::Child,
     pub port: u16,
     pub maildir: PathBuf,
 }
 
 impl Smtpd {
-    pub fn aiosmtpd(port: u16, maildir: &Path, extra: &[&str]) -> Self {
+    pub(crate) fn aiosmtpd(port: u16, maildir: &Path, extra: &[&str]) -> Self {
         let child = Command::new("/usr/bin/aiosmtpd")
             // Server options go before `-c`: what follows it is the handler's.
             .args(["-n", "-l", &format!("127.0.0.1:{port}")])
@@ -423,7 +423,7 @@ impl Smtpd {
 
     /// An aiosmtpd controller that requires AUTH (login `alerts`, password
     /// `s3cret`); the CLI has no authenticator option.
-    pub fn with_auth(port: u16, maildir: &Path) -> Self {
+    pub(crate) fn with_auth(port: u16, maildir: &Path) -> Self {
         let script = maildir.with_extension("py");
         std::fs::write(
             &script,
@@ -480,12 +480,12 @@ while True:
     }
 
     /// Delivered mails, in arrival order.
-    pub fn mails(&self) -> Vec<String> {
+    pub(crate) fn mails(&self) -> Vec<String> {
         mails_in(&self.maildir)
     }
 }
 
-pub fn mails_in(maildir: &Path) -> Vec<String> {
+pub(crate) fn mails_in(maildir: &Path) -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(maildir.join("new")) else {
         return Vec::new();
     };
@@ -501,7 +501,7 @@ pub fn mails_in(maildir: &Path) -> Vec<String> {
 }
 
 /// The Subject header of a raw mail, unfolded and decoded enough to compare.
-pub fn subject(mail: &str) -> String {
+pub(crate) fn subject(mail: &str) -> String {
     let mut lines = mail.lines();
     let mut subject = String::new();
     while let Some(l) = lines.next() {
@@ -529,7 +529,7 @@ impl Drop for Smtpd {
 
 /// A throwaway CA and a leaf for localhost/127.0.0.1 signed by it:
 /// (dir, ca.pem, cert.pem, key.pem).
-pub fn throwaway_tls() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
+pub(crate) fn throwaway_tls() -> (tempfile::TempDir, PathBuf, PathBuf, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let sh = format!(
@@ -555,14 +555,14 @@ openssl x509 -req -in leaf.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out cer
 /// late; `endless` greets with a reply line that never ends; `hang` takes
 /// the message and never answers it. Every message it took is counted in
 /// `<dir>/received`.
-pub struct BadSmtp {
+pub(crate) struct BadSmtp {
     child: std::process::Child,
     pub port: u16,
     pub dir: PathBuf,
 }
 
 impl BadSmtp {
-    pub fn start(mode: &str, delay: f64, dir: &Path) -> Self {
+    pub(crate) fn start(mode: &str, delay: f64, dir: &Path) -> Self {
         std::fs::create_dir_all(dir).unwrap();
         let port = free_port();
         let script = dir.join("bad_smtp.py");
@@ -641,7 +641,7 @@ asyncio.run(main())
     }
 
     /// Messages it took (delivered, whatever the client thinks).
-    pub fn received(&self) -> usize {
+    pub(crate) fn received(&self) -> usize {
         std::fs::read_to_string(self.dir.join("received")).map_or(0, |s| s.lines().count())
     }
 }
@@ -655,13 +655,13 @@ impl Drop for BadSmtp {
 
 impl Service {
     /// The service's process id.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
 
     /// `status -o json` (its exit code says running 0, stopped 3, alerts
     /// stuck 5; all answer).
-    pub fn status(&self) -> serde_json::Value {
+    pub(crate) fn status(&self) -> serde_json::Value {
         let out = self.query(&["status", "-o", "json"]);
         assert!(
             matches!(out.status.code(), Some(0 | 3 | 5)),
@@ -672,7 +672,7 @@ impl Service {
     }
 
     /// Resident memory, in KiB.
-    pub fn rss_kib(&self) -> u64 {
+    pub(crate) fn rss_kib(&self) -> u64 {
         std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
             .unwrap_or_default()
             .lines()
@@ -684,14 +684,14 @@ impl Service {
 
 /// A real Alertmanager on loopback (Debian's `prometheus-alertmanager`),
 /// clustering off, mailing its notifications to an SMTP server on loopback.
-pub struct Alertmanager {
+pub(crate) struct Alertmanager {
     child: Option<std::process::Child>,
     pub port: u16,
     dir: PathBuf,
 }
 
 impl Alertmanager {
-    pub fn start(port: u16, smtp_port: u16, dir: &Path) -> Self {
+    pub(crate) fn start(port: u16, smtp_port: u16, dir: &Path) -> Self {
         std::fs::create_dir_all(dir).unwrap();
         std::fs::write(
             dir.join("alertmanager.yml"),
@@ -713,7 +713,7 @@ impl Alertmanager {
     }
 
     /// One with the given `alertmanager.yml`.
-    pub fn with_config(port: u16, dir: &Path, yml: &str) -> Self {
+    pub(crate) fn with_config(port: u16, dir: &Path, yml: &str) -> Self {
         std::fs::create_dir_all(dir).unwrap();
         std::fs::write(dir.join("alertmanager.yml"), yml).unwrap();
         let mut am = Self {
@@ -726,7 +726,7 @@ impl Alertmanager {
     }
 
     /// Starts it (again): it keeps no alerts across a restart.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.stop();
         let log = std::fs::File::create(self.dir.join("alertmanager.log")).unwrap();
         let child = Command::new("/usr/bin/prometheus-alertmanager")
@@ -754,20 +754,20 @@ impl Alertmanager {
         );
     }
 
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
         }
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// Its active alerts about incidents (not kubelet-sentinel's heartbeat),
     /// read back with `amtool`.
-    pub fn alerts(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn alerts(&self) -> Vec<serde_json::Value> {
         self.all_alerts()
             .into_iter()
             .filter(|a| a["labels"]["alertname"] != "KubeletSentinelHeartbeat")
@@ -775,7 +775,7 @@ impl Alertmanager {
     }
 
     /// The heartbeats it has (one per posting host).
-    pub fn heartbeats(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn heartbeats(&self) -> Vec<serde_json::Value> {
         self.all_alerts()
             .into_iter()
             .filter(|a| a["labels"]["alertname"] == "KubeletSentinelHeartbeat")
@@ -783,7 +783,7 @@ impl Alertmanager {
     }
 
     /// Every active alert, read back with `amtool`.
-    pub fn all_alerts(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn all_alerts(&self) -> Vec<serde_json::Value> {
         let out = run(
             Command::new("/usr/bin/amtool").args([
                 "alert",

@@ -9,7 +9,7 @@ use crate::scan::Input;
 use crate::time::{Clock, Zone};
 
 /// Runs `scan`, writing to `out`; the exit code follows.
-pub fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
+pub(crate) fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
     let zone = if args.utc { Zone::Utc } else { Zone::Local };
     let read = ReadOptions {
         format: args.format,

@@ -44,7 +44,7 @@ fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// Runs the service.
-pub fn run_service(config_path: Option<&PathBuf>, once: bool, err: &mut dyn Write) -> Exit {
+pub(crate) fn run_service(config_path: Option<&PathBuf>, once: bool, err: &mut dyn Write) -> Exit {
     let path = config_path.map_or_else(|| PathBuf::from(config::DEFAULT_PATH), Clone::clone);
     let config = match Config::load(&path, config_path.is_some()) {
         Ok(c) => c,

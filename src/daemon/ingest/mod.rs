@@ -64,7 +64,7 @@ const BATCH_ENTRIES: u64 = 20_000;
 const BATCH_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Where ingest reports to and hears from.
-pub struct Channels {
+pub(super) struct Channels {
     pub status: watch::Sender<StatusSnapshot>,
     pub config: watch::Sender<Arc<Config>>,
     pub wake: Wake,
@@ -75,7 +75,7 @@ pub struct Channels {
 
 /// How long ingest runs: `Once` until the reader has read everything there
 /// is (`run --once`), `Follow` until shutdown. The reader's mode, the same.
-pub use crate::journal::Mode;
+pub(crate) use crate::journal::Mode;
 
 /// What the next commit writes, besides the incidents in `changed`.
 #[derive(Debug, Default)]
@@ -108,7 +108,7 @@ enum Flow {
     Restart,
 }
 
-pub struct Ingest {
+pub(super) struct Ingest {
     /// The settings in force (runtime keys as last applied).
     config: Arc<Config>,
     reloader: Reloader,
@@ -135,7 +135,7 @@ pub struct Ingest {
 }
 
 /// What the service starts ingest with.
-pub struct Start {
+pub(super) struct Start {
     pub config: Arc<Config>,
     pub config_path: std::path::PathBuf,
     pub config_explicit: bool,
@@ -149,7 +149,7 @@ pub struct Start {
 }
 
 impl Ingest {
-    pub fn new(s: Start) -> Self {
+    pub(super) fn new(s: Start) -> Self {
         let started = (s.now)();
         let retries = RetryCounts::new(
             s.pipeline
@@ -483,7 +483,7 @@ impl Ingest {
     /// The service's loop: until `shutdown`, or (`Mode::Once`) until the
     /// reader has read everything there is. Commits what it has before it
     /// returns.
-    pub async fn run(
+    pub(super) async fn run(
         mut self,
         source: Source,
         mut reader: Reader,

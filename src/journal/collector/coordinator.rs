@@ -37,7 +37,7 @@ use crate::journal::protocol::{Reader, ReaderCtl, ReaderEvent, Warning};
 use crate::journal::{SourceError, Text};
 
 /// Workers at most, whatever the number of cores.
-pub const MAX_WORKERS: usize = 4;
+pub(super) const MAX_WORKERS: usize = 4;
 /// A one-time read (`scan`) gives up on a group that failed this often.
 const GIVE_UP: u32 = 3;
 /// How often a following reader looks at every group's files when events
@@ -66,7 +66,7 @@ struct Group {
 
 /// Starts the collector reader. Returns once the directory was looked at:
 /// an error when it holds no journal file this process may read.
-pub fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
+pub(crate) fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
     let (groups, unreadable, incomplete) = discover_all(&spec.dir);
     if groups.is_empty() {
         let message = match unreadable.first() {

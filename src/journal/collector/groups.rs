@@ -11,7 +11,7 @@ use crate::journal::handle::{Start, Unreadable, group_name, seqnum};
 
 /// Where each group starts.
 #[derive(Debug, Clone, Default)]
-pub struct Starts {
+pub(crate) struct Starts {
     /// Committed cursors by group.
     pub known: BTreeMap<String, String>,
     /// A cursor from before groups were read apart (one handle over the
@@ -60,7 +60,7 @@ fn is_machine_id(name: &str) -> bool {
 /// names of their own (`node1-monday.journal`, `node1-tuesday.journal`)
 /// are still one host, read in order through one handle.
 #[must_use]
-pub fn group_key(dir: &Path, path: &Path) -> Option<String> {
+pub(super) fn group_key(dir: &Path, path: &Path) -> Option<String> {
     let rel = path.strip_prefix(dir).ok()?;
     let mut parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
     let name = parts.pop()?;
@@ -178,7 +178,7 @@ fn header_seqnum_id(path: &Path) -> Option<String> {
 /// of another machine, names none: applied, every host would resume after
 /// its time and lose what it uploaded before.
 #[must_use]
-pub fn holds_cursor(dir: &Path, cursor: &str) -> bool {
+pub(crate) fn holds_cursor(dir: &Path, cursor: &str) -> bool {
     let Some((id, _)) = seqnum(cursor) else {
         return false;
     };

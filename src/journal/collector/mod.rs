@@ -29,8 +29,9 @@ mod worker;
 
 use std::path::PathBuf;
 
-pub use coordinator::spawn;
-pub use groups::{Starts, discover, holds_cursor};
+pub(crate) use coordinator::spawn;
+pub use groups::discover;
+pub(crate) use groups::{Starts, holds_cursor};
 
 use super::handle::Start;
 use super::protocol::{Mode, ReaderCtl};
@@ -38,7 +39,7 @@ use super::{EntryFilter, Text};
 
 /// What a collector reader reads.
 #[derive(Debug, Clone)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub dir: PathBuf,
     pub filter: EntryFilter,
     pub starts: Starts,

@@ -20,4 +20,4 @@ mod paste;
 mod prefix;
 mod reader;
 
-pub use reader::TextReader;
+pub(crate) use reader::TextReader;

@@ -15,13 +15,13 @@ use crate::time::{Clock, Micros, Placer};
 
 /// The most of one physical line that is kept: well above journald's
 /// `LineMax` (48 KiB), below anything that costs memory.
-pub const MAX_LINE: usize = 256 * 1024;
+pub(super) const MAX_LINE: usize = 256 * 1024;
 
 /// Lines at least this wide that are followed by a line that starts no
 /// record were cut by a terminal.
 const MIN_WRAP: usize = 60;
 
-pub struct TextReader<R> {
+pub(crate) struct TextReader<R> {
     path: String,
     reader: R,
     placer: Placer,
@@ -77,7 +77,7 @@ impl Pending {
 }
 
 impl<R: BufRead> TextReader<R> {
-    pub fn new(path: &str, reader: R, clock: Clock) -> Self {
+    pub(crate) fn new(path: &str, reader: R, clock: Clock) -> Self {
         Self {
             path: path.to_string(),
             reader,

@@ -8,17 +8,22 @@ use crate::time::{Micros, human_duration, rfc3339};
 use crate::tracker::{Incident, Settings};
 
 /// The alert name every alert carries.
-pub const ALERTNAME: &str = "KubeletNodeStatusTrouble";
+pub(super) const ALERTNAME: &str = "KubeletNodeStatusTrouble";
 
 /// The alert that fires as long as kubelet-sentinel runs and can post
 /// (Prometheus' `Watchdog` convention): routed to a dead man's switch, its
 /// silence says the watcher itself is down.
-pub const HEARTBEAT: &str = "KubeletSentinelHeartbeat";
+pub(super) const HEARTBEAT: &str = "KubeletSentinelHeartbeat";
 
 /// The heartbeat alert: this machine's host, the static labels, firing
 /// until four resend intervals from now (posted again every interval).
 #[must_use]
-pub fn heartbeat(cfg: &AlertmanagerConfig, host: &str, started: Micros, now: Micros) -> Value {
+pub(super) fn heartbeat(
+    cfg: &AlertmanagerConfig,
+    host: &str,
+    started: Micros,
+    now: Micros,
+) -> Value {
     let mut labels = serde_json::Map::new();
     for (k, v) in &cfg.labels {
         labels.insert(k.clone(), clean(v, 253));
@@ -41,7 +46,7 @@ pub fn heartbeat(cfg: &AlertmanagerConfig, host: &str, started: Micros, now: Mic
 /// The alertname of kubelet-down incidents (design 5.1); their alerts also
 /// carry a `kind` label (node-status alerts keep the labels they had, so
 /// their fingerprints do not change on upgrade).
-pub const ALERTNAME_DOWN: &str = "KubeletDown";
+pub(super) const ALERTNAME_DOWN: &str = "KubeletDown";
 /// Evidence lines are cut to this in annotations.
 const MAX_EVIDENCE: usize = 1000;
 
@@ -75,7 +80,7 @@ fn clean(s: &str, max: usize) -> Value {
 /// or host name comes from journal fields anyone on a collector's network
 /// can set.
 #[must_use]
-pub fn labels(
+pub(crate) fn labels(
     i: &Incident,
     settings: &Settings,
     extra: &std::collections::BTreeMap<String, String>,
@@ -113,7 +118,7 @@ fn cut(s: &str) -> String {
 
 /// One alert for Alertmanager: firing until `ends_at`, or resolved at it.
 #[must_use]
-pub fn alert(
+pub(super) fn alert(
     i: &Incident,
     settings: &Settings,
     cfg: &AlertmanagerConfig,

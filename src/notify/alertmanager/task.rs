@@ -145,7 +145,7 @@ impl Lane {
     }
 }
 
-pub struct AlertmanagerTask {
+pub(crate) struct AlertmanagerTask {
     store: Store,
     /// One per instance, made on the first post after (re)configuring.
     lanes: Option<Vec<Lane>>,
@@ -169,7 +169,7 @@ pub struct AlertmanagerTask {
 
 impl AlertmanagerTask {
     #[must_use]
-    pub fn new(
+    pub(crate) fn new(
         store: Store,
         config: &Config,
         publish: watch::Sender<DeliveryStats>,
@@ -206,7 +206,7 @@ impl AlertmanagerTask {
     }
 
     /// Applies `[alert.alertmanager]` (at start and on every reload).
-    pub fn configure(&mut self, config: &Config) {
+    pub(crate) fn configure(&mut self, config: &Config) {
         self.cfg = config.alert.alertmanager.clone();
         self.settings = config.tracker_settings();
         self.retry_max = config.alert.retry_max.0;
@@ -538,7 +538,7 @@ impl AlertmanagerTask {
     }
 
     /// Delivers until `shutdown`.
-    pub async fn run(
+    pub(crate) async fn run(
         self,
         wake: Arc<Notify>,
         config: watch::Receiver<Arc<Config>>,
@@ -549,7 +549,7 @@ impl AlertmanagerTask {
 
     /// `run --once`: one attempt at everything, firing alerts included.
     /// Returns how many posts failed.
-    pub async fn deliver_all_once(&mut self, shutdown: &CancellationToken) -> u64 {
+    pub(crate) async fn deliver_all_once(&mut self, shutdown: &CancellationToken) -> u64 {
         worker::deliver_all_once(self, shutdown).await
     }
 }

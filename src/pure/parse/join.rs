@@ -29,7 +29,7 @@ const MAX_JOINED: usize = 1 << 20;
 /// A held line's stream has ended once its host's journal is this far past
 /// its last entry: journald stamps the lines of one write microseconds
 /// apart, so a continuation never comes a second later.
-pub const STREAM_QUIET: Micros = SECOND;
+pub(crate) const STREAM_QUIET: Micros = SECOND;
 
 /// A complete logical line: the first entry (its message extended by the
 /// continuations) and how many continuation entries were joined to it.
@@ -144,7 +144,7 @@ fn stream_key(e: &Entry) -> String {
 /// Lines that start a record of their own although they carry no klog header:
 /// logrus (k3s), gRPC warnings, flag deprecation notices.
 #[must_use]
-pub fn is_foreign(m: &[u8]) -> bool {
+pub(crate) fn is_foreign(m: &[u8]) -> bool {
     m.starts_with(b"time=\"")
         || m.starts_with(b"WARNING: ")
         || m.starts_with(b"Flag --")
@@ -161,7 +161,7 @@ pub fn is_foreign(m: &[u8]) -> bool {
 /// the kubelet's words; only read so for lines with no source at all (a
 /// journal's lines are never a paste's markup).
 #[must_use]
-pub fn is_paste_markup(m: &[u8]) -> bool {
+pub(crate) fn is_paste_markup(m: &[u8]) -> bool {
     let t = m.trim_ascii();
     if t.len() >= 3 && t.iter().all(|b| b"*-_=`~#".contains(b) || *b == b' ') {
         return true;

@@ -17,11 +17,11 @@ use crate::time::{Micros, clock, human_duration};
 /// trouble began), so the first trouble line always has its place; beyond
 /// [`EVIDENCE_HEAD`], the first line of each cause still joins them (one
 /// more per [`Cause`] at most).
-pub const EVIDENCE_HEAD: usize = 8;
-pub const EVIDENCE_HEAD_MARKERS: usize = 4;
-pub const EVIDENCE_TAIL: usize = 8;
+pub(super) const EVIDENCE_HEAD: usize = 8;
+pub(super) const EVIDENCE_HEAD_MARKERS: usize = 4;
+pub(super) const EVIDENCE_TAIL: usize = 8;
 /// Longest evidence text kept, in bytes.
-pub const EVIDENCE_TEXT: usize = 2000;
+pub(super) const EVIDENCE_TEXT: usize = 2000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -711,7 +711,7 @@ fn anchor_words(kind: SignalKind) -> &'static str {
 
 /// What a cause class means, in plain words.
 #[must_use]
-pub fn cause_explanation(c: Cause) -> &'static str {
+pub(crate) fn cause_explanation(c: Cause) -> &'static str {
     match c {
         Cause::ListerLag => {
             "the kubelet's local node lister (its informer cache) did not have the Node yet"
@@ -746,7 +746,7 @@ pub fn cause_explanation(c: Cause) -> &'static str {
 
 /// Text on one line, at most `max` bytes.
 #[must_use]
-pub fn one_line(text: &str, max: usize) -> String {
+pub(crate) fn one_line(text: &str, max: usize) -> String {
     // Control characters and the invisible format ones (bidirectional
     // overrides, zero-width) cannot move the cursor, recolour or reorder
     // what a terminal or a mail client shows.

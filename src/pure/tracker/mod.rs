@@ -26,17 +26,19 @@ mod bounds;
 mod down;
 mod incident;
 mod settings;
-pub mod timeline;
+pub(crate) mod timeline;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-pub use incident::{
-    Ack, Anchor, Down, Evidence, Incident, IncidentKind, Resolution, Status, Verdict,
-    cause_explanation, one_line,
+pub use incident::Incident;
+pub(crate) use incident::{
+    Ack, Anchor, Down, Evidence, IncidentKind, Resolution, Status, Verdict, cause_explanation,
+    one_line,
 };
-pub use settings::{Limits, Settings, Threshold};
+pub use settings::Settings;
+pub(crate) use settings::{Limits, Threshold};
 
 use crate::signals::{Cause, Role, Signal, SignalKind};
 use crate::time::{Micros, SECOND};
@@ -122,7 +124,7 @@ pub struct Origin {
 const ORIGIN_MARKERS: usize = 8;
 
 /// The node of trouble that nothing names (a bare log with no host).
-pub const UNKNOWN_NODE: &str = "unknown";
+pub(crate) const UNKNOWN_NODE: &str = "unknown";
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tracker {
@@ -220,12 +222,6 @@ impl Tracker {
         let open = std::mem::take(&mut self.open).into_values().collect();
         let origins = std::mem::take(&mut self.origins).into_iter().collect();
         (open, origins)
-    }
-
-    /// Every per-host record, as if all had changed (a store written before
-    /// the split is rewritten in the new layout).
-    pub fn mark_all_dirty(&mut self) {
-        self.dirty_origins = self.origins.keys().cloned().collect();
     }
 
     /// The per-host records changed since the last call, to persist.
