@@ -84,13 +84,21 @@ fn one<T>(v: T) -> Vec<(Labels, T)> {
 }
 
 impl Collector for Snapshot {
-    #[allow(clippy::too_many_lines)] // one list of metrics
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
+        self.encode_reading(&mut enc)?;
+        self.encode_incidents(&mut enc)?;
+        self.encode_delivery(&mut enc)
+    }
+}
+
+impl Snapshot {
+    /// The metrics of the service and its reader: build, entries, lines, hosts, lag.
+    fn encode_reading(&self, enc: &mut DescriptorEncoder) -> std::fmt::Result {
         let l = &self.0;
         let s = &l.status;
         let sum = &s.summary;
         Self::gauge(
-            &mut enc,
+            enc,
             "build_info",
             "The running version.",
             &[(
@@ -99,38 +107,38 @@ impl Collector for Snapshot {
             )],
         )?;
         Self::counter(
-            &mut enc,
+            enc,
             "entries_read",
             "Journal entries read.",
             &one(sum.entries),
         )?;
         Self::counter(
-            &mut enc,
+            enc,
             "kubelet_lines",
             "Entries that belong to the kubelet.",
             &one(sum.kubelet_lines),
         )?;
         Self::counter(
-            &mut enc,
+            enc,
             "recognized",
             "Kubelet lines recognised as a signal.",
             &one(sum.recognized),
         )?;
         Self::counter(
-            &mut enc,
+            enc,
             "unparsed",
             "Kubelet entries that are neither a line nor a continuation.",
             &one(sum.unparsed),
         )?;
         Self::counter(
-            &mut enc,
+            enc,
             "untrusted_lines",
             "Entries that look like the kubelet's (identifier or container name) from a writer \
              that is not trusted: ignored.",
             &one(sum.untrusted),
         )?;
         Self::counter(
-            &mut enc,
+            enc,
             "entries_lost",
             "Journal entries removed (rotation, vacuum) before they were read.",
             &one(sum.entries_lost),
@@ -141,37 +149,45 @@ impl Collector for Snapshot {
             .map(|(h, t)| (vec![("host", label(h))], seconds(*t)))
             .collect();
         Self::gauge(
-            &mut enc,
+            enc,
             "host_last_entry_timestamp_seconds",
             "The newest entry's time, by host the reader has seen since it started (a collector: \
              one a host); a host far behind the others has gone silent.",
             &hosts,
         )?;
         Self::counter(
-            &mut enc,
+            enc,
             "incidents_evicted",
             "Incidents closed to stay within [incidents] max_nodes_per_host and max_nodes.",
             &one(s.evicted),
         )?;
         Self::counter(
-            &mut enc,
+            enc,
             "incidents_forgotten",
             "Of the evicted, those below the threshold and never announced, which the history \
              does not keep.",
             &one(s.forgotten),
         )?;
         Self::counter(
-            &mut enc,
+            enc,
             "future_dated",
             "Entries dated more than a day after this machine's clock, read at their host's time.",
             &one(sum.future_dated),
         )?;
         Self::counter(
-            &mut enc,
+            enc,
             "reader_restarts",
             "Times the journal reader was restarted after a failure.",
             &one(s.reader_restarts),
         )?;
+        Ok(())
+    }
+
+    /// The metrics of the history and the open incidents.
+    fn encode_incidents(&self, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+        let l = &self.0;
+        let s = &l.status;
+        let sum = &s.summary;
         // The history by verdict: resolved ones as stored, open ones as now.
         let mut by_verdict: BTreeMap<&str, u64> = [
             Verdict::StartupRace,
@@ -199,13 +215,13 @@ impl Collector for Snapshot {
             .map(|(v, n)| (vec![("verdict", (*v).to_string())], *n as f64))
             .collect();
         Self::gauge(
-            &mut enc,
+            enc,
             "incidents",
             "Incidents in the history, by verdict (open ones by their verdict so far).",
             &samples,
         )?;
         Self::gauge(
-            &mut enc,
+            enc,
             "open_incidents",
             "Incidents still open.",
             &one(s.open.len() as f64),
@@ -228,7 +244,7 @@ impl Collector for Snapshot {
             })
             .collect();
         Self::gauge(
-            &mut enc,
+            enc,
             "open_incident",
             "One series per open incident (1), labelled with its node, host, kind, cause and verdict.",
             &open,
@@ -248,7 +264,7 @@ impl Collector for Snapshot {
             })
             .collect();
         Self::gauge(
-            &mut enc,
+            enc,
             "open_incident_retries",
             "Retries (status updates and registrations) of each node's open incident.",
             &retries,
@@ -259,24 +275,31 @@ impl Collector for Snapshot {
             .map(|(n, r)| (vec![("node", label(n))], *r))
             .collect();
         Self::counter(
-            &mut enc,
+            enc,
             "node_status_retries",
             "Status update retries and failed registrations since the service started, by node; a \
              node's series ends when its incident resolves.",
             &per_node,
         )?;
         Self::gauge(
-            &mut enc,
+            enc,
             "journal_lag_seconds",
             "How far behind the journal the reader is (0 once caught up).",
             &one(seconds(lag(s, l.now))),
         )?;
         Self::gauge(
-            &mut enc,
+            enc,
             "last_entry_timestamp_seconds",
             "Time of the last entry read.",
             &one(sum.last_at.map_or(0.0, seconds)),
         )?;
+        Ok(())
+    }
+
+    /// The metrics of deliveries, the outbox and the config.
+    fn encode_delivery(&self, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+        let l = &self.0;
+        let s = &l.status;
         let per = |f: &dyn Fn(&crate::status::DeliveryStats) -> f64| -> Vec<(Labels, f64)> {
             l.deliveries
                 .iter()
@@ -284,13 +307,13 @@ impl Collector for Snapshot {
                 .collect()
         };
         Self::gauge(
-            &mut enc,
+            enc,
             "outbox_length",
             "Alerts waiting for delivery, by channel.",
             &per(&|d| d.outbox as f64),
         )?;
         Self::gauge(
-            &mut enc,
+            enc,
             "outbox_oldest_age_seconds",
             "Age of the oldest alert waiting for delivery, by channel.",
             &per(&|d| {
@@ -315,31 +338,31 @@ impl Collector for Snapshot {
             }
         }
         Self::counter(
-            &mut enc,
+            enc,
             "deliveries",
             "Delivery attempts by channel and result; in_doubt: failed after the server may have accepted it (a possible duplicate).",
             &deliveries,
         )?;
         Self::gauge(
-            &mut enc,
+            enc,
             "last_delivery_success_timestamp_seconds",
             "When a delivery last succeeded, by channel (0: never).",
             &per(&|d| d.last_success_at.map_or(0.0, seconds)),
         )?;
         Self::gauge(
-            &mut enc,
+            enc,
             "delivery_enabled",
             "1 when the channel delivers, 0 when it is switched off.",
             &per(&|d| if d.disabled.is_none() { 1.0 } else { 0.0 }),
         )?;
         Self::gauge(
-            &mut enc,
+            enc,
             "silences_active",
             "Operators' silences in force now (deliveries they match are held back).",
             &one(l.silences_active as f64),
         )?;
         Self::gauge(
-            &mut enc,
+            enc,
             "config_restart_needed",
             "1 while changed config keys wait for a restart.",
             &one(if s.config.restart_needed.is_empty() {

@@ -272,114 +272,12 @@ fn cause_counts(incidents: &[&Incident]) -> String {
 #[must_use]
 pub fn render_with(incidents: &[&Incident], kind: AlertKind, s: &Settings, d: Detail) -> Rendered {
     let outage = one_outage(incidents).filter(|_| incidents.len() > 1);
-    let subject = if incidents.len() == 1 {
-        subject_one(incidents[0], kind)
-    } else if let Some((e, c)) = outage {
-        let nodes = incidents.len();
-        match kind {
-            AlertKind::Resolved => format!(
-                "[kubelet-sentinel] resolved: {} for {nodes} nodes ({})",
-                header_text(e, 100),
-                c.as_str()
-            ),
-            _ => format!(
-                "[kubelet-sentinel] {} {} from {nodes} nodes: {} ({})",
-                header_text(e, 100),
-                endpoint_words(c),
-                group_nodes(incidents),
-                c.as_str()
-            ),
-        }
-    } else {
-        match kind {
-            AlertKind::Resolved => format!(
-                "[kubelet-sentinel] resolved: {} ({})",
-                group_nodes(incidents),
-                group_cause(incidents)
-            ),
-            _ => format!(
-                "[kubelet-sentinel] {}: node status retries ({})",
-                group_nodes(incidents),
-                group_cause(incidents)
-            ),
-        }
-    };
+    let subject = subject_of(incidents, kind, outage);
     let mut text = String::new();
     let mut html =
         String::from("<!DOCTYPE html>\n<html><body style=\"font-family: sans-serif\">\n");
     if incidents.len() > 1 {
-        let lead = match outage {
-            Some((e, c)) => format!(
-                "{} nodes at once against one API endpoint, {}: one outage ({}), not {} node \
-                 problems. Look at that endpoint first: `curl -sk https://{}/healthz` from a node, \
-                 its load balancer, the API server behind it.",
-                incidents.len(),
-                header_text(e, 270),
-                c.as_str(),
-                incidents.len(),
-                header_text(e, 270)
-            ),
-            None => format!(
-                "{} nodes at once: when many nodes fail together, look at the API server first.",
-                incidents.len()
-            ),
-        };
-        let _ = writeln!(text, "{lead}\n");
-        html.push_str(&format!("<p>{}</p>\n", html_escape(&lead)));
-        html.push_str("<table border=\"1\" cellpadding=\"4\" cellspacing=\"0\">\n<tr><th>node</th><th>host</th><th>status</th><th>verdict</th><th>cause</th><th>retries</th><th>since</th></tr>\n");
-        let _ = writeln!(
-            text,
-            "{:<30} {:<10} {:<13} {:<16} {:>7}  since",
-            "node", "status", "verdict", "cause", "retries"
-        );
-        for i in incidents.iter().take(d.rows) {
-            let v = i.verdict(s);
-            let _ = writeln!(
-                text,
-                "{:<30} {:<10} {:<13} {:<16} {:>7}  {}",
-                header_text(&i.node, 60),
-                status_word(i),
-                v.as_str(),
-                i.cause().as_str(),
-                i.counted_retries(),
-                when(i.opened_at)
-            );
-            html.push_str(&format!(
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td align=\"right\">{}</td><td>{}</td></tr>\n",
-                html_escape(&i.node),
-                html_escape(i.host.as_deref().unwrap_or("-")),
-                status_word(i),
-                v.as_str(),
-                i.cause().as_str(),
-                i.counted_retries(),
-                when(i.opened_at)
-            ));
-        }
-        html.push_str("</table>\n");
-        if incidents.len() > d.rows {
-            let more = format!(
-                "… and {} more nodes (all {} by cause: {}); `kubelet-sentinel incidents --status open` \
-                 lists them all.",
-                incidents.len() - d.rows,
-                incidents.len(),
-                cause_counts(incidents)
-            );
-            let _ = writeln!(text, "{more}");
-            html.push_str(&format!("<p>{}</p>\n", html_escape(&more)));
-        }
-        text.push('\n');
-        if incidents.len() > d.sections {
-            let note = if d.sections == 0 {
-                "`kubelet-sentinel show <id>` shows each incident in full.".to_string()
-            } else {
-                format!(
-                    "The first {} in full; `kubelet-sentinel show <id>` shows any other.",
-                    d.sections
-                )
-            };
-            let _ = writeln!(text, "{note}\n");
-            html.push_str(&format!("<p>{}</p>\n", html_escape(&note)));
-        }
+        group_table(&mut text, &mut html, incidents, outage, s, d);
     }
     let sections = d.sections;
     for i in incidents.iter().take(sections) {
@@ -417,6 +315,126 @@ pub fn render_with(incidents: &[&Incident], kind: AlertKind, s: &Settings, d: De
         text,
         html,
         to: Vec::new(),
+    }
+}
+
+/// A mail's subject: one incident's own, one outage's (its endpoint and
+/// cause), or a group's.
+fn subject_of(incidents: &[&Incident], kind: AlertKind, outage: Option<(&str, Cause)>) -> String {
+    if incidents.len() == 1 {
+        subject_one(incidents[0], kind)
+    } else if let Some((e, c)) = outage {
+        let nodes = incidents.len();
+        match kind {
+            AlertKind::Resolved => format!(
+                "[kubelet-sentinel] resolved: {} for {nodes} nodes ({})",
+                header_text(e, 100),
+                c.as_str()
+            ),
+            _ => format!(
+                "[kubelet-sentinel] {} {} from {nodes} nodes: {} ({})",
+                header_text(e, 100),
+                endpoint_words(c),
+                group_nodes(incidents),
+                c.as_str()
+            ),
+        }
+    } else {
+        match kind {
+            AlertKind::Resolved => format!(
+                "[kubelet-sentinel] resolved: {} ({})",
+                group_nodes(incidents),
+                group_cause(incidents)
+            ),
+            _ => format!(
+                "[kubelet-sentinel] {}: node status retries ({})",
+                group_nodes(incidents),
+                group_cause(incidents)
+            ),
+        }
+    }
+}
+
+/// A group mail's lead and its table of nodes, bounded by `d`.
+fn group_table(
+    text: &mut String,
+    html: &mut String,
+    incidents: &[&Incident],
+    outage: Option<(&str, Cause)>,
+    s: &Settings,
+    d: Detail,
+) {
+    let lead = match outage {
+        Some((e, c)) => format!(
+            "{} nodes at once against one API endpoint, {}: one outage ({}), not {} node \
+             problems. Look at that endpoint first: `curl -sk https://{}/healthz` from a node, \
+             its load balancer, the API server behind it.",
+            incidents.len(),
+            header_text(e, 270),
+            c.as_str(),
+            incidents.len(),
+            header_text(e, 270)
+        ),
+        None => format!(
+            "{} nodes at once: when many nodes fail together, look at the API server first.",
+            incidents.len()
+        ),
+    };
+    let _ = writeln!(text, "{lead}\n");
+    html.push_str(&format!("<p>{}</p>\n", html_escape(&lead)));
+    html.push_str("<table border=\"1\" cellpadding=\"4\" cellspacing=\"0\">\n<tr><th>node</th><th>host</th><th>status</th><th>verdict</th><th>cause</th><th>retries</th><th>since</th></tr>\n");
+    let _ = writeln!(
+        text,
+        "{:<30} {:<10} {:<13} {:<16} {:>7}  since",
+        "node", "status", "verdict", "cause", "retries"
+    );
+    for i in incidents.iter().take(d.rows) {
+        let v = i.verdict(s);
+        let _ = writeln!(
+            text,
+            "{:<30} {:<10} {:<13} {:<16} {:>7}  {}",
+            header_text(&i.node, 60),
+            status_word(i),
+            v.as_str(),
+            i.cause().as_str(),
+            i.counted_retries(),
+            when(i.opened_at)
+        );
+        html.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td align=\"right\">{}</td><td>{}</td></tr>\n",
+            html_escape(&i.node),
+            html_escape(i.host.as_deref().unwrap_or("-")),
+            status_word(i),
+            v.as_str(),
+            i.cause().as_str(),
+            i.counted_retries(),
+            when(i.opened_at)
+        ));
+    }
+    html.push_str("</table>\n");
+    if incidents.len() > d.rows {
+        let more = format!(
+            "… and {} more nodes (all {} by cause: {}); `kubelet-sentinel incidents --status open` \
+             lists them all.",
+            incidents.len() - d.rows,
+            incidents.len(),
+            cause_counts(incidents)
+        );
+        let _ = writeln!(text, "{more}");
+        html.push_str(&format!("<p>{}</p>\n", html_escape(&more)));
+    }
+    text.push('\n');
+    if incidents.len() > d.sections {
+        let note = if d.sections == 0 {
+            "`kubelet-sentinel show <id>` shows each incident in full.".to_string()
+        } else {
+            format!(
+                "The first {} in full; `kubelet-sentinel show <id>` shows any other.",
+                d.sections
+            )
+        };
+        let _ = writeln!(text, "{note}\n");
+        html.push_str(&format!("<p>{}</p>\n", html_escape(&note)));
     }
 }
 

@@ -26,6 +26,7 @@ fn nodes(alerts: &[serde_json::Value]) -> Vec<String> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario, in order
 fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
     let tmp = tempfile::tempdir().unwrap();
     let maildir = tmp.path().join("mail");

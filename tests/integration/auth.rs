@@ -129,6 +129,7 @@ fn raw_post(svc: &Service, user: &str, path: &str, body: &str) -> String {
 }
 
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario, in order
 fn only_root_and_the_admin_group_change_what_is_delivered_under_their_own_names() {
     let accounts = Accounts::new();
     let journals = tempfile::tempdir().unwrap();

@@ -38,6 +38,7 @@ const fn open(
 
 /// (file, incidents, [entries, kubelet lines, recognized, unparsed,
 /// continuations, foreign])
+#[allow(clippy::too_many_lines)] // the table of real logs, one row each
 fn cases() -> Vec<(&'static str, Vec<Expect>, [u64; 6])> {
     vec![
         // Five retries within 3 ms, then "exceeds retry count": etcd down.

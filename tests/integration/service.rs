@@ -896,6 +896,7 @@ fn a_restarted_kubelet_gives_every_reader_the_same_two_incidents() {
 /// while following a collector directory each find the resolved start-up
 /// race of one retry and the persistent outage of 40.
 #[test]
+#[allow(clippy::too_many_lines)] // one scenario, in order
 fn the_f1_restart_journal_gives_every_reader_the_same_two_incidents() {
     use kubelet_sentinel::SECOND;
     let t0 = kubelet_sentinel::now() - 600 * SECOND;

@@ -86,56 +86,7 @@ impl Tracker {
         inc.last_signal_at = inc.last_signal_at.max(at);
         inc.last_trouble_at = inc.last_trouble_at.max(at);
         inc.timeline.add(at, sig.kind.as_str());
-        let d = inc.down.get_or_insert_with(Down::default);
-        let mut gave_up = false;
-        let mut restarted = false;
-        match sig.kind {
-            SignalKind::KubeletFatal => {
-                d.restarting = false;
-                let cause = sig.cause.unwrap_or(Cause::Unknown);
-                *inc.causes.entry(cause).or_default() += 1;
-                d.fatals += 1;
-                d.last_cause = Some(cause);
-                d.last_fatal = Some(evidence.clone());
-                d.pending.get_or_insert(at);
-            }
-            SignalKind::KubeletExited => {
-                d.restarting = false;
-                d.exits += 1;
-                if let Some(e) = &sig.exit {
-                    d.last_exit = Some(e.clone());
-                    d.exit_cause = Some(crate::signals::exit_cause(e));
-                }
-                d.pending.get_or_insert(at);
-            }
-            SignalKind::KubeletFailed => {
-                if let Some(e) = &sig.exit {
-                    let c = crate::signals::exit_cause(e);
-                    if d.pending.is_none() || d.last_exit.is_none() {
-                        d.last_exit = Some(e.clone());
-                    }
-                    if c != Cause::Unknown || d.exit_cause.is_none() {
-                        d.exit_cause = Some(c);
-                    }
-                }
-                d.pending.get_or_insert(at);
-            }
-            SignalKind::KubeletGaveUp => {
-                d.pending.get_or_insert(at);
-                if d.gave_up_at.is_none() {
-                    d.gave_up_at = Some(at);
-                    gave_up = true;
-                }
-            }
-            SignalKind::KubeletRestart => {
-                // systemd may say it twice (`hold-off time over`, then
-                // `Scheduled restart job`): one restart.
-                d.pending = None;
-                restarted = !d.restarting;
-                d.restarting = true;
-            }
-            _ => {}
-        }
+        let (restarted, gave_up) = record_life(inc, sig, &evidence, at);
         inc.add_evidence(evidence);
         out.push(Decision::UpdateIncident { id: inc.id.clone() });
         if restarted {
@@ -221,4 +172,60 @@ impl Tracker {
         out.push(Decision::OpenIncident { id: inc.id.clone() });
         self.open.insert(key.to_string(), inc);
     }
+}
+
+/// What one line of the kubelet's life under systemd does to its open
+/// kubelet-down incident's record: (restarted, systemd gave up).
+fn record_life(inc: &mut Incident, sig: &Signal, evidence: &Evidence, at: Micros) -> (bool, bool) {
+    let d = inc.down.get_or_insert_with(Down::default);
+    let mut gave_up = false;
+    let mut restarted = false;
+    match sig.kind {
+        SignalKind::KubeletFatal => {
+            d.restarting = false;
+            let cause = sig.cause.unwrap_or(Cause::Unknown);
+            *inc.causes.entry(cause).or_default() += 1;
+            d.fatals += 1;
+            d.last_cause = Some(cause);
+            d.last_fatal = Some(evidence.clone());
+            d.pending.get_or_insert(at);
+        }
+        SignalKind::KubeletExited => {
+            d.restarting = false;
+            d.exits += 1;
+            if let Some(e) = &sig.exit {
+                d.last_exit = Some(e.clone());
+                d.exit_cause = Some(crate::signals::exit_cause(e));
+            }
+            d.pending.get_or_insert(at);
+        }
+        SignalKind::KubeletFailed => {
+            if let Some(e) = &sig.exit {
+                let c = crate::signals::exit_cause(e);
+                if d.pending.is_none() || d.last_exit.is_none() {
+                    d.last_exit = Some(e.clone());
+                }
+                if c != Cause::Unknown || d.exit_cause.is_none() {
+                    d.exit_cause = Some(c);
+                }
+            }
+            d.pending.get_or_insert(at);
+        }
+        SignalKind::KubeletGaveUp => {
+            d.pending.get_or_insert(at);
+            if d.gave_up_at.is_none() {
+                d.gave_up_at = Some(at);
+                gave_up = true;
+            }
+        }
+        SignalKind::KubeletRestart => {
+            // systemd may say it twice (`hold-off time over`, then
+            // `Scheduled restart job`): one restart.
+            d.pending = None;
+            restarted = !d.restarting;
+            d.restarting = true;
+        }
+        _ => {}
+    }
+    (restarted, gave_up)
 }
