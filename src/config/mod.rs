@@ -205,6 +205,7 @@ impl Config {
             node_name: self.node.name.clone(),
             max_nodes_per_host: self.incidents.max_nodes_per_host as usize,
             max_nodes: self.incidents.max_nodes as usize,
+            silent_after: self.fleet.silent_after.0,
             overrides: self
                 .alert
                 .route

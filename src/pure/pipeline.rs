@@ -317,6 +317,12 @@ impl Pipeline {
                 entry.at = None;
             }
         }
+        // Any entry of a host (whatever its unit) shows how far its journal
+        // has got: what its silence is judged by (design 5.2). Only its own
+        // believed time, never one taken from another entry.
+        if let (Some(host), Some(at)) = (entry.host.as_deref(), entry.at) {
+            self.tracker.activity(host, at, decisions);
+        }
         // Entries without a time of their own (a text line with no prefix and
         // no header) take the last one seen; one whose time is not believed
         // takes its own host's, so it never moves another host's clock.
@@ -544,7 +550,8 @@ impl Pipeline {
         self.tracker.advance(now, decisions);
     }
 
-    /// End of input: flush, then let each host's clock reach its last entry.
+    /// End of input: flush, then let each host's clock reach its last
+    /// entry, and judge which hosts went silent.
     pub fn finish(&mut self, decisions: &mut Vec<Decision>) {
         self.flush(decisions);
         let clocks: Vec<(Text, Micros)> = self
@@ -555,6 +562,14 @@ impl Pipeline {
         for (h, at) in clocks {
             self.tracker.advance_host(&h, at, decisions);
         }
+        self.judge_silence(decisions);
+    }
+
+    /// The reader has read everything there is (the end of a one-shot
+    /// read, a following reader's `Tail`): the hosts whose journal is
+    /// `[fleet] silent_after` behind the newest are silent (design 5.2).
+    pub fn judge_silence(&mut self, decisions: &mut Vec<Decision>) {
+        self.tracker.judge_silence(decisions);
     }
 
     fn note_unparsed(&mut self, m: &[u8]) {
