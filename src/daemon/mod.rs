@@ -288,6 +288,7 @@ async fn resume(
     pipeline
         .tracker_mut()
         .set_settings(config.tracker_settings());
+    pipeline.set_fleet(matches!(target_of(config), Target::Directory(_)));
     Ok(Resumed {
         loaded,
         pipeline,

@@ -565,6 +565,11 @@ impl Pipeline {
         self.judge_silence(decisions);
     }
 
+    /// The source is a collector's directory: its hosts are judged silent.
+    pub fn set_fleet(&mut self, collector: bool) {
+        self.tracker.set_fleet(collector);
+    }
+
     /// The reader has read everything there is (the end of a one-shot
     /// read, a following reader's `Tail`): the hosts whose journal is
     /// `[fleet] silent_after` behind the newest are silent (design 5.2).

@@ -170,6 +170,10 @@ pub struct Tracker {
     /// hosts' records; 0: none yet).
     #[serde(skip)]
     fleet_newest: Micros,
+    /// The source is a collector's directory (hosts read apart): only
+    /// there are hosts judged silent (see [`Tracker::set_fleet`]).
+    #[serde(skip)]
+    fleet: bool,
 }
 
 /// Where an incident of `kind` for `node` is kept among the open ones: a

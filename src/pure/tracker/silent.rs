@@ -1,5 +1,6 @@
 //! Host-silent incidents (design 5.2): a collector's host whose journal
-//! stopped while the others' went on.
+//! stopped while the others' went on. Only a collector's directory is
+//! judged ([`Tracker::set_fleet`]).
 //!
 //! The tracker is told, entry by entry, how far each host's journal has
 //! got ([`Tracker::activity`]: "host H's journal reaches time T"), and
@@ -29,6 +30,13 @@ use super::*;
 use crate::time::{clock, human_duration};
 
 impl Tracker {
+    /// Whether the source is a collector's directory, whose hosts are
+    /// judged silent; a single node's journal (whose host name may change
+    /// once, at provisioning) and saved logs never are.
+    pub fn set_fleet(&mut self, collector: bool) {
+        self.fleet = collector;
+    }
+
     /// `host`'s journal reaches `at` (an entry of it was read). Ends its
     /// host-silent incident; records one it had in a gap that nobody
     /// judged (see the module's doc).
@@ -66,7 +74,7 @@ impl Tracker {
         let key = open_key(IncidentKind::HostSilent, host);
         if !self.open.contains_key(&key) {
             match previous {
-                Some(p) if after > 0 && fleet.saturating_sub(p) >= after => {
+                Some(p) if self.fleet && after > 0 && fleet.saturating_sub(p) >= after => {
                     self.open_silent(host, p, out);
                 }
                 _ => return,
@@ -81,7 +89,7 @@ impl Tracker {
     pub fn judge_silence(&mut self, out: &mut Vec<Decision>) {
         let after = self.settings.silent_after;
         let newest = self.fleet_newest;
-        if after <= 0 {
+        if after <= 0 || !self.fleet {
             return;
         }
         let silent: Vec<(String, Micros)> = self
@@ -174,6 +182,7 @@ mod tests {
     /// minutes (0: at the end only).
     fn run(back: Option<i64>, judge_every: i64) -> (Tracker, Vec<Decision>) {
         let mut t = Tracker::new(Settings::default());
+        t.set_fleet(true);
         let mut out = Vec::new();
         for m in 0..=60 {
             for h in ["a", "b", "c", "d"] {
@@ -242,6 +251,7 @@ mod tests {
     #[test]
     fn one_host_alone_or_a_fleet_that_stops_together_is_never_silent() {
         let mut t = Tracker::new(Settings::default());
+        t.set_fleet(true);
         let mut out = Vec::new();
         for m in [0, 5, 60, 300] {
             t.activity("only", T0 + m * MIN, &mut out);
@@ -251,6 +261,7 @@ mod tests {
         // Every host stops at once (the collector receives nothing), then
         // all come back: no host moved on while another was quiet.
         let mut t = Tracker::new(Settings::default());
+        t.set_fleet(true);
         for m in (0..10).chain(100..110) {
             for h in ["a", "b", "c"] {
                 t.activity(h, T0 + m * MIN, &mut out);
@@ -268,6 +279,7 @@ mod tests {
         t.mark_all_dirty();
         let origins = t.take_dirty_origins();
         let mut again = Tracker::new(Settings::default());
+        again.set_fleet(true);
         again.restore(open, origins);
         let mut out = Vec::new();
         again.activity("c", T0 + 70 * MIN, &mut out);
@@ -276,5 +288,17 @@ mod tests {
         assert_eq!(got[0].resolved_at, Some(T0 + 70 * MIN));
         // Its jump over its own gap does not move the fleet on.
         assert_eq!(again.fleet_newest(), Some(T0 + 60 * MIN));
+    }
+
+    #[test]
+    fn a_journal_that_is_no_collector_is_never_judged() {
+        let mut t = Tracker::new(Settings::default());
+        let mut out = Vec::new();
+        for m in 0..60 {
+            t.activity("renamed", T0 + m * MIN, &mut out);
+        }
+        t.activity("localhost", T0, &mut out);
+        t.judge_silence(&mut out);
+        assert!(silent(&mut t).is_empty());
     }
 }
