@@ -297,9 +297,10 @@ impl Tracker {
     /// The latest signal of `host`'s open incidents.
     #[must_use]
     pub fn latest_signal(&self, host: &str) -> Option<Micros> {
+        // A host-silent incident's times are the fleet's, not its host's.
         self.open
             .values()
-            .filter(|i| host_key(i) == host)
+            .filter(|i| host_key(i) == host && i.kind != IncidentKind::HostSilent)
             .map(|i| i.last_signal_at)
             .max()
     }

@@ -14,9 +14,10 @@
 //!   of a following one), so hosts read in parallel at different speeds
 //!   do not look silent to each other mid-read;
 //! - it resolves at the host's next entry, read late or not; a host that
-//!   comes back before it was judged, after a gap the fleet's time passed,
-//!   still gets its (resolved) incident, as a following service that
-//!   judged it in the gap would have;
+//!   comes back before it was judged, after a gap of `silent_after` or
+//!   more of its own that the fleet's time passed, still gets its
+//!   (resolved) incident, as a following service that judged it in the
+//!   gap would have;
 //! - the fleet's time is moved on only by hosts that kept writing (an
 //!   entry less than `silent_after` after their previous one): nothing
 //!   moves, no host is silent (a collector that receives nothing at all is
@@ -35,6 +36,17 @@ impl Tracker {
     /// once, at provisioning) and saved logs never are.
     pub fn set_fleet(&mut self, collector: bool) {
         self.fleet = collector;
+    }
+
+    /// The service was switched to another journal: how far the old one's
+    /// hosts got is no measure of the new one's.
+    pub fn forget_journal_times(&mut self) {
+        for (h, o) in &mut self.origins {
+            if o.last_entry_at.take().is_some() {
+                self.dirty_origins.insert(h.clone());
+            }
+        }
+        self.fleet_newest = 0;
     }
 
     /// `host`'s journal reaches `at` (an entry of it was read). Ends its
@@ -74,7 +86,15 @@ impl Tracker {
         let key = open_key(IncidentKind::HostSilent, host);
         if !self.open.contains_key(&key) {
             match previous {
-                Some(p) if self.fleet && after > 0 && fleet.saturating_sub(p) >= after => {
+                // A gap of its own, which the fleet's time passed: hosts
+                // read in parallel (a collector's catch-up) run ahead of
+                // each other, so the fleet's time alone proves nothing.
+                Some(p)
+                    if self.fleet
+                        && after > 0
+                        && at.saturating_sub(p) >= after
+                        && fleet.saturating_sub(p) >= after =>
+                {
                     self.open_silent(host, p, out);
                 }
                 _ => return,
@@ -175,13 +195,21 @@ mod tests {
     use super::*;
 
     const MIN: Micros = 60 * SECOND;
+
+    /// `[fleet] silent_incidents = true`, `silent_after` at its default.
+    fn on() -> Settings {
+        Settings {
+            silent_after: crate::defaults::SILENT_AFTER,
+            ..Settings::default()
+        }
+    }
     const T0: Micros = 1_795_856_400_000_000;
 
     /// Four hosts writing once a minute for an hour; `c` stops at 30 min
     /// (and writes again at `back`, if given). Judged every `judge_every`
     /// minutes (0: at the end only).
     fn run(back: Option<i64>, judge_every: i64) -> (Tracker, Vec<Decision>) {
-        let mut t = Tracker::new(Settings::default());
+        let mut t = Tracker::new(on());
         t.set_fleet(true);
         let mut out = Vec::new();
         for m in 0..=60 {
@@ -250,7 +278,7 @@ mod tests {
 
     #[test]
     fn one_host_alone_or_a_fleet_that_stops_together_is_never_silent() {
-        let mut t = Tracker::new(Settings::default());
+        let mut t = Tracker::new(on());
         t.set_fleet(true);
         let mut out = Vec::new();
         for m in [0, 5, 60, 300] {
@@ -260,7 +288,7 @@ mod tests {
         assert!(silent(&mut t).is_empty());
         // Every host stops at once (the collector receives nothing), then
         // all come back: no host moved on while another was quiet.
-        let mut t = Tracker::new(Settings::default());
+        let mut t = Tracker::new(on());
         t.set_fleet(true);
         for m in (0..10).chain(100..110) {
             for h in ["a", "b", "c"] {
@@ -278,7 +306,7 @@ mod tests {
         let open: Vec<Incident> = t.open_incidents().cloned().collect();
         t.mark_all_dirty();
         let origins = t.take_dirty_origins();
-        let mut again = Tracker::new(Settings::default());
+        let mut again = Tracker::new(on());
         again.set_fleet(true);
         again.restore(open, origins);
         let mut out = Vec::new();
@@ -292,12 +320,25 @@ mod tests {
 
     #[test]
     fn a_journal_that_is_no_collector_is_never_judged() {
-        let mut t = Tracker::new(Settings::default());
+        let mut t = Tracker::new(on());
         let mut out = Vec::new();
         for m in 0..60 {
             t.activity("renamed", T0 + m * MIN, &mut out);
         }
         t.activity("localhost", T0, &mut out);
+        t.judge_silence(&mut out);
+        assert!(silent(&mut t).is_empty());
+    }
+
+    #[test]
+    fn off_unless_asked_for() {
+        let mut t = Tracker::new(Settings::default());
+        t.set_fleet(true);
+        let mut out = Vec::new();
+        for m in 0..60 {
+            t.activity("a", T0 + m * MIN, &mut out);
+        }
+        t.activity("b", T0, &mut out);
         t.judge_silence(&mut out);
         assert!(silent(&mut t).is_empty());
     }
