@@ -257,6 +257,16 @@ impl Pipeline {
                     self.malformed.push(m);
                 }
             }
+            Item::Activity { host, at } => self.activity(&host, at, decisions),
+        }
+    }
+
+    /// `host`'s journal reaches `at` (any unit; a collector's reader tells
+    /// it from its files' headers), unless `at` is not believed (see
+    /// [`Pipeline::set_now`]).
+    pub fn activity(&mut self, host: &str, at: Micros, decisions: &mut Vec<Decision>) {
+        if self.horizon.is_none_or(|h| at <= h) {
+            self.tracker.journal_reaches(host, at, decisions);
         }
     }
 

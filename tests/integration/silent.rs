@@ -193,3 +193,91 @@ fn a_host_that_stops_writing_is_one_host_silent_incident_until_it_writes_again()
     );
     assert_eq!(svc.signal("TERM"), Some(0), "{}", svc.log());
 }
+
+/// Other units' entries, as a host's journal-upload sends them.
+fn other_units(dir: &std::path::Path, file: &str, host: &str, from: Micros, to: Micros) {
+    let mut out = Vec::new();
+    let mut t = from;
+    while t <= to {
+        let at = t.to_string();
+        crate::support::export_entry(
+            &mut out,
+            &[
+                ("__REALTIME_TIMESTAMP", &at),
+                ("_HOSTNAME", host),
+                ("_SYSTEMD_UNIT", "containerd.service"),
+                ("SYSLOG_IDENTIFIER", "containerd"),
+                ("MESSAGE", "level=info msg=\"event handled\""),
+            ],
+        );
+        t += 30 * SECOND;
+    }
+    crate::support::journal_remote(&out, &dir.join(file));
+}
+
+/// A healthy host whose kubelet has logged nothing for 25 minutes while
+/// its other units go on writing is not silent: its journal is judged,
+/// not its kubelet's lines (the collector reads how far each host's files
+/// reach from their headers). One whose whole journal stopped is.
+#[test]
+fn a_quiet_kubelet_on_a_host_that_writes_is_not_silent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let now = kubelet_sentinel::clock::now();
+    let start = now - 40 * MIN;
+    for h in 1..=2 {
+        let host = format!("busy-{h}");
+        upload(
+            &dir,
+            &format!("remote-{host}.journal"),
+            &host,
+            &lines(&format!("node-{host}"), start, now - h * SECOND),
+        );
+    }
+    // Its kubelet went quiet 25 minutes ago; containerd still writes.
+    let file = "remote-calm-1.journal";
+    upload(
+        &dir,
+        file,
+        "calm-1",
+        &lines("node-calm-1", start, now - 25 * MIN),
+    );
+    other_units(&dir, file, "calm-1", now - 24 * MIN, now - 5 * SECOND);
+    // This one's whole journal stopped.
+    upload(
+        &dir,
+        "remote-dead-1.journal",
+        "dead-1",
+        &lines("node-dead-1", start, now - 25 * MIN),
+    );
+    let out = run(
+        bin()
+            .args(["scan", "-o", "json", "--silent-after", "10m"])
+            .arg(&dir),
+        None,
+    );
+    let scanned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found = silent_of(&scanned["incidents"]);
+    let hosts: Vec<&str> = found.iter().map(|i| i["host"].as_str().unwrap()).collect();
+    assert_eq!(hosts, ["dead-1"], "{scanned:#}");
+    let svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        "[fleet]\nsilent_incidents = true\n",
+    );
+    let once = svc.run_once();
+    assert!(
+        once.status.success(),
+        "{}",
+        String::from_utf8_lossy(&once.stderr)
+    );
+    let stored = svc.query(&["incidents", "--kind", "host-silent", "-o", "json"]);
+    let stored: serde_json::Value = serde_json::from_slice(&stored.stdout).unwrap();
+    let stored: Vec<&str> = stored["incidents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(stored, ["dead-1"]);
+}

@@ -581,6 +581,11 @@ impl Ingest {
                 self.pending.entries += 1;
             }
             Some(ReaderEvent::Warning(w)) => tracing::warn!("{w}"),
+            Some(ReaderEvent::Activity { host, at }) => {
+                self.pipeline.set_now((self.now)());
+                self.pipeline
+                    .activity(&host, at, &mut self.pending.decisions);
+            }
             Some(ReaderEvent::Failed(e)) => {
                 tracing::error!("journal reader failed: {e}; restarting it from the last commit");
                 return Flow::Restart;

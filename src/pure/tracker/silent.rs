@@ -53,6 +53,18 @@ impl Tracker {
     /// host-silent incident; records one it had in a gap that nobody
     /// judged (see the module's doc).
     pub fn activity(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
+        self.reaches(host, at, true, out);
+    }
+
+    /// `host`'s journal files reach `at` (a collector's reader reads it
+    /// from their headers, whatever unit wrote last): ends its host-silent
+    /// incident. Coarse (once a read of the host's files), so a jump in it
+    /// is no gap of the host's.
+    pub fn journal_reaches(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
+        self.reaches(host, at, false, out);
+    }
+
+    fn reaches(&mut self, host: &str, at: Micros, gaps: bool, out: &mut Vec<Decision>) {
         if host.is_empty() {
             return;
         }
@@ -90,7 +102,8 @@ impl Tracker {
                 // read in parallel (a collector's catch-up) run ahead of
                 // each other, so the fleet's time alone proves nothing.
                 Some(p)
-                    if self.fleet
+                    if gaps
+                        && self.fleet
                         && after > 0
                         && at.saturating_sub(p) >= after
                         && fleet.saturating_sub(p) >= after =>
@@ -340,6 +353,24 @@ mod tests {
         }
         t.activity("b", T0, &mut out);
         t.judge_silence(&mut out);
+        assert!(silent(&mut t).is_empty());
+    }
+
+    #[test]
+    fn a_host_whose_journal_goes_on_without_its_kubelet_is_not_silent() {
+        let mut t = Tracker::new(on());
+        t.set_fleet(true);
+        let mut out = Vec::new();
+        for m in 0..60 {
+            t.activity("a", T0 + m * MIN, &mut out);
+            // b's kubelet stops at 20 min; its files' headers go on.
+            if m <= 20 {
+                t.activity("b", T0 + m * MIN, &mut out);
+            } else if m % 5 == 0 {
+                t.journal_reaches("b", T0 + m * MIN, &mut out);
+            }
+            t.judge_silence(&mut out);
+        }
         assert!(silent(&mut t).is_empty());
     }
 }
