@@ -92,5 +92,5 @@ pub use report::IncidentOut;
 pub use scan::{Input, ScanResult, scan};
 pub use signals::recognize;
 pub use store::{Batch, Filter, Silence, StatsDelta, Store, StoreError};
-pub use time::{Clock, Micros, SECOND};
+pub use time::{Clock, Micros, SECOND, rfc3339};
 pub use tracker::{AlertKind, Incident, Settings};

@@ -88,7 +88,7 @@ pub struct EvidenceOut {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IncidentOut {
     pub id: String,
-    /// `node-status` or `kubelet-down` (design 3.3).
+    /// `node-status`, `kubelet-down` or `host-silent` (design 3.3).
     #[serde(default = "node_status")]
     pub kind: String,
     pub node: String,
@@ -118,6 +118,9 @@ pub struct IncidentOut {
     /// kubelet-down: systemd's last word on how the kubelet ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_exit: Option<String>,
+    /// host-silent: the time its journal had reached when it stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_entry_at: Option<String>,
     /// kubelet-down: what to check next for its cause (as the mail says).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub next_steps: Vec<String>,
@@ -177,7 +180,8 @@ impl IncidentOut {
             watch_failures: i.watch_failures,
             restarts: i.restarts(),
             last_exit: i.down.as_ref().and_then(|d| d.last_exit.clone()),
-            next_steps: if i.down.is_some() {
+            last_entry_at: i.last_entry_at.map(rfc3339),
+            next_steps: if i.down.is_some() || i.kind == crate::tracker::IncidentKind::HostSilent {
                 crate::advice::next_steps(i)
             } else {
                 Vec::new()
@@ -259,6 +263,11 @@ fn micros(t: &str) -> Micros {
 /// How long the trouble lasted: first to last signal (not the quiet time
 /// after it that resolved the incident).
 fn duration_of(i: &IncidentOut) -> Micros {
+    // host-silent: the silence, from its last entry (to its next, if any).
+    if let Some(last) = &i.last_entry_at {
+        let end = i.resolved_at.as_deref().unwrap_or(&i.opened_at);
+        return micros(end) - micros(last);
+    }
     micros(&i.last_signal_at) - micros(&i.opened_at)
 }
 
@@ -314,6 +323,8 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
                 o.cause.clone(),
                 if o.kind == node_status() {
                     (o.retries + o.register_failures).to_string()
+                } else if o.last_entry_at.is_some() {
+                    "-".to_string()
                 } else {
                     format!("{} restarts", o.restarts)
                 },
@@ -467,6 +478,13 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
             .map(|r| format!("; resolved {}", human(micros(r), zone)))
             .unwrap_or_default()
     );
+    if let Some(last) = &o.last_entry_at {
+        let _ = writeln!(
+            out,
+            "  host silent: its last entry {}",
+            human(micros(last), zone)
+        );
+    }
     if let Some(a) = &o.acknowledged {
         let _ = writeln!(
             out,

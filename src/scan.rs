@@ -47,6 +47,12 @@ pub(crate) fn scan_with_progress(
 ) -> ScanResult {
     let mut pipeline = Pipeline::new(read.filter.clone(), settings);
     pipeline.set_now(read.clock.now);
+    // A directory is read host by host, as a collector's (design 5.2).
+    pipeline.set_fleet(
+        inputs
+            .iter()
+            .any(|i| matches!(i, Input::Path(p) if std::path::Path::new(p).is_dir())),
+    );
     let mut decisions: Vec<Decision> = Vec::new();
     let mut failed = Vec::new();
     for input in inputs {

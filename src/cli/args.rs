@@ -221,6 +221,11 @@ pub struct ScanArgs {
     /// Quiet time after which an open incident resolves.
     #[arg(long, default_value = crate::defaults::RESOLVE_AFTER_TEXT, value_parser = duration)]
     pub resolve_after: Micros,
+    /// A directory (a collector's): a host this far behind the newest entry
+    /// of any host is a host-silent incident, as `[fleet] silent_incidents`
+    /// makes it for the service (e.g. 10m; 0s: none).
+    #[arg(long, default_value = "0s", value_parser = duration)]
+    pub silent_after: Micros,
     /// Trouble this soon after registration may be the start-up race.
     #[arg(long, default_value = crate::defaults::RACE_WINDOW_TEXT, value_parser = duration)]
     pub race_window: Micros,
@@ -287,6 +292,7 @@ impl ScanArgs {
             retries: self.retries,
             window: self.window,
             node_name: self.node_name.clone(),
+            silent_after: self.silent_after,
             ..Settings::default()
         }
     }

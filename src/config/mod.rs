@@ -208,6 +208,11 @@ impl Config {
             node_name: self.node.name.clone(),
             max_nodes_per_host: self.incidents.max_nodes_per_host as usize,
             max_nodes: self.incidents.max_nodes as usize,
+            silent_after: if self.fleet.silent_incidents {
+                self.fleet.silent_after.0
+            } else {
+                0
+            },
             overrides: self
                 .alert
                 .route

@@ -34,6 +34,7 @@ pub(super) struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFleet {
     pub(super) silent_after: S<Period>,
+    pub(super) silent_incidents: S<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -356,6 +356,9 @@ pub struct FleetConfig {
     /// A host with no entry for this long while others' entries move on
     /// is silent.
     pub silent_after: Period,
+    /// A collector's silent hosts are `host-silent` incidents, alerted
+    /// like the others (design 5.2); off: `status` and the metric only.
+    pub silent_incidents: bool,
 }
 
 /// The validated configuration, every default filled in.

@@ -571,6 +571,9 @@ impl Validator<'_> {
                 fleet.silent_after,
                 defaults::SILENT_AFTER,
             )?,
+            silent_incidents: fleet
+                .silent_incidents
+                .map_or(defaults::SILENT_INCIDENTS, Spanned::into_inner),
         })
     }
 }

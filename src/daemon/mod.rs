@@ -288,6 +288,11 @@ async fn resume(
     pipeline
         .tracker_mut()
         .set_settings(config.tracker_settings());
+    pipeline.set_fleet(matches!(target_of(config), Target::Directory(_)));
+    if changed.is_some() {
+        // How far the old journal's hosts got says nothing of the new one's.
+        pipeline.tracker_mut().forget_journal_times();
+    }
     Ok(Resumed {
         loaded,
         pipeline,

@@ -141,6 +141,9 @@ impl Iterator for Drain {
             match self.rx.blocking_recv()? {
                 ReaderEvent::Entries(v) => self.buf.extend(v),
                 ReaderEvent::Tail { .. } | ReaderEvent::Pong(_) | ReaderEvent::Lost(_) => {}
+                ReaderEvent::Activity { host, at } => {
+                    return Some(Ok(Item::Activity { host, at }));
+                }
                 ReaderEvent::Warning(w) => {
                     // A warning about the file read needs no other place.
                     let (place, reason) = match &w.file {

@@ -36,6 +36,13 @@ pub enum ReaderEvent {
     Failed(String),
     /// Something could not be read (a file, one host's files); the rest is.
     Warning(Warning),
+    /// A collector's host's journal (any unit: journal-remote keeps all it
+    /// is sent) reaches `at`: the newest entry time of its files, from
+    /// their headers. What its silence is judged by (design 5.2).
+    Activity {
+        host: crate::model::Text,
+        at: crate::time::Micros,
+    },
 }
 
 /// A part of the journal that could not be read, and why.

@@ -62,6 +62,13 @@ fn verdict_words(v: Verdict, s: &Settings) -> String {
 }
 
 fn counters(i: &Incident) -> String {
+    if i.kind == crate::tracker::IncidentKind::HostSilent {
+        return format!(
+            "last entry {}, silent since {}",
+            when(i.last_entry_at.unwrap_or(i.opened_at)),
+            when(i.opened_at)
+        );
+    }
     if let Some(d) = &i.down {
         let mut parts = vec![format!(
             "{} restart{} by systemd",
@@ -109,6 +116,24 @@ fn when(us: Micros) -> String {
 fn subject_one(i: &Incident, kind: AlertKind) -> String {
     let node = header_text(&i.node, 100);
     let cause = i.cause().as_str();
+    if i.kind == crate::tracker::IncidentKind::HostSilent {
+        let host = header_text(i.host.as_deref().unwrap_or(&i.node), 100);
+        let last = i.last_entry_at.unwrap_or(i.opened_at);
+        return match kind {
+            AlertKind::Resolved => format!(
+                "[kubelet-sentinel] resolved: host {host} writes again after {} of silence (node {node})",
+                human_duration(i.resolved_at.unwrap_or(i.opened_at) - last)
+            ),
+            AlertKind::Repeat => format!(
+                "[kubelet-sentinel] still silent: host {host} since {} (node {node})",
+                when(last)
+            ),
+            AlertKind::Opened => format!(
+                "[kubelet-sentinel] host {host} silent since {} (node {node})",
+                when(last)
+            ),
+        };
+    }
     if let Some(d) = &i.down {
         let what = if d.gave_up_at.is_some() {
             "kubelet failed, systemd gave up"

@@ -7,6 +7,18 @@ use crate::signals::Cause;
 use crate::time::Micros;
 use crate::tracker::Incident;
 
+/// A host gone silent: is it up, is its upload running, what is the node.
+fn silent_steps(i: &Incident) -> Vec<String> {
+    let host = shell_word(i.host.as_deref().unwrap_or(&i.node));
+    let since = short_utc(i.last_entry_at.unwrap_or(i.opened_at));
+    vec![
+        format!("kubectl get node {} -o wide (Ready? when did it last heartbeat?)", shell_word(&i.node)),
+        format!("ping {host}; ssh {host} systemctl status systemd-journal-upload"),
+        format!("on the collector: journalctl -D /var/log/journal/remote _HOSTNAME={host} --since \"{since} UTC\" (what it uploaded last)"),
+        "on the collector: systemctl status systemd-journal-remote; free space under /var/log/journal/remote".into(),
+    ]
+}
+
 /// Header-safe: no control characters, bounded length.
 #[must_use]
 pub(crate) fn header_text(s: &str, max: usize) -> String {
@@ -24,6 +36,9 @@ pub(crate) fn header_text(s: &str, max: usize) -> String {
 /// The commands an operator runs next, for the cause.
 #[must_use]
 pub(crate) fn next_steps(i: &Incident) -> Vec<String> {
+    if i.kind == crate::tracker::IncidentKind::HostSilent {
+        return silent_steps(i);
+    }
     let node = shell_word(&i.node);
     let since = short_utc(i.opened_at - 60_000_000);
     let mut steps = vec![

@@ -100,6 +100,10 @@ pub(crate) const STORE_PATH: &str = "/var/lib/kubelet-sentinel/store";
 pub(crate) const SOCKET: &str = "/run/kubelet-sentinel/query.sock";
 /// `[fleet] silent_after`.
 pub(crate) const SILENT_AFTER: Micros = 600 * SECOND;
+/// `[fleet] silent_incidents`: off until the collector tests written
+/// before host-silent incidents (hosts uploading hours apart, whose
+/// history must equal one handle's) are revisited.
+pub(crate) const SILENT_INCIDENTS: bool = false;
 
 #[cfg(test)]
 mod tests {

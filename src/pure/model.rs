@@ -215,6 +215,12 @@ pub enum Item {
     /// longer than a reader keeps (its start comes as an entry, the rest is
     /// dropped), or a time that could not be read (the line's own was used).
     Damaged(Malformed),
+    /// A host's journal reaches `at` (a collector's files, any unit): an
+    /// observation for its silence, no entry.
+    Activity {
+        host: Text,
+        at: Micros,
+    },
 }
 
 /// Where a reader resumes: one cursor for a single journal, or one per

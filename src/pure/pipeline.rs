@@ -257,6 +257,16 @@ impl Pipeline {
                     self.malformed.push(m);
                 }
             }
+            Item::Activity { host, at } => self.activity(&host, at, decisions),
+        }
+    }
+
+    /// `host`'s journal reaches `at` (any unit; a collector's reader tells
+    /// it from its files' headers), unless `at` is not believed (see
+    /// [`Pipeline::set_now`]).
+    pub fn activity(&mut self, host: &str, at: Micros, decisions: &mut Vec<Decision>) {
+        if self.horizon.is_none_or(|h| at <= h) {
+            self.tracker.journal_reaches(host, at, decisions);
         }
     }
 
@@ -316,6 +326,12 @@ impl Pipeline {
                 }
                 entry.at = None;
             }
+        }
+        // Any entry of a host (whatever its unit) shows how far its journal
+        // has got: what its silence is judged by (design 5.2). Only its own
+        // believed time, never one taken from another entry.
+        if let (Some(host), Some(at)) = (entry.host.as_deref(), entry.at) {
+            self.tracker.activity(host, at, decisions);
         }
         // Entries without a time of their own (a text line with no prefix and
         // no header) take the last one seen; one whose time is not believed
@@ -544,7 +560,8 @@ impl Pipeline {
         self.tracker.advance(now, decisions);
     }
 
-    /// End of input: flush, then let each host's clock reach its last entry.
+    /// End of input: flush, then let each host's clock reach its last
+    /// entry, and judge which hosts went silent.
     pub fn finish(&mut self, decisions: &mut Vec<Decision>) {
         self.flush(decisions);
         let clocks: Vec<(Text, Micros)> = self
@@ -555,6 +572,19 @@ impl Pipeline {
         for (h, at) in clocks {
             self.tracker.advance_host(&h, at, decisions);
         }
+        self.judge_silence(decisions);
+    }
+
+    /// The source is a collector's directory: its hosts are judged silent.
+    pub fn set_fleet(&mut self, collector: bool) {
+        self.tracker.set_fleet(collector);
+    }
+
+    /// The reader has read everything there is (the end of a one-shot
+    /// read, a following reader's `Tail`): the hosts whose journal is
+    /// `[fleet] silent_after` behind the newest are silent (design 5.2).
+    pub fn judge_silence(&mut self, decisions: &mut Vec<Decision>) {
+        self.tracker.judge_silence(decisions);
     }
 
     fn note_unparsed(&mut self, m: &[u8]) {

@@ -91,7 +91,7 @@ pub(crate) fn human_duration(us: Micros) -> String {
 
 /// RFC 3339, UTC, milliseconds: the JSON contract's time format.
 #[must_use]
-pub(crate) fn rfc3339(us: Micros) -> String {
+pub fn rfc3339(us: Micros) -> String {
     match Utc.timestamp_micros(us) {
         LocalResult::Single(t) => t.format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string(),
         _ => format!("@{us}us"),

@@ -188,18 +188,16 @@ fn imports(code: &str, walled: &BTreeSet<String>) -> BTreeSet<String> {
 /// The modules `src/lib.rs` re-exports from the core (`pub use pure::{…}`).
 fn core_reexports() -> BTreeSet<String> {
     let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
-    let mut out = BTreeSet::new();
-    for line in lib.lines() {
-        if let Some(rest) = line.trim().strip_prefix("pub use pure::") {
-            let rest = rest.trim_end_matches(';').trim_matches(['{', '}']);
-            out.extend(
-                rest.split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty()),
-            );
-        }
-    }
-    out
+    let start = lib
+        .find("use pure::{")
+        .expect("src/lib.rs re-exports the core")
+        + "use pure::{".len();
+    let end = start + lib[start..].find('}').unwrap();
+    lib[start..end]
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
 }
 
 fn floor(m: &str) -> Option<usize> {

@@ -16,5 +16,6 @@ mod pastes;
 mod real_logs;
 mod robustness;
 mod service;
+mod silent;
 mod support;
 mod time;

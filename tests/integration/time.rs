@@ -804,3 +804,106 @@ fn max_age_holds_back_catch_up_only_whatever_a_hosts_clock_says() {
         "{opened:?}"
     );
 }
+
+/// Design 5.2 in the harness: a collector (`[journal] directory`, `[fleet]
+/// silent_incidents`) of four hosts; `quiet` stops writing at 15 min,
+/// `away` is silent from 10 to 30 min and writes again, one host's lines
+/// arrive a minute late. scan, `run --once` and a following `run`, read in
+/// batches with pauses, give the same host-silent incidents: `quiet`'s
+/// open, `away`'s resolved at its return.
+#[test]
+fn a_silent_host_is_one_incident_from_scan_once_and_follow() {
+    const MIN: Micros = 60 * SECOND;
+    let mut journal = Vec::new();
+    for (name, lag, gap) in [
+        ("busy", 0, None),
+        ("late", 60 * SECOND, None),
+        ("quiet", 0, Some((15 * MIN, 99 * MIN))),
+        ("away", 0, Some((10 * MIN, 30 * MIN))),
+    ] {
+        let mut h = Host::new(name, lag, T0);
+        while h.t <= T0 + 40 * MIN {
+            let t = h.t;
+            if gap.is_none_or(|(from, to)| t <= T0 + from || t >= T0 + to) {
+                h.line(klog(
+                    'I',
+                    t,
+                    "kubelet.go:2400",
+                    r#""SyncLoop (PLEG): event for pod" pod="default/p""#,
+                ));
+            }
+            h.t += 30 * SECOND;
+        }
+        journal.extend(h.out);
+    }
+    journal.sort_by_key(|w| w.written_at);
+    let settings = Settings {
+        silent_after: 10 * MIN,
+        ..Settings::default()
+    };
+    let mut scan = Pipeline::new(EntryFilter::default(), settings);
+    scan.set_fleet(true);
+    let mut d = Vec::new();
+    for w in &journal {
+        scan.push(w.entry.clone(), &mut d);
+    }
+    scan.finish(&mut d);
+    let mut reference = scan.tracker_mut().take_resolved();
+    reference.extend(scan.tracker().open_incidents().cloned());
+    let reference: Vec<serde_json::Value> = reference
+        .iter()
+        .map(|i| serde_json::to_value(i).unwrap())
+        .collect();
+    let silent: Vec<(&str, &str, Option<i64>)> = reference
+        .iter()
+        .map(|i| {
+            assert_eq!(i["kind"], "host-silent", "{i:#}");
+            (
+                i["host"].as_str().unwrap(),
+                i["resolution"].as_str().unwrap_or("open"),
+                i["resolved_at"].as_i64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        silent,
+        [
+            ("away", "wrote", Some(T0 + 30 * MIN)),
+            ("quiet", "open", None)
+        ],
+        "{reference:#?}"
+    );
+    let want = comparable(&reference, &reference);
+    let dir = tempfile::tempdir().unwrap();
+    let collector = format!(
+        "max_age = \"3650d\"\n[fleet]\nsilent_incidents = true\n[journal]\ndirectory = \"{}\"\n",
+        dir.path().display()
+    );
+    for (seed, max_batch, pause_every, max_pause) in [(1, 1, 3, 30), (2, 7, 5, 200), (3, 50, 2, 90)]
+    {
+        let reading = Reading {
+            seed,
+            max_batch,
+            pause_every,
+            max_pause: max_pause * SECOND,
+        };
+        for once in [true, false] {
+            let s = served_with(&journal, reading, once, &collector);
+            assert_eq!(
+                comparable(&s.incidents, &reference),
+                want,
+                "once {once}, {reading:?}"
+            );
+            // Each alerted (what ended within one pass may go out as one
+            // mail: the alert with its end).
+            let about = |h: &str| {
+                s.mails
+                    .iter()
+                    .filter(|m| m.contains(&format!("host {h}")))
+                    .count()
+            };
+            assert_eq!(about("quiet"), 1, "once {once} {reading:?}");
+            assert!(about("away") >= 1, "once {once} {reading:?}");
+        }
+    }
+}

@@ -562,6 +562,7 @@ impl Ingest {
             Some(ReaderEvent::Tail { sync }) => {
                 self.caught_up = true;
                 self.pipeline.caught_up();
+                self.pipeline.judge_silence(&mut self.pending.decisions);
                 if let Some(wall) = self.supervisor.tail(sync) {
                     self.pipeline
                         .advance_quiet(wall, self.started, &mut self.pending.decisions);
@@ -580,6 +581,11 @@ impl Ingest {
                 self.pending.entries += 1;
             }
             Some(ReaderEvent::Warning(w)) => tracing::warn!("{w}"),
+            Some(ReaderEvent::Activity { host, at }) => {
+                self.pipeline.set_now((self.now)());
+                self.pipeline
+                    .activity(&host, at, &mut self.pending.decisions);
+            }
             Some(ReaderEvent::Failed(e)) => {
                 tracing::error!("journal reader failed: {e}; restarting it from the last commit");
                 return Flow::Restart;

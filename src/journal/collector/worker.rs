@@ -36,6 +36,10 @@ struct OpenGroup {
     intact: Intact,
     /// Read without the match (libsystemd gave up on a file through it).
     whole: bool,
+    /// The host its entries name (`_HOSTNAME`), once known.
+    host: Option<Text>,
+    /// The newest time its files' headers said, as last sent.
+    reached: Option<crate::time::Micros>,
 }
 
 /// Why a read stopped early.
@@ -198,6 +202,8 @@ impl Worker {
             j,
             files,
             last_used: Instant::now(),
+            host: None,
+            reached: None,
         })
     }
 
@@ -294,6 +300,9 @@ impl Worker {
                 }
             }
             entry.group = Some(pass.key.clone());
+            if o.host.is_none() {
+                o.host.clone_from(&entry.host);
+            }
             if pass.batch.len() + 1 >= self.batch && entry.cursor.is_none() {
                 entry.cursor = Some(cursor(&o.j)?);
             }
@@ -361,6 +370,38 @@ impl Worker {
             // position (at the tail: the last entry before now).
             done.cursor = o.j.cursor().ok();
         }
-        Ok(())
+        self.tell_activity(o)
+    }
+
+    /// At the group's end: how far its files reach, any unit (their
+    /// headers: a few bytes a file), if that moved. A healthy host whose
+    /// kubelet is quiet still writes, and is not silent.
+    fn tell_activity(&self, o: &mut OpenGroup) -> Result<(), Stop> {
+        let Some(at) = o
+            .files
+            .iter()
+            .filter_map(|f| super::groups::header_tail_realtime(f))
+            .max()
+        else {
+            return Ok(());
+        };
+        if o.reached.is_some_and(|r| r >= at) {
+            return Ok(());
+        }
+        if o.host.is_none() {
+            // No entry of the kubelet's read through this handle yet: the
+            // host its newest entry names, once a handle.
+            o.host = unfiltered(&o.files).and_then(|mut u| {
+                u.seek_tail().ok()?;
+                u.previous().ok().filter(|&n| n > 0)?;
+                let mut names = Interner::default();
+                read_entry(&mut u, &mut names).ok()?.host
+            });
+        }
+        let Some(host) = o.host.clone() else {
+            return Ok(());
+        };
+        o.reached = Some(at);
+        self.send(ReaderEvent::Activity { host, at })
     }
 }

@@ -47,6 +47,11 @@ pub(super) fn heartbeat(
 /// carry a `kind` label (node-status alerts keep the labels they had, so
 /// their fingerprints do not change on upgrade).
 pub(super) const ALERTNAME_DOWN: &str = "KubeletDown";
+/// The alertname of host-silent incidents (design 5.2), with a `kind`
+/// label. Not the Prometheus rule's `KubeletSentinelHostSilent` (from the
+/// metric): a deployment with both sees two alerts, never one that
+/// resolves the other.
+pub(super) const ALERTNAME_SILENT: &str = "KubeletHostSilent";
 /// Evidence lines are cut to this in annotations.
 const MAX_EVIDENCE: usize = 1000;
 
@@ -57,6 +62,10 @@ fn severity(i: &Incident) -> &'static str {
     if i.down.is_some() {
         // The kubelet is not running: the node is going NotReady.
         return "critical";
+    }
+    if i.kind == crate::tracker::IncidentKind::HostSilent {
+        // Nothing known of the node, good or bad: the operator should look.
+        return "warning";
     }
     match i.cause() {
         Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
@@ -97,6 +106,10 @@ pub(crate) fn labels(
             l.insert("alertname".into(), ALERTNAME_DOWN.into());
             l.insert("kind".into(), k.as_str().into());
         }
+        k @ crate::tracker::IncidentKind::HostSilent => {
+            l.insert("alertname".into(), ALERTNAME_SILENT.into());
+            l.insert("kind".into(), k.as_str().into());
+        }
     }
     l.insert("node".into(), clean(&i.node, MAX_LABEL));
     if let Some(h) = i.host.as_ref().filter(|h| !h.is_empty()) {
@@ -126,6 +139,12 @@ pub(super) fn alert(
 ) -> Value {
     let span = i.resolved_at.unwrap_or(i.last_signal_at) - i.opened_at;
     let summary = match &i.down {
+        _ if i.kind == crate::tracker::IncidentKind::HostSilent => format!(
+            "host {} (node {}) silent since {}",
+            crate::tracker::one_line(i.host.as_deref().unwrap_or(&i.node), 200),
+            crate::tracker::one_line(&i.node, 200),
+            rfc3339(i.last_entry_at.unwrap_or(i.opened_at))
+        ),
         Some(d) => format!(
             "{}: kubelet down, {} restarts in {} ({})",
             crate::tracker::one_line(&i.node, 200),

@@ -35,18 +35,21 @@ crate::kinds::spelling!(Status {
 });
 
 /// What an incident is about (design 3.3): the node's status (today's),
-/// or the kubelet's own life. More kinds (`endpoint`, `host-silent`) join
-/// here; an incident stored before kinds existed is a node-status one.
+/// the kubelet's own life, or a collector's host that stopped writing.
+/// More kinds (`endpoint`) join here; an incident stored before kinds
+/// existed is a node-status one.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum IncidentKind {
     #[default]
     NodeStatus,
     KubeletDown,
+    HostSilent,
 }
 
 crate::kinds::spelling!(IncidentKind {
     NodeStatus => "node-status",
     KubeletDown => "kubelet-down",
+    HostSilent => "host-silent",
 });
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +125,8 @@ pub enum Resolution {
     /// kubelet-down: a stop that was asked for (`systemctl stop`, shutdown,
     /// an upgrade's restart).
     Stopped,
+    /// host-silent: the host's journal was written again.
+    Wrote,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -240,6 +245,10 @@ pub struct Incident {
     /// kubelet-down incidents: restarts, exits, fatal lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub down: Option<Down>,
+    /// host-silent incidents: the time the host's journal had reached
+    /// when it stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_entry_at: Option<Micros>,
 }
 
 impl Incident {
@@ -295,12 +304,24 @@ impl Incident {
         node: &str,
         obs: &super::Observation<'_>,
     ) -> Self {
-        let at = obs.at;
+        Self::blank(id, kind, node, obs.host, obs.at, obs.signal.kind)
+    }
+
+    /// A new incident of `kind` for `node` of `host`, opened at `at`.
+    #[must_use]
+    pub(super) fn blank(
+        id: String,
+        kind: IncidentKind,
+        node: &str,
+        host: Option<&str>,
+        at: Micros,
+        first_trouble: SignalKind,
+    ) -> Self {
         Self {
             id,
             kind,
             node: node.to_string(),
-            host: obs.host.map(str::to_string),
+            host: host.map(str::to_string),
             opened_at: at,
             last_signal_at: at,
             last_trouble_at: at,
@@ -318,7 +339,7 @@ impl Incident {
             announced: false,
             anchor: None,
             caches_synced_at: None,
-            first_trouble: obs.signal.kind,
+            first_trouble,
             causes: std::collections::BTreeMap::new(),
             non_lister_trouble: 0,
             recent: std::collections::VecDeque::new(),
@@ -329,6 +350,7 @@ impl Incident {
             timeline: super::timeline::Timeline::default(),
             api_endpoint: None,
             down: None,
+            last_entry_at: None,
         }
     }
 
@@ -354,6 +376,12 @@ impl Incident {
     /// otherwise; undetermined while open and neither.
     #[must_use]
     pub fn verdict(&self, s: &Settings) -> Verdict {
+        if self.kind == IncidentKind::HostSilent {
+            return match self.status() {
+                Status::Resolved => Verdict::Transient,
+                Status::Open => Verdict::Undetermined,
+            };
+        }
         if let Some(d) = &self.down {
             return if d.gave_up_at.is_some() {
                 Verdict::Failed
@@ -482,6 +510,10 @@ impl Incident {
     /// restart, to be judged failed) on quiet; `None`: not on quiet.
     #[must_use]
     pub fn due(&self, resolve_after: Micros) -> Option<Micros> {
+        if self.kind == IncidentKind::HostSilent {
+            // Only the host's own next entry ends it.
+            return None;
+        }
         match &self.down {
             None => Some(self.last_trouble_at + resolve_after),
             Some(d) => match d.pending {
@@ -550,7 +582,7 @@ impl Incident {
                 "Ended at {} by a stop that was asked for.",
                 clock(self.resolved_at.unwrap_or(self.last_signal_at))
             )),
-            Some(Resolution::Evicted | Resolution::SourceChanged) => {
+            Some(Resolution::Evicted | Resolution::SourceChanged | Resolution::Wrote) => {
                 parts.push("Closed without confirmation that it ended.".into());
             }
             None => {}
@@ -561,6 +593,9 @@ impl Incident {
     /// One paragraph for a person.
     #[must_use]
     pub fn diagnosis(&self, s: &Settings) -> String {
+        if self.kind == IncidentKind::HostSilent {
+            return self.silent_diagnosis();
+        }
         if let Some(d) = &self.down {
             return self.down_diagnosis(d, s);
         }
@@ -655,7 +690,7 @@ impl Incident {
                 clock(self.resolved_at.unwrap_or(self.last_signal_at)),
                 clock(self.last_trouble_at)
             )),
-            None => {}
+            Some(Resolution::Wrote) | None => {}
         }
         if let Some(e) = self.first_evidence() {
             parts.push(format!("First error: {}", one_line(&e.text, 300)));

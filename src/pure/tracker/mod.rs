@@ -26,6 +26,7 @@ mod bounds;
 mod down;
 mod incident;
 mod settings;
+mod silent;
 pub(crate) mod timeline;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
@@ -119,6 +120,10 @@ pub struct Origin {
     /// no failed exit before it): its exit now is no crash.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     stopping: bool,
+    /// How far the host's journal has got (the newest entry time read of
+    /// it): what its silence is judged by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_entry_at: Option<Micros>,
 }
 
 const ORIGIN_MARKERS: usize = 8;
@@ -163,15 +168,34 @@ pub struct Tracker {
     /// Forgotten and not yet taken by the caller.
     #[serde(skip)]
     forgotten_incidents: Vec<Incident>,
+    /// The newest time any host's journal reached (derived from the
+    /// hosts' records; 0: none yet).
+    #[serde(skip)]
+    fleet_newest: Micros,
+    /// The source is a collector's directory (hosts read apart): only
+    /// there are hosts judged silent (see [`Tracker::set_fleet`]).
+    #[serde(skip)]
+    fleet: bool,
 }
 
 /// Where an incident of `kind` for `node` is kept among the open ones: a
 /// node has at most one open incident of each kind (node names are DNS
 /// names, so no node is called `kubelet-down:…`).
+/// A host-silent incident is kept by its host (`host-silent:HOST`).
 fn open_key(kind: IncidentKind, node: &str) -> String {
     match kind {
         IncidentKind::NodeStatus => node.to_string(),
-        k @ IncidentKind::KubeletDown => format!("{}:{node}", k.as_str()),
+        k @ (IncidentKind::KubeletDown | IncidentKind::HostSilent) => {
+            format!("{}:{node}", k.as_str())
+        }
+    }
+}
+
+/// Where an open incident is kept (see [`open_key`]).
+fn key_of(i: &Incident) -> String {
+    match i.kind {
+        IncidentKind::HostSilent => open_key(i.kind, i.host.as_deref().unwrap_or(&i.node)),
+        k => open_key(k, &i.node),
     }
 }
 
@@ -210,9 +234,16 @@ impl Tracker {
     /// the open incidents and the per-host records.
     pub fn restore(&mut self, open: Vec<Incident>, origins: Vec<(String, Origin)>) {
         for i in open {
-            self.open.insert(open_key(i.kind, &i.node), i);
+            self.open.insert(key_of(&i), i);
         }
         self.origins.extend(origins);
+        self.fleet_newest = self
+            .origins
+            .values()
+            .filter_map(|o| o.last_entry_at)
+            .max()
+            .unwrap_or(0)
+            .max(self.fleet_newest);
         self.recompute_due();
     }
 
@@ -262,9 +293,10 @@ impl Tracker {
     /// The latest signal of `host`'s open incidents.
     #[must_use]
     pub fn latest_signal(&self, host: &str) -> Option<Micros> {
+        // A host-silent incident's times are the fleet's, not its host's.
         self.open
             .values()
-            .filter(|i| host_key(i) == host)
+            .filter(|i| host_key(i) == host && i.kind != IncidentKind::HostSilent)
             .map(|i| i.last_signal_at)
             .max()
     }

@@ -34,6 +34,15 @@ pub struct Settings {
     /// Bound on nodes with an open incident in all (`[incidents] max_nodes`).
     #[serde(default = "default_max_nodes")]
     pub max_nodes: usize,
+    /// `[fleet] silent_after` with `silent_incidents`: a host whose journal
+    /// is this far behind the newest of any host's is a host-silent
+    /// incident (0: never).
+    #[serde(default = "default_silent_after")]
+    pub silent_after: Micros,
+}
+
+fn default_silent_after() -> Micros {
+    0
 }
 
 fn default_max_nodes_per_host() -> usize {
@@ -113,6 +122,11 @@ impl Default for Settings {
             overrides: Vec::new(),
             max_nodes_per_host: default_max_nodes_per_host(),
             max_nodes: default_max_nodes(),
+            silent_after: if defaults::SILENT_INCIDENTS {
+                defaults::SILENT_AFTER
+            } else {
+                0
+            },
         }
     }
 }

@@ -1,0 +1,375 @@
+//! Host-silent incidents (design 5.2): a collector's host whose journal
+//! stopped while the others' went on. Only a collector's directory is
+//! judged ([`Tracker::set_fleet`]).
+//!
+//! The tracker is told, entry by entry, how far each host's journal has
+//! got ([`Tracker::activity`]: "host H's journal reaches time T"), and
+//! decides from those times only, never from a clock:
+//! - a host is silent once the newest time of any host is `silent_after`
+//!   or more past its own; the incident opens at its last time +
+//!   `silent_after` (when the fleet's time passed that), whenever it is
+//!   judged, so `scan`, `run --once` and a following `run` give one id;
+//! - it is judged where the reader has read everything there is
+//!   ([`Tracker::judge_silence`]: the end of a one-shot read, each `Tail`
+//!   of a following one), so hosts read in parallel at different speeds
+//!   do not look silent to each other mid-read;
+//! - it resolves at the host's next entry, read late or not; a host that
+//!   comes back before it was judged, after a gap of `silent_after` or
+//!   more of its own that the fleet's time passed, still gets its
+//!   (resolved) incident, as a following service that judged it in the
+//!   gap would have;
+//! - the fleet's time is moved on only by hosts that kept writing (an
+//!   entry less than `silent_after` after their previous one): nothing
+//!   moves, no host is silent (a collector that receives nothing at all is
+//!   behind, which `status` says once), and hosts that all jump over the
+//!   same gap make none of each other silent; one host alone is never
+//!   silent.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+use crate::time::{clock, human_duration};
+
+impl Tracker {
+    /// Whether the source is a collector's directory, whose hosts are
+    /// judged silent; a single node's journal (whose host name may change
+    /// once, at provisioning) and saved logs never are.
+    pub fn set_fleet(&mut self, collector: bool) {
+        self.fleet = collector;
+    }
+
+    /// The service was switched to another journal: how far the old one's
+    /// hosts got is no measure of the new one's.
+    pub fn forget_journal_times(&mut self) {
+        for (h, o) in &mut self.origins {
+            if o.last_entry_at.take().is_some() {
+                self.dirty_origins.insert(h.clone());
+            }
+        }
+        self.fleet_newest = 0;
+    }
+
+    /// `host`'s journal reaches `at` (an entry of it was read). Ends its
+    /// host-silent incident; records one it had in a gap that nobody
+    /// judged (see the module's doc).
+    pub fn activity(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
+        self.reaches(host, at, true, out);
+    }
+
+    /// `host`'s journal files reach `at` (a collector's reader reads it
+    /// from their headers, whatever unit wrote last): ends its host-silent
+    /// incident. Coarse (once a read of the host's files), so a jump in it
+    /// is no gap of the host's.
+    pub fn journal_reaches(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
+        self.reaches(host, at, false, out);
+    }
+
+    fn reaches(&mut self, host: &str, at: Micros, gaps: bool, out: &mut Vec<Decision>) {
+        if host.is_empty() {
+            return;
+        }
+        let previous = if let Some(o) = self.origins.get_mut(host) {
+            let p = o.last_entry_at;
+            if p.is_some_and(|p| p >= at) {
+                return;
+            }
+            o.last_entry_at = Some(at);
+            p
+        } else {
+            let o = Origin {
+                last_entry_at: Some(at),
+                ..Origin::default()
+            };
+            self.origins.insert(host.to_string(), o);
+            None
+        };
+        if !self.dirty_origins.contains(host) {
+            self.dirty_origins.insert(host.to_string());
+        }
+        let after = self.settings.silent_after;
+        let fleet = self.fleet_newest;
+        // Only a host that kept writing moves the fleet's time on: one
+        // that jumps over a gap of its own (every host after the collector
+        // received nothing, and lost what they wrote meanwhile) makes no
+        // other host silent.
+        if previous.is_none_or(|p| at.saturating_sub(p) < after) {
+            self.fleet_newest = fleet.max(at);
+        }
+        let key = open_key(IncidentKind::HostSilent, host);
+        if !self.open.contains_key(&key) {
+            match previous {
+                // A gap of its own, which the fleet's time passed: hosts
+                // read in parallel (a collector's catch-up) run ahead of
+                // each other, so the fleet's time alone proves nothing.
+                Some(p)
+                    if gaps
+                        && self.fleet
+                        && after > 0
+                        && at.saturating_sub(p) >= after
+                        && fleet.saturating_sub(p) >= after =>
+                {
+                    self.open_silent(host, p, out);
+                }
+                _ => return,
+            }
+        }
+        self.resolve(&key, at, Resolution::Wrote, out);
+    }
+
+    /// Opens a host-silent incident for every host whose journal's time
+    /// is `silent_after` or more behind the newest of any host's; call it
+    /// where the reader has read everything there is.
+    pub fn judge_silence(&mut self, out: &mut Vec<Decision>) {
+        let after = self.settings.silent_after;
+        let newest = self.fleet_newest;
+        if after <= 0 || !self.fleet {
+            return;
+        }
+        let silent: Vec<(String, Micros)> = self
+            .origins
+            .iter()
+            .filter_map(|(h, o)| o.last_entry_at.map(|t| (h, t)))
+            .filter(|(h, t)| {
+                newest.saturating_sub(*t) >= after
+                    && !self
+                        .open
+                        .contains_key(&open_key(IncidentKind::HostSilent, h))
+            })
+            .map(|(h, t)| (h.clone(), t))
+            .collect();
+        for (h, t) in silent {
+            self.open_silent(&h, t, out);
+        }
+    }
+
+    /// The newest time any host's journal has reached.
+    #[must_use]
+    pub fn fleet_newest(&self) -> Option<Micros> {
+        (self.fleet_newest > 0).then_some(self.fleet_newest)
+    }
+
+    fn open_silent(&mut self, host: &str, last: Micros, out: &mut Vec<Decision>) {
+        let key = open_key(IncidentKind::HostSilent, host);
+        let at = last.saturating_add(self.settings.silent_after);
+        let node = self
+            .origins
+            .get(host)
+            .and_then(|o| o.registered_node.clone().or_else(|| o.named_node.clone()))
+            .unwrap_or_else(|| host.to_string());
+        let mut inc = Incident::blank(
+            incident_id(&key, at),
+            IncidentKind::HostSilent,
+            &node,
+            Some(host),
+            at,
+            // Nothing signalled it; the field is not shown for this kind.
+            SignalKind::KubeletStopped,
+        );
+        inc.last_entry_at = Some(last);
+        // Alerted as soon as it opens: silence has no count to cross.
+        inc.over_threshold_at = Some(at);
+        inc.last_alert_at = Some(at);
+        out.push(Decision::OpenIncident { id: inc.id.clone() });
+        out.push(Decision::QueueAlert {
+            id: inc.id.clone(),
+            kind: AlertKind::Opened,
+            at,
+        });
+        self.open.insert(key, inc);
+    }
+}
+
+impl Incident {
+    /// One paragraph for a person: which host, since when, its last node.
+    pub(super) fn silent_diagnosis(&self) -> String {
+        let host = self.host.as_deref().unwrap_or(&self.node);
+        let last = self.last_entry_at.unwrap_or(self.opened_at);
+        let mut s = format!(
+            "Host {host} (last node {}) has written nothing since {}: silent for {} or more \
+             while the other hosts' journals went on. The host may be down, cut off from the \
+             collector, or its journal upload (systemd-journal-upload) stopped.",
+            self.node,
+            clock(last),
+            human_duration(self.opened_at - last),
+        );
+        if let (Some(Resolution::Wrote), Some(r)) = (self.resolution, self.resolved_at) {
+            s.push_str(&format!(
+                " Resolved at {}: the host wrote again after {} of silence.",
+                clock(r),
+                human_duration(r - last)
+            ));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIN: Micros = 60 * SECOND;
+
+    /// `[fleet] silent_incidents = true`, `silent_after` at its default.
+    fn on() -> Settings {
+        Settings {
+            silent_after: crate::defaults::SILENT_AFTER,
+            ..Settings::default()
+        }
+    }
+    const T0: Micros = 1_795_856_400_000_000;
+
+    /// Four hosts writing once a minute for an hour; `c` stops at 30 min
+    /// (and writes again at `back`, if given). Judged every `judge_every`
+    /// minutes (0: at the end only).
+    fn run(back: Option<i64>, judge_every: i64) -> (Tracker, Vec<Decision>) {
+        let mut t = Tracker::new(on());
+        t.set_fleet(true);
+        let mut out = Vec::new();
+        for m in 0..=60 {
+            for h in ["a", "b", "c", "d"] {
+                let quiet = h == "c" && m > 30 && back.is_none_or(|b| m < b);
+                if !quiet {
+                    t.activity(h, T0 + m * MIN, &mut out);
+                }
+            }
+            if judge_every > 0 && m % judge_every == 0 {
+                t.judge_silence(&mut out);
+            }
+        }
+        t.judge_silence(&mut out);
+        (t, out)
+    }
+
+    fn silent(t: &mut Tracker) -> Vec<Incident> {
+        let mut all = t.take_resolved();
+        all.extend(t.open_incidents().cloned());
+        all.retain(|i| i.kind == IncidentKind::HostSilent);
+        all
+    }
+
+    #[test]
+    fn a_host_that_stops_while_the_others_write_is_one_silent_incident() {
+        let (mut t, out) = run(None, 0);
+        let got = silent(&mut t);
+        assert_eq!(got.len(), 1, "{got:#?}");
+        let i = &got[0];
+        assert_eq!(i.host.as_deref(), Some("c"));
+        assert_eq!(i.node, "c");
+        assert_eq!(i.last_entry_at, Some(T0 + 30 * MIN));
+        assert_eq!(i.opened_at, T0 + 40 * MIN);
+        assert_eq!(i.status(), Status::Open);
+        assert!(out.iter().any(
+            |d| matches!(d, Decision::QueueAlert { kind: AlertKind::Opened, id, .. } if *id == i.id)
+        ));
+        assert!(i.diagnosis(&Settings::default()).contains("Host c"));
+        // Judged at every minute instead: the same incident.
+        let (mut often, _) = run(None, 1);
+        assert_eq!(silent(&mut often), got);
+    }
+
+    #[test]
+    fn it_resolves_when_the_host_writes_again_judged_or_not() {
+        let (mut t, out) = run(Some(55), 1);
+        let got = silent(&mut t);
+        assert_eq!(got.len(), 1, "{got:#?}");
+        assert_eq!(got[0].resolved_at, Some(T0 + 55 * MIN));
+        assert_eq!(got[0].resolution, Some(Resolution::Wrote));
+        assert!(out.iter().any(|d| matches!(
+            d,
+            Decision::QueueAlert {
+                kind: AlertKind::Resolved,
+                ..
+            }
+        )));
+        // Never judged in the gap (a one-shot read of it all): the same.
+        let (mut once, _) = run(Some(55), 0);
+        assert_eq!(silent(&mut once), got);
+        // Back before silent_after: nothing.
+        let (mut short, _) = run(Some(39), 1);
+        assert!(silent(&mut short).is_empty());
+    }
+
+    #[test]
+    fn one_host_alone_or_a_fleet_that_stops_together_is_never_silent() {
+        let mut t = Tracker::new(on());
+        t.set_fleet(true);
+        let mut out = Vec::new();
+        for m in [0, 5, 60, 300] {
+            t.activity("only", T0 + m * MIN, &mut out);
+            t.judge_silence(&mut out);
+        }
+        assert!(silent(&mut t).is_empty());
+        // Every host stops at once (the collector receives nothing), then
+        // all come back: no host moved on while another was quiet.
+        let mut t = Tracker::new(on());
+        t.set_fleet(true);
+        for m in (0..10).chain(100..110) {
+            for h in ["a", "b", "c"] {
+                t.activity(h, T0 + m * MIN, &mut out);
+            }
+            t.judge_silence(&mut out);
+        }
+        let got = silent(&mut t);
+        assert!(got.is_empty(), "{got:#?}");
+    }
+
+    #[test]
+    fn the_incident_and_the_hosts_times_survive_a_restart() {
+        let (mut t, _) = run(None, 0);
+        let open: Vec<Incident> = t.open_incidents().cloned().collect();
+        let origins = t.take_dirty_origins();
+        let mut again = Tracker::new(on());
+        again.set_fleet(true);
+        again.restore(open, origins);
+        let mut out = Vec::new();
+        again.activity("c", T0 + 70 * MIN, &mut out);
+        let got = silent(&mut again);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].resolved_at, Some(T0 + 70 * MIN));
+        // Its jump over its own gap does not move the fleet on.
+        assert_eq!(again.fleet_newest(), Some(T0 + 60 * MIN));
+    }
+
+    #[test]
+    fn a_journal_that_is_no_collector_is_never_judged() {
+        let mut t = Tracker::new(on());
+        let mut out = Vec::new();
+        for m in 0..60 {
+            t.activity("renamed", T0 + m * MIN, &mut out);
+        }
+        t.activity("localhost", T0, &mut out);
+        t.judge_silence(&mut out);
+        assert!(silent(&mut t).is_empty());
+    }
+
+    #[test]
+    fn off_unless_asked_for() {
+        let mut t = Tracker::new(Settings::default());
+        t.set_fleet(true);
+        let mut out = Vec::new();
+        for m in 0..60 {
+            t.activity("a", T0 + m * MIN, &mut out);
+        }
+        t.activity("b", T0, &mut out);
+        t.judge_silence(&mut out);
+        assert!(silent(&mut t).is_empty());
+    }
+
+    #[test]
+    fn a_host_whose_journal_goes_on_without_its_kubelet_is_not_silent() {
+        let mut t = Tracker::new(on());
+        t.set_fleet(true);
+        let mut out = Vec::new();
+        for m in 0..60 {
+            t.activity("a", T0 + m * MIN, &mut out);
+            // b's kubelet stops at 20 min; its files' headers go on.
+            if m <= 20 {
+                t.activity("b", T0 + m * MIN, &mut out);
+            } else if m % 5 == 0 {
+                t.journal_reaches("b", T0 + m * MIN, &mut out);
+            }
+            t.judge_silence(&mut out);
+        }
+        assert!(silent(&mut t).is_empty());
+    }
+}
