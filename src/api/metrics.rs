@@ -135,6 +135,12 @@ impl Collector for Snapshot {
             "Journal entries removed (rotation, vacuum) before they were read.",
             &one(sum.entries_lost),
         )?;
+        Self::counter(
+            &mut enc,
+            "entries_missing",
+            "Entries damaged journal files record that the reader could not walk.",
+            &one(sum.entries_missing),
+        )?;
         let hosts: Vec<(Labels, f64)> = s
             .hosts
             .iter()

@@ -13,6 +13,7 @@ use systemd::journal::{Journal, OpenFilesOptions};
 use tokio::sync::mpsc;
 
 use super::{Done, Event, Job};
+use crate::journal::census::{Count, Walked, count};
 use crate::journal::handle::{
     Intact, Interner, Start, add_matches, damaged, find_cursor, in_match, present_only, read_entry,
     resume_whole, seek, seqnum, unfiltered,
@@ -75,6 +76,11 @@ pub(super) struct Worker {
     pub(super) tx: mpsc::Sender<ReaderEvent>,
     pub(super) done: std_mpsc::Sender<Event>,
     open: HashMap<Text, OpenGroup>,
+    /// Groups read from their head and not yet to their end: what was
+    /// walked, compared at the end with what the files record (`census`).
+    /// Kept apart from the handles, which are closed and reopened after
+    /// the group's cursor in between.
+    walked: HashMap<Text, Walked>,
     names: Interner,
 }
 
@@ -93,6 +99,7 @@ impl Worker {
             tx,
             done,
             open: HashMap::new(),
+            walked: HashMap::new(),
             names: Interner::default(),
         }
     }
@@ -114,6 +121,7 @@ impl Worker {
                 }
                 Ok(Job::Forget(key)) => {
                     self.open.remove(&key);
+                    self.walked.remove(&key);
                 }
                 Err(std_mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
@@ -227,6 +235,9 @@ impl Worker {
             }
         };
         o.last_used = Instant::now();
+        if *start == Start::Head && !reuse {
+            self.walked.insert(key.clone(), Walked::default());
+        }
         let mut pass = Pass {
             key,
             start,
@@ -294,6 +305,9 @@ impl Worker {
                 }
             }
             entry.group = Some(pass.key.clone());
+            if let Some(w) = self.walked.get_mut(pass.key) {
+                w.count(&entry);
+            }
             if pass.batch.len() + 1 >= self.batch && entry.cursor.is_none() {
                 entry.cursor = Some(cursor(&o.j)?);
             }
@@ -360,6 +374,26 @@ impl Worker {
             // Opened and nothing new: where the handle stands is the
             // position (at the tail: the last entry before now).
             done.cursor = o.j.cursor().ok();
+        }
+        self.counted(pass.key, &o.files)
+    }
+
+    /// At the end of a group read from its head: says what its files
+    /// record that the read could not walk, if anything. Once: files being
+    /// written are looked at again at a later end.
+    fn counted(&mut self, key: &Text, files: &[PathBuf]) -> Result<(), Stop> {
+        let Some(walked) = self.walked.get(key) else {
+            return Ok(());
+        };
+        match count(files, &self.filter, walked) {
+            Count::Unknown => {}
+            Count::Whole => {
+                self.walked.remove(key);
+            }
+            Count::Short(w) => {
+                self.walked.remove(key);
+                self.send(ReaderEvent::Warning(w))?;
+            }
         }
         Ok(())
     }
