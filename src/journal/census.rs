@@ -331,3 +331,22 @@ pub(crate) fn count(files: &[PathBuf], filter: &EntryFilter, walked: &Walked) ->
         },
     })
 }
+
+/// The sequence-number ID in a journal file's header (bytes 72..88), in
+/// lower-case hex: the `s=` of its entries' cursors.
+pub(crate) fn seqnum_id(path: &Path) -> Option<String> {
+    let f = std::fs::File::open(path).ok()?;
+    let h = read_at(&f, 0, 88)?;
+    if &h[..8] != b"LPKSHHRH" {
+        return None;
+    }
+    Some(
+        h[72..88]
+            .iter()
+            .fold(String::with_capacity(32), |mut s, b| {
+                use std::fmt::Write as _;
+                let _ = write!(s, "{b:02x}");
+                s
+            }),
+    )
+}

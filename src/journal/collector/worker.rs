@@ -4,7 +4,7 @@
 //! open (the most recently used, [`OPEN_PER_WORKER`]) and closes idle ones,
 //! so memory and open files stay flat in the number of hosts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
@@ -13,7 +13,7 @@ use systemd::journal::{Journal, OpenFilesOptions};
 use tokio::sync::mpsc;
 
 use super::{Done, Event, Job};
-use crate::journal::census::{Count, Walked, count};
+use crate::journal::census::{Count, Walked, count, seqnum_id};
 use crate::journal::handle::{
     Intact, Interner, Start, add_matches, damaged, find_cursor, in_match, present_only, read_entry,
     resume_whole, seek, seqnum, unfiltered,
@@ -81,6 +81,10 @@ pub(super) struct Worker {
     /// Kept apart from the handles, which are closed and reopened after
     /// the group's cursor in between.
     walked: HashMap<Text, Walked>,
+    /// The sequence-number IDs of the files each group's handle was last
+    /// opened over: a file of another sequence that appears later is read
+    /// from its head up to the group's position (see `catch_up`).
+    seqs: HashMap<Text, HashSet<String>>,
     names: Interner,
 }
 
@@ -100,6 +104,7 @@ impl Worker {
             done,
             open: HashMap::new(),
             walked: HashMap::new(),
+            seqs: HashMap::new(),
             names: Interner::default(),
         }
     }
@@ -122,6 +127,7 @@ impl Worker {
                 Ok(Job::Forget(key)) => {
                     self.open.remove(&key);
                     self.walked.remove(&key);
+                    self.seqs.remove(&key);
                 }
                 Err(std_mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
@@ -218,6 +224,27 @@ impl Worker {
             closed: false,
         };
         let reuse = self.open.get(key).is_some_and(|o| o.files == files);
+        let late = match (reuse, start) {
+            (false, Start::After(c)) => self.late_files(key, &files, c),
+            _ => Vec::new(),
+        };
+        if !reuse {
+            let ids = files.iter().filter_map(|f| seqnum_id(f)).collect();
+            self.seqs.insert(key.clone(), ids);
+        }
+        if let (false, Start::After(c)) = (late.is_empty(), start) {
+            match self.catch_up(key, &late, c) {
+                Ok(()) => {}
+                Err(Stop::Closed) => {
+                    done.closed = true;
+                    return done;
+                }
+                Err(Stop::Failed(e)) => {
+                    done.error = Some(e);
+                    return done;
+                }
+            }
+        }
         // The handle is out of the table while it is read, back in after.
         let opened = match self.open.remove(key) {
             Some(o) if reuse => Ok(o),
@@ -259,6 +286,66 @@ impl Worker {
             Err(Stop::Failed(e)) => done.error = Some(e),
         }
         done
+    }
+
+    /// Files of a sequence new to the group since its handle was last
+    /// opened (another journald or journal-remote run of the same host,
+    /// copied in late), not the sequence of the position `c`.
+    fn late_files(&self, key: &Text, files: &[PathBuf], c: &str) -> Vec<PathBuf> {
+        let Some(known) = self.seqs.get(key) else {
+            return Vec::new();
+        };
+        let own = seqnum(c).map(|(id, _)| id.to_ascii_lowercase());
+        files
+            .iter()
+            .filter(|f| {
+                seqnum_id(f).is_some_and(|id| !known.contains(&id) && own.as_ref() != Some(&id))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Reads late files of a new sequence from their head up to the time
+    /// of the group's position `c`. A handle resumed after a cursor places
+    /// files of another sequence by time (libsystemd has one position per
+    /// handle), so their entries before `c`'s time would never be read; the
+    /// group's handle reads the rest. These entries carry no cursor: the
+    /// group's position stays where it was (a cursor of theirs, older,
+    /// would move it back).
+    fn catch_up(&mut self, key: &Text, files: &[PathBuf], c: &str) -> Result<(), Stop> {
+        let Some(until) = realtime_of(c) else {
+            return Ok(());
+        };
+        let mut j = self.open_group(files, &Start::Head, true)?;
+        let mut batch = Vec::with_capacity(self.batch);
+        while j
+            .next()
+            .map_err(|e| format!("reading the next entry: {e}"))?
+            > 0
+        {
+            if j.timestamp_usec()
+                .map_err(|e| format!("reading a time: {e}"))?
+                >= until
+            {
+                break;
+            }
+            let mut e = read_entry(&mut j, &mut self.names)
+                .map_err(|e| format!("reading an entry: {e}"))?;
+            e.cursor = None;
+            e.group = Some(key.clone());
+            if let Some(w) = self.walked.get_mut(key) {
+                w.count(&e);
+            }
+            batch.push(e);
+            if batch.len() >= self.batch {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(self.batch));
+                self.send(ReaderEvent::Entries(full))?;
+            }
+        }
+        if !batch.is_empty() {
+            self.send(ReaderEvent::Entries(batch))?;
+        }
+        Ok(())
     }
 
     /// Reads the group until its end or [`BATCHES_PER_JOB`] batches.
@@ -397,4 +484,12 @@ impl Worker {
         }
         Ok(())
     }
+}
+
+/// The time (`t=`, µs) of a cursor.
+fn realtime_of(cursor: &str) -> Option<u64> {
+    cursor
+        .split(';')
+        .find_map(|p| p.strip_prefix("t="))
+        .and_then(|t| u64::from_str_radix(t, 16).ok())
 }
