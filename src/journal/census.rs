@@ -350,3 +350,37 @@ pub(crate) fn seqnum_id(path: &Path) -> Option<String> {
             }),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(unit: &str, ident: &str) -> Entry {
+        Entry {
+            unit: Some(unit.into()),
+            identifier: Some(ident.into()),
+            ..Entry::default()
+        }
+    }
+
+    /// An entry lost counts once in each term it matches: the shortfall is
+    /// the largest of any term, not their sum.
+    #[test]
+    fn the_shortfall_is_the_largest_of_any_term() {
+        let mut held = Held::default();
+        held.by.insert((0, "kubelet.service".into()), 10);
+        held.by.insert((1, "kubelet".into()), 12);
+        let mut walked = Walked::default();
+        for _ in 0..8 {
+            walked.count(&entry("kubelet.service", "kubelet"));
+        }
+        assert_eq!(held.missing(&walked), 4);
+        for _ in 0..2 {
+            walked.count(&entry("kubelet.service", "kubelet"));
+        }
+        walked.count(&entry("crio.service", "kubelet"));
+        walked.count(&entry("crio.service", "kubelet"));
+        assert_eq!(held.missing(&walked), 0);
+        assert_eq!(Held::default().missing(&walked), 0);
+    }
+}

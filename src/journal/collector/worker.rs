@@ -66,6 +66,9 @@ struct Pass<'a> {
     skip: Option<String>,
     batch: Vec<Entry>,
     sent: usize,
+    /// The group's count while it is read (out of `Worker::walked`: no
+    /// lookup per entry).
+    walked: Option<Walked>,
 }
 
 pub(super) struct Worker {
@@ -274,8 +277,13 @@ impl Worker {
             },
             batch: Vec::with_capacity(self.batch),
             sent: 0,
+            walked: self.walked.remove(key),
         };
-        match self.pump(&mut o, &mut pass, &mut done, reuse) {
+        let pumped = self.pump(&mut o, &mut pass, &mut done, reuse);
+        if let Some(w) = pass.walked.take() {
+            self.walked.insert(key.clone(), w);
+        }
+        match pumped {
             Ok(()) => {
                 self.open.insert(key.clone(), o);
             }
@@ -392,7 +400,7 @@ impl Worker {
                 }
             }
             entry.group = Some(pass.key.clone());
-            if let Some(w) = self.walked.get_mut(pass.key) {
+            if let Some(w) = pass.walked.as_mut() {
                 w.count(&entry);
             }
             if pass.batch.len() + 1 >= self.batch && entry.cursor.is_none() {
@@ -462,23 +470,21 @@ impl Worker {
             // position (at the tail: the last entry before now).
             done.cursor = o.j.cursor().ok();
         }
-        self.counted(pass.key, &o.files)
+        self.counted(pass, &o.files)
     }
 
     /// At the end of a group read from its head: says what its files
     /// record that the read could not walk, if anything. Once: files being
     /// written are looked at again at a later end.
-    fn counted(&mut self, key: &Text, files: &[PathBuf]) -> Result<(), Stop> {
-        let Some(walked) = self.walked.get(key) else {
+    fn counted(&mut self, pass: &mut Pass<'_>, files: &[PathBuf]) -> Result<(), Stop> {
+        let Some(walked) = pass.walked.as_ref() else {
             return Ok(());
         };
         match count(files, &self.filter, walked) {
             Count::Unknown => {}
-            Count::Whole => {
-                self.walked.remove(key);
-            }
+            Count::Whole => pass.walked = None,
             Count::Short(w) => {
-                self.walked.remove(key);
+                pass.walked = None;
                 self.send(ReaderEvent::Warning(w))?;
             }
         }
