@@ -19,7 +19,19 @@
 //! disagree is each file counted on its own through libsystemd, to name
 //! the file that lost them.
 //!
-//! The layout is systemd's `src/libsystemd/sd-journal/journal-def.h`.
+//! Why not the header's `n_entries` against an unfiltered walk: that needs
+//! a second walk of every file, and it counts every unit's entries, while
+//! a loss that matters is one of the kubelet's (a damaged data object's
+//! entry array cuts the match's walk and no other).
+//!
+//! Where it runs: a read once from the head (`scan`, a first `run --once`)
+//! of the single reader, and every collector group read from its head
+//! (once or following) when it reaches its end with no file being written
+//! (`state` online: its counts move; looked at again at a later end). Not
+//! checked: a read resumed after a cursor (what came before is not
+//! counted), the single reader while following (the system journal's
+//! active file is always online). The layout is systemd's
+//! `src/libsystemd/sd-journal/journal-def.h`.
 
 use std::collections::HashMap;
 use std::os::unix::fs::FileExt as _;
