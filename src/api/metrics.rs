@@ -143,6 +143,12 @@ impl Snapshot {
             "Journal entries removed (rotation, vacuum) before they were read.",
             &one(sum.entries_lost),
         )?;
+        Self::counter(
+            enc,
+            "entries_missing",
+            "Entries damaged journal files record that the reader could not walk.",
+            &one(sum.entries_missing),
+        )?;
         let hosts: Vec<(Labels, f64)> = s
             .hosts
             .iter()

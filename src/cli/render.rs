@@ -159,6 +159,7 @@ pub(crate) fn status(s: &StatusOut) -> String {
         ("open_incidents", s.open_incidents),
         ("incidents", s.incidents),
         ("entries_lost", s.entries_lost),
+        ("entries_missing", s.entries_missing),
         ("untrusted", s.untrusted),
         ("evicted", s.evicted),
         ("evicted_forgotten", s.evicted_forgotten),

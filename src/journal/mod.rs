@@ -8,6 +8,8 @@
 //! - [`protocol`]: what a reader thread and its consumer say ([`ReaderEvent`],
 //!   [`ReaderCtl`], [`Reader`], [`Mode`]);
 //! - [`handle`]: one libsystemd handle and what every reader does with it;
+//! - `census`: what damaged files lost, against what their headers and
+//!   data objects record;
 //! - [`single`]: one handle on one journal, on a thread of its own;
 //! - [`collector`]: a collector's directory, host by host;
 //! - [`open`]: the one place that picks `single` or `collector`;
@@ -16,6 +18,7 @@
 //! Architecture invariant: `single` and `collector` import `handle` and
 //! `protocol`, never each other; only `open` knows both.
 
+mod census;
 pub(crate) mod collector;
 mod detect;
 pub(crate) mod export;

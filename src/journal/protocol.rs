@@ -51,6 +51,9 @@ pub struct Warning {
     /// The file it is about, when it is about one file.
     pub file: Option<PathBuf>,
     pub message: String,
+    /// Entries the files record that the read could not walk (a damaged
+    /// file, see `census`); 0 when the warning counts none.
+    pub missing: u64,
 }
 
 impl Warning {
@@ -60,6 +63,17 @@ impl Warning {
         Self {
             file: Some(file),
             message,
+            missing: 0,
+        }
+    }
+
+    /// A file that lost `missing` entries to damage.
+    #[must_use]
+    pub(crate) fn missing(file: PathBuf, missing: u64, message: String) -> Self {
+        Self {
+            file: Some(file),
+            message,
+            missing,
         }
     }
 
@@ -69,6 +83,7 @@ impl Warning {
         Self {
             file: None,
             message,
+            missing: 0,
         }
     }
 }

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 use systemd::journal::{Journal, JournalWaitResult};
 use tokio::sync::mpsc;
 
+use super::census::{Count, Walked, count};
 use super::handle::{
     self, Intact, Interner, Start, Target, damaged, find_cursor, in_match, journal_files,
     read_entry, resume_whole, seqnum,
@@ -148,6 +149,9 @@ struct Pump<'a> {
     intact: Intact,
     /// Reading without the match, after libsystemd gave up on a file.
     whole: bool,
+    /// A read once from the head: what it walked, compared at its end with
+    /// what the files record (`census`).
+    walked: Option<Walked>,
     /// The cursor of the last entry sent.
     sent_upto: Option<String>,
     /// A Tail is owed after entries were sent, and once at the start.
@@ -181,6 +185,7 @@ impl<'a> Pump<'a> {
             names: Interner::default(),
             intact: Intact::new(&j),
             whole: false,
+            walked: (!spec.mode.follows() && spec.start == Start::Head).then(Walked::default),
             sent_upto: None,
             owe_tail: true,
             sync: 0,
@@ -257,6 +262,9 @@ impl<'a> Pump<'a> {
                 self.progress
                     .advance(entry.cursor.as_deref().and_then(seqnum));
             }
+            if let Some(w) = self.walked.as_mut() {
+                w.count(&entry);
+            }
             self.batch.push(entry);
             if self.batch.len() >= self.spec.batch {
                 if !self.send_batch() {
@@ -306,17 +314,15 @@ impl<'a> Pump<'a> {
         if self.spec.mode.follows() {
             return Ok(State::CaughtUp);
         }
-        let Some(what) = self
-            .intact
-            .check(&self.j, &journal_files(&self.spec.target))
-        else {
-            return Ok(State::Stopped);
+        let files = journal_files(&self.spec.target);
+        let Some(what) = self.intact.check(&self.j, &files) else {
+            return Ok(self.counted(&files));
         };
         if !self.send(ReaderEvent::Warning(damaged(&what, self.whole))) {
             return Ok(State::Stopped);
         }
         if self.whole {
-            return Ok(State::Stopped);
+            return Ok(self.counted(&files));
         }
         let Some(mut p) = Probe::open(self.spec) else {
             return Ok(State::Stopped);
@@ -326,6 +332,17 @@ impl<'a> Pump<'a> {
         self.intact = Intact::new(&self.j);
         self.whole = true;
         Ok(State::Reading)
+    }
+
+    /// The end of a read once: says what the files record that it could
+    /// not walk, if anything (`census`).
+    fn counted(&mut self, files: &[std::path::PathBuf]) -> State {
+        if let Some(walked) = self.walked.take()
+            && let Count::Short(w) = count(files, &self.spec.filter, &walked)
+        {
+            let _ = self.send(ReaderEvent::Warning(w));
+        }
+        State::Stopped
     }
 
     /// Following, at the end of the filtered view: everything up to the

@@ -44,6 +44,10 @@ pub struct Summary {
     /// Journal entries removed (rotation, vacuum) before they were read.
     #[serde(default)]
     pub entries_lost: u64,
+    /// Entries damaged journal files record that the reader could not walk
+    /// (libsystemd skipped or stopped at damaged objects).
+    #[serde(default)]
+    pub entries_missing: u64,
     /// Records read with a loss: cut (longer than a reader keeps) or with
     /// an unreadable time.
     #[serde(default)]

@@ -45,6 +45,9 @@ pub(crate) struct StatusOut {
     pub open_incidents: u64,
     pub incidents: u64,
     pub entries_lost: u64,
+    /// Entries damaged journal files record that could not be read.
+    #[serde(default)]
+    pub entries_missing: u64,
     /// Kubelet look-alikes from untrusted writers, ignored.
     #[serde(default)]
     pub untrusted: u64,
@@ -165,6 +168,7 @@ pub(crate) fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, Qu
         open_incidents: open,
         incidents: stats.incidents,
         entries_lost: summary.entries_lost,
+        entries_missing: summary.entries_missing,
         untrusted: summary.untrusted,
         evicted: live.map_or(0, |l| l.status.evicted),
         evicted_forgotten: live.map_or(0, |l| l.status.forgotten),

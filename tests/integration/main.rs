@@ -9,6 +9,7 @@ mod auth;
 mod cli;
 mod collector;
 mod control;
+mod damage;
 mod down;
 mod email;
 mod formats;

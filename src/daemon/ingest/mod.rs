@@ -580,7 +580,14 @@ impl Ingest {
                 self.pipeline.summary_mut().entries_lost += n;
                 self.pending.entries += 1;
             }
-            Some(ReaderEvent::Warning(w)) => tracing::warn!("{w}"),
+            Some(ReaderEvent::Warning(w)) => {
+                if w.missing > 0 {
+                    // A damaged file: counted, and kept with the next commit.
+                    self.pipeline.summary_mut().entries_missing += w.missing;
+                    self.pending.entries += 1;
+                }
+                tracing::warn!("{w}");
+            }
             Some(ReaderEvent::Activity { host, at }) => {
                 self.pipeline.set_now((self.now)());
                 self.pipeline

@@ -4,7 +4,7 @@
 //! open (the most recently used, [`OPEN_PER_WORKER`]) and closes idle ones,
 //! so memory and open files stay flat in the number of hosts.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
@@ -13,6 +13,7 @@ use systemd::journal::{Journal, OpenFilesOptions};
 use tokio::sync::mpsc;
 
 use super::{Done, Event, Job};
+use crate::journal::census::{Count, Walked, count, seqnum_id};
 use crate::journal::handle::{
     Intact, Interner, Start, add_matches, damaged, find_cursor, in_match, present_only, read_entry,
     resume_whole, seek, seqnum, unfiltered,
@@ -69,6 +70,9 @@ struct Pass<'a> {
     skip: Option<String>,
     batch: Vec<Entry>,
     sent: usize,
+    /// The group's count while it is read (out of `Worker::walked`: no
+    /// lookup per entry).
+    walked: Option<Walked>,
 }
 
 pub(super) struct Worker {
@@ -79,6 +83,15 @@ pub(super) struct Worker {
     pub(super) tx: mpsc::Sender<ReaderEvent>,
     pub(super) done: std_mpsc::Sender<Event>,
     open: HashMap<Text, OpenGroup>,
+    /// Groups read from their head and not yet to their end: what was
+    /// walked, compared at the end with what the files record (`census`).
+    /// Kept apart from the handles, which are closed and reopened after
+    /// the group's cursor in between.
+    walked: HashMap<Text, Walked>,
+    /// The sequence-number IDs of the files each group's handle was last
+    /// opened over: a file of another sequence that appears later is read
+    /// from its head up to the group's position (see `catch_up`).
+    seqs: HashMap<Text, HashSet<String>>,
     names: Interner,
 }
 
@@ -97,6 +110,8 @@ impl Worker {
             tx,
             done,
             open: HashMap::new(),
+            walked: HashMap::new(),
+            seqs: HashMap::new(),
             names: Interner::default(),
         }
     }
@@ -118,6 +133,8 @@ impl Worker {
                 }
                 Ok(Job::Forget(key)) => {
                     self.open.remove(&key);
+                    self.walked.remove(&key);
+                    self.seqs.remove(&key);
                 }
                 Err(std_mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
@@ -216,6 +233,27 @@ impl Worker {
             closed: false,
         };
         let reuse = self.open.get(key).is_some_and(|o| o.files == files);
+        let late = match (reuse, start) {
+            (false, Start::After(c)) => self.late_files(key, &files, c),
+            _ => Vec::new(),
+        };
+        if !reuse {
+            let ids = files.iter().filter_map(|f| seqnum_id(f)).collect();
+            self.seqs.insert(key.clone(), ids);
+        }
+        if let (false, Start::After(c)) = (late.is_empty(), start) {
+            match self.catch_up(key, &late, c) {
+                Ok(()) => {}
+                Err(Stop::Closed) => {
+                    done.closed = true;
+                    return done;
+                }
+                Err(Stop::Failed(e)) => {
+                    done.error = Some(e);
+                    return done;
+                }
+            }
+        }
         // The handle is out of the table while it is read, back in after.
         let opened = match self.open.remove(key) {
             Some(o) if reuse => Ok(o),
@@ -233,6 +271,9 @@ impl Worker {
             }
         };
         o.last_used = Instant::now();
+        if *start == Start::Head && !reuse {
+            self.walked.insert(key.clone(), Walked::default());
+        }
         let mut pass = Pass {
             key,
             start,
@@ -242,8 +283,13 @@ impl Worker {
             },
             batch: Vec::with_capacity(self.batch),
             sent: 0,
+            walked: self.walked.remove(key),
         };
-        match self.pump(&mut o, &mut pass, &mut done, reuse) {
+        let pumped = self.pump(&mut o, &mut pass, &mut done, reuse);
+        if let Some(w) = pass.walked.take() {
+            self.walked.insert(key.clone(), w);
+        }
+        match pumped {
             Ok(()) => {
                 self.open.insert(key.clone(), o);
             }
@@ -254,6 +300,66 @@ impl Worker {
             Err(Stop::Failed(e)) => done.error = Some(e),
         }
         done
+    }
+
+    /// Files of a sequence new to the group since its handle was last
+    /// opened (another journald or journal-remote run of the same host,
+    /// copied in late), not the sequence of the position `c`.
+    fn late_files(&self, key: &Text, files: &[PathBuf], c: &str) -> Vec<PathBuf> {
+        let Some(known) = self.seqs.get(key) else {
+            return Vec::new();
+        };
+        let own = seqnum(c).map(|(id, _)| id.to_ascii_lowercase());
+        files
+            .iter()
+            .filter(|f| {
+                seqnum_id(f).is_some_and(|id| !known.contains(&id) && own.as_ref() != Some(&id))
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Reads late files of a new sequence from their head up to the time
+    /// of the group's position `c`. A handle resumed after a cursor places
+    /// files of another sequence by time (libsystemd has one position per
+    /// handle), so their entries before `c`'s time would never be read; the
+    /// group's handle reads the rest. These entries carry no cursor: the
+    /// group's position stays where it was (a cursor of theirs, older,
+    /// would move it back).
+    fn catch_up(&mut self, key: &Text, files: &[PathBuf], c: &str) -> Result<(), Stop> {
+        let Some(until) = realtime_of(c) else {
+            return Ok(());
+        };
+        let mut j = self.open_group(files, &Start::Head, true)?;
+        let mut batch = Vec::with_capacity(self.batch);
+        while j
+            .next()
+            .map_err(|e| format!("reading the next entry: {e}"))?
+            > 0
+        {
+            if j.timestamp_usec()
+                .map_err(|e| format!("reading a time: {e}"))?
+                >= until
+            {
+                break;
+            }
+            let mut e = read_entry(&mut j, &mut self.names)
+                .map_err(|e| format!("reading an entry: {e}"))?;
+            e.cursor = None;
+            e.group = Some(key.clone());
+            if let Some(w) = self.walked.get_mut(key) {
+                w.count(&e);
+            }
+            batch.push(e);
+            if batch.len() >= self.batch {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(self.batch));
+                self.send(ReaderEvent::Entries(full))?;
+            }
+        }
+        if !batch.is_empty() {
+            self.send(ReaderEvent::Entries(batch))?;
+        }
+        Ok(())
     }
 
     /// Reads the group until its end or [`BATCHES_PER_JOB`] batches.
@@ -302,6 +408,9 @@ impl Worker {
             entry.group = Some(pass.key.clone());
             if o.host.is_none() {
                 o.host.clone_from(&entry.host);
+            }
+            if let Some(w) = pass.walked.as_mut() {
+                w.count(&entry);
             }
             if pass.batch.len() + 1 >= self.batch && entry.cursor.is_none() {
                 entry.cursor = Some(cursor(&o.j)?);
@@ -370,6 +479,7 @@ impl Worker {
             // position (at the tail: the last entry before now).
             done.cursor = o.j.cursor().ok();
         }
+        self.counted(pass, &o.files)?;
         self.tell_activity(o)
     }
 
@@ -404,4 +514,30 @@ impl Worker {
         o.reached = Some(at);
         self.send(ReaderEvent::Activity { host, at })
     }
+
+    /// At the end of a group read from its head: says what its files
+    /// record that the read could not walk, if anything. Once: files being
+    /// written are looked at again at a later end.
+    fn counted(&mut self, pass: &mut Pass<'_>, files: &[PathBuf]) -> Result<(), Stop> {
+        let Some(walked) = pass.walked.as_ref() else {
+            return Ok(());
+        };
+        match count(files, &self.filter, walked) {
+            Count::Unknown => {}
+            Count::Whole => pass.walked = None,
+            Count::Short(w) => {
+                pass.walked = None;
+                self.send(ReaderEvent::Warning(w))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The time (`t=`, µs) of a cursor.
+fn realtime_of(cursor: &str) -> Option<u64> {
+    cursor
+        .split(';')
+        .find_map(|p| p.strip_prefix("t="))
+        .and_then(|t| u64::from_str_radix(t, 16).ok())
 }

@@ -1,0 +1,204 @@
+//! Damaged journal files never lose entries silently (D4): flipped bits in
+//! entry objects or the entry array make libsystemd skip entries or end its
+//! walk early without a word; every such copy is read in full or named with
+//! what it lost (exit 4, and counted by the service).
+
+use std::path::{Path, PathBuf};
+
+use crate::support::{Service, bin, export_entry, journal_remote, run};
+
+const T0: u64 = 1_752_596_690_000_000;
+
+/// A journal-remote file of 300 entries: two thirds the kubelet's retries
+/// for seven nodes, a third containerd's.
+fn journal(dir: &Path) -> PathBuf {
+    let mut out = Vec::new();
+    for i in 0..300u64 {
+        let at = (T0 + i * 1_000_000).to_string();
+        if i % 3 == 0 {
+            let msg = format!("other {i}");
+            export_entry(
+                &mut out,
+                &[
+                    ("__REALTIME_TIMESTAMP", &at),
+                    ("_HOSTNAME", "h1"),
+                    ("_SYSTEMD_UNIT", "containerd.service"),
+                    ("SYSLOG_IDENTIFIER", "containerd"),
+                    ("MESSAGE", &msg),
+                ],
+            );
+        } else {
+            let msg = format!(
+                "E0715 16:24:50.198000    2425 kubelet_node_status.go:535] \"Error updating node \
+                 status, will retry\" err=\"error getting node \\\"w{}\\\": Get \
+                 \\\"https://10.0.0.1:6443/api/v1/nodes/w1\\\": dial tcp 10.0.0.1:6443: connect: \
+                 connection refused\"",
+                i % 7
+            );
+            export_entry(
+                &mut out,
+                &[
+                    ("__REALTIME_TIMESTAMP", &at),
+                    ("_HOSTNAME", "h1"),
+                    ("_SYSTEMD_UNIT", "kubelet.service"),
+                    ("SYSLOG_IDENTIFIER", "kubelet"),
+                    ("_PID", "2425"),
+                    ("MESSAGE", &msg),
+                ],
+            );
+        }
+    }
+    let file = dir.join("remote-h1.journal");
+    journal_remote(&out, &file);
+    file
+}
+
+fn le64(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
+}
+
+/// The entry objects (offset, size) and entry array objects (offset, size)
+/// of a file, along the header's entry array chain.
+/// An object's offset and size.
+type Spans = Vec<(usize, usize)>;
+
+fn objects(b: &[u8]) -> (Spans, Spans) {
+    let compact = u32::from_le_bytes(b[12..16].try_into().unwrap()) & (1 << 4) != 0;
+    let n = le64(b, 152) as usize;
+    let item = if compact { 4 } else { 8 };
+    let (mut entries, mut arrays) = (Vec::new(), Vec::new());
+    let mut at = le64(b, 176) as usize;
+    while at != 0 && entries.len() < n {
+        let size = le64(b, at + 8) as usize;
+        arrays.push((at, size));
+        for k in 0..(size - 24) / item {
+            let p = at + 24 + k * item;
+            let e = if compact {
+                u32::from_le_bytes(b[p..p + 4].try_into().unwrap()) as usize
+            } else {
+                le64(b, p) as usize
+            };
+            if e != 0 && entries.len() < n {
+                entries.push((e, le64(b, e + 8) as usize));
+            }
+        }
+        at = le64(b, at + 16) as usize;
+    }
+    assert_eq!(entries.len(), n, "the chain holds every entry");
+    (entries, arrays)
+}
+
+/// A deterministic generator (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) as usize % n
+    }
+}
+
+/// `scan -o json` of a path: exit code, stderr, kubelet lines.
+fn scan(path: &Path) -> (Option<i32>, String, u64) {
+    let out = run(bin().args(["scan", "-q", "-o", "json"]).arg(path), None);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+        v["summary"]["kubelet_lines"].as_u64().unwrap_or(0),
+    )
+}
+
+#[test]
+fn flipped_bits_in_entries_are_read_or_reported() {
+    let src = tempfile::tempdir().unwrap();
+    let intact_file = journal(src.path());
+    let (code, err, intact) = scan(&intact_file);
+    assert_eq!(
+        (code, intact),
+        (Some(0), 200),
+        "an intact file says nothing: {err}"
+    );
+    assert!(err.is_empty(), "{err}");
+    let bytes = std::fs::read(&intact_file).unwrap();
+    let (entries, arrays) = objects(&bytes);
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut lost, mut reported) = (0, 0);
+    for copy in 0..30 {
+        let mut b = bytes.clone();
+        // Three flipped bits, as the attack round did: in entry objects'
+        // headers, times and items, or in the entry array.
+        for _ in 0..3 {
+            let at = if copy % 3 == 2 {
+                let (a, size) = arrays[rng.below(arrays.len())];
+                a + rng.below(size)
+            } else {
+                let (e, size) = entries[rng.below(entries.len())];
+                e + rng.below(size.min(96))
+            };
+            b[at] ^= 1 << rng.below(8);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("remote-h1.journal");
+        std::fs::write(&file, &b).unwrap();
+        // As a file, and as a collector's directory.
+        for target in [&file, &dir.path().to_path_buf()] {
+            let (code, err, lines) = scan(target);
+            let named = err.contains(&format!("{}: damaged: ", file.display()))
+                && err.contains("of the kubelet's entries it records could not be read");
+            if lines < intact {
+                lost += 1;
+                assert!(
+                    code == Some(4) && named,
+                    "copy {copy} ({}) lost {} entries silently: exit {code:?}, {err}",
+                    target.display(),
+                    intact - lines
+                );
+            }
+            if named {
+                reported += 1;
+                assert_eq!(code, Some(4), "{err}");
+            }
+        }
+    }
+    assert!(lost > 0, "some copies lose entries to the damage");
+    assert!(reported >= lost, "{reported} reported, {lost} lost");
+}
+
+/// The service counts what a damaged file lost (`status`'s
+/// `entries_missing`) and names it in its log; an intact one counts none.
+#[test]
+fn the_service_counts_entries_damage_hid() {
+    let src = tempfile::tempdir().unwrap();
+    let intact_file = journal(src.path());
+    let mut b = std::fs::read(&intact_file).unwrap();
+    let (entries, _) = objects(&b);
+    // The object type of the 11th entry (a kubelet one): libsystemd skips it.
+    b[entries[10].0] = 0x7f;
+    for (damaged, want) in [(false, 0), (true, 1)] {
+        let journals = tempfile::tempdir().unwrap();
+        let file = journals.path().join("remote-h1.journal");
+        if damaged {
+            std::fs::write(&file, &b).unwrap();
+        } else {
+            std::fs::copy(&intact_file, &file).unwrap();
+        }
+        let svc = Service::new(
+            &format!("directory = \"{}\"", journals.path().display()),
+            "",
+        );
+        let out = svc.run_once();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(
+            err.contains(&format!("{}: damaged: 1 of the kubelet's", file.display())),
+            damaged,
+            "{err}"
+        );
+        let status = svc.query(&["status", "-o", "json"]);
+        let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+        assert_eq!(status["entries_missing"], want, "{status:#}");
+    }
+}
