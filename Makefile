@@ -5,7 +5,7 @@ SCRATCH ?= $(CURDIR)/target/demo
 JOURNAL_REMOTE = $(firstword $(wildcard /lib/systemd/systemd-journal-remote /usr/lib/systemd/systemd-journal-remote))
 BIN := target/debug/kubelet-sentinel
 
-.PHONY: deps build demo test lint clean release assets tools deb-tool rpm-tool deb rpm test-packages test-system test-fleet bench bench-deps bench-smoke
+.PHONY: deps build demo test lint clean release assets tools deb-tool rpm-tool deb rpm test-packages test-system test-fleet bench bench-deps bench-smoke bench-hosts
 
 deps:
 	@bash .ci/deps
@@ -100,6 +100,13 @@ bench-deps: deps
 bench: bench-deps
 	cargo build --release --locked --bins --examples
 	bash benches/bench.sh
+
+# A collector of 1 000 and 10 000 hosts, a journal file each (HOSTS,
+# PER_HOST, WORK; see benches/hosts.sh): catch-up against journalctl, and
+# memory and open files while following. Writes its section of BENCHMARKS.md.
+bench-hosts: bench-deps
+	cargo build --release --locked --bin kubelet-sentinel --example gen_journal
+	bash benches/hosts.sh
 
 # A bounded run of the generator and the benchmark table on a tiny journal
 # (part of `make test`): the harness keeps working; the figures mean nothing.
