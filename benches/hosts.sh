@@ -15,7 +15,8 @@
 #
 # Every file systemd-journal-remote writes is preallocated to 8 MiB: 10 000 of
 # them would be 80 GB. While the generator runs, the files it has closed are
-# made sparse (`fallocate --dig-holes`), which leaves well under 1 MiB each;
+# made sparse (`fallocate --dig-holes`, three at a time), which leaves well
+# under 1 MiB each;
 # the generator is paused while less than MIN_FREE_GIB (8) is free.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +33,7 @@ WORK=$(realpath "$WORK")
 cp target/release/kubelet-sentinel target/release/examples/gen_journal "$WORK/"
 bin=$WORK/kubelet-sentinel
 gen=$WORK/gen_journal
-built="$(date -u -r target/release/kubelet-sentinel +%H:%MZ) at $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src 2>/dev/null || echo ' + uncommitted src changes')"
+built="$(date -u -r target/release/kubelet-sentinel +%H:%MZ); HEAD at the run $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet HEAD -- src 2>/dev/null || echo ' + uncommitted src changes')"
 follow_pid=""
 gen_pid=""
 cleanup() {
@@ -59,12 +60,16 @@ dig() {
       open+=$(ls -l "/proc/$c/fd" 2>/dev/null | awk '/\.journal/ {print $NF}' || true)$'\n'
     done
   fi
+  local -a todo=()
   for f in "${files[@]}"; do
     [ -z "${dug[$f]:-}" ] || continue
     grep -qxF "$f" <<<"$open" && continue # still written: next time
-    fallocate --dig-holes "$f" || echo "fallocate --dig-holes $f failed" >&2
-    dug[$f]=1
+    todo+=("$f"); dug[$f]=1
   done
+  # Several at a time: each waits for its file's writeback, one by one they
+  # fall behind the generator.
+  [ "${#todo[@]}" -eq 0 ] || printf '%s\0' "${todo[@]}" | xargs -0 -P 3 -n 1 fallocate --dig-holes \
+    || echo "fallocate --dig-holes failed on some file" >&2
 }
 
 make_collector() { # HOSTS DIR
