@@ -154,6 +154,11 @@ fi
     echo "|---|---|"
     echo "$crit"
   fi
+  # The collector-scale section is written by `make bench-hosts` (benches/hosts.sh): kept as it was.
+  if [ -f "$OUT" ] && grep -q '^## Collector scale' "$OUT"; then
+    echo
+    awk '/^## Collector scale/{p=1; print; next} p && /^## /{p=0} p' "$OUT" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
+  fi
   [ -f benches/history.md ] && cat benches/history.md
 } > "$tmp/out.md"
 cat "$tmp/out.md"
