@@ -34,6 +34,8 @@ pub(super) struct RawConfig {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawFleet {
     pub(super) silent_after: S<Period>,
+    pub(super) min_nodes: S<u32>,
+    pub(super) window: S<Period>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -353,6 +353,11 @@ pub struct FleetConfig {
     /// A host with no entry for this long while others' entries move on
     /// is silent.
     pub silent_after: Period,
+    /// This many nodes in trouble against one API endpoint (one cause
+    /// class) are one endpoint incident.
+    pub min_nodes: u32,
+    /// ... when their incidents opened within this of each other.
+    pub window: Period,
 }
 
 /// The validated configuration, every default filled in.

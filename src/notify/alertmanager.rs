@@ -23,5 +23,7 @@
 mod alerts;
 mod task;
 
-pub use alerts::{ALERTNAME, ALERTNAME_DOWN, HEARTBEAT, alert, heartbeat, labels};
+pub use alerts::{
+    ALERTNAME, ALERTNAME_DOWN, ALERTNAME_ENDPOINT, HEARTBEAT, alert, heartbeat, labels,
+};
 pub use task::AlertmanagerTask;

@@ -82,6 +82,13 @@ pub fn decide(
     now: Micros,
     q: Queued,
 ) -> Action {
+    if let Some(cover) = &i.covered_by {
+        // An endpoint incident stands for it (design 5.2): its alert is
+        // that one's, and its end is told only where its own start was.
+        if e.kind != AlertKind::Resolved || i.alerted_at.is_none() {
+            return Action::Drop(format!("endpoint incident {cover} stands for it"));
+        }
+    }
     if e.kind == AlertKind::Repeat {
         if let Some(a) = &i.ack {
             return Action::Drop(format!("a reminder, and {} acknowledged it", a.by));

@@ -100,6 +100,14 @@ pub const STORE_PATH: &str = "/var/lib/kubelet-sentinel/store";
 pub const SOCKET: &str = "/run/kubelet-sentinel/query.sock";
 /// `[fleet] silent_after`.
 pub const SILENT_AFTER: Micros = 600 * SECOND;
+/// `[fleet] min_nodes`: this many nodes in trouble against one API
+/// endpoint (one cause class) are one endpoint incident.
+pub const FLEET_MIN_NODES: u32 = 3;
+/// `[fleet] window`: ... when their incidents opened within this of each
+/// other. Nodes losing one endpoint see it within a few status-update
+/// periods (10 s each, plus client back-off); two minutes holds them and
+/// keeps two unrelated failures an hour apart from being one outage.
+pub const FLEET_WINDOW: Micros = 120 * SECOND;
 
 #[cfg(test)]
 mod tests {

@@ -42,6 +42,11 @@ pub fn heartbeat(cfg: &AlertmanagerConfig, host: &str, started: Micros, now: Mic
 /// carry a `kind` label (node-status alerts keep the labels they had, so
 /// their fingerprints do not change on upgrade).
 pub const ALERTNAME_DOWN: &str = "KubeletDown";
+/// Endpoint incidents: one API endpoint lost by several nodes at once
+/// (labels `api_endpoint` and `cause`; `node` is the endpoint). The
+/// shipped Alertmanager example inhibits [`ALERTNAME`] alerts of equal
+/// `api_endpoint` and `cause` while it fires.
+pub const ALERTNAME_ENDPOINT: &str = "KubeletAPIEndpointDown";
 /// Evidence lines are cut to this in annotations.
 const MAX_EVIDENCE: usize = 1000;
 
@@ -90,6 +95,10 @@ pub fn labels(
         }
         k @ crate::tracker::IncidentKind::KubeletDown => {
             l.insert("alertname".into(), ALERTNAME_DOWN.into());
+            l.insert("kind".into(), k.as_str().into());
+        }
+        k @ crate::tracker::IncidentKind::Endpoint => {
+            l.insert("alertname".into(), ALERTNAME_ENDPOINT.into());
             l.insert("kind".into(), k.as_str().into());
         }
     }

@@ -42,11 +42,15 @@ pub enum IncidentKind {
     #[default]
     NodeStatus,
     KubeletDown,
+    /// Several nodes in trouble against one API endpoint at once: one
+    /// outage (design 5.2); its nodes' incidents stay their own.
+    Endpoint,
 }
 
 crate::kinds::spelling!(IncidentKind {
     NodeStatus => "node-status",
     KubeletDown => "kubelet-down",
+    Endpoint => "endpoint",
 });
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,6 +244,13 @@ pub struct Incident {
     /// kubelet-down incidents: restarts, exits, fatal lines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub down: Option<Down>,
+    /// Endpoint incidents: the nodes in it, in the order they joined.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// Node-status incidents: the endpoint incident that stands for it
+    /// (its alerts are that incident's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covered_by: Option<String>,
 }
 
 impl Incident {
@@ -329,6 +340,8 @@ impl Incident {
             timeline: super::timeline::Timeline::default(),
             api_endpoint: None,
             down: None,
+            nodes: Vec::new(),
+            covered_by: None,
         }
     }
 
@@ -482,6 +495,10 @@ impl Incident {
     /// restart, to be judged failed) on quiet; `None`: not on quiet.
     #[must_use]
     pub fn due(&self, resolve_after: Micros) -> Option<Micros> {
+        if self.kind == IncidentKind::Endpoint {
+            // It ends with its last node's incident, never on its own quiet.
+            return None;
+        }
         match &self.down {
             None => Some(self.last_trouble_at + resolve_after),
             Some(d) => match d.pending {

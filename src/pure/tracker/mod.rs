@@ -24,6 +24,7 @@
 
 mod bounds;
 mod down;
+mod endpoint;
 mod incident;
 mod settings;
 pub mod timeline;
@@ -161,6 +162,10 @@ pub struct Tracker {
     /// Forgotten and not yet taken by the caller.
     #[serde(skip)]
     forgotten_incidents: Vec<Incident>,
+    /// Open node-status incidents by the API endpoint they name (derived;
+    /// may hold nodes no longer open).
+    #[serde(skip)]
+    by_endpoint: HashMap<String, BTreeSet<String>>,
 }
 
 /// Where an incident of `kind` for `node` is kept among the open ones: a
@@ -169,7 +174,18 @@ pub struct Tracker {
 fn open_key(kind: IncidentKind, node: &str) -> String {
     match kind {
         IncidentKind::NodeStatus => node.to_string(),
-        k @ IncidentKind::KubeletDown => format!("{}:{node}", k.as_str()),
+        k @ (IncidentKind::KubeletDown | IncidentKind::Endpoint) => {
+            format!("{}:{node}", k.as_str())
+        }
+    }
+}
+
+/// Where an incident is kept among the open ones (an endpoint incident:
+/// by its endpoint, the `node` it is listed under, and its cause).
+fn key_of(i: &Incident) -> String {
+    match i.kind {
+        IncidentKind::Endpoint => endpoint::endpoint_key(&i.node, i.cause()),
+        k => open_key(k, &i.node),
     }
 }
 
@@ -208,10 +224,11 @@ impl Tracker {
     /// the open incidents and the per-host records.
     pub fn restore(&mut self, open: Vec<Incident>, origins: Vec<(String, Origin)>) {
         for i in open {
-            self.open.insert(open_key(i.kind, &i.node), i);
+            self.open.insert(key_of(&i), i);
         }
         self.origins.extend(origins);
         self.recompute_due();
+        self.reindex_endpoints();
     }
 
     /// Takes out what the store keeps apart (open incidents, per-host
@@ -239,9 +256,10 @@ impl Tracker {
     /// Whether an incident may alert once delivery is possible: over
     /// threshold and never announced.
     pub fn unannounced(&self) -> impl Iterator<Item = &Incident> {
+        // A node an endpoint incident stands for is announced by it.
         self.open
             .values()
-            .filter(|i| i.over_threshold_at.is_some() && !i.announced)
+            .filter(|i| i.over_threshold_at.is_some() && !i.announced && i.covered_by.is_none())
     }
 
     /// Records that an alert for the incident went into the outbox.
@@ -339,6 +357,12 @@ impl Tracker {
 
     /// Takes one recognised line.
     pub fn observe(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) {
+        let from = out.len();
+        let node = self.observe_one(obs, out);
+        self.correlate(&[node], from, out);
+    }
+
+    fn observe_one(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) -> String {
         let host = obs.host.unwrap_or("");
         let sig = obs.signal;
         let node = self
@@ -370,6 +394,7 @@ impl Tracker {
                 }
             }
         }
+        node
     }
 
     fn marker(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
@@ -478,7 +503,8 @@ impl Tracker {
         inc.last_signal_at = inc.last_signal_at.max(at);
         let cause = sig.cause.unwrap_or(Cause::Unknown);
         *inc.causes.entry(cause).or_default() += 1;
-        if inc.api_endpoint.is_none() {
+        let named_endpoint = inc.api_endpoint.is_none() && sig.endpoint.is_some();
+        if named_endpoint {
             inc.api_endpoint.clone_from(&sig.endpoint);
         }
         let mut counted_retry = false;
@@ -518,6 +544,9 @@ impl Tracker {
         let deadline = at + s.resolve_after;
         let d = self.due.entry(host_key(inc)).or_insert(deadline);
         *d = (*d).min(deadline);
+        if named_endpoint {
+            self.index_endpoint(node);
+        }
     }
 
     /// Resolves `node`'s incident if it has been quiet for `resolve_after`
@@ -575,9 +604,11 @@ impl Tracker {
             .filter(|(_, i)| host_key(i) == host && i.due(after).is_some_and(|d| now >= d))
             .map(|(n, _)| n.clone())
             .collect();
-        for node in quiet {
-            self.expire(&node, now, out);
+        let from = out.len();
+        for node in &quiet {
+            self.expire(node, now, out);
         }
+        self.correlate(&quiet, from, out);
         match self
             .open
             .values()
@@ -615,3 +646,6 @@ mod tests;
 
 #[cfg(test)]
 pub(crate) mod down_tests;
+
+#[cfg(test)]
+mod endpoint_tests;

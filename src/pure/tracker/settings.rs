@@ -34,6 +34,21 @@ pub struct Settings {
     /// Bound on nodes with an open incident in all (`[incidents] max_nodes`).
     #[serde(default = "default_max_nodes")]
     pub max_nodes: usize,
+    /// `[fleet] min_nodes`: nodes against one endpoint that make an
+    /// endpoint incident.
+    #[serde(default = "default_fleet_min_nodes")]
+    pub fleet_min_nodes: usize,
+    /// `[fleet] window`: ... when their incidents opened within this.
+    #[serde(default = "default_fleet_window")]
+    pub fleet_window: Micros,
+}
+
+fn default_fleet_min_nodes() -> usize {
+    defaults::FLEET_MIN_NODES as usize
+}
+
+fn default_fleet_window() -> Micros {
+    defaults::FLEET_WINDOW
 }
 
 fn default_max_nodes_per_host() -> usize {
@@ -113,6 +128,8 @@ impl Default for Settings {
             overrides: Vec::new(),
             max_nodes_per_host: default_max_nodes_per_host(),
             max_nodes: default_max_nodes(),
+            fleet_min_nodes: default_fleet_min_nodes(),
+            fleet_window: default_fleet_window(),
         }
     }
 }
