@@ -247,10 +247,21 @@ impl Ingest {
         let words = kind.words();
         let now = (self.now)();
         let max_age = self.config.alert.max_age.0;
+        // An endpoint incident has no host of its own: it is live when one
+        // of its nodes' hosts is.
+        let live = if inc.kind == crate::tracker::IncidentKind::Endpoint {
+            let t = self.pipeline.tracker();
+            t.open_incidents()
+                .filter(|i| i.covered_by.as_deref() == Some(id))
+                .filter_map(|i| i.host.as_deref())
+                .any(|h| self.pipeline.live(h))
+        } else {
+            self.pipeline.live(&host)
+        };
         let raised = Raised {
             kind,
             announced: inc.announced,
-            live: self.pipeline.live(&host),
+            live,
             at: raised_at,
         };
         let channels = match admission::admit(

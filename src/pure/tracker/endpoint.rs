@@ -32,6 +32,9 @@ pub(crate) const FLEET_CAUSES: [Cause; 4] = [
     Cause::Etcd,
 ];
 
+/// Lately resolved members kept at most (each with its bounded evidence).
+const RECENT_MAX: usize = 4096;
+
 /// Where a group's endpoint incident is kept among the open ones.
 pub(super) fn endpoint_key(endpoint: &str, cause: Cause) -> String {
     format!(
@@ -41,14 +44,52 @@ pub(super) fn endpoint_key(endpoint: &str, cause: Cause) -> String {
     )
 }
 
-/// The group a node-status incident belongs to, if any.
+/// The group an open node-status incident belongs to, if any.
 fn group_of(i: &Incident) -> Option<(String, Cause)> {
-    if i.kind != IncidentKind::NodeStatus || i.resolved_at.is_some() {
+    if i.resolved_at.is_some() {
+        return None;
+    }
+    in_group(i)
+}
+
+/// The group a node-status incident belongs to, open or not.
+fn in_group(i: &Incident) -> Option<(String, Cause)> {
+    if i.kind != IncidentKind::NodeStatus {
         return None;
     }
     let cause = i.cause();
     let ep = i.api_endpoint.as_ref()?;
     FLEET_CAUSES.contains(&cause).then(|| (ep.clone(), cause))
+}
+
+/// A group's member as the correlator weighs it.
+struct Member {
+    id: String,
+    node: String,
+    host: String,
+    opened_at: Micros,
+    /// When its trouble ended (or will, if nothing more comes).
+    end: Micros,
+    last_signal: Micros,
+    last_trouble: Micros,
+    over: Option<Micros>,
+    retries: u64,
+}
+
+impl Member {
+    fn of(i: &Incident, end: Micros) -> Self {
+        Self {
+            id: i.id.clone(),
+            node: i.node.clone(),
+            host: i.host.clone().unwrap_or_default(),
+            opened_at: i.opened_at,
+            end,
+            last_signal: i.last_signal_at,
+            last_trouble: i.last_trouble_at,
+            over: i.over_threshold_at,
+            retries: i.counted_retries(),
+        }
+    }
 }
 
 impl Tracker {
@@ -79,10 +120,17 @@ impl Tracker {
     /// After the tracker changed `nodes`' incidents (decisions from
     /// `out[from..]` on): opens, joins and resolves endpoint incidents, and
     /// takes back the alerts of covered nodes.
-    pub(super) fn correlate(&mut self, nodes: &[String], from: usize, out: &mut Vec<Decision>) {
+    pub(super) fn correlate(
+        &mut self,
+        nodes: &[String],
+        at: Micros,
+        from: usize,
+        out: &mut Vec<Decision>,
+    ) {
         if self.settings.fleet_min_nodes < 2 || out.len() <= from {
             return;
         }
+        self.keep_recent(nodes, at);
         let mut groups: BTreeSet<String> = BTreeSet::new();
         let mut touched: Vec<(String, (String, Cause))> = Vec::new();
         for n in nodes {
@@ -105,11 +153,14 @@ impl Tracker {
                 if let Some(e) = &i.covered_by {
                     groups.extend(self.endpoint_key_of(e));
                 }
+                if let Some(g) = in_group(i) {
+                    groups.insert(endpoint_key(&g.0, g.1));
+                }
             }
         }
         for (_, (ep, cause)) in &touched {
             let key = endpoint_key(ep, *cause);
-            if !self.open.contains_key(&key) {
+            if !self.open.contains_key(&key) && !self.reopen(&key, ep, *cause, out) {
                 self.form(ep, *cause, out);
             }
         }
@@ -131,17 +182,28 @@ impl Tracker {
             .map(|(k, _)| k.clone())
     }
 
-    /// The open members of a group, by opening time.
-    fn members(&self, ep: &str, cause: Cause) -> Vec<&Incident> {
-        let mut m: Vec<&Incident> = self
+    /// A group's members, open or lately resolved, by opening time. Each
+    /// is in trouble from its opening to its end: its resolution, or for an
+    /// open one its last trouble plus `resolve_after` (a following service
+    /// resolves it on quiet time there, where `scan` waits for its host's
+    /// next line: both must see the same outage).
+    fn members(&self, ep: &str, cause: Cause) -> Vec<Member> {
+        let after = self.settings.resolve_after;
+        let open = self
             .by_endpoint
             .get(ep)
             .into_iter()
             .flatten()
             .filter_map(|n| self.open.get(n))
             .filter(|i| group_of(i).is_some_and(|(e, c)| e == ep && c == cause))
-            .collect();
-        m.sort_by_key(|i| (i.opened_at, i.node.clone()));
+            .map(|i| Member::of(i, i.last_trouble_at + after));
+        let recent = self
+            .fleet_recent
+            .iter()
+            .filter(|i| in_group(i).is_some_and(|(e, c)| e == ep && c == cause))
+            .map(|i| Member::of(i, i.resolved_at.unwrap_or(i.last_signal_at)));
+        let mut m: Vec<Member> = open.chain(recent).collect();
+        m.sort_by(|a, b| (a.opened_at, &a.node).cmp(&(b.opened_at, &b.node)));
         m
     }
 
@@ -154,19 +216,22 @@ impl Tracker {
         if members.len() < min {
             return;
         }
-        // Nodes of `min` hosts at least: one host naming many nodes (a
-        // flood of names, a paste) is no fleet's outage.
-        let Some(first) = (0..=members.len() - min).find(|&i| {
-            let hosts: BTreeSet<&str> = members[i..]
+        // The first member that completes an outage: with it, nodes of
+        // `min` hosts at least (one host naming many nodes, a flood of
+        // names or a paste, is no fleet's outage) opened within the window
+        // before it and still in trouble when it opened.
+        let lead = (0..members.len()).find_map(|k| {
+            let t = members[k].opened_at;
+            let with: Vec<&Member> = members[..=k]
                 .iter()
-                .take_while(|m| m.opened_at - members[i].opened_at <= window)
-                .map(|m| m.host.as_deref().unwrap_or(""))
+                .filter(|m| t - m.opened_at <= window && m.end > t)
                 .collect();
-            hosts.len() >= min
-        }) else {
+            let hosts: BTreeSet<&str> = with.iter().map(|m| m.host.as_str()).collect();
+            (hosts.len() >= min).then(|| with[0].id.clone())
+        });
+        let Some(lead) = lead.and_then(|id| self.node_incident(&id).cloned()) else {
             return;
         };
-        let lead = members[first];
         let key = endpoint_key(ep, cause);
         let opened_at = lead.opened_at;
         let mut inc = Incident {
@@ -179,48 +244,85 @@ impl Tracker {
             last_trouble_at: opened_at,
             first_trouble: lead.first_trouble,
             api_endpoint: Some(ep.to_string()),
-            ..lead.clone()
+            ..lead
         };
         inc.reset_for_endpoint(cause);
-        for m in &members {
-            if let Some(e) = m.first_evidence() {
-                if inc.evidence_head.len() < EVIDENCE_HEAD {
-                    inc.evidence_head.push(e.clone());
-                }
-            }
-        }
-        inc.evidence_head.sort_by_key(|e| e.at);
         out.push(Decision::OpenIncident { id: inc.id.clone() });
         self.open.insert(key.clone(), inc);
         self.gather(&key, out);
     }
 
-    /// Joins the group's open members to its endpoint incident, and carries
-    /// their counters and threshold over.
+    /// Opens again the group's endpoint incident that ended after a
+    /// member in trouble now opened: its end was judged on quiet time
+    /// before a late host's lines said otherwise (`scan`, reading in
+    /// another rhythm, never ended it). True when it did.
+    fn reopen(&mut self, key: &str, ep: &str, cause: Cause, out: &mut Vec<Decision>) -> bool {
+        let members = self.members(ep, cause);
+        let Some(pos) = self.fleet_ended.iter().rposition(|e| {
+            endpoint_key(&e.node, e.cause()) == key
+                && members
+                    .iter()
+                    .any(|m| m.end > e.opened_at && e.resolved_at.is_some_and(|r| m.opened_at < r))
+        }) else {
+            return false;
+        };
+        let mut e = self.fleet_ended.remove(pos);
+        e.resolved_at = None;
+        e.resolution = None;
+        out.push(Decision::UpdateIncident { id: e.id.clone() });
+        self.open.insert(key.to_string(), e);
+        self.gather(key, out);
+        true
+    }
+
+    /// A node-status incident by id: open, resolved in this call, or lately
+    /// resolved.
+    fn node_incident(&self, id: &str) -> Option<&Incident> {
+        self.open
+            .values()
+            .chain(self.resolved.iter())
+            .chain(self.fleet_recent.iter())
+            .find(|i| i.id == id)
+    }
+
+    /// Marks node incident `id` as covered by endpoint incident `cover`
+    /// wherever it is kept; true when that changed it.
+    fn cover(&mut self, node: &str, id: &str, cover: &str) -> bool {
+        let mut changed = false;
+        let open = self.open.get_mut(node).filter(|i| i.id == id);
+        let rest = self
+            .resolved
+            .iter_mut()
+            .chain(self.fleet_recent.iter_mut())
+            .filter(|i| i.id == id);
+        for i in open.into_iter().chain(rest) {
+            if i.covered_by.as_deref() != Some(cover) {
+                i.covered_by = Some(cover.to_string());
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    /// Joins the group's members in trouble since it opened to its
+    /// endpoint incident, and carries their counters and threshold over.
     fn gather(&mut self, key: &str, out: &mut Vec<Decision>) {
         let Some(e) = self.open.get(key) else {
             return;
         };
-        let (ep, cause, id) = (e.node.clone(), e.cause(), e.id.clone());
-        let members: Vec<(String, Micros, Micros, Option<Micros>, u64)> = self
+        let (ep, cause, id, since) = (e.node.clone(), e.cause(), e.id.clone(), e.opened_at);
+        let members: Vec<Member> = self
             .members(&ep, cause)
             .into_iter()
-            .map(|i| {
-                (
-                    i.node.clone(),
-                    i.last_signal_at,
-                    i.last_trouble_at,
-                    i.over_threshold_at,
-                    i.counted_retries(),
-                )
-            })
+            .filter(|m| m.end > since)
             .collect();
         let mut joined = Vec::new();
-        for (node, ..) in &members {
-            if let Some(m) = self.open.get_mut(node) {
-                if m.covered_by.as_deref() != Some(id.as_str()) {
-                    m.covered_by = Some(id.clone());
-                    joined.push(m.id.clone());
+        let mut firsts = Vec::new();
+        for m in &members {
+            if self.cover(&m.node, &m.id, &id) {
+                joined.push(m.id.clone());
+                if let Some(e) = self.node_incident(&m.id).and_then(Incident::first_evidence) {
+                    firsts.push(e.clone());
                 }
             }
         }
@@ -228,20 +330,29 @@ impl Tracker {
             let Some(e) = self.open.get_mut(key) else {
                 return;
             };
-            for (node, last_signal, last_trouble, over, retries) in &members {
-                if !e.nodes.contains(node) {
-                    e.nodes.push(node.clone());
+            for m in &members {
+                if !e.nodes.contains(&m.node) {
+                    e.nodes.push(m.node.clone());
                 }
-                e.last_signal_at = e.last_signal_at.max(*last_signal);
-                e.last_trouble_at = e.last_trouble_at.max(*last_trouble);
-                // Counters of nodes still in it; a node that left keeps its
-                // share (never counted down).
-                e.retries = e.retries.max(*retries);
-                if let Some(o) = over {
-                    e.over_threshold_at = Some(e.over_threshold_at.map_or(*o, |t| t.min(*o)));
+                e.last_signal_at = e.last_signal_at.max(m.last_signal);
+                e.last_trouble_at = e.last_trouble_at.max(m.last_trouble);
+                if let Some(o) = m.over {
+                    e.over_threshold_at = Some(e.over_threshold_at.map_or(o, |t| t.min(o)));
                 }
             }
-            let total: u64 = members.iter().map(|m| m.4).sum();
+            // Counters of nodes in it now; a node that left keeps its
+            // share (never counted down).
+            // The first error of each node, the earliest kept: the same
+            // whatever order its nodes joined in.
+            for f in firsts {
+                if !e.evidence_head.contains(&f) {
+                    e.evidence_head.push(f);
+                }
+            }
+            e.evidence_head
+                .sort_by(|a, b| (a.at, &a.cursor).cmp(&(b.at, &b.cursor)));
+            e.evidence_head.truncate(EVIDENCE_HEAD);
+            let total: u64 = members.iter().map(|m| m.retries).sum();
             e.retries = e.retries.max(total);
             e.over_threshold_at.is_some() && e.last_alert_at.is_none()
         };
@@ -251,13 +362,9 @@ impl Tracker {
         if let Some(e) = self.open.get_mut(key) {
             out.push(Decision::UpdateIncident { id: e.id.clone() });
             if send_alert {
-                // Raised when the outage became one and one of its nodes
-                // was over threshold, whichever came later.
-                let at = e
-                    .over_threshold_at
-                    .unwrap_or(e.opened_at)
-                    .max(members.iter().map(|m| m.1).min().unwrap_or(e.opened_at));
-                let at = at.max(e.opened_at);
+                // Raised as one of its nodes crossed the threshold, or as
+                // it opened if one had before.
+                let at = e.over_threshold_at.unwrap_or(e.opened_at).max(e.opened_at);
                 e.last_alert_at = Some(at);
                 out.push(Decision::QueueAlert {
                     id: e.id.clone(),
@@ -265,6 +372,33 @@ impl Tracker {
                     at,
                 });
             }
+        }
+    }
+
+    /// Keeps this call's resolved members (they may still make or join an
+    /// outage whose other nodes are read later), for the window and
+    /// `resolve_after` past their end and an hour more for late hosts.
+    fn keep_recent(&mut self, nodes: &[String], at: Micros) {
+        let keep = self.settings.fleet_window + self.settings.resolve_after + 3600 * SECOND;
+        self.fleet_recent
+            .retain(|i| i.resolved_at.is_none_or(|r| r + keep >= at));
+        for n in nodes {
+            let Some(i) = self
+                .resolved
+                .iter()
+                .rev()
+                .find(|i| i.kind == IncidentKind::NodeStatus && &i.node == n)
+            else {
+                continue;
+            };
+            if in_group(i).is_some() && !self.fleet_recent.iter().any(|r| r.id == i.id) {
+                self.fleet_recent.push(i.clone());
+            }
+        }
+        let most = self.settings.max_nodes.clamp(1, RECENT_MAX);
+        if self.fleet_recent.len() > most {
+            let drop = self.fleet_recent.len() - most;
+            self.fleet_recent.drain(..drop);
         }
     }
 
@@ -318,11 +452,7 @@ impl Tracker {
     /// one does; a resolved incident whose own alert went out stands for
     /// its own end.
     fn covering(&self, id: &str) -> Option<String> {
-        let i = self
-            .open
-            .values()
-            .find(|i| i.id == id)
-            .or_else(|| self.resolved.iter().rev().find(|i| i.id == id))?;
+        let i = self.node_incident(id)?;
         let cover = i.covered_by.clone()?;
         (i.resolved_at.is_none() || i.alerted_at.is_none()).then_some(cover)
     }
@@ -367,6 +497,7 @@ impl Tracker {
         let end = self
             .resolved
             .iter()
+            .chain(self.fleet_recent.iter())
             .filter(|i| i.covered_by.as_deref() == Some(id.as_str()))
             .filter_map(|i| i.resolved_at)
             .max()
@@ -374,6 +505,7 @@ impl Tracker {
         let how = if self
             .resolved
             .iter()
+            .chain(self.fleet_recent.iter())
             .filter(|i| i.covered_by.as_deref() == Some(id.as_str()))
             .all(|i| i.resolution == Some(Resolution::NodeReady))
         {
@@ -381,14 +513,54 @@ impl Tracker {
         } else {
             Resolution::Quiet
         };
-        if let Some(e) = self.open.get_mut(key) {
-            e.last_signal_at = e.last_signal_at.max(end);
-        }
         self.resolve(key, end, how, out);
+        if let Some(e) = self.resolved.iter().rev().find(|i| i.id == id) {
+            self.fleet_ended.retain(|i| i.id != id);
+            self.fleet_ended.push(e.clone());
+            if self.fleet_ended.len() > RECENT_MAX {
+                self.fleet_ended.remove(0);
+            }
+        }
     }
 }
 
 impl Incident {
+    /// One paragraph for a person: which endpoint, how many nodes, since when.
+    pub(super) fn endpoint_diagnosis(&self) -> String {
+        let cause = self.cause();
+        let ep = self.api_endpoint.as_deref().unwrap_or(&self.node);
+        let shown: Vec<&str> = self.nodes.iter().take(10).map(String::as_str).collect();
+        let more = self.nodes.len().saturating_sub(shown.len());
+        let mut parts = vec![format!(
+            "{} nodes lost API endpoint {} ({}) from {}: {}{}.",
+            self.nodes.len(),
+            one_line(ep, 270),
+            cause.as_str(),
+            crate::time::clock(self.opened_at),
+            one_line(&shown.join(", "), 600),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )];
+        parts.push(format!(
+            "The errors point at {}: {}; one outage, not a problem of each node.",
+            cause.as_str(),
+            cause_explanation(cause)
+        ));
+        if let Some(at) = self.resolved_at {
+            parts.push(format!(
+                "Resolved at {} when the last of its nodes' incidents resolved.",
+                crate::time::clock(at)
+            ));
+        }
+        if let Some(e) = self.first_evidence() {
+            parts.push(format!("First error: {}", one_line(&e.text, 300)));
+        }
+        parts.join(" ")
+    }
+
     /// An endpoint incident made from its first node's: no counters of
     /// its own but its cause.
     fn reset_for_endpoint(&mut self, cause: Cause) {

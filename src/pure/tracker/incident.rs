@@ -578,6 +578,9 @@ impl Incident {
     /// One paragraph for a person.
     #[must_use]
     pub fn diagnosis(&self, s: &Settings) -> String {
+        if self.kind == IncidentKind::Endpoint {
+            return self.endpoint_diagnosis();
+        }
         if let Some(d) = &self.down {
             return self.down_diagnosis(d, s);
         }

@@ -166,6 +166,15 @@ pub struct Tracker {
     /// may hold nodes no longer open).
     #[serde(skip)]
     by_endpoint: HashMap<String, BTreeSet<String>>,
+    /// Node-status incidents of an endpoint's cause classes resolved
+    /// lately: they may still make or join an outage whose other nodes are
+    /// read later (bounded; see `endpoint.rs`). Not persisted: the store
+    /// keeps them as incidents, and a restart forgets only this hint.
+    #[serde(skip)]
+    fleet_recent: Vec<Incident>,
+    /// Endpoint incidents resolved lately (bounded; see `endpoint.rs`).
+    #[serde(skip)]
+    fleet_ended: Vec<Incident>,
 }
 
 /// Where an incident of `kind` for `node` is kept among the open ones: a
@@ -324,6 +333,8 @@ impl Tracker {
         self.open
             .values()
             .chain(self.resolved.iter())
+            .chain(self.fleet_recent.iter())
+            .chain(self.fleet_ended.iter())
             .find(|i| i.id == id)
     }
 
@@ -359,7 +370,7 @@ impl Tracker {
     pub fn observe(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) {
         let from = out.len();
         let node = self.observe_one(obs, out);
-        self.correlate(&[node], from, out);
+        self.correlate(&[node], obs.at, from, out);
     }
 
     fn observe_one(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) -> String {
@@ -608,7 +619,7 @@ impl Tracker {
         for node in &quiet {
             self.expire(node, now, out);
         }
-        self.correlate(&quiet, from, out);
+        self.correlate(&quiet, now, from, out);
         match self
             .open
             .values()
