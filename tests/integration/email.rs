@@ -806,3 +806,63 @@ fn a_crash_looping_kubelet_mails_its_cause_and_restarts() {
     assert_eq!(down[0]["verdict"], "crash-loop", "{inc:#}");
     assert_eq!(down[0]["status"], "resolved", "{inc:#}");
 }
+
+/// Issue 19: a collector where four hosts lose one API endpoint within
+/// seconds and one fails alone against another: one mail for the outage,
+/// naming the endpoint, the cause and the count and listing the nodes,
+/// and one for the lone node; none pages the four one by one, even with
+/// `group_wait = "0s"`.
+#[test]
+fn an_endpoint_outage_is_one_mail_naming_the_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let journals = dir.path().join("remote");
+    std::fs::create_dir(&journals).unwrap();
+    crate::collector::outage_fleet(&journals, 600 * kubelet_sentinel::time::SECOND);
+    let smtp = Smtpd::aiosmtpd(free_port(), &dir.path().join("md"), &[]);
+    let svc = Service::new(
+        &format!("directory = \"{}\"", journals.display()),
+        &format!(
+            "[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"0s\"\nretry_max = \"1s\"\n\
+             [alert.smtp]\nhost = \"127.0.0.1\"\nport = {}\ntls = \"none\"\ntimeout = \"5s\"\n",
+            smtp.port
+        ),
+    );
+    let out = svc.run_once();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for(
+        Duration::from_secs(10),
+        || smtp.mails().len() >= 2,
+        "the mails",
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let mails = smtp.mails();
+    let subjects: Vec<String> = mails.iter().map(|m| subject(m)).collect();
+    let outage: Vec<&String> = mails
+        .iter()
+        .filter(|m| subject(m).contains("] 10.0.0.1:6443 unreachable from 4 nodes"))
+        .collect();
+    assert_eq!(outage.len(), 1, "{subjects:#?}");
+    assert!(
+        subject(outage[0]).contains("api-unreachable"),
+        "{subjects:#?}"
+    );
+    for n in 0..4 {
+        assert!(outage[0].contains(&format!("ep-{n}")), "{}", outage[0]);
+        assert!(
+            !subjects.iter().any(|s| s.contains(&format!("] ep-{n}"))),
+            "ep-{n} paged on its own: {subjects:#?}"
+        );
+    }
+    assert!(
+        subjects
+            .iter()
+            .any(|s| s.starts_with("[kubelet-sentinel] lone-0: ")),
+        "{subjects:#?}"
+    );
+    // The outage's end and the lone node's page: nothing else.
+    assert!(mails.len() <= 3, "{subjects:#?}");
+}

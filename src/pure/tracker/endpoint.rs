@@ -267,6 +267,8 @@ impl Tracker {
             return false;
         };
         let mut e = self.fleet_ended.remove(pos);
+        // Not yet taken by the caller: it is open again, not twice.
+        self.resolved.retain(|r| r.id != e.id);
         e.resolved_at = None;
         e.resolution = None;
         out.push(Decision::UpdateIncident { id: e.id.clone() });
