@@ -261,6 +261,33 @@ mod tests {
     }
 
     #[test]
+    fn a_node_an_endpoint_incident_stands_for_is_not_paged() {
+        let mut i = incident();
+        let q = queued(SECOND, None);
+        assert_eq!(
+            decide(&entry(AlertKind::Opened), &i, &[], SECOND, q),
+            Action::Deliver
+        );
+        i.covered_by = Some("ep1".into());
+        for kind in [AlertKind::Opened, AlertKind::Repeat, AlertKind::Resolved] {
+            assert!(
+                matches!(decide(&entry(kind), &i, &[], SECOND, q), Action::Drop(why) if why.contains("ep1")),
+                "{kind:?}"
+            );
+        }
+        // Its own page went out before the outage was known: so does its end.
+        i.alerted_at = Some(SECOND);
+        assert_eq!(
+            decide(&entry(AlertKind::Resolved), &i, &[], SECOND, q),
+            Action::Deliver
+        );
+        assert!(matches!(
+            decide(&entry(AlertKind::Repeat), &i, &[], SECOND, q),
+            Action::Drop(_)
+        ));
+    }
+
+    #[test]
     fn a_silence_of_a_kind_holds_only_that_kind() {
         let i = incident();
         let mut s = silence("*", None, 40 * SECOND);
