@@ -20,7 +20,13 @@ const T0: i64 = 1_795_856_400_000_000; // 2026-11-28T09:00:00Z
 
 /// Incidents from kubelet lines at fixed times: (ms, host, line).
 fn incidents(lines: &[(i64, &str, String)], end_ms: i64) -> Vec<Incident> {
-    let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+    // The node incidents alone, as a group mail shows them: no endpoint
+    // incident of them (issue 19).
+    let settings = Settings {
+        fleet_min_nodes: usize::MAX,
+        ..Settings::default()
+    };
+    let mut p = Pipeline::new(EntryFilter::default(), settings);
     let mut d = Vec::new();
     for (ms, host, text) in lines {
         p.push(

@@ -33,7 +33,7 @@ pub(crate) const FLEET_CAUSES: [Cause; 4] = [
 ];
 
 /// Lately resolved members kept at most (each with its bounded evidence).
-const RECENT_MAX: usize = 4096;
+const RECENT_MAX: usize = 1024;
 
 /// Where a group's endpoint incident is kept among the open ones.
 pub(super) fn endpoint_key(endpoint: &str, cause: Cause) -> String {
@@ -73,7 +73,6 @@ struct Member {
     last_signal: Micros,
     last_trouble: Micros,
     over: Option<Micros>,
-    retries: u64,
 }
 
 impl Member {
@@ -87,7 +86,6 @@ impl Member {
             last_signal: i.last_signal_at,
             last_trouble: i.last_trouble_at,
             over: i.over_threshold_at,
-            retries: i.counted_retries(),
         }
     }
 }
@@ -120,17 +118,11 @@ impl Tracker {
     /// After the tracker changed `nodes`' incidents (decisions from
     /// `out[from..]` on): opens, joins and resolves endpoint incidents, and
     /// takes back the alerts of covered nodes.
-    pub(super) fn correlate(
-        &mut self,
-        nodes: &[String],
-        at: Micros,
-        from: usize,
-        out: &mut Vec<Decision>,
-    ) {
+    pub(super) fn correlate(&mut self, nodes: &[String], from: usize, out: &mut Vec<Decision>) {
         if self.settings.fleet_min_nodes < 2 || out.len() <= from {
             return;
         }
-        self.keep_recent(nodes, at);
+        self.keep_recent(nodes);
         let mut groups: BTreeSet<String> = BTreeSet::new();
         let mut touched: Vec<(String, (String, Cause))> = Vec::new();
         for n in nodes {
@@ -247,6 +239,10 @@ impl Tracker {
             ..lead
         };
         inc.reset_for_endpoint(cause);
+        // The same outage made again (its lead and so its id the same):
+        // one incident, not a resolved copy beside the open one.
+        self.resolved.retain(|r| r.id != inc.id);
+        self.fleet_ended.retain(|r| r.id != inc.id);
         out.push(Decision::OpenIncident { id: inc.id.clone() });
         self.open.insert(key.clone(), inc);
         self.gather(&key, out);
@@ -342,8 +338,6 @@ impl Tracker {
                     e.over_threshold_at = Some(e.over_threshold_at.map_or(o, |t| t.min(o)));
                 }
             }
-            // Counters of nodes in it now; a node that left keeps its
-            // share (never counted down).
             // The first error of each node, the earliest kept: the same
             // whatever order its nodes joined in.
             for f in firsts {
@@ -354,8 +348,8 @@ impl Tracker {
             e.evidence_head
                 .sort_by(|a, b| (a.at, &a.cursor).cmp(&(b.at, &b.cursor)));
             e.evidence_head.truncate(EVIDENCE_HEAD);
-            let total: u64 = members.iter().map(|m| m.retries).sum();
-            e.retries = e.retries.max(total);
+            // No counters of its own: its nodes' incidents keep theirs (a
+            // sum would depend on when the nodes were read).
             e.over_threshold_at.is_some() && e.last_alert_at.is_none()
         };
         for j in joined {
@@ -377,13 +371,12 @@ impl Tracker {
         }
     }
 
-    /// Keeps this call's resolved members (they may still make or join an
-    /// outage whose other nodes are read later), for the window and
-    /// `resolve_after` past their end and an hour more for late hosts.
-    fn keep_recent(&mut self, nodes: &[String], at: Micros) {
-        let keep = self.settings.fleet_window + self.settings.resolve_after + 3600 * SECOND;
-        self.fleet_recent
-            .retain(|i| i.resolved_at.is_none_or(|r| r + keep >= at));
+    /// Keeps this call's resolved members: they may still make or join an
+    /// outage whose other nodes are read later, hours later for a host that
+    /// uploads late. Bounded by number, not by time: any host's clock says
+    /// nothing of another's, and `scan` reads a host's later lines before
+    /// another host's earlier ones.
+    fn keep_recent(&mut self, nodes: &[String]) {
         for n in nodes {
             let Some(i) = self
                 .resolved

@@ -370,7 +370,7 @@ impl Tracker {
     pub fn observe(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) {
         let from = out.len();
         let node = self.observe_one(obs, out);
-        self.correlate(&[node], obs.at, from, out);
+        self.correlate(&[node], from, out);
     }
 
     fn observe_one(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) -> String {
@@ -619,7 +619,7 @@ impl Tracker {
         for node in &quiet {
             self.expire(node, now, out);
         }
-        self.correlate(&quiet, now, from, out);
+        self.correlate(&quiet, from, out);
         match self
             .open
             .values()
