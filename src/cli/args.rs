@@ -232,7 +232,7 @@ pub struct ScanArgs {
     #[arg(long, default_value = crate::defaults::WINDOW_TEXT, value_parser = duration)]
     pub window: Micros,
     /// This many nodes (of as many hosts) in trouble against one API endpoint
-    /// are one endpoint incident ([fleet] min_nodes).
+    /// are one endpoint incident (`[fleet] min_nodes`).
     #[arg(long, default_value_t = crate::defaults::FLEET_MIN_NODES, value_parser = clap::value_parser!(u32).range(2..))]
     pub min_nodes: u32,
     /// Another unit to read as the kubelet (repeatable), besides kubelet.service and those
