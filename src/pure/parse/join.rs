@@ -28,8 +28,10 @@ const MAX_JOINED: usize = 1 << 20;
 
 /// A held line's stream has ended once its host's journal is this far past
 /// its last entry: journald stamps the lines of one write microseconds
-/// apart, so a continuation never comes a second later.
-pub(crate) const STREAM_QUIET: Micros = SECOND;
+/// apart, so a continuation never comes a quarter of a second later. It is
+/// also the floor of a live alert's latency (the last line of a burst
+/// waits this long for a continuation), so it is kept short.
+pub(crate) const STREAM_QUIET: Micros = SECOND / 4;
 
 /// A complete logical line: the first entry (its message extended by the
 /// continuations) and how many continuation entries were joined to it.
