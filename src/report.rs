@@ -89,6 +89,7 @@ pub struct EvidenceOut {
 pub struct IncidentOut {
     pub id: String,
     /// `node-status`, `kubelet-down` or `host-silent` (design 3.3).
+    /// `node-status`, `kubelet-down` or `endpoint` (design 3.3).
     #[serde(default = "node_status")]
     pub kind: String,
     pub node: String,
@@ -99,6 +100,13 @@ pub struct IncidentOut {
     /// The API endpoint (`host:port`) its errors name; null when none does.
     #[serde(default)]
     pub api_endpoint: Option<String>,
+    /// Endpoint incidents: the nodes in it (`node` is the endpoint).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// Node-status incidents: the endpoint incident whose alert stands
+    /// for this one's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covered_by: Option<String>,
     pub opened_at: String,
     pub last_signal_at: String,
     pub resolved_at: Option<String>,
@@ -168,6 +176,8 @@ impl IncidentOut {
             verdict: i.verdict(s).as_str().to_string(),
             cause: i.cause().as_str().to_string(),
             api_endpoint: i.api_endpoint.clone(),
+            nodes: i.nodes.clone(),
+            covered_by: i.covered_by.clone(),
             opened_at: rfc3339(i.opened_at),
             last_signal_at: rfc3339(i.last_signal_at),
             resolved_at: i.resolved_at.map(rfc3339),
@@ -325,6 +335,8 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
                     (o.retries + o.register_failures).to_string()
                 } else if o.last_entry_at.is_some() {
                     "-".to_string()
+                } else if !o.nodes.is_empty() {
+                    format!("{} nodes", o.nodes.len())
                 } else {
                     format!("{} restarts", o.restarts)
                 },
@@ -468,6 +480,27 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
             .map(|e| format!("  endpoint {}", terminal_text(e, 270)))
             .unwrap_or_default()
     );
+    if !o.nodes.is_empty() {
+        let shown: Vec<String> = o.nodes.iter().take(50).map(|n| one_line(n, 120)).collect();
+        let more = o.nodes.len() - shown.len();
+        let _ = writeln!(
+            out,
+            "  {} nodes: {}{}",
+            o.nodes.len(),
+            shown.join(", "),
+            if more > 0 {
+                format!(" +{more} more")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(c) = &o.covered_by {
+        let _ = writeln!(
+            out,
+            "  part of endpoint incident {c} (its alert stands for this one's)"
+        );
+    }
     let _ = writeln!(
         out,
         "  opened {}; trouble lasted {} (first to last signal){}",

@@ -236,6 +236,10 @@ pub struct ScanArgs {
     /// The window of --retries.
     #[arg(long, default_value = crate::defaults::WINDOW_TEXT, value_parser = duration)]
     pub window: Micros,
+    /// This many nodes (of as many hosts) in trouble against one API endpoint
+    /// are one endpoint incident (`[fleet] min_nodes`).
+    #[arg(long, default_value_t = crate::defaults::FLEET_MIN_NODES, value_parser = clap::value_parser!(u32).range(2..))]
+    pub min_nodes: u32,
     /// Another unit to read as the kubelet (repeatable), besides kubelet.service and those
     /// of k3s, rke2 and `MicroK8s`.
     #[arg(long = "unit")]
@@ -293,6 +297,7 @@ impl ScanArgs {
             window: self.window,
             node_name: self.node_name.clone(),
             silent_after: self.silent_after,
+            fleet_min_nodes: self.min_nodes as usize,
             ..Settings::default()
         }
     }

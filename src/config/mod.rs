@@ -213,6 +213,8 @@ impl Config {
             } else {
                 0
             },
+            fleet_min_nodes: self.fleet.min_nodes as usize,
+            fleet_window: self.fleet.window.0,
             overrides: self
                 .alert
                 .route
@@ -446,6 +448,33 @@ mod tests {
             let e = Config::parse(text, "c.toml").unwrap_err().to_string();
             assert!(
                 e.contains(key) && e.contains(&format!("line {line},")),
+                "{text:?}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn fleet_keys_are_bounded_and_reach_the_tracker() {
+        let c = Config::parse("", "c.toml").unwrap();
+        assert_eq!(c.tracker_settings().fleet_min_nodes, 3);
+        assert_eq!(c.tracker_settings().fleet_window, 120 * crate::time::SECOND);
+        let c = Config::parse("[fleet]\nmin_nodes = 5\nwindow = \"30s\"\n", "c.toml").unwrap();
+        assert_eq!(c.tracker_settings().fleet_min_nodes, 5);
+        assert_eq!(c.tracker_settings().fleet_window, 30 * crate::time::SECOND);
+        assert!(
+            c.needs_restart(&Config::parse("", "c.toml").unwrap())
+                .is_empty()
+        );
+        for (text, line) in [
+            ("[fleet]\n\nmin_nodes = 1\n", 3),
+            ("[fleet]\nmin_nodes = 0\n", 2),
+            ("[fleet]\nmin_nodes = 100001\n", 2),
+            ("[fleet]\nwindow = \"0s\"\n", 2),
+            ("[fleet]\nwindow = \"2d\"\n", 2),
+        ] {
+            let e = Config::parse(text, "c.toml").unwrap_err().to_string();
+            assert!(
+                e.contains("[fleet]") && e.contains(&format!("line {line},")),
                 "{text:?}: {e}"
             );
         }

@@ -35,6 +35,8 @@ pub(super) struct RawConfig {
 pub(super) struct RawFleet {
     pub(super) silent_after: S<Period>,
     pub(super) silent_incidents: S<bool>,
+    pub(super) min_nodes: S<u32>,
+    pub(super) window: S<Period>,
 }
 
 #[derive(Debug, Default, Deserialize)]

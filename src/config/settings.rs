@@ -359,6 +359,11 @@ pub struct FleetConfig {
     /// A collector's silent hosts are `host-silent` incidents, alerted
     /// like the others (design 5.2); off: `status` and the metric only.
     pub silent_incidents: bool,
+    /// This many nodes in trouble against one API endpoint (one cause
+    /// class) are one endpoint incident.
+    pub min_nodes: u32,
+    /// ... when their incidents opened within this of each other.
+    pub window: Period,
 }
 
 /// The validated configuration, every default filled in.

@@ -39,6 +39,7 @@ pub(super) const PERIODS: &[(&str, &str, Micros, Micros)] = &[
     ("alert.route", "repeat_interval", SECOND, 365 * DAY),
     ("alert.route", "window", SECOND, 106_751 * DAY),
     ("fleet", "silent_after", 60 * SECOND, 30 * DAY),
+    ("fleet", "window", SECOND, DAY),
 ];
 
 /// A string value, `""` meaning unset.
@@ -564,7 +565,23 @@ impl Validator<'_> {
     }
 
     fn fleet(&self, fleet: RawFleet) -> Result<FleetConfig, ConfigError> {
+        // One node is never an outage of its own: at least two.
+        let message = "between 2 and 100000";
+        if let Some(n) = fleet.min_nodes.as_ref().filter(|n| *n.get_ref() < 2) {
+            return Err(self.invalid("fleet", "min_nodes", n, message.to_string()));
+        }
+        let min_nodes = self
+            .count(
+                "fleet",
+                "min_nodes",
+                fleet.min_nodes,
+                (true, 100_000),
+                message,
+            )?
+            .unwrap_or(defaults::FLEET_MIN_NODES);
         Ok(FleetConfig {
+            min_nodes,
+            window: self.period("fleet", "window", fleet.window, defaults::FLEET_WINDOW)?,
             silent_after: self.period(
                 "fleet",
                 "silent_after",

@@ -82,6 +82,13 @@ pub(crate) fn decide(
     now: Micros,
     q: Queued,
 ) -> Action {
+    if let Some(cover) = &i.covered_by {
+        // An endpoint incident stands for it (design 5.2): its alert is
+        // that one's, and its end is told only where its own start was.
+        if e.kind != AlertKind::Resolved || i.alerted_at.is_none() {
+            return Action::Drop(format!("endpoint incident {cover} stands for it"));
+        }
+    }
     if e.kind == AlertKind::Repeat {
         if let Some(a) = &i.ack {
             return Action::Drop(format!("a reminder, and {} acknowledged it", a.by));
@@ -251,6 +258,33 @@ mod tests {
             trouble: Some(trouble),
             resolved,
         }
+    }
+
+    #[test]
+    fn a_node_an_endpoint_incident_stands_for_is_not_paged() {
+        let mut i = incident();
+        let q = queued(SECOND, None);
+        assert_eq!(
+            decide(&entry(AlertKind::Opened), &i, &[], SECOND, q),
+            Action::Deliver
+        );
+        i.covered_by = Some("ep1".into());
+        for kind in [AlertKind::Opened, AlertKind::Repeat, AlertKind::Resolved] {
+            assert!(
+                matches!(decide(&entry(kind), &i, &[], SECOND, q), Action::Drop(why) if why.contains("ep1")),
+                "{kind:?}"
+            );
+        }
+        // Its own page went out before the outage was known: so does its end.
+        i.alerted_at = Some(SECOND);
+        assert_eq!(
+            decide(&entry(AlertKind::Resolved), &i, &[], SECOND, q),
+            Action::Deliver
+        );
+        assert!(matches!(
+            decide(&entry(AlertKind::Repeat), &i, &[], SECOND, q),
+            Action::Drop(_)
+        ));
     }
 
     #[test]

@@ -134,6 +134,24 @@ fn subject_one(i: &Incident, kind: AlertKind) -> String {
             ),
         };
     }
+    if i.kind == crate::tracker::IncidentKind::Endpoint {
+        let ep = header_text(i.api_endpoint.as_deref().unwrap_or(&i.node), 100);
+        let n = i.nodes.len();
+        return match kind {
+            AlertKind::Resolved => format!(
+                "[kubelet-sentinel] resolved: {ep} for {n} nodes, outage lasted {} ({cause})",
+                human_duration(span(i))
+            ),
+            AlertKind::Repeat => format!(
+                "[kubelet-sentinel] still failing: {ep} {} from {n} nodes ({cause})",
+                endpoint_words(i.cause())
+            ),
+            AlertKind::Opened => format!(
+                "[kubelet-sentinel] {ep} {} from {n} nodes ({cause})",
+                endpoint_words(i.cause())
+            ),
+        };
+    }
     if let Some(d) = &i.down {
         let what = if d.gave_up_at.is_some() {
             "kubelet failed, systemd gave up"
@@ -305,6 +323,9 @@ pub fn render_with(incidents: &[&Incident], kind: AlertKind, s: &Settings, d: De
         group_table(&mut text, &mut html, incidents, outage, s, d);
     }
     let sections = d.sections;
+    for i in incidents.iter().take(sections.max(1)) {
+        endpoint_nodes(&mut text, &mut html, i, d.rows);
+    }
     for i in incidents.iter().take(sections) {
         section(&mut text, &mut html, i, s);
     }
@@ -461,6 +482,37 @@ fn group_table(
         let _ = writeln!(text, "{note}\n");
         html.push_str(&format!("<p>{}</p>\n", html_escape(&note)));
     }
+}
+
+/// An endpoint incident's nodes, at most `rows` by name.
+fn endpoint_nodes(text: &mut String, html: &mut String, i: &Incident, rows: usize) {
+    if i.nodes.is_empty() {
+        return;
+    }
+    let shown: Vec<String> = i
+        .nodes
+        .iter()
+        .take(rows)
+        .map(|n| header_text(n, 60))
+        .collect();
+    let more = i.nodes.len() - shown.len();
+    let tail = if more > 0 {
+        format!(
+            " … and {more} more; `kubelet-sentinel show {}` lists them all",
+            i.id
+        )
+    } else {
+        String::new()
+    };
+    let line = format!(
+        "{} nodes lost {} ({}): {}{tail}.",
+        i.nodes.len(),
+        header_text(i.api_endpoint.as_deref().unwrap_or(&i.node), 270),
+        i.cause().as_str(),
+        shown.join(", ")
+    );
+    let _ = writeln!(text, "{line}\n");
+    html.push_str(&format!("<p>{}</p>\n", html_escape(&line)));
 }
 
 fn status_word(i: &Incident) -> &'static str {

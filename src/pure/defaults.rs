@@ -104,6 +104,14 @@ pub(crate) const SILENT_AFTER: Micros = 600 * SECOND;
 /// before host-silent incidents (hosts uploading hours apart, whose
 /// history must equal one handle's) are revisited.
 pub(crate) const SILENT_INCIDENTS: bool = false;
+/// `[fleet] min_nodes`: this many nodes in trouble against one API
+/// endpoint (one cause class) are one endpoint incident.
+pub(crate) const FLEET_MIN_NODES: u32 = 3;
+/// `[fleet] window`: ... when their incidents opened within this of each
+/// other. Nodes losing one endpoint see it within a few status-update
+/// periods (10 s each, plus client back-off); two minutes holds them and
+/// keeps two unrelated failures an hour apart from being one outage.
+pub(crate) const FLEET_WINDOW: Micros = 120 * SECOND;
 
 #[cfg(test)]
 mod tests {

@@ -119,7 +119,12 @@ pub(crate) fn nodes(store: &Store, live: Option<&Live>) -> Result<NodeList, Quer
     let all = store.incidents(&Filter::default(), &settings)?;
     let mut rows: BTreeMap<String, NodeRow> = BTreeMap::new();
     // Newest first: the first seen per node is its last.
-    for i in &all {
+    // An endpoint incident is listed under its endpoint, no node's row;
+    // its nodes have their own incidents.
+    for i in all
+        .iter()
+        .filter(|i| i.kind != crate::tracker::IncidentKind::Endpoint)
+    {
         let row = rows.entry(i.node.clone()).or_insert_with(|| NodeRow {
             node: i.node.clone(),
             hosts: Vec::new(),

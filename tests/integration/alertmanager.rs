@@ -48,8 +48,10 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
         &storm(now, "n2", 8),
     );
 
+    // Node alerts as a per-node deployment posts them: n1, n2 and n3 are
+    // no endpoint incident (issue 19) here.
     let extra = format!(
-        "[incidents]\nresolve_after = \"15s\"\n\n[alert]\nmax_age = \"1h\"\nretry_max = \"2s\"\n\n\
+        "[fleet]\nmin_nodes = 4\n[incidents]\nresolve_after = \"15s\"\n\n[alert]\nmax_age = \"1h\"\nretry_max = \"2s\"\n\n\
          [alert.alertmanager]\nurls = [\"{}\"]\nresend_interval = \"1s\"\nlabels = {{ cluster = \"test\" }}\n",
         am.url()
     );
@@ -291,7 +293,10 @@ fn the_shipped_alertmanager_example_pages_once_per_outage() {
     let mut svc = Service::new(
         &format!("directory = \"{}\"", journals.display()),
         &format!(
-            "[incidents]\nresolve_after = \"1h\"\n\n[alert]\nmax_age = \"1h\"\n\n\
+            // Node alerts as per-node deployments post them (no endpoint
+            // incident of the collector's: issue 19), for the example's
+            // grouping and inhibition.
+            "[fleet]\nmin_nodes = 4\n[incidents]\nresolve_after = \"1h\"\n\n[alert]\nmax_age = \"1h\"\n\n\
              [alert.alertmanager]\nurls = [\"{}\"]\nresend_interval = \"1s\"\n",
             am.url()
         ),

@@ -100,13 +100,22 @@ fn incidents_of(v: &serde_json::Value) -> Vec<(String, String, u64)> {
 /// `scan` of a directory's files named one by one: read through one
 /// handle, not host by host.
 fn scan_files_of(dir: &std::path::Path) -> serde_json::Value {
+    scan_files_of_with(dir, &[])
+}
+
+/// [`scan_files_of`] with more arguments before the files.
+fn scan_files_of_with(dir: &std::path::Path, args: &[&str]) -> serde_json::Value {
     let mut files: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .map(|e| e.path().display().to_string())
         .collect();
     files.sort();
-    let refs: Vec<&str> = files.iter().map(String::as_str).collect();
+    let refs: Vec<&str> = args
+        .iter()
+        .copied()
+        .chain(files.iter().map(String::as_str))
+        .collect();
     scan_json(&refs)
 }
 
@@ -141,7 +150,12 @@ fn late_bursty_and_first_time_hosts_lose_nothing() {
         storm(t0 + 60 * SECOND, "h2", 3),
     );
 
-    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    // The node incidents of late hosts: no endpoint incident of them
+    // (issue 19), here or in scan.
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        "[fleet]\nmin_nodes = 1000\n",
+    );
     svc.start();
 
     // h2 runs ahead, in bursts, an hour later than anything of h1's.
@@ -215,7 +229,7 @@ fn late_bursty_and_first_time_hosts_lose_nothing() {
     );
     let status = svc.status();
     assert_eq!(status["entries_lost"], 0, "{status}");
-    let scanned = scan_json(&[&dir.display().to_string()]);
+    let scanned = scan_json(&["--min-nodes", "1000", &dir.display().to_string()]);
     // h4's last retry waits for continuations until its host's journal has
     // been quiet for a second (as scan hands it on at the end of input).
     wait_for(
@@ -235,7 +249,7 @@ fn late_bursty_and_first_time_hosts_lose_nothing() {
     assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
     // Through one handle over all files (where nothing is late any more):
     // the same.
-    let one_handle = scan_files_of(dir);
+    let one_handle = scan_files_of_with(dir, &["--min-nodes", "1000"]);
     assert_eq!(live, incidents_of(&one_handle["incidents"]));
     // The incidents a person reading the uploads expects: h1's two storms
     // (and its third, after the rotation), h2's, h3's two, h4's two.
@@ -855,4 +869,104 @@ fn many_garbage_files_give_a_bounded_number_of_warnings() {
     assert!(lines <= 25, "{lines} lines:\n{err}");
     assert!(err.contains("more records skipped"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("real"));
+}
+
+/// Issue 19's fleet, written by `systemd-journal-remote`: six hosts, four
+/// losing `10.0.0.1:6443` within seconds, one getting `Unauthorized` from
+/// another endpoint, one healthy. Trouble begins `ago` before now.
+pub(crate) fn outage_fleet(dir: &Path, ago: Micros) {
+    let t0 = kubelet_sentinel::now() - ago;
+    for n in 0..4 {
+        let host = format!("ep-{n}");
+        let start = t0 + n * 700_000;
+        // A retry every 10 s for two minutes, as a kubelet's status loop.
+        let mut lines: Vec<_> = (0..12)
+            .map(|k| retry(start + k * 10 * SECOND, &host))
+            .collect();
+        lines.push(chatter(start + 300 * SECOND));
+        upload(dir, &format!("remote-10.0.1.{n}.journal"), &host, &lines);
+    }
+    let lone: Vec<_> = (0..12)
+        .map(|k| {
+            let at = t0 + 400_000 + k * 10 * SECOND;
+            (
+                at,
+                format!(
+                    "E{}    4242 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"lone-0\\\": Get \\\"https://10.0.0.2:6443/api/v1/nodes/lone-0?timeout=10s\\\": Unauthorized\"",
+                    klog_time(at)
+                ),
+            )
+        })
+        .collect();
+    upload(dir, "remote-10.0.2.1.journal", "lone-0", &lone);
+    let quiet: Vec<_> = (0..10).map(|k| chatter(t0 + k * 30 * SECOND)).collect();
+    upload(dir, "remote-10.0.2.2.journal", "calm-0", &quiet);
+}
+
+/// The endpoint incident and the node incidents of [`outage_fleet`] in a
+/// JSON `incidents` array.
+pub(crate) fn check_outage(incidents: &serde_json::Value) {
+    let all = incidents.as_array().unwrap();
+    let endpoints: Vec<_> = all.iter().filter(|i| i["kind"] == "endpoint").collect();
+    assert_eq!(endpoints.len(), 1, "{all:#?}");
+    let e = endpoints[0];
+    assert_eq!(e["api_endpoint"], "10.0.0.1:6443");
+    assert_eq!(e["cause"], "api-unreachable");
+    let mut nodes: Vec<&str> = e["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, ["ep-0", "ep-1", "ep-2", "ep-3"]);
+    for n in &nodes {
+        let i = all
+            .iter()
+            .find(|i| i["kind"] == "node-status" && i["node"] == *n)
+            .unwrap_or_else(|| panic!("{n}: {all:#?}"));
+        assert_eq!(i["api_endpoint"], "10.0.0.1:6443", "{n}");
+        assert_eq!(i["covered_by"], e["id"], "{n}");
+    }
+    let lone = all.iter().find(|i| i["node"] == "lone-0").unwrap();
+    assert_eq!(lone["cause"], "auth");
+    assert_eq!(lone["api_endpoint"], "10.0.0.2:6443");
+    assert!(lone.get("covered_by").is_none(), "{lone:#?}");
+    assert!(!all.iter().any(|i| i["node"] == "calm-0"));
+}
+
+#[test]
+fn an_endpoint_lost_by_four_hosts_is_one_incident_the_lone_node_its_own() {
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    outage_fleet(dir, 3600 * SECOND);
+    let scanned = scan_json(&[dir.to_str().unwrap()]);
+    check_outage(&scanned["incidents"]);
+    // Read through one handle (the files named one by one): the same.
+    check_outage(&scan_files_of(dir)["incidents"]);
+    // The service's catch-up, its store, `incidents --kind endpoint`.
+    let svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    let out = svc.run_once();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_outage(&svc.incidents());
+    let out = svc.query(&["incidents", "--kind", "endpoint", "-o", "json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["incidents"].as_array().unwrap().len(), 1, "{v:#}");
+    let table = svc.query(&["incidents", "--kind", "endpoint"]);
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(
+        table.contains("10.0.0.1:6443") && table.contains("4 nodes"),
+        "{table}"
+    );
+    let id = v["incidents"][0]["id"].as_str().unwrap();
+    let show = svc.query(&["show", id]);
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        show.contains("4 nodes: ") && show.contains("ep-3"),
+        "{show}"
+    );
 }

@@ -740,7 +740,11 @@ fn a_cut_incident_list_says_so() {
             &storm(now, &host, 3),
         );
     }
-    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    // Three node incidents, no endpoint incident of them (issue 19).
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        "[fleet]\nmin_nodes = 4\n",
+    );
     svc.start();
     wait_for(
         Duration::from_secs(20),

@@ -83,6 +83,8 @@ struct Pending {
     decisions: Vec<Decision>,
     /// Resolved incidents loaded to record a delivery.
     extra: Vec<Incident>,
+    /// Stored node incidents whose endpoint incident changed: `(id, by)`.
+    covers: Vec<(String, Option<String>)>,
     alerts: Vec<OutboxEntry>,
     stats: StatsDelta,
     /// Groups whose cursor moved since the last commit.
@@ -234,6 +236,13 @@ impl Ingest {
                     self.pending.stats.forgotten += 1;
                 }
                 Decision::QueueAlert { id, kind, at } => self.queue_alert(&id, kind, at),
+                Decision::CoverIncident { id, by } => {
+                    if self.pipeline.tracker().incident(&id).is_some() {
+                        self.changed.insert(id);
+                    } else {
+                        self.pending.covers.push((id, by));
+                    }
+                }
             }
         }
     }
@@ -247,10 +256,21 @@ impl Ingest {
         let words = kind.words();
         let now = (self.now)();
         let max_age = self.config.alert.max_age.0;
+        // An endpoint incident has no host of its own: it is live when one
+        // of its nodes' hosts is.
+        let live = if inc.kind == crate::tracker::IncidentKind::Endpoint {
+            let t = self.pipeline.tracker();
+            t.open_incidents()
+                .filter(|i| i.covered_by.as_deref() == Some(id))
+                .filter_map(|i| i.host.as_deref())
+                .any(|h| self.pipeline.live(h))
+        } else {
+            self.pipeline.live(&host)
+        };
         let raised = Raised {
             kind,
             announced: inc.announced,
-            live: self.pipeline.live(&host),
+            live,
             at: raised_at,
         };
         let channels = match admission::admit(
@@ -363,11 +383,47 @@ impl Ingest {
         }
     }
 
+    /// Loads the stored node incidents whose endpoint incident changed and
+    /// changes them, for this commit.
+    async fn load_covered(&mut self) {
+        let covers = std::mem::take(&mut self.pending.covers);
+        if covers.is_empty() {
+            return;
+        }
+        let store = self.store.clone();
+        let loaded = tokio::task::spawn_blocking(move || {
+            covers
+                .into_iter()
+                .filter_map(|(id, by)| match store.incident(&id) {
+                    Ok(Some(mut i)) => {
+                        i.covered_by = by;
+                        Some(i)
+                    }
+                    // Pruned since: nothing to change.
+                    Ok(None) => None,
+                    Err(e) => {
+                        tracing::warn!(incident = %id, "its endpoint incident is not recorded on it: {e}");
+                        None
+                    }
+                })
+                .collect::<Vec<Incident>>()
+        })
+        .await
+        .unwrap_or_default();
+        for i in loaded {
+            match self.pending.extra.iter_mut().find(|e| e.id == i.id) {
+                Some(e) => e.covered_by = i.covered_by,
+                None => self.pending.extra.push(i),
+            }
+        }
+    }
+
     fn dirty(&self) -> bool {
         self.pending.entries > 0
             || !self.changed.is_empty()
             || !self.pending.decisions.is_empty()
             || !self.pending.extra.is_empty()
+            || !self.pending.covers.is_empty()
     }
 
     /// Writes what changed since the last commit, and the cursor, in one
@@ -375,6 +431,7 @@ impl Ingest {
     /// only then is the mailer woken.
     pub(super) async fn commit(&mut self, wake: Option<&Wake>) -> Result<(), StoreError> {
         self.apply_decisions();
+        self.load_covered().await;
         let settings = self.pipeline.tracker().settings().clone();
         let forget = self.pipeline.tracker_mut().take_forgotten();
         for i in &forget {

@@ -35,11 +35,24 @@ impl Ingest {
             reader_restarts: self.supervisor.restarts(),
             evicted: self.pipeline.tracker().evicted(),
             forgotten: self.pipeline.tracker().forgotten(),
-            hosts: newest_hosts(self.pipeline.host_times(), settings.max_nodes),
+            hosts: newest_hosts(self.host_times().into_iter(), settings.max_nodes),
             silent_after: self.config.fleet.silent_after.0,
             settings: settings.clone(),
             config: self.reloader.status().clone(),
         }
+    }
+
+    /// Each host's newest entry: of its kubelet, or of any unit when the
+    /// reader reads that from a collector's file headers (a host whose
+    /// kubelet is quiet but whose journal moves on is not silent).
+    fn host_times(&self) -> Vec<(&str, Micros)> {
+        let mut all: std::collections::BTreeMap<&str, Micros> =
+            self.pipeline.host_times().collect();
+        for (h, t) in self.pipeline.tracker().journal_times() {
+            let e = all.entry(h).or_insert(t);
+            *e = (*e).max(t);
+        }
+        all.into_iter().collect()
     }
 
     /// What changes the published snapshot: commits and the reader's state.

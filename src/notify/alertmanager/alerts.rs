@@ -52,6 +52,11 @@ pub(super) const ALERTNAME_DOWN: &str = "KubeletDown";
 /// metric): a deployment with both sees two alerts, never one that
 /// resolves the other.
 pub(super) const ALERTNAME_SILENT: &str = "KubeletHostSilent";
+/// Endpoint incidents: one API endpoint lost by several nodes at once
+/// (labels `api_endpoint` and `cause`; `node` is the endpoint). The
+/// shipped Alertmanager example inhibits [`ALERTNAME`] alerts of equal
+/// `api_endpoint` and `cause` while it fires.
+pub(super) const ALERTNAME_ENDPOINT: &str = "KubeletAPIEndpointDown";
 /// Evidence lines are cut to this in annotations.
 const MAX_EVIDENCE: usize = 1000;
 
@@ -108,6 +113,10 @@ pub(crate) fn labels(
         }
         k @ crate::tracker::IncidentKind::HostSilent => {
             l.insert("alertname".into(), ALERTNAME_SILENT.into());
+            l.insert("kind".into(), k.as_str().into());
+        }
+        k @ crate::tracker::IncidentKind::Endpoint => {
+            l.insert("alertname".into(), ALERTNAME_ENDPOINT.into());
             l.insert("kind".into(), k.as_str().into());
         }
     }
@@ -204,6 +213,50 @@ mod tests {
 
     /// D23: a host (or node, or configured label) with ESC, NUL or a
     /// bidirectional override reaches Alertmanager cleaned and bounded.
+    #[test]
+    fn an_endpoint_incident_is_its_own_alertname_with_endpoint_and_cause() {
+        let mut i = crate::tracker::Incident {
+            kind: crate::tracker::IncidentKind::Endpoint,
+            node: "10.0.0.1:6443".into(),
+            host: None,
+            api_endpoint: Some("10.0.0.1:6443".into()),
+            nodes: vec!["a".into(), "b".into(), "c".into()],
+            ..node_incident()
+        };
+        i.causes = std::collections::BTreeMap::from([(crate::signals::Cause::ApiUnreachable, 1)]);
+        let l = labels(&i, &Settings::default(), &std::collections::BTreeMap::new());
+        assert_eq!(l["alertname"], ALERTNAME_ENDPOINT);
+        assert_eq!(l["api_endpoint"], "10.0.0.1:6443");
+        assert_eq!(l["cause"], "api-unreachable");
+        assert_eq!(l["kind"], "endpoint");
+        assert!(l.get("host").is_none());
+        // Node alerts keep theirs, for the example's inhibit rule.
+        let n = node_incident();
+        let l = labels(&n, &Settings::default(), &std::collections::BTreeMap::new());
+        assert_eq!(l["alertname"], ALERTNAME);
+        assert_eq!(l["api_endpoint"], "10.0.0.1:6443");
+    }
+
+    fn node_incident() -> crate::tracker::Incident {
+        let mut p = crate::pipeline::Pipeline::new(
+            crate::model::EntryFilter::default(),
+            Settings::default(),
+        );
+        let mut d = Vec::new();
+        for k in 0..7 {
+            p.push(
+                crate::model::Entry {
+                    at: Some(k * crate::time::SECOND),
+                    message: b"E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": Get \\\"https://10.0.0.1:6443/api/v1/nodes/worker-3\\\": dial tcp 10.0.0.1:6443: connect: connection refused\"".to_vec(),
+                    ..crate::model::Entry::default()
+                },
+                &mut d,
+            );
+        }
+        p.flush(&mut d);
+        p.tracker().open_incidents().next().unwrap().clone()
+    }
+
     #[test]
     fn labels_and_annotations_carry_no_control_characters() {
         let mut p = crate::pipeline::Pipeline::new(

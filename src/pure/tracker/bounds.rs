@@ -31,7 +31,9 @@ impl Tracker {
     pub(super) fn make_room(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
         let of = |i: &Incident| i.host.as_deref().unwrap_or("") == host;
         let oldest = |open: &BTreeMap<String, Incident>, of_host: bool| {
+            // An endpoint incident ends with its nodes', never to make room.
             open.iter()
+                .filter(|(_, i)| i.kind != IncidentKind::Endpoint)
                 .filter(|(_, i)| !of_host || of(i))
                 .min_by_key(|(_, i)| (i.last_signal_at, i.opened_at))
                 .map(|(n, _)| n.clone())

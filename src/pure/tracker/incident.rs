@@ -44,12 +44,16 @@ pub enum IncidentKind {
     NodeStatus,
     KubeletDown,
     HostSilent,
+    /// Several nodes in trouble against one API endpoint at once: one
+    /// outage (design 5.2); its nodes' incidents stay their own.
+    Endpoint,
 }
 
 crate::kinds::spelling!(IncidentKind {
     NodeStatus => "node-status",
     KubeletDown => "kubelet-down",
     HostSilent => "host-silent",
+    Endpoint => "endpoint",
 });
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -249,6 +253,13 @@ pub struct Incident {
     /// when it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_entry_at: Option<Micros>,
+    /// Endpoint incidents: the nodes in it, in the order they joined.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<String>,
+    /// Node-status incidents: the endpoint incident that stands for it
+    /// (its alerts are that incident's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covered_by: Option<String>,
 }
 
 impl Incident {
@@ -351,6 +362,8 @@ impl Incident {
             api_endpoint: None,
             down: None,
             last_entry_at: None,
+            nodes: Vec::new(),
+            covered_by: None,
         }
     }
 
@@ -510,8 +523,9 @@ impl Incident {
     /// restart, to be judged failed) on quiet; `None`: not on quiet.
     #[must_use]
     pub fn due(&self, resolve_after: Micros) -> Option<Micros> {
-        if self.kind == IncidentKind::HostSilent {
-            // Only the host's own next entry ends it.
+        if matches!(self.kind, IncidentKind::HostSilent | IncidentKind::Endpoint) {
+            // Only the host's own next entry ends a host-silent one; an
+            // endpoint one ends with its last node's incident.
             return None;
         }
         match &self.down {
@@ -595,6 +609,9 @@ impl Incident {
     pub fn diagnosis(&self, s: &Settings) -> String {
         if self.kind == IncidentKind::HostSilent {
             return self.silent_diagnosis();
+        }
+        if self.kind == IncidentKind::Endpoint {
+            return self.endpoint_diagnosis();
         }
         if let Some(d) = &self.down {
             return self.down_diagnosis(d, s);

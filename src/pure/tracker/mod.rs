@@ -24,6 +24,7 @@
 
 mod bounds;
 mod down;
+mod endpoint;
 mod incident;
 mod settings;
 mod silent;
@@ -96,6 +97,13 @@ pub enum Decision {
         id: String,
         kind: AlertKind,
         at: Micros,
+    },
+    /// Node incident `id` is now covered by endpoint incident `by` (or by
+    /// none): changed here if the tracker still holds it, else the caller
+    /// changes its stored copy.
+    CoverIncident {
+        id: String,
+        by: Option<String>,
     },
 }
 
@@ -176,6 +184,10 @@ pub struct Tracker {
     /// there are hosts judged silent (see [`Tracker::set_fleet`]).
     #[serde(skip)]
     fleet: bool,
+    /// Endpoint incidents and the node incidents they are derived from,
+    /// by endpoint and cause (see `endpoint.rs`; bounded there).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    fleet_groups: BTreeMap<String, endpoint::Group>,
 }
 
 /// Where an incident of `kind` for `node` is kept among the open ones: a
@@ -185,7 +197,7 @@ pub struct Tracker {
 fn open_key(kind: IncidentKind, node: &str) -> String {
     match kind {
         IncidentKind::NodeStatus => node.to_string(),
-        k @ (IncidentKind::KubeletDown | IncidentKind::HostSilent) => {
+        k @ (IncidentKind::KubeletDown | IncidentKind::HostSilent | IncidentKind::Endpoint) => {
             format!("{}:{node}", k.as_str())
         }
     }
@@ -233,7 +245,11 @@ impl Tracker {
     /// Puts back what the store keeps apart from the serialized tracker:
     /// the open incidents and the per-host records.
     pub fn restore(&mut self, open: Vec<Incident>, origins: Vec<(String, Origin)>) {
-        for i in open {
+        // Endpoint incidents are kept with their groups, in the state.
+        for i in open
+            .into_iter()
+            .filter(|i| i.kind != IncidentKind::Endpoint)
+        {
             self.open.insert(key_of(&i), i);
         }
         self.origins.extend(origins);
@@ -266,14 +282,22 @@ impl Tracker {
     /// Whether an incident may alert once delivery is possible: over
     /// threshold and never announced.
     pub fn unannounced(&self) -> impl Iterator<Item = &Incident> {
-        self.open
-            .values()
-            .filter(|i| i.over_threshold_at.is_some() && !i.announced)
+        // A node an endpoint incident stands for is announced by it.
+        self.open_incidents()
+            .filter(|i| i.over_threshold_at.is_some() && !i.announced && i.covered_by.is_none())
+    }
+
+    /// An open incident by id, of any kind, to change.
+    fn open_mut(&mut self, id: &str) -> Option<&mut Incident> {
+        if self.open.values().any(|i| i.id == id) {
+            return self.open.values_mut().find(|i| i.id == id);
+        }
+        self.outage_mut(id).filter(|i| i.resolved_at.is_none())
     }
 
     /// Records that an alert for the incident went into the outbox.
     pub fn mark_announced(&mut self, id: &str) {
-        if let Some(i) = self.open.values_mut().find(|i| i.id == id) {
+        if let Some(i) = self.open_mut(id) {
             i.announced = true;
         }
     }
@@ -281,7 +305,7 @@ impl Tracker {
     /// Records an operator's acknowledgement on an open incident; false
     /// when no open incident has that id.
     pub fn acknowledge(&mut self, id: &str, ack: Ack) -> bool {
-        match self.open.values_mut().find(|i| i.id == id) {
+        match self.open_mut(id) {
             Some(i) => {
                 i.ack = Some(ack);
                 true
@@ -326,7 +350,9 @@ impl Tracker {
 
     /// Open incidents, by node.
     pub fn open_incidents(&self) -> impl Iterator<Item = &Incident> {
-        self.open.values()
+        self.open
+            .values()
+            .chain(self.outages().filter(|i| i.resolved_at.is_none()))
     }
 
     #[must_use]
@@ -334,6 +360,7 @@ impl Tracker {
         self.open
             .values()
             .chain(self.resolved.iter())
+            .chain(self.outages())
             .find(|i| i.id == id)
     }
 
@@ -344,7 +371,7 @@ impl Tracker {
 
     /// Records that the first alert for an incident was delivered.
     pub fn mark_alerted(&mut self, id: &str, at: Micros) {
-        if let Some(i) = self.open.values_mut().find(|i| i.id == id) {
+        if let Some(i) = self.open_mut(id) {
             i.alerted_at.get_or_insert(at);
         }
     }
@@ -367,6 +394,12 @@ impl Tracker {
 
     /// Takes one recognised line.
     pub fn observe(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) {
+        let from = out.len();
+        let node = self.observe_one(obs, out);
+        self.correlate(&[node], from, out);
+    }
+
+    fn observe_one(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) -> String {
         let host = obs.host.unwrap_or("");
         let sig = obs.signal;
         let node = self
@@ -398,6 +431,7 @@ impl Tracker {
                 }
             }
         }
+        node
     }
 
     fn marker(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
@@ -603,9 +637,11 @@ impl Tracker {
             .filter(|(_, i)| host_key(i) == host && i.due(after).is_some_and(|d| now >= d))
             .map(|(n, _)| n.clone())
             .collect();
-        for node in quiet {
-            self.expire(&node, now, out);
+        let from = out.len();
+        for node in &quiet {
+            self.expire(node, now, out);
         }
+        self.correlate(&quiet, from, out);
         match self
             .open
             .values()
@@ -643,3 +679,6 @@ mod tests;
 
 #[cfg(test)]
 pub(crate) mod down_tests;
+
+#[cfg(test)]
+mod endpoint_tests;

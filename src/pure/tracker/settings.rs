@@ -39,10 +39,25 @@ pub struct Settings {
     /// incident (0: never).
     #[serde(default = "default_silent_after")]
     pub silent_after: Micros,
+    /// `[fleet] min_nodes`: nodes against one endpoint that make an
+    /// endpoint incident.
+    #[serde(default = "default_fleet_min_nodes")]
+    pub fleet_min_nodes: usize,
+    /// `[fleet] window`: ... when their incidents opened within this.
+    #[serde(default = "default_fleet_window")]
+    pub fleet_window: Micros,
 }
 
 fn default_silent_after() -> Micros {
     0
+}
+
+fn default_fleet_min_nodes() -> usize {
+    defaults::FLEET_MIN_NODES as usize
+}
+
+fn default_fleet_window() -> Micros {
+    defaults::FLEET_WINDOW
 }
 
 fn default_max_nodes_per_host() -> usize {
@@ -127,6 +142,8 @@ impl Default for Settings {
             } else {
                 0
             },
+            fleet_min_nodes: default_fleet_min_nodes(),
+            fleet_window: default_fleet_window(),
         }
     }
 }

@@ -49,6 +49,14 @@ impl Tracker {
         self.fleet_newest = 0;
     }
 
+    /// How far each host's journal has got (its newest entry of any unit,
+    /// as far as the reader tells): what its silence is judged by.
+    pub fn journal_times(&self) -> impl Iterator<Item = (&str, Micros)> {
+        self.origins
+            .iter()
+            .filter_map(|(h, o)| o.last_entry_at.map(|t| (h.as_str(), t)))
+    }
+
     /// `host`'s journal reaches `at` (an entry of it was read). Ends its
     /// host-silent incident; records one it had in a gap that nobody
     /// judged (see the module's doc).

@@ -1,0 +1,715 @@
+//! Endpoint incidents (design 5.2): one outage, one page. Derived from the
+//! node incidents alone, never from the order they were read in.
+//!
+//! The rules, in one place:
+//! - a group is one API endpoint and one cause class of [`FLEET_CAUSES`];
+//!   its members are the node-status incidents, open or resolved, whose
+//!   `api_endpoint` and cause are those. Each is in trouble from its
+//!   opening to its resolution (an open one: until further notice);
+//! - a group's members fall into segments: runs whose troubles overlap
+//!   (each opens before the trouble of those before it has ended);
+//! - a segment is an outage when, at some member's opening, members of at
+//!   least `fleet_min_nodes` hosts opened within `fleet_window` before it
+//!   and are still in trouble (one host is never an outage, however many
+//!   nodes it names). The endpoint incident opens at the first of those,
+//!   holds every member of the segment in trouble since, and resolves at
+//!   the segment's end: when the last of them resolves;
+//! - it is over threshold once one of its nodes is; its alert stands for
+//!   theirs. Each of its members is `covered_by` it: the member's own
+//!   alerts are not raised (its resolved notice only if its own alert went
+//!   out before).
+//!
+//! Architecture invariant: the endpoint incidents are a function of the
+//! set of node incidents (sorted by opening, then id), recomputed for a
+//! group whenever one of its members opens, resolves, crosses the
+//! threshold or changes group. Whatever order `scan`, catch-up and a
+//! following service read the hosts in, the same node incidents give the
+//! same endpoint incidents; an endpoint incident seen earlier that the
+//! complete picture no longer holds (a late host's member moved its
+//! opening) leaves the history, its alert state carried to the one that
+//! replaces it.
+//!
+//! Bounds: at most [`GROUPS_MAX`] groups and [`MEMBERS_MAX`] members in
+//! all; a segment closed more than [`HORIZON`] before its group's newest
+//! opening is final and leaves the state (its incidents stay in the
+//! history). Past the bounds the oldest closed segments go first.
+
+use super::{
+    AlertKind, BTreeMap, BTreeSet, Cause, Decision, Deserialize, Evidence, Incident, IncidentKind,
+    Micros, Resolution, Serialize, Tracker, incident::EVIDENCE_HEAD, incident_id, one_line,
+};
+use crate::time::SECOND;
+
+/// The cause classes an outage of one endpoint shows as.
+pub(crate) const FLEET_CAUSES: [Cause; 4] = [
+    Cause::ApiUnreachable,
+    Cause::ApiTimeout,
+    Cause::Auth,
+    Cause::Etcd,
+];
+
+/// Groups (endpoint and cause) kept at most.
+pub(crate) const GROUPS_MAX: usize = 64;
+/// Members kept at most, in all groups.
+pub(crate) const MEMBERS_MAX: usize = 8192;
+/// A closed segment this far behind its group's newest opening is final.
+pub(crate) const HORIZON: Micros = 24 * 3600 * SECOND;
+
+/// A group's name: `endpoint cause`.
+fn group_key(endpoint: &str, cause: Cause) -> String {
+    format!("{endpoint} {}", cause.as_str())
+}
+
+/// The group a node-status incident belongs to, if any.
+fn group_of(i: &Incident) -> Option<(String, Cause)> {
+    if i.kind != IncidentKind::NodeStatus {
+        return None;
+    }
+    let cause = i.cause();
+    let ep = i.api_endpoint.as_ref()?;
+    FLEET_CAUSES.contains(&cause).then(|| (ep.clone(), cause))
+}
+
+/// A node incident as the correlator weighs it: only what the rules read,
+/// so a retry that changes none of it costs a comparison.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Member {
+    id: String,
+    node: String,
+    host: String,
+    opened_at: Micros,
+    /// Its resolution; while open, when it will resolve if nothing more
+    /// comes (its last trouble plus `resolve_after`): a following service
+    /// resolves it there on quiet time, where `scan` ends with it open,
+    /// and both must see the same outage.
+    end: Micros,
+    open: bool,
+    /// Its last signal.
+    last: Micros,
+    over: Option<Micros>,
+    /// Its own last alert (raised, whether or not it was taken back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    alerted: Option<Micros>,
+    ready: bool,
+    first: Option<Evidence>,
+    /// The endpoint incident that covers it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cover: Option<String>,
+}
+
+impl Member {
+    fn of(i: &Incident, resolve_after: Micros) -> Self {
+        let due = (i.last_trouble_at + resolve_after).max(i.last_signal_at);
+        Self {
+            id: i.id.clone(),
+            node: i.node.clone(),
+            host: i.host.clone().unwrap_or_default(),
+            opened_at: i.opened_at,
+            end: i.resolved_at.unwrap_or(due),
+            open: i.resolved_at.is_none(),
+            last: i.last_signal_at,
+            over: i.over_threshold_at,
+            alerted: i.last_alert_at,
+            ready: i.resolution == Some(Resolution::NodeReady),
+            first: i.first_evidence().cloned(),
+            cover: None,
+        }
+    }
+
+    fn same(&self, o: &Member) -> bool {
+        Member {
+            cover: None,
+            ..self.clone()
+        } == Member {
+            cover: None,
+            ..o.clone()
+        }
+    }
+
+    fn end(&self) -> Micros {
+        self.end
+    }
+}
+
+/// One endpoint and cause: its members and the endpoint incidents derived
+/// from them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Group {
+    endpoint: String,
+    cause: Option<Cause>,
+    /// By (opening, id).
+    members: Vec<Member>,
+    outages: Vec<Incident>,
+    /// The endpoint incidents paged (their alert raised), and when last:
+    /// kept apart from the incidents, whose `last_alert_at` is their
+    /// nodes' (the same whatever order they were read in).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    paged: BTreeMap<String, Micros>,
+}
+
+/// What the rules make of a group's members: for each outage, its opening,
+/// its end (`None`: open) and its members (indices).
+struct Derived {
+    opened_at: Micros,
+    end: Option<Micros>,
+    members: Vec<usize>,
+}
+
+/// Segments of overlapping trouble, as index ranges of `m` (sorted).
+fn segments(m: &[Member]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < m.len() {
+        let mut end = m[i].end();
+        let mut j = i + 1;
+        while j < m.len() && m[j].opened_at <= end {
+            end = end.max(m[j].end());
+            j += 1;
+        }
+        out.push(i..j);
+        i = j;
+    }
+    out
+}
+
+/// The outage of one segment, if it is one (see the module's rules).
+fn outage_of(
+    m: &[Member],
+    seg: std::ops::Range<usize>,
+    min: usize,
+    window: Micros,
+) -> Option<Derived> {
+    let s = &m[seg.clone()];
+    // Too few hosts in all: no outage, and no need to look for one.
+    let hosts: BTreeSet<&str> = s.iter().map(|x| x.host.as_str()).collect();
+    if hosts.len() < min {
+        return None;
+    }
+    let mut from = 0;
+    let start = (0..s.len()).find_map(|k| {
+        let t = s[k].opened_at;
+        while t - s[from].opened_at > window {
+            from += 1;
+        }
+        let with: Vec<&Member> = s[from..=k].iter().filter(|x| x.end() >= t).collect();
+        let hosts: BTreeSet<&str> = with.iter().map(|x| x.host.as_str()).collect();
+        (hosts.len() >= min).then(|| with[0].opened_at)
+    })?;
+    let members: Vec<usize> = seg.clone().filter(|&k| m[k].end() >= start).collect();
+    // Resolved when the last of them is.
+    let end = if s.iter().any(|x| x.open) {
+        None
+    } else {
+        s.iter().map(Member::end).max()
+    };
+    Some(Derived {
+        opened_at: start,
+        end,
+        members,
+    })
+}
+
+impl Group {
+    /// Where member `id` opened at `opened_at` is (members are sorted).
+    fn find(&self, opened_at: Micros, id: &str) -> Option<usize> {
+        let k = self
+            .members
+            .partition_point(|x| (x.opened_at, x.id.as_str()) < (opened_at, id));
+        (self.members.get(k).is_some_and(|x| x.id == id)).then_some(k)
+    }
+
+    fn key(&self) -> String {
+        group_key(&self.endpoint, self.cause.unwrap_or(Cause::Unknown))
+    }
+
+    /// The endpoint incident for `d`, its alert state taken from `before`.
+    fn incident(&self, d: &Derived, before: Option<&Incident>) -> Incident {
+        let cause = self.cause.unwrap_or(Cause::Unknown);
+        let members: Vec<&Member> = d.members.iter().map(|&k| &self.members[k]).collect();
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let nodes: Vec<String> = members
+            .iter()
+            .filter(|m| seen.insert(m.node.as_str()))
+            .map(|m| m.node.clone())
+            .collect();
+        let last = members
+            .iter()
+            .map(|m| m.last.max(m.opened_at))
+            .max()
+            .unwrap_or(d.opened_at)
+            .max(d.opened_at);
+        let over = members
+            .iter()
+            .filter_map(|m| m.over)
+            .min()
+            .map(|o| o.max(d.opened_at));
+        let mut firsts: Vec<&Evidence> = members.iter().filter_map(|m| m.first.as_ref()).collect();
+        let order = |a: &&Evidence, b: &&Evidence| (a.at, &a.cursor).cmp(&(b.at, &b.cursor));
+        if firsts.len() > EVIDENCE_HEAD {
+            firsts.select_nth_unstable_by(EVIDENCE_HEAD, order);
+            firsts.truncate(EVIDENCE_HEAD);
+        }
+        firsts.sort_by(order);
+        let evidence: Vec<Evidence> = firsts.into_iter().cloned().collect();
+        let key = self.key();
+        let first_trouble = evidence
+            .first()
+            .map_or(crate::signals::SignalKind::StatusRetry, |e| e.signal);
+        let id = incident_id(&format!("endpoint:{key}"), d.opened_at);
+        let mut i = Incident::blank(
+            id,
+            IncidentKind::Endpoint,
+            &self.endpoint,
+            None,
+            d.opened_at,
+            first_trouble,
+        );
+        i.last_signal_at = last;
+        i.last_trouble_at = last;
+        i.resolved_at = d.end.map(|e| e.max(last));
+        i.resolution = d.end.map(|_| {
+            if members.iter().all(|m| m.ready) {
+                Resolution::NodeReady
+            } else {
+                Resolution::Quiet
+            }
+        });
+        i.over_threshold_at = over;
+        i.causes = BTreeMap::from([(cause, members.len() as u64)]);
+        i.non_lister_trouble = members.len() as u64;
+        i.evidence_head = evidence;
+        i.api_endpoint = Some(self.endpoint.clone());
+        i.nodes = nodes;
+        i.last_alert_at = members.iter().filter_map(|m| m.alerted).max();
+        if let Some(b) = before {
+            i.alerted_at = b.alerted_at;
+            i.announced = b.announced;
+            i.ack.clone_from(&b.ack);
+        }
+        i
+    }
+}
+
+/// Puts node incident `i` among its group's members (and out of any other
+/// group); a retry that changes nothing the rules read changes nothing.
+fn upsert_member(
+    groups: &mut BTreeMap<String, Group>,
+    i: &Incident,
+    resolve_after: Micros,
+    touched: &mut BTreeSet<String>,
+    uncover: &mut Vec<Member>,
+) {
+    if i.kind != IncidentKind::NodeStatus {
+        return;
+    }
+    let Some((ep, cause)) = group_of(i) else {
+        if !groups.is_empty() {
+            // Out of every group now (its cause moved on): covered by none.
+            uncover.extend(
+                remove_member(groups, &i.id, Some(i.opened_at), touched)
+                    .filter(|m| m.cover.is_some()),
+            );
+        }
+        return;
+    };
+    let key = group_key(&ep, cause);
+    let m = Member::of(i, resolve_after);
+
+    if groups
+        .get(&key)
+        .and_then(|g| g.find(m.opened_at, &m.id).map(|k| &g.members[k]))
+        .is_some_and(|x| x.same(&m))
+    {
+        return;
+    }
+    let mut m = m;
+    // A member that changed group keeps its cover until derived again.
+    m.cover = remove_member(groups, &i.id, Some(i.opened_at), touched).and_then(|old| old.cover);
+    if !groups.contains_key(&key) && !room_for_group(groups) {
+        if m.cover.is_some() {
+            uncover.push(m);
+        }
+        return;
+    }
+    let g = groups.entry(key.clone()).or_insert_with(|| Group {
+        endpoint: ep,
+        cause: Some(cause),
+        ..Group::default()
+    });
+    let at = g
+        .members
+        .partition_point(|x| (x.opened_at, &x.id) < (m.opened_at, &m.id));
+    g.members.insert(at, m);
+    touched.insert(key);
+}
+
+/// Takes node incident `id` out of its group, if it is in one.
+fn remove_member(
+    groups: &mut BTreeMap<String, Group>,
+    id: &str,
+    opened_at: Option<Micros>,
+    touched: &mut BTreeSet<String>,
+) -> Option<Member> {
+    for (k, g) in groups.iter_mut() {
+        let at = match opened_at {
+            Some(t) => g.find(t, id),
+            None => g.members.iter().position(|x| x.id == id),
+        };
+        if let Some(p) = at {
+            touched.insert(k.clone());
+            return Some(g.members.remove(p));
+        }
+    }
+    None
+}
+
+/// Whether a new group may be kept: drops the group whose newest member
+/// is oldest and none of them is open, if it must.
+fn room_for_group(groups: &mut BTreeMap<String, Group>) -> bool {
+    if groups.len() < GROUPS_MAX {
+        return true;
+    }
+    let victim = groups
+        .iter()
+        .filter(|(_, g)| g.members.iter().all(|m| !m.open))
+        .min_by_key(|(_, g)| g.members.iter().map(Member::end).max())
+        .map(|(k, _)| k.clone());
+    match victim {
+        Some(k) => {
+            groups.remove(&k);
+            true
+        }
+        None => false,
+    }
+}
+
+impl Tracker {
+    /// After the tracker changed incidents (decisions `out[from..]`, about
+    /// `keys`' open incidents and those resolved or forgotten): brings the
+    /// endpoint incidents up to date, and takes back the alerts of the
+    /// nodes they cover.
+    pub(super) fn correlate(&mut self, keys: &[String], from: usize, out: &mut Vec<Decision>) {
+        if self.settings.fleet_min_nodes < 2 || out.len() <= from {
+            return;
+        }
+        let mut touched: BTreeSet<String> = BTreeSet::new();
+        let groups = &mut self.fleet_groups;
+        let after = self.settings.resolve_after;
+        let mut uncover: Vec<Member> = Vec::new();
+        for k in keys {
+            if let Some(i) = self.open.get(k) {
+                upsert_member(groups, i, after, &mut touched, &mut uncover);
+            }
+        }
+        for d in &out[from..] {
+            match d {
+                Decision::ResolveIncident { id } => {
+                    if let Some(i) = self.resolved.iter().rev().find(|i| &i.id == id) {
+                        upsert_member(groups, i, after, &mut touched, &mut uncover);
+                    }
+                }
+                Decision::ForgetIncident { id } => {
+                    remove_member(groups, id, None, &mut touched);
+                }
+                _ => {}
+            }
+        }
+        for m in uncover {
+            self.cover(&m.node, &m.id, None, out);
+        }
+        for g in &touched {
+            self.rederive(g, out);
+        }
+        if out[from..]
+            .iter()
+            .any(|d| matches!(d, Decision::QueueAlert { .. }))
+        {
+            self.take_back_covered(from, out);
+        }
+    }
+
+    /// Derives group `key`'s endpoint incidents again and says what changed.
+    fn rederive(&mut self, key: &str, out: &mut Vec<Decision>) {
+        self.bound_members(key);
+        let Some(g) = self.fleet_groups.get(key) else {
+            return;
+        };
+        let min = self.settings.fleet_min_nodes;
+        let window = self.settings.fleet_window;
+        let derived: Vec<Derived> = segments(&g.members)
+            .into_iter()
+            .filter_map(|s| outage_of(&g.members, s, min, window))
+            .collect();
+        let mut now: Vec<Incident> = Vec::new();
+        let mut paged = g.paged.clone();
+        let mut covers: Vec<Option<String>> = vec![None; g.members.len()];
+        for d in &derived {
+            let before = g
+                .outages
+                .iter()
+                .find(|o| o.opened_at == d.opened_at)
+                .or_else(|| {
+                    // The same outage seen from fewer hosts: the one whose
+                    // nodes it holds.
+                    g.outages.iter().find(|o| {
+                        d.members
+                            .iter()
+                            .any(|&k| g.members[k].cover.as_deref() == Some(o.id.as_str()))
+                    })
+                });
+            let inc = g.incident(d, before);
+            if let Some(b) = before.filter(|b| b.id != inc.id) {
+                if let Some(t) = paged.remove(&b.id) {
+                    paged.insert(inc.id.clone(), t);
+                }
+            }
+            for &k in &d.members {
+                covers[k] = Some(inc.id.clone());
+            }
+            now.push(inc);
+        }
+        let old = g.outages.clone();
+        let recovered: Vec<(String, String, Option<String>)> = g
+            .members
+            .iter()
+            .zip(&covers)
+            .filter(|(m, c)| m.cover != **c)
+            .map(|(m, c)| (m.node.clone(), m.id.clone(), c.clone()))
+            .collect();
+        self.publish_outages(&old, &mut now, &mut paged, out);
+        paged.retain(|id, _| now.iter().any(|n| &n.id == id));
+        for (node, id, by) in recovered {
+            self.cover(&node, &id, by, out);
+        }
+        if let Some(g) = self.fleet_groups.get_mut(key) {
+            for (m, c) in g.members.iter_mut().zip(covers) {
+                m.cover = c;
+            }
+            g.outages = now;
+            g.paged = paged;
+            if g.members.is_empty() {
+                self.fleet_groups.remove(key);
+            }
+        }
+    }
+
+    /// Decisions for a group's endpoint incidents, `old` then `now`:
+    /// opened, changed, resolved, forgotten; their alerts.
+    fn publish_outages(
+        &mut self,
+        old: &[Incident],
+        now: &mut [Incident],
+        paged: &mut BTreeMap<String, Micros>,
+        out: &mut Vec<Decision>,
+    ) {
+        for o in old {
+            if !now.iter().any(|n| n.id == o.id) {
+                self.resolved.retain(|r| r.id != o.id);
+                self.forgotten_incidents.push(o.clone());
+                out.push(Decision::ForgetIncident { id: o.id.clone() });
+            }
+        }
+        let send_resolved = self.settings.send_resolved;
+        for n in now.iter_mut() {
+            let before = old.iter().find(|o| o.id == n.id);
+            if before == Some(n) {
+                continue;
+            }
+            // Forgotten earlier in this batch and made again: kept.
+            self.forgotten_incidents.retain(|f| f.id != n.id);
+            let was_open = before.is_some_and(|b| b.resolved_at.is_none());
+            if before.is_none() {
+                out.push(Decision::OpenIncident { id: n.id.clone() });
+            }
+            if let Some(at) = n.over_threshold_at.filter(|_| !paged.contains_key(&n.id)) {
+                paged.insert(n.id.clone(), at);
+                out.push(Decision::QueueAlert {
+                    id: n.id.clone(),
+                    kind: AlertKind::Opened,
+                    at,
+                });
+            }
+            self.resolved.retain(|r| r.id != n.id);
+            if let Some(end) = n.resolved_at {
+                self.resolved.push(n.clone());
+                out.push(Decision::ResolveIncident { id: n.id.clone() });
+                if (was_open || before.is_none()) && paged.contains_key(&n.id) && send_resolved {
+                    out.push(Decision::QueueAlert {
+                        id: n.id.clone(),
+                        kind: AlertKind::Resolved,
+                        at: end,
+                    });
+                }
+            } else {
+                out.push(Decision::UpdateIncident { id: n.id.clone() });
+            }
+        }
+    }
+
+    /// Marks node incident `id` as covered by `by` (or by none) where the
+    /// tracker keeps it, and tells the caller, who keeps the rest.
+    fn cover(&mut self, node: &str, id: &str, by: Option<String>, out: &mut Vec<Decision>) {
+        let open = self.open.get_mut(node).filter(|i| i.id == id);
+        let rest = self.resolved.iter_mut().filter(|i| i.id == id);
+        for i in open.into_iter().chain(rest) {
+            i.covered_by.clone_from(&by);
+        }
+        out.push(Decision::CoverIncident {
+            id: id.to_string(),
+            by,
+        });
+    }
+
+    /// Keeps the members within the bounds: final segments leave.
+    fn bound_members(&mut self, key: &str) {
+        let total: usize = self.fleet_groups.values().map(|g| g.members.len()).sum();
+        let Some(g) = self.fleet_groups.get_mut(key) else {
+            return;
+        };
+        let newest = g.members.last().map_or(0, |m| m.opened_at);
+        let mut excess = total.saturating_sub(MEMBERS_MAX);
+        let mut drop_to = 0;
+        for s in segments(&g.members) {
+            let end = g.members[s.clone()]
+                .iter()
+                .map(Member::end)
+                .max()
+                .unwrap_or(0);
+            let closed = g.members[s.clone()].iter().all(|m| !m.open);
+            let last_segment = s.end == g.members.len();
+            if closed && !last_segment && (newest - end > HORIZON || excess > 0) {
+                excess = excess.saturating_sub(s.len());
+                drop_to = s.end;
+            } else {
+                break;
+            }
+        }
+        if drop_to > 0 {
+            let cut: Vec<Member> = g.members.drain(..drop_to).collect();
+            g.outages.retain(|o| {
+                !cut.iter()
+                    .any(|m| m.cover.as_deref() == Some(o.id.as_str()))
+            });
+        }
+        if excess > 0 && g.members.len() > 1 {
+            // One segment holds more than the bound: its oldest resolved
+            // members go (the outage keeps its opening and the others).
+            let n = excess.min(g.members.len() - 1);
+            let mut k = 0;
+            g.members.retain(|m| {
+                if k < n && !m.open && m.cover.is_none() {
+                    k += 1;
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+    }
+
+    /// The endpoint incident covering node incident `id`, if one does and
+    /// should speak for it: always while it is open; for its end, only
+    /// when its own alert never went out.
+    fn covering(&self, id: &str, kind: AlertKind) -> Option<&str> {
+        let i = self
+            .open
+            .values()
+            .chain(self.resolved.iter().rev())
+            .find(|i| i.id == id)?;
+        let cover = i.covered_by.as_deref()?;
+        (kind != AlertKind::Resolved || !i.announced).then_some(cover)
+    }
+
+    /// Covered nodes' alerts of this call are their endpoint incident's: a
+    /// reminder of a node is the endpoint's reminder when one is due.
+    fn take_back_covered(&mut self, from: usize, out: &mut Vec<Decision>) {
+        let mut reminders: Vec<(String, Micros)> = Vec::new();
+        let mut kept = Vec::with_capacity(out.len() - from);
+        for d in out.drain(from..).collect::<Vec<_>>() {
+            if let Decision::QueueAlert { id, kind, at } = &d {
+                if let Some(cover) = self.covering(id, *kind) {
+                    if *kind == AlertKind::Repeat {
+                        reminders.push((cover.to_string(), *at));
+                    }
+                    continue;
+                }
+            }
+            kept.push(d);
+        }
+        out.extend(kept);
+        let repeat = self
+            .settings
+            .limits(IncidentKind::Endpoint, "", "")
+            .repeat_interval;
+        for (cover, at) in reminders {
+            let Some(g) = self.fleet_groups.values_mut().find(|g| {
+                g.outages
+                    .iter()
+                    .any(|o| o.id == cover && o.resolved_at.is_none())
+            }) else {
+                continue;
+            };
+            let kind = match g.paged.get(&cover) {
+                Some(&last) if at - last < repeat => continue,
+                Some(_) => AlertKind::Repeat,
+                None => AlertKind::Opened,
+            };
+            g.paged.insert(cover.clone(), at);
+            out.push(Decision::QueueAlert {
+                id: cover,
+                kind,
+                at,
+            });
+        }
+    }
+
+    /// The endpoint incidents kept (open ones and those resolved lately).
+    pub(super) fn outages(&self) -> impl Iterator<Item = &Incident> {
+        self.fleet_groups.values().flat_map(|g| g.outages.iter())
+    }
+
+    pub(super) fn outage_mut(&mut self, id: &str) -> Option<&mut Incident> {
+        self.fleet_groups
+            .values_mut()
+            .flat_map(|g| g.outages.iter_mut())
+            .find(|i| i.id == id)
+    }
+}
+
+impl Incident {
+    /// One paragraph for a person: which endpoint, how many nodes, since when.
+    pub(super) fn endpoint_diagnosis(&self) -> String {
+        let cause = self.cause();
+        let ep = self.api_endpoint.as_deref().unwrap_or(&self.node);
+        let shown: Vec<&str> = self.nodes.iter().take(10).map(String::as_str).collect();
+        let more = self.nodes.len().saturating_sub(shown.len());
+        let mut parts = vec![format!(
+            "{} nodes lost API endpoint {} ({}) from {}: {}{}.",
+            self.nodes.len(),
+            one_line(ep, 270),
+            cause.as_str(),
+            crate::time::clock(self.opened_at),
+            one_line(&shown.join(", "), 600),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )];
+        parts.push(format!(
+            "The errors point at {}: {}; one outage, not a problem of each node.",
+            cause.as_str(),
+            super::cause_explanation(cause)
+        ));
+        if let Some(at) = self.resolved_at {
+            parts.push(format!(
+                "Resolved at {} when the last of its nodes' incidents resolved.",
+                crate::time::clock(at)
+            ));
+        }
+        if let Some(e) = self.first_evidence() {
+            parts.push(format!("First error: {}", one_line(&e.text, 300)));
+        }
+        parts.join(" ")
+    }
+}

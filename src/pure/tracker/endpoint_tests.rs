@@ -1,0 +1,311 @@
+//! Endpoint incidents (design 5.2): scenarios through the pipeline, with
+//! time injected.
+
+use super::*;
+use crate::journal::{Entry, EntryFilter};
+use crate::pipeline::Pipeline;
+
+const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
+const MS: Micros = 1000;
+
+fn refused(node: &str, ep: &str) -> String {
+    format!(
+        r#"E0715 16:24:50.000000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"{node}\": Get \"https://{ep}/api/v1/nodes/{node}?timeout=10s\": dial tcp {ep}: connect: connection refused""#
+    )
+}
+
+fn unauthorized(node: &str, ep: &str) -> String {
+    format!(
+        r#"E0715 16:24:50.000000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"{node}\": Get \"https://{ep}/api/v1/nodes/{node}?timeout=10s\": Unauthorized""#
+    )
+}
+
+struct Run {
+    incidents: Vec<Incident>,
+    alerts: Vec<(AlertKind, String)>,
+}
+
+/// `(ms after T0, host, text)`: every host's node is its host name.
+fn run(lines: &[(i64, String, String)], settings: Settings, end_ms: i64) -> Run {
+    let mut p = Pipeline::new(EntryFilter::default(), settings);
+    let mut decisions = Vec::new();
+    for (ms, host, text) in lines {
+        let e = Entry {
+            at: Some(T0 + ms * MS),
+            host: Some(host.as_str().into()),
+            unit: Some("kubelet.service".into()),
+            identifier: Some("kubelet".into()),
+            message: text.as_bytes().to_vec(),
+            ..Entry::default()
+        };
+        p.push(e, &mut decisions);
+    }
+    p.flush(&mut decisions);
+    p.advance(T0 + end_ms * MS, &mut decisions);
+    let alerts = decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::QueueAlert { id, kind, .. } => Some((*kind, id.clone())),
+            _ => None,
+        })
+        .collect();
+    let mut incidents = p.tracker_mut().take_resolved();
+    incidents.extend(p.tracker().open_incidents().cloned());
+    incidents.sort_by_key(|i| (i.opened_at, i.node.clone()));
+    Run { incidents, alerts }
+}
+
+/// `hosts` each retrying every 10 s for `tries` tries, starting `gap_ms`
+/// apart, against `ep`.
+fn outage(hosts: &[&str], ep: &str, gap_ms: i64, tries: i64) -> Vec<(i64, String, String)> {
+    let mut v = Vec::new();
+    for (n, h) in hosts.iter().enumerate() {
+        for t in 0..tries {
+            v.push((
+                n as i64 * gap_ms + t * 10_000,
+                (*h).to_string(),
+                refused(h, ep),
+            ));
+        }
+    }
+    v.sort_by_key(|l| l.0);
+    v
+}
+
+fn of_kind(r: &Run, kind: IncidentKind) -> Vec<&Incident> {
+    r.incidents.iter().filter(|i| i.kind == kind).collect()
+}
+
+#[test]
+fn nodes_losing_one_endpoint_are_one_incident_and_one_page() {
+    let ep = "10.0.0.1:6443";
+    let mut lines = outage(&["n1", "n2", "n3", "n4"], ep, 1000, 8);
+    for t in 0..8 {
+        lines.push((
+            500 + t * 10_000,
+            "n5".into(),
+            unauthorized("n5", "10.0.0.2:6443"),
+        ));
+    }
+    lines.sort_by_key(|l| l.0);
+    let r = run(&lines, Settings::default(), 10 * 60_000);
+    let eps = of_kind(&r, IncidentKind::Endpoint);
+    assert_eq!(eps.len(), 1, "{:#?}", r.incidents);
+    let e = eps[0];
+    assert_eq!(e.api_endpoint.as_deref(), Some(ep));
+    assert_eq!(e.cause(), Cause::ApiUnreachable);
+    assert_eq!(e.nodes, ["n1", "n2", "n3", "n4"]);
+    assert_eq!(e.opened_at, T0, "opened at the first node's trouble");
+    let nodes = of_kind(&r, IncidentKind::NodeStatus);
+    assert_eq!(nodes.len(), 5);
+    let last_end = nodes
+        .iter()
+        .filter(|i| i.covered_by.is_some())
+        .filter_map(|i| i.resolved_at)
+        .max();
+    assert_eq!(e.resolved_at, last_end, "resolved with the last node");
+    for n in &nodes {
+        if n.node == "n5" {
+            assert_eq!(n.covered_by, None, "the lone Unauthorized node stays alone");
+            assert_eq!(n.api_endpoint.as_deref(), Some("10.0.0.2:6443"));
+        } else {
+            assert_eq!(n.covered_by.as_deref(), Some(e.id.as_str()), "{}", n.node);
+            assert_eq!(n.api_endpoint.as_deref(), Some(ep));
+            assert!(n.over_threshold_at.is_some());
+        }
+    }
+    // One page for the outage, one for the lone node; their ends.
+    let lone = nodes.iter().find(|n| n.node == "n5").unwrap();
+    let key = |a: &(AlertKind, String)| (a.0.words(), a.1.clone());
+    let mut alerts = r.alerts.clone();
+    alerts.sort_by_key(key);
+    let mut want = vec![
+        (AlertKind::Opened, e.id.clone()),
+        (AlertKind::Opened, lone.id.clone()),
+        (AlertKind::Resolved, e.id.clone()),
+        (AlertKind::Resolved, lone.id.clone()),
+    ];
+    want.sort_by_key(key);
+    assert_eq!(alerts, want);
+}
+
+#[test]
+fn one_node_or_too_few_or_too_far_apart_is_no_outage() {
+    let ep = "10.0.0.1:6443";
+    // One node, however long.
+    let r = run(&outage(&["n1"], ep, 0, 30), Settings::default(), 3_600_000);
+    assert!(of_kind(&r, IncidentKind::Endpoint).is_empty());
+    // Two nodes, three needed.
+    let r = run(
+        &outage(&["n1", "n2"], ep, 100, 8),
+        Settings::default(),
+        3_600_000,
+    );
+    assert!(of_kind(&r, IncidentKind::Endpoint).is_empty());
+    assert_eq!(
+        r.alerts.iter().filter(|a| a.0 == AlertKind::Opened).count(),
+        2
+    );
+    // Three nodes opened further apart than the window.
+    let s = Settings {
+        fleet_window: 30 * SECOND,
+        ..Settings::default()
+    };
+    let r = run(
+        &outage(&["n1", "n2", "n3"], ep, 20_000, 12),
+        s.clone(),
+        3_600_000,
+    );
+    assert!(of_kind(&r, IncidentKind::Endpoint).is_empty());
+    // Closer together, with two nodes needed: one.
+    let s = Settings {
+        fleet_min_nodes: 2,
+        ..s
+    };
+    let r = run(&outage(&["n1", "n2"], ep, 20_000, 12), s, 3_600_000);
+    assert_eq!(of_kind(&r, IncidentKind::Endpoint).len(), 1);
+}
+
+#[test]
+fn a_node_joining_later_is_added_without_a_new_page() {
+    let ep = "10.0.0.1:6443";
+    let mut lines = outage(&["n1", "n2", "n3"], ep, 1000, 12);
+    // n4 begins four minutes later, past the window, while the outage lasts.
+    for t in 0..8 {
+        lines.push((240_000 + t * 10_000, "n4".into(), refused("n4", ep)));
+    }
+    // The first three keep failing meanwhile.
+    for h in ["n1", "n2", "n3"] {
+        for t in 12..40 {
+            lines.push((t * 10_000, h.into(), refused(h, ep)));
+        }
+    }
+    lines.sort_by_key(|l| l.0);
+    let r = run(&lines, Settings::default(), 3_600_000);
+    let eps = of_kind(&r, IncidentKind::Endpoint);
+    assert_eq!(eps.len(), 1);
+    assert_eq!(eps[0].nodes, ["n1", "n2", "n3", "n4"]);
+    let opened: Vec<_> = r
+        .alerts
+        .iter()
+        .filter(|a| a.0 == AlertKind::Opened)
+        .collect();
+    assert_eq!(opened, [&(AlertKind::Opened, eps[0].id.clone())]);
+}
+
+/// What a reading made of one incident: id, kind, end, nodes, cover.
+type Outcome = (
+    String,
+    IncidentKind,
+    Option<Micros>,
+    Vec<String>,
+    Option<String>,
+);
+
+/// The endpoint incidents and covers of a run, to compare readings.
+fn outcome(r: &Run) -> Vec<Outcome> {
+    let mut v: Vec<_> = r
+        .incidents
+        .iter()
+        .map(|i| {
+            (
+                i.id.clone(),
+                i.kind,
+                i.resolved_at,
+                i.nodes.clone(),
+                i.covered_by.clone(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn hosts_read_one_after_another_give_the_outage_read_together() {
+    let ep = "10.0.0.1:6443";
+    let mut lines = outage(&["n1", "n2", "n3", "n4"], ep, 3000, 10);
+    // n2 recovers early; n4 fails again later, alone.
+    lines.retain(|l| !(l.1 == "n2" && l.0 > 30_000));
+    for t in 0..6 {
+        lines.push((900_000 + t * 10_000, "n4".into(), refused("n4", ep)));
+    }
+    lines.sort_by_key(|l| l.0);
+    let together = run(&lines, Settings::default(), 3_600_000);
+    assert_eq!(of_kind(&together, IncidentKind::Endpoint).len(), 1);
+    // A directory scan reads host by host: every order of the hosts.
+    for order in [
+        ["n1", "n2", "n3", "n4"],
+        ["n4", "n3", "n2", "n1"],
+        ["n2", "n4", "n1", "n3"],
+    ] {
+        let mut apart = Vec::new();
+        for h in order {
+            apart.extend(lines.iter().filter(|l| l.1 == h).cloned());
+        }
+        let r = run(&apart, Settings::default(), 3_600_000);
+        assert_eq!(outcome(&r), outcome(&together), "{order:?}");
+    }
+}
+
+#[test]
+fn a_node_whose_cause_moves_on_leaves_the_outage() {
+    let ep = "10.0.0.1:6443";
+    let mut lines = outage(&["n1", "n2", "n3"], ep, 1000, 3);
+    // n3's errors turn into "node not found" (the Node was deleted), which
+    // is no outage of the endpoint.
+    for t in 0..8 {
+        lines.push((
+            35_000 + t * 10_000,
+            "n3".into(),
+            r#"E0715 16:24:50.000000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"n3\": nodes \"n3\" not found""#.to_string(),
+        ));
+    }
+    lines.sort_by_key(|l| l.0);
+    let r = run(&lines, Settings::default(), 3_600_000);
+    let n3 = r.incidents.iter().find(|i| i.node == "n3").unwrap();
+    assert_eq!(n3.cause(), Cause::NodeMissing, "{n3:#?}");
+    assert_eq!(n3.covered_by, None, "no longer one of the outage's");
+    // Two hosts left: no outage at all.
+    assert!(of_kind(&r, IncidentKind::Endpoint).is_empty());
+}
+
+#[test]
+fn a_thousand_nodes_are_one_endpoint_incident() {
+    let ep = "10.0.0.1:6443";
+    let hosts: Vec<String> = (0..1000).map(|n| format!("big-{n:04}")).collect();
+    let names: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let lines = outage(&names, ep, 5, 12);
+    let t = std::time::Instant::now();
+    let r = run(&lines, Settings::default(), 3_600_000);
+    println!(
+        "1000 nodes, {} lines: {:?} through the pipeline",
+        lines.len(),
+        t.elapsed()
+    );
+    let eps = of_kind(&r, IncidentKind::Endpoint);
+    assert_eq!(eps.len(), 1);
+    assert_eq!(eps[0].nodes.len(), 1000);
+    let opened = r.alerts.iter().filter(|a| a.0 == AlertKind::Opened).count();
+    assert_eq!(opened, 1, "one page, not a thousand");
+}
+
+#[test]
+fn the_groups_kept_are_bounded() {
+    let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+    let mut d = Vec::new();
+    for k in 0..(endpoint::GROUPS_MAX as i64 + 20) {
+        let ep = format!("10.0.{}.{}:6443", k / 200, k % 200);
+        let e = Entry {
+            at: Some(T0 + k * 1000 * MS),
+            host: Some(format!("h{k}").as_str().into()),
+            unit: Some("kubelet.service".into()),
+            identifier: Some("kubelet".into()),
+            message: refused(&format!("h{k}"), &ep).into_bytes(),
+            ..Entry::default()
+        };
+        p.push(e, &mut d);
+    }
+    p.flush(&mut d);
+    assert!(p.tracker().fleet_groups.len() <= endpoint::GROUPS_MAX);
+}
