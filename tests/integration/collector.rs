@@ -970,3 +970,164 @@ fn an_endpoint_lost_by_four_hosts_is_one_incident_the_lone_node_its_own() {
         "{show}"
     );
 }
+
+/// Issue 19's collector of 40 hosts, written by systemd-journal-remote:
+/// 30 lose API endpoint 10.0.0.1:6443 within five seconds, one gets
+/// `Unauthorized` from a second endpoint, one stops writing 25 minutes
+/// before the others, eight are calm. `scan DIR` and `run --once` give one
+/// endpoint incident naming the 30, each of their incidents carrying the
+/// endpoint and covered by it, the lone node's own, and one host-silent
+/// incident; the on-call's mail names the endpoint, the 30 are not paged
+/// one by one.
+#[test]
+fn the_forty_host_collector_of_the_issue() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("remote");
+    std::fs::create_dir(&dir).unwrap();
+    forty_hosts(&dir, kubelet_sentinel::now() - 2 * 3600 * SECOND);
+    let out = run(
+        bin()
+            .args(["scan", "-o", "json", "--silent-after", "10m"])
+            .arg(&dir),
+        None,
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let scanned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    check_forty(&scanned["incidents"]);
+    // The service's catch-up, mailing through aiosmtpd.
+    let smtp =
+        crate::support::Smtpd::aiosmtpd(crate::support::free_port(), &tmp.path().join("md"), &[]);
+    let svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &format!(
+            "[fleet]\nsilent_incidents = true\n[alert]\nto = [\"oncall@example.com\"]\n\
+             max_age = \"1d\"\nretry_max = \"1s\"\n\
+             [alert.smtp]\nhost = \"127.0.0.1\"\nport = {}\ntls = \"none\"\ntimeout = \"5s\"\n",
+            smtp.port
+        ),
+    );
+    let out = svc.run_once();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    check_forty(&svc.incidents());
+    wait_for(
+        Duration::from_secs(20),
+        || !smtp.mails().is_empty(),
+        "the mails",
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let subjects: Vec<String> = smtp
+        .mails()
+        .iter()
+        .map(|m| crate::support::subject(m))
+        .collect();
+    assert!(
+        subjects
+            .iter()
+            .any(|s| s.contains("10.0.0.1:6443 unreachable from 30 nodes")),
+        "{subjects:#?}"
+    );
+    for n in 0..30 {
+        assert!(
+            !subjects
+                .iter()
+                .any(|s| s.contains(&format!("] fleet-{n:04}"))),
+            "fleet-{n:04} paged on its own: {subjects:#?}"
+        );
+    }
+    // The outage's page and its end, the lone node's, the silent host's.
+    assert!(subjects.len() <= 4, "{subjects:#?}");
+    assert_eq!(
+        subjects
+            .iter()
+            .filter(|s| s.contains("resolved: 10.0.0.1:6443"))
+            .count(),
+        1,
+        "{subjects:#?}"
+    );
+}
+
+/// Writes issue 19's collector of 40 hosts into `dir`, from `t0` on.
+fn forty_hosts(dir: &Path, t0: Micros) {
+    let end = t0 + 30 * 60 * SECOND;
+    let calm = |from: Micros, to: Micros| -> Vec<(Micros, String)> {
+        (0..=(to - from) / (30 * SECOND))
+            .map(|k| chatter(from + k * 30 * SECOND))
+            .collect()
+    };
+    for n in 0..30 {
+        let host = format!("fleet-{n:04}");
+        let start = t0 + 600 * SECOND + n * 150_000;
+        let mut lines = calm(t0, start - SECOND);
+        lines.extend((0..12).map(|k| retry(start + k * 10 * SECOND, &host)));
+        lines.extend(calm(start + 300 * SECOND, end));
+        upload(dir, &format!("remote-10.1.0.{n}.journal"), &host, &lines);
+    }
+    let at = |k: i64| t0 + 601 * SECOND + k * 10 * SECOND;
+    let mut lone: Vec<_> = (0..12)
+        .map(|k| {
+            (
+                at(k),
+                format!(
+                    "E{}    4242 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"lone-0\\\": Get \\\"https://10.0.0.2:6443/api/v1/nodes/lone-0?timeout=10s\\\": Unauthorized\"",
+                    klog_time(at(k))
+                ),
+            )
+        })
+        .collect();
+    lone.extend(calm(at(12) + 300 * SECOND, end));
+    upload(dir, "remote-10.2.0.1.journal", "lone-0", &lone);
+    upload(
+        dir,
+        "remote-10.2.0.2.journal",
+        "gone-0",
+        &calm(t0, end - 25 * 60 * SECOND),
+    );
+    for n in 0..8 {
+        let host = format!("calm-{n}");
+        upload(
+            dir,
+            &format!("remote-10.3.0.{n}.journal"),
+            &host,
+            &calm(t0, end),
+        );
+    }
+}
+
+/// What [`forty_hosts`] must give.
+fn check_forty(incidents: &serde_json::Value) {
+    let all = incidents.as_array().unwrap();
+    let endpoints: Vec<_> = all.iter().filter(|i| i["kind"] == "endpoint").collect();
+    assert_eq!(endpoints.len(), 1, "{all:#?}");
+    let e = endpoints[0];
+    assert_eq!(e["api_endpoint"], "10.0.0.1:6443");
+    assert_eq!(e["cause"], "api-unreachable");
+    assert_eq!(e["nodes"].as_array().unwrap().len(), 30, "{e:#}");
+    let members: Vec<_> = all
+        .iter()
+        .filter(|i| i["kind"] == "node-status" && i["node"] != "lone-0")
+        .collect();
+    assert_eq!(members.len(), 30, "{all:#?}");
+    for i in members {
+        assert_eq!(i["api_endpoint"], "10.0.0.1:6443", "{i:#}");
+        assert_eq!(i["covered_by"], e["id"], "{i:#}");
+    }
+    let lone = all.iter().find(|i| i["node"] == "lone-0").unwrap();
+    assert_eq!(
+        (&lone["cause"], &lone["api_endpoint"]),
+        (&"auth".into(), &"10.0.0.2:6443".into())
+    );
+    assert!(lone.get("covered_by").is_none(), "{lone:#}");
+    let silent: Vec<_> = all.iter().filter(|i| i["kind"] == "host-silent").collect();
+    assert_eq!(silent.len(), 1, "{all:#?}");
+    assert_eq!(silent[0]["host"], "gone-0");
+    assert_eq!(all.len(), 33, "{all:#?}");
+}

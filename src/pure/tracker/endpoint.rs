@@ -145,6 +145,10 @@ pub(crate) struct Group {
     /// nodes' (the same whatever order they were read in).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     paged: BTreeMap<String, Micros>,
+    /// Those whose end was told (once: a catch-up reading host after host
+    /// sees an outage end and open again as each host's member comes).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    told_end: BTreeSet<String>,
 }
 
 /// What the rules make of a group's members: for each outage, its opening,
@@ -442,6 +446,7 @@ impl Tracker {
             .collect();
         let mut now: Vec<Incident> = Vec::new();
         let mut paged = g.paged.clone();
+        let mut told_end = g.told_end.clone();
         let mut covers: Vec<Option<String>> = vec![None; g.members.len()];
         for d in &derived {
             let before = g
@@ -459,8 +464,12 @@ impl Tracker {
                 });
             let inc = g.incident(d, before);
             if let Some(b) = before.filter(|b| b.id != inc.id) {
-                if let Some(t) = paged.remove(&b.id) {
-                    paged.insert(inc.id.clone(), t);
+                if paged.remove(&b.id).is_some() && b.alerted_at.is_none() {
+                    // Paged under the id it had, and not delivered: that
+                    // page is dropped with the id (the mailer finds no
+                    // incident), so the new id pages again.
+                } else if let Some(t) = g.paged.get(&b.id) {
+                    paged.insert(inc.id.clone(), *t);
                 }
             }
             for &k in &d.members {
@@ -476,8 +485,9 @@ impl Tracker {
             .filter(|(m, c)| m.cover != **c)
             .map(|(m, c)| (m.node.clone(), m.id.clone(), c.clone()))
             .collect();
-        self.publish_outages(&old, &mut now, &mut paged, out);
+        self.publish_outages(&old, &mut now, &mut paged, &mut told_end, out);
         paged.retain(|id, _| now.iter().any(|n| &n.id == id));
+        told_end.retain(|id| now.iter().any(|n| n.id == *id));
         for (node, id, by) in recovered {
             self.cover(&node, &id, by, out);
         }
@@ -487,6 +497,7 @@ impl Tracker {
             }
             g.outages = now;
             g.paged = paged;
+            g.told_end = told_end;
             if g.members.is_empty() {
                 self.fleet_groups.remove(key);
             }
@@ -500,6 +511,7 @@ impl Tracker {
         old: &[Incident],
         now: &mut [Incident],
         paged: &mut BTreeMap<String, Micros>,
+        told_end: &mut BTreeSet<String>,
         out: &mut Vec<Decision>,
     ) {
         for o in old {
@@ -533,7 +545,11 @@ impl Tracker {
             if let Some(end) = n.resolved_at {
                 self.resolved.push(n.clone());
                 out.push(Decision::ResolveIncident { id: n.id.clone() });
-                if (was_open || before.is_none()) && paged.contains_key(&n.id) && send_resolved {
+                if (was_open || before.is_none())
+                    && paged.contains_key(&n.id)
+                    && send_resolved
+                    && told_end.insert(n.id.clone())
+                {
                     out.push(Decision::QueueAlert {
                         id: n.id.clone(),
                         kind: AlertKind::Resolved,

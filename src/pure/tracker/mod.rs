@@ -299,6 +299,13 @@ impl Tracker {
     pub fn mark_announced(&mut self, id: &str) {
         if let Some(i) = self.open_mut(id) {
             i.announced = true;
+        } else if let Some(i) = self.outage_mut(id) {
+            // An endpoint incident that ended in the same pass: its end
+            // is told too.
+            i.announced = true;
+            for r in self.resolved.iter_mut().filter(|r| r.id == id) {
+                r.announced = true;
+            }
         }
     }
 
