@@ -1131,3 +1131,73 @@ fn check_forty(incidents: &serde_json::Value) {
     assert_eq!(silent[0]["host"], "gone-0");
     assert_eq!(all.len(), 33, "{all:#?}");
 }
+
+/// Issue 19: a thousand hosts lose one API endpoint at once, through an
+/// SMTP server that takes at most 10 MB a message (Postfix's default),
+/// with the default `group_wait`: the on-call has one small mail for the
+/// outage (at most three in all) within `group_wait` and a few seconds.
+#[test]
+fn a_thousand_hosts_losing_one_endpoint_get_one_small_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("remote");
+    std::fs::create_dir(&dir).unwrap();
+    let t0 = kubelet_sentinel::now() - 60 * SECOND;
+    let mut out = Vec::new();
+    for n in 0..1000 {
+        let host = format!("big-{n:04}");
+        let stream = format!("{host}-kubelet");
+        for k in 0..8 {
+            let (at, msg) = retry(t0 + n * 5_000 + k * 2 * SECOND, &host);
+            let at = at.to_string();
+            export_entry(
+                &mut out,
+                &[
+                    ("__REALTIME_TIMESTAMP", &at),
+                    ("_HOSTNAME", &host),
+                    ("_SYSTEMD_UNIT", "kubelet.service"),
+                    ("SYSLOG_IDENTIFIER", "kubelet"),
+                    ("_PID", "4242"),
+                    ("_STREAM_ID", &stream),
+                    ("MESSAGE", &msg),
+                ],
+            );
+        }
+    }
+    journal_remote(&out, &dir.join("remote-fleet.journal"));
+    let smtp = crate::support::Smtpd::aiosmtpd(
+        crate::support::free_port(),
+        &tmp.path().join("md"),
+        &["-s", "10240000"],
+    );
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &format!(
+            "[alert]\nto = [\"oncall@example.com\"]\n\
+             [alert.smtp]\nhost = \"127.0.0.1\"\nport = {}\ntls = \"none\"\ntimeout = \"5s\"\n",
+            smtp.port
+        ),
+    );
+    let started = std::time::Instant::now();
+    svc.start();
+    wait_for(
+        Duration::from_secs(90),
+        || !smtp.mails().is_empty(),
+        "the page",
+    );
+    let first = started.elapsed();
+    std::thread::sleep(Duration::from_secs(3));
+    let mails = smtp.mails();
+    let subjects: Vec<String> = mails.iter().map(|m| crate::support::subject(m)).collect();
+    println!(
+        "1000 hosts: first mail {first:?} after the start, {} mail(s), sizes {:?}: {subjects:#?}",
+        mails.len(),
+        mails.iter().map(String::len).collect::<Vec<_>>()
+    );
+    assert!(mails.len() <= 3, "{subjects:#?}");
+    let page = mails
+        .iter()
+        .find(|m| crate::support::subject(m).contains("10.0.0.1:6443 unreachable from 1000 nodes"))
+        .unwrap_or_else(|| panic!("{subjects:#?}"));
+    assert!(page.len() < 500_000, "{} bytes", page.len());
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
