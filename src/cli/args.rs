@@ -167,8 +167,10 @@ pub struct IncidentsArgs {
     /// local time by default, as journalctl.
     #[arg(long)]
     pub utc: bool,
-    /// Only incidents of this kind: node-status (the node's status updates) or
-    /// kubelet-down (the kubelet itself crashing, killed, or given up on by systemd).
+    /// Only incidents of this kind: node-status (the node's status updates),
+    /// kubelet-down (the kubelet itself crashing, killed, or given up on by
+    /// systemd), host-silent (a collector's host that stopped writing) or
+    /// endpoint (one API endpoint lost by several nodes at once).
     #[arg(long, value_enum)]
     pub kind: Option<IncidentKind>,
     /// Only incidents with this verdict.

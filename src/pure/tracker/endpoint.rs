@@ -55,6 +55,33 @@ pub(crate) const MEMBERS_MAX: usize = 8192;
 /// A closed segment this far behind its group's newest opening is final.
 pub(crate) const HORIZON: Micros = 24 * 3600 * SECOND;
 
+/// FNV-1a, for the set of an outage's node names (built on every change
+/// of a member: SipHash's strength buys nothing against names the kubelet
+/// wrote, which are bounded in number).
+type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
+
+#[derive(Default)]
+struct FnvHasher(u64);
+
+impl std::hash::Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
 /// A group's name: `endpoint cause`.
 fn group_key(endpoint: &str, cause: Cause) -> String {
     format!("{endpoint} {}", cause.as_str())
@@ -230,7 +257,8 @@ impl Group {
     fn incident(&self, d: &Derived, before: Option<&Incident>) -> Incident {
         let cause = self.cause.unwrap_or(Cause::Unknown);
         let members: Vec<&Member> = d.members.iter().map(|&k| &self.members[k]).collect();
-        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut seen: std::collections::HashSet<&str, Fnv> =
+            std::collections::HashSet::with_capacity_and_hasher(members.len(), Fnv::default());
         let nodes: Vec<String> = members
             .iter()
             .filter(|m| seen.insert(m.node.as_str()))
@@ -435,6 +463,13 @@ impl Tracker {
     /// Derives group `key`'s endpoint incidents again and says what changed.
     fn rederive(&mut self, key: &str, out: &mut Vec<Decision>) {
         self.bound_members(key);
+        let Some(old) = self
+            .fleet_groups
+            .get_mut(key)
+            .map(|g| std::mem::take(&mut g.outages))
+        else {
+            return;
+        };
         let Some(g) = self.fleet_groups.get(key) else {
             return;
         };
@@ -447,21 +482,18 @@ impl Tracker {
         let mut now: Vec<Incident> = Vec::new();
         let mut paged = g.paged.clone();
         let mut told_end = g.told_end.clone();
-        let mut covers: Vec<Option<String>> = vec![None; g.members.len()];
+        // Each member's outage, as an index into `now`.
+        let mut covers: Vec<Option<usize>> = vec![None; g.members.len()];
         for d in &derived {
-            let before = g
-                .outages
-                .iter()
-                .find(|o| o.opened_at == d.opened_at)
-                .or_else(|| {
-                    // The same outage seen from fewer hosts: the one whose
-                    // nodes it holds.
-                    g.outages.iter().find(|o| {
-                        d.members
-                            .iter()
-                            .any(|&k| g.members[k].cover.as_deref() == Some(o.id.as_str()))
-                    })
-                });
+            let before = old.iter().find(|o| o.opened_at == d.opened_at).or_else(|| {
+                // The same outage seen from fewer hosts: the one whose
+                // nodes it holds.
+                old.iter().find(|o| {
+                    d.members
+                        .iter()
+                        .any(|&k| g.members[k].cover.as_deref() == Some(o.id.as_str()))
+                })
+            });
             let inc = g.incident(d, before);
             if let Some(b) = before.filter(|b| b.id != inc.id) {
                 if paged.remove(&b.id).is_some() && b.alerted_at.is_none() {
@@ -473,27 +505,30 @@ impl Tracker {
                 }
             }
             for &k in &d.members {
-                covers[k] = Some(inc.id.clone());
+                covers[k] = Some(now.len());
             }
             now.push(inc);
         }
-        let old = g.outages.clone();
-        let recovered: Vec<(String, String, Option<String>)> = g
+        let id_of = |c: Option<usize>| c.map(|j| now[j].id.clone());
+        let recovered: Vec<(usize, String, String, Option<String>)> = g
             .members
             .iter()
             .zip(&covers)
-            .filter(|(m, c)| m.cover != **c)
-            .map(|(m, c)| (m.node.clone(), m.id.clone(), c.clone()))
+            .enumerate()
+            .filter(|(_, (m, c))| m.cover.as_deref() != c.map(|j| now[j].id.as_str()))
+            .map(|(k, (m, c))| (k, m.node.clone(), m.id.clone(), id_of(*c)))
             .collect();
         self.publish_outages(&old, &mut now, &mut paged, &mut told_end, out);
         paged.retain(|id, _| now.iter().any(|n| &n.id == id));
         told_end.retain(|id| now.iter().any(|n| n.id == *id));
-        for (node, id, by) in recovered {
-            self.cover(&node, &id, by, out);
+        let mut changed = Vec::with_capacity(recovered.len());
+        for (k, node, id, by) in recovered {
+            self.cover(&node, &id, by.clone(), out);
+            changed.push((k, by));
         }
         if let Some(g) = self.fleet_groups.get_mut(key) {
-            for (m, c) in g.members.iter_mut().zip(covers) {
-                m.cover = c;
+            for (k, by) in changed {
+                g.members[k].cover = by;
             }
             g.outages = now;
             g.paged = paged;
