@@ -56,7 +56,7 @@ pub(crate) const MEMBERS_MAX: usize = 8192;
 pub(crate) const HORIZON: Micros = 24 * 3600 * SECOND;
 
 /// FNV-1a, for the set of an outage's node names (built on every change
-/// of a member: SipHash's strength buys nothing against names the kubelet
+/// of a member: the default hasher's strength buys nothing against names the kubelet
 /// wrote, which are bounded in number).
 type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
 
