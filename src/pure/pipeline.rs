@@ -268,9 +268,22 @@ impl Pipeline {
     /// `host`'s journal reaches `at` (any unit; a collector's reader tells
     /// it from its files' headers), unless `at` is not believed (see
     /// [`Pipeline::set_now`]).
+    ///
+    /// The reader tells it once it has read the host's files to their end:
+    /// a line of the host held for a continuation whose stream's quiet
+    /// that time has passed gets none (the host's journal went on without
+    /// one), so it is handed on now rather than kept, and written with the
+    /// state at every commit, until the end (a collector's catch-up would
+    /// otherwise hold one line per host).
     pub fn activity(&mut self, host: &str, at: Micros, decisions: &mut Vec<Decision>) {
         if self.horizon.is_none_or(|h| at <= h) {
             self.tracker.journal_reaches(host, at, decisions);
+            if self.joiner.earliest_held(host).is_some_and(|e| e <= at) {
+                let mut out = std::mem::take(&mut self.out);
+                self.joiner.release_quiet(host, at, &mut out);
+                self.drain(&mut out, decisions);
+                self.out = out;
+            }
         }
     }
 
@@ -858,5 +871,30 @@ mod tests {
         // Not the other host's time: worker-01 had none.
         let i = p.tracker().open_incidents().next().unwrap();
         assert_ne!(i.opened_at, T0 - 5 * SECOND);
+    }
+
+    #[test]
+    fn a_hosts_journal_going_on_hands_on_its_held_line() {
+        let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+        let mut d = Vec::new();
+        let retry = r#""Error updating node status, will retry" err="error getting node \"worker-01\": node \"worker-01\" not found""#;
+        p.push(kubelet(1, T0, retry), &mut d);
+        // Held for a continuation: nothing decided, the line in the state.
+        assert!(d.is_empty(), "{d:?}");
+        assert!(!p.joiner.is_empty());
+        // Another host's journal going on says nothing of this one's.
+        p.activity("other", T0 + 10 * SECOND, &mut d);
+        assert!(!p.joiner.is_empty());
+        // Within the stream's quiet: still held.
+        p.activity("worker-01", T0 + 1, &mut d);
+        assert!(!p.joiner.is_empty());
+        // The host's files reach past its quiet: handed on, as its next
+        // entry would.
+        p.activity("worker-01", T0 + SECOND, &mut d);
+        assert!(p.joiner.is_empty());
+        assert!(
+            d.iter().any(|x| matches!(x, Decision::OpenIncident { .. })),
+            "{d:?}"
+        );
     }
 }
