@@ -21,8 +21,8 @@
 //!
 //! Architecture invariant: the endpoint incidents are a function of the
 //! set of node incidents (sorted by opening, then id), recomputed for a
-//! group whenever one of its members opens, resolves, crosses the
-//! threshold or changes group. Whatever order `scan`, catch-up and a
+//! group whenever one of its members opens, resolves, moves its end (each
+//! trouble line of an open one), crosses the threshold or changes group. Whatever order `scan`, catch-up and a
 //! following service read the hosts in, the same node incidents give the
 //! same endpoint incidents; an endpoint incident seen earlier that the
 //! complete picture no longer holds (a late host's member moved its
