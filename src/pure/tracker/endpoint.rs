@@ -98,7 +98,7 @@ fn group_of(i: &Incident) -> Option<(String, Cause)> {
 }
 
 /// A node incident as the correlator weighs it: only what the rules read,
-/// so a retry that changes none of it costs a comparison.
+/// so a line that changes none of it (a supporting one) costs a comparison.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Member {
     id: String,
