@@ -624,23 +624,24 @@ mod tests {
     }
 }
 
+/// Writes export-format bytes into `file` with systemd-journal-remote (tests).
 #[cfg(test)]
+pub(super) fn journal_remote(export: &[u8], file: &std::path::Path) {
+    let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
+        .arg(format!("--output={}", file.display()))
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), export).unwrap();
+    assert!(child.wait().unwrap().success());
+}
+
 #[cfg(test)]
 mod eof_cursor {
+    use super::journal_remote;
     use systemd::journal::OpenFilesOptions;
-
-    /// Writes export-format bytes into `file` with systemd-journal-remote.
-    fn journal_remote(export: &[u8], file: &std::path::Path) {
-        let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
-            .arg(format!("--output={}", file.display()))
-            .arg("-")
-            .stdin(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), export).unwrap();
-        assert!(child.wait().unwrap().success());
-    }
 
     /// After `next()` finds nothing more, the read pointer stays on the last
     /// entry: its cursor can still be read (the reader relies on it).

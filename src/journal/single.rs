@@ -493,16 +493,10 @@ mod following {
     fn an_idle_reader_answers_ping_and_sync() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("t.journal");
-        let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
-            .arg(format!("--output={}", file.display()))
-            .arg("-")
-            .stdin(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let export = b"__REALTIME_TIMESTAMP=1\n_SYSTEMD_UNIT=kubelet.service\nMESSAGE=a\n\n";
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), export).unwrap();
-        assert!(child.wait().unwrap().success());
+        super::super::handle::journal_remote(
+            b"__REALTIME_TIMESTAMP=1\n_SYSTEMD_UNIT=kubelet.service\nMESSAGE=a\n\n",
+            &file,
+        );
         let spec = Spec {
             target: Target::Files(vec![file]),
             filter: EntryFilter::default(),

@@ -196,18 +196,9 @@ impl Pipeline {
     #[must_use]
     pub fn from_state(filter: EntryFilter, state: PipelineState) -> Self {
         Self {
-            filter,
             joiner: state.joiner,
-            tracker: state.tracker,
             summary: state.summary,
-            out: Vec::new(),
-            malformed: Vec::new(),
-            clocks: HashMap::new(),
-            batch: 0,
-            no_host: Text::from(""),
-            horizon: None,
-            hosts_read: HashMap::new(),
-            catch_ups: 0,
+            ..Self::with_tracker(filter, state.tracker)
         }
     }
 

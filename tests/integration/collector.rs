@@ -1005,10 +1005,8 @@ fn the_forty_host_collector_of_the_issue() {
     let svc = Service::new(
         &format!("directory = \"{}\"", dir.display()),
         &format!(
-            "[fleet]\nsilent_incidents = true\n[alert]\nto = [\"oncall@example.com\"]\n\
-             max_age = \"1d\"\nretry_max = \"1s\"\n\
-             [alert.smtp]\nhost = \"127.0.0.1\"\nport = {}\ntls = \"none\"\ntimeout = \"5s\"\n",
-            smtp.port
+            "[fleet]\nsilent_incidents = true\n{}",
+            crate::support::mail_to(smtp.port, "max_age = \"1d\"\nretry_max = \"1s\"\n")
         ),
     );
     let out = svc.run_once();
@@ -1171,11 +1169,7 @@ fn a_thousand_hosts_losing_one_endpoint_get_one_small_page() {
     );
     let mut svc = Service::new(
         &format!("directory = \"{}\"", dir.display()),
-        &format!(
-            "[alert]\nto = [\"oncall@example.com\"]\n\
-             [alert.smtp]\nhost = \"127.0.0.1\"\nport = {}\ntls = \"none\"\ntimeout = \"5s\"\n",
-            smtp.port
-        ),
+        &crate::support::mail_to(smtp.port, ""),
     );
     let started = std::time::Instant::now();
     svc.start();

@@ -832,11 +832,7 @@ fn an_endpoint_outage_is_one_mail_naming_the_endpoint() {
     let smtp = Smtpd::aiosmtpd(free_port(), &dir.path().join("md"), &[]);
     let svc = Service::new(
         &format!("directory = \"{}\"", journals.display()),
-        &format!(
-            "[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"0s\"\nretry_max = \"1s\"\n\
-             [alert.smtp]\nhost = \"127.0.0.1\"\nport = {}\ntls = \"none\"\ntimeout = \"5s\"\n",
-            smtp.port
-        ),
+        &crate::support::mail_to(smtp.port, "group_wait = \"0s\"\nretry_max = \"1s\"\n"),
     );
     let out = svc.run_once();
     assert!(

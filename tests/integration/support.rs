@@ -389,6 +389,15 @@ impl Drop for Service {
 pub(crate) use std::time::Duration;
 
 /// A free TCP port on loopback.
+/// `[alert]` mailing oncall@example.com through a plain SMTP server on
+/// loopback `port`, with `alert` (more `[alert]` keys) in it.
+pub(crate) fn mail_to(port: u16, alert: &str) -> String {
+    format!(
+        "[alert]\nto = [\"oncall@example.com\"]\n{alert}\
+         [alert.smtp]\nhost = \"127.0.0.1\"\nport = {port}\ntls = \"none\"\ntimeout = \"5s\"\n"
+    )
+}
+
 pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()

@@ -50,6 +50,16 @@ enum Stop {
     Failed(String),
 }
 
+impl Done {
+    /// Records why a read stopped early.
+    fn stopped(&mut self, stop: Stop) {
+        match stop {
+            Stop::Closed => self.closed = true,
+            Stop::Failed(e) => self.error = Some(e),
+        }
+    }
+}
+
 impl From<String> for Stop {
     fn from(e: String) -> Self {
         Stop::Failed(e)
@@ -242,16 +252,9 @@ impl Worker {
             self.seqs.insert(key.clone(), ids);
         }
         if let (false, Start::After(c)) = (late.is_empty(), start) {
-            match self.catch_up(key, &late, c) {
-                Ok(()) => {}
-                Err(Stop::Closed) => {
-                    done.closed = true;
-                    return done;
-                }
-                Err(Stop::Failed(e)) => {
-                    done.error = Some(e);
-                    return done;
-                }
+            if let Err(stop) = self.catch_up(key, &late, c) {
+                done.stopped(stop);
+                return done;
             }
         }
         // The handle is out of the table while it is read, back in after.
@@ -261,12 +264,8 @@ impl Worker {
         };
         let mut o = match opened {
             Ok(o) => o,
-            Err(Stop::Closed) => {
-                done.closed = true;
-                return done;
-            }
-            Err(Stop::Failed(e)) => {
-                done.error = Some(e);
+            Err(stop) => {
+                done.stopped(stop);
                 return done;
             }
         };
@@ -289,15 +288,12 @@ impl Worker {
         if let Some(w) = pass.walked.take() {
             self.walked.insert(key.clone(), w);
         }
-        match pumped {
-            Ok(()) => {
-                self.open.insert(key.clone(), o);
-            }
-            Err(Stop::Closed) => {
-                done.closed = true;
-                self.open.insert(key.clone(), o);
-            }
-            Err(Stop::Failed(e)) => done.error = Some(e),
+        // A failed handle is dropped; one whose consumer left is kept.
+        if !matches!(pumped, Err(Stop::Failed(_))) {
+            self.open.insert(key.clone(), o);
+        }
+        if let Err(stop) = pumped {
+            done.stopped(stop);
         }
         done
     }

@@ -211,8 +211,8 @@ pub(super) fn firing_until(now: Micros, cfg: &AlertmanagerConfig) -> Micros {
 mod tests {
     use super::*;
 
-    /// D23: a host (or node, or configured label) with ESC, NUL or a
-    /// bidirectional override reaches Alertmanager cleaned and bounded.
+    /// Issue 19: an endpoint incident is its own alertname, with its
+    /// endpoint and cause; node alerts keep `api_endpoint`.
     #[test]
     fn an_endpoint_incident_is_its_own_alertname_with_endpoint_and_cause() {
         let mut i = crate::tracker::Incident {
@@ -237,7 +237,8 @@ mod tests {
         assert_eq!(l["api_endpoint"], "10.0.0.1:6443");
     }
 
-    fn node_incident() -> crate::tracker::Incident {
+    /// The open incident of seven retries of one node whose error is `err`.
+    fn retried(err: &str) -> crate::tracker::Incident {
         let mut p = crate::pipeline::Pipeline::new(
             crate::model::EntryFilter::default(),
             Settings::default(),
@@ -247,7 +248,7 @@ mod tests {
             p.push(
                 crate::model::Entry {
                     at: Some(k * crate::time::SECOND),
-                    message: b"E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": Get \\\"https://10.0.0.1:6443/api/v1/nodes/worker-3\\\": dial tcp 10.0.0.1:6443: connect: connection refused\"".to_vec(),
+                    message: format!("E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": {err}\"").into_bytes(),
                     ..crate::model::Entry::default()
                 },
                 &mut d,
@@ -257,25 +258,17 @@ mod tests {
         p.tracker().open_incidents().next().unwrap().clone()
     }
 
+    fn node_incident() -> crate::tracker::Incident {
+        retried(
+            r#"Get \"https://10.0.0.1:6443/api/v1/nodes/worker-3\": dial tcp 10.0.0.1:6443: connect: connection refused"#,
+        )
+    }
+
+    /// D23: a host (or node, or configured label) with ESC, NUL or a
+    /// bidirectional override reaches Alertmanager cleaned and bounded.
     #[test]
     fn labels_and_annotations_carry_no_control_characters() {
-        let mut p = crate::pipeline::Pipeline::new(
-            crate::model::EntryFilter::default(),
-            Settings::default(),
-        );
-        let mut d = Vec::new();
-        for k in 0..7 {
-            p.push(
-                crate::model::Entry {
-                    at: Some(k * crate::time::SECOND),
-                    message: b"E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": Unauthorized\"".to_vec(),
-                    ..crate::model::Entry::default()
-                },
-                &mut d,
-            );
-        }
-        p.flush(&mut d);
-        let mut i = p.tracker().open_incidents().next().unwrap().clone();
+        let mut i = retried("Unauthorized");
         i.host = Some(format!(
             "esc\x1b]0;pwn\x07nul\x00byte\u{202e}{}",
             "y".repeat(1 << 20)

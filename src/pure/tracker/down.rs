@@ -161,14 +161,7 @@ impl Tracker {
             down: Some(Down::default()),
             ..Incident::opening(incident_id(key, at), IncidentKind::KubeletDown, node, obs)
         };
-        let lookback = 60 * SECOND;
-        for m in origin
-            .markers
-            .iter()
-            .filter(|m| m.at <= at && at - m.at <= lookback)
-        {
-            inc.add_evidence(m.clone());
-        }
+        origin.mark(&mut inc, at, 60 * SECOND);
         out.push(Decision::OpenIncident { id: inc.id.clone() });
         self.open.insert(key.to_string(), inc);
     }

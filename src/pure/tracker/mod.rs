@@ -136,6 +136,20 @@ pub struct Origin {
 
 const ORIGIN_MARKERS: usize = 8;
 
+impl Origin {
+    /// Adds the host's markers of the `lookback` before `at` to `inc` as
+    /// evidence (an incident opening soon after them).
+    fn mark(&self, inc: &mut Incident, at: Micros, lookback: Micros) {
+        for m in self
+            .markers
+            .iter()
+            .filter(|m| m.at <= at && at - m.at <= lookback)
+        {
+            inc.add_evidence(m.clone());
+        }
+    }
+}
+
 /// The node of trouble that nothing names (a bare log with no host).
 pub(crate) const UNKNOWN_NODE: &str = "unknown";
 
@@ -526,13 +540,7 @@ impl Tracker {
             down: None,
             ..Incident::opening(incident_id(node, at), IncidentKind::NodeStatus, node, obs)
         };
-        for m in origin
-            .markers
-            .iter()
-            .filter(|m| m.at <= at && at - m.at <= lookback)
-        {
-            inc.add_evidence(m.clone());
-        }
+        origin.mark(&mut inc, at, lookback);
         out.push(Decision::OpenIncident { id: inc.id.clone() });
         self.open.insert(node.to_string(), inc);
     }
