@@ -1,4 +1,5 @@
-//! Parser and signal-table throughput, per line shape (criterion).
+//! Parser and signal-table throughput, per line shape, and the silence
+//! glob against a pathological pattern and a 1 MiB host name (criterion).
 //! `cargo bench --bench parse`
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -46,5 +47,23 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// D18: what a collector host may claim (a 1 MiB name) against a pattern
+/// a backtracking matcher takes quadratic time on; the matcher is one pass.
+fn globs(c: &mut Criterion) {
+    let host = "y".repeat(1 << 20);
+    let mut g = c.benchmark_group("glob-1MiB-name");
+    g.sample_size(10);
+    for (name, pattern) in [
+        ("star-250-z", format!("*{}z", "y".repeat(250))),
+        ("star-250-z-star", format!("*{}z*", "y".repeat(250))),
+        ("star-249-q-z-star", format!("*{}?z*", "y".repeat(249))),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| kubelet_sentinel_core::model::glob(std::hint::black_box(&pattern), &host));
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench, globs);
 criterion_main!(benches);

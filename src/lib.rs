@@ -6,7 +6,9 @@
 //!
 //! Floors, bottom first; each module's job in one line.
 //!
-//! - `pure/` (the walled core: no I/O, no clock, no tokio, no sled):
+//! - `pure/`, the walled core, a crate of its own (`kubelet-sentinel-core`,
+//!   re-exported below at the paths the edges use; no I/O, no clock, no
+//!   zone but UTC, no tokio, no sled):
 //!   `model` (entries, positions, globs), `time` (µs, durations, placing
 //!   text logs' times), `defaults` (every default), `kinds` (one spelling
 //!   per cause, verdict, status, incident kind, channel, signal kind),
@@ -14,9 +16,11 @@
 //!   signals: the one table of kubelet messages), `tracker` (signals and
 //!   time to incidents and alert decisions; a clock per host), `pipeline`
 //!   (joiner → parser → table → tracker, wired once for every reader),
-//!   `picture` and `advice` (what an incident looks like, what to check).
-//! - `clock` (the wall clock, for the edges) and `users` (`/etc/passwd`,
-//!   `/etc/group`).
+//!   `picture` and `advice` (what an incident looks like, what to check),
+//!   `testing` (tests' entries and one `replay`; feature `testing`).
+//! - `clock` (the wall clock and the machine's zone, decided here for the
+//!   core: `--utc` or local; durations and `--since` as people type them)
+//!   and `users` (`/etc/passwd`, `/etc/group`).
 //! - `journal/` (where entries come from: libsystemd on its own thread, one
 //!   host or a collector's directory; export, json and text streams; `open`
 //!   is the one place that picks a reader) and `config/` (raw TOML with
@@ -36,12 +40,16 @@
 //! # Architecture invariants
 //!
 //! - A module imports only modules on floors below its own, never one
-//!   beside it: no circle, nothing upward. `pure/` names no module outside
-//!   itself and no edge (tokio, sled, lettre, hyper, libsystemd, files,
-//!   sockets, threads, `now()`): time comes in with the entries, so the same
-//!   journal gives the same incidents whoever reads it and whenever.
-//!   `tests/integration/architecture.rs` checks both, and that no file
-//!   passes 720 lines of non-test code; clippy keeps functions under 120.
+//!   beside it: no circle, nothing upward. The core names no module of
+//!   this crate (it cannot: it is another crate, below) and no edge
+//!   (tokio, sled, lettre, hyper, libsystemd, files, sockets, threads,
+//!   `now()`, the machine's zone): time comes in with the entries and the
+//!   zone from `clock`, so the same journal gives the same incidents
+//!   whoever reads it, wherever and whenever. The compiler and the core's
+//!   own `clippy.toml` keep that; `tests/integration/architecture.rs`
+//!   parses both crates and checks the floors, the core's names, that
+//!   tests come last and that no file passes 720 lines of non-test code;
+//!   clippy keeps functions under 120.
 //! - One writer per store tree. The ingest task (`daemon/ingest`) writes
 //!   incidents, their indexes, positions, the tracker's state, counts and
 //!   new outbox entries, each batch in one transaction; the delivery tasks
@@ -57,8 +65,11 @@
 //!   the integration tests, the benches and the examples use); everything
 //!   else is `pub(crate)`, and `unreachable_pub` keeps it so.
 
-mod pure;
-pub(crate) use pure::{
+// The walled core is its own crate (`src/pure`, `kubelet-sentinel-core`);
+// its modules are re-exported at the paths the edges name them by.
+#[cfg(test)]
+pub(crate) use kubelet_sentinel_core::testing;
+pub(crate) use kubelet_sentinel_core::{
     advice, defaults, kinds, model, parse, picture, pipeline, signals, time, tracker,
 };
 
@@ -92,5 +103,5 @@ pub use report::IncidentOut;
 pub use scan::{Input, ScanResult, scan};
 pub use signals::recognize;
 pub use store::{Batch, Filter, Silence, StatsDelta, Store, StoreError};
-pub use time::{Clock, Micros, SECOND, rfc3339};
+pub use time::{Clock, Micros, SECOND, Zone, rfc3339};
 pub use tracker::{AlertKind, Incident, Settings};

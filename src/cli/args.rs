@@ -6,9 +6,11 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::clock::parse_duration;
 use crate::journal::Format;
+use crate::kinds::Spelling;
 use crate::signals::Cause;
-use crate::time::{Micros, parse_duration};
+use crate::time::Micros;
 use crate::tracker::{IncidentKind, Settings, Status, Verdict};
 
 /// Exit codes: 0 ok, 1 runtime failure, 2 usage, 3 `status`: the service
@@ -125,11 +127,11 @@ pub enum SilenceCmd {
         node: Option<String>,
         /// Only incidents of this cause (kubelet-down incidents have their own: swap,
         /// cgroup-driver, config, credentials, runtime, port-in-use, exec, killed).
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = spelled::<Cause>())]
         cause: Option<Cause>,
         /// Only incidents of this kind (kubelet-down: a node being rebuilt whose kubelet
         /// crash-loops until kubeadm join).
-        #[arg(long, value_enum)]
+        #[arg(long, value_parser = spelled::<IncidentKind>())]
         kind: Option<IncidentKind>,
         /// How long: 30m, 2h, 3d (at most 31d).
         #[arg(long = "for", value_parser = silence_length)]
@@ -171,16 +173,16 @@ pub struct IncidentsArgs {
     /// kubelet-down (the kubelet itself crashing, killed, or given up on by
     /// systemd), host-silent (a collector's host that stopped writing) or
     /// endpoint (one API endpoint lost by several nodes at once).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = spelled::<IncidentKind>())]
     pub kind: Option<IncidentKind>,
     /// Only incidents with this verdict.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = spelled::<Verdict>())]
     pub verdict: Option<Verdict>,
     /// Only incidents with this cause.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = spelled::<Cause>())]
     pub cause: Option<Cause>,
     /// Only open or only resolved incidents.
-    #[arg(long, value_enum, conflicts_with = "open")]
+    #[arg(long, value_parser = spelled::<Status>(), conflicts_with = "open")]
     pub status: Option<Status>,
     /// Only incidents seen on this host (a collector's hosts).
     #[arg(long)]
@@ -303,4 +305,13 @@ impl ScanArgs {
             ..Settings::default()
         }
     }
+}
+
+/// A parser for one of the core's spelled kinds (cause, kind, verdict,
+/// status): its names are the possible values clap shows in `--help`, the
+/// man page and the completions.
+fn spelled<T: Spelling>() -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(T::NAMES)
+        .map(|s: String| T::from_name(&s).expect("clap accepts only the possible values"))
 }

@@ -10,7 +10,6 @@ use clap::Parser as _;
 
 use crate::config::{self, Config};
 use crate::store::Filter;
-use crate::time::Zone;
 use crate::tracker::Status;
 
 pub(crate) mod args;
@@ -87,7 +86,7 @@ pub fn main() -> ExitCode {
             config,
             &id,
             output,
-            if utc { Zone::Utc } else { Zone::Local },
+            crate::clock::zone(utc),
             &mut out,
             &mut err,
         ),
@@ -117,7 +116,7 @@ fn incidents(
     let now = crate::clock::now();
     let when = |flag: &str, v: &Option<String>| {
         v.as_deref()
-            .map(|s| crate::time::parse_when(s, now, a.utc).map_err(|e| format!("{flag} {e}")))
+            .map(|s| crate::clock::parse_when(s, now, a.utc).map_err(|e| format!("{flag} {e}")))
             .transpose()
     };
     let (since, until) = match (when("--since", &a.since), when("--until", &a.until)) {
@@ -146,7 +145,7 @@ fn incidents(
         &filter,
         a.limit,
         a.output,
-        if a.utc { Zone::Utc } else { Zone::Local },
+        crate::clock::zone(a.utc),
         out,
         err,
     )

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::Endpoint;
-use crate::time::{Micros, human_duration, parse_duration};
+use crate::clock::parse_duration;
+use crate::time::{Micros, human_duration};
 
 /// A duration written as `60s`, `10m`, `90d`; parsed while deserializing so
 /// a bad value is reported at its line.

@@ -271,7 +271,7 @@ mod tests {
 
     fn clock() -> Clock {
         Clock {
-            utc: true,
+            zone: crate::time::Zone::Utc,
             year: Some(2026),
             now: 1_800_000_000_000_000,
         }

@@ -131,7 +131,7 @@ mod tests {
             "\n"
         );
         let clock = Clock {
-            utc: true,
+            zone: crate::time::Zone::Utc,
             year: None,
             now: 1_800_000_000_000_000,
         };

@@ -219,4 +219,41 @@ mod tests {
             (0..50).map(|s| backoff(4, 300 * SECOND, s)).collect();
         assert!(spread.len() > 10, "jitter spreads retries: {spread:?}");
     }
+
+    /// A crash loop's alert says what a crash loop is, in Alertmanager's
+    /// labels and in the mail (design 5.1).
+    #[test]
+    fn a_swap_crash_loops_alert_and_mail() {
+        use crate::testing::{End, crash_loop, replay};
+        let t0 = 1_752_596_690_000_000;
+        let r = replay(
+            crash_loop(t0, "w1", 40),
+            &Settings::default(),
+            End::At(t0 + 40 * 10_500 * 1000),
+        );
+        let i = r.one();
+        let labels = crate::notify::alertmanager::labels(
+            i,
+            &r.settings,
+            &std::collections::BTreeMap::default(),
+        );
+        assert_eq!(labels["alertname"], "KubeletDown");
+        assert_eq!(labels["kind"], "kubelet-down");
+        assert_eq!(labels["cause"], "swap");
+        assert_eq!(labels["verdict"], "crash-loop");
+        let mail = crate::notify::render::render(&[i], AlertKind::Opened, &r.settings);
+        assert!(
+            mail.subject
+                .starts_with("[kubelet-sentinel] w1: kubelet crash-looping, 40 restarts in"),
+            "{}",
+            mail.subject
+        );
+        assert!(mail.subject.ends_with("(swap)"), "{}", mail.subject);
+        assert!(mail.text.contains("swapon --show"), "{}", mail.text);
+        assert!(
+            mail.text.contains("40 restarts by systemd"),
+            "{}",
+            mail.text
+        );
+    }
 }

@@ -1,6 +1,6 @@
 //! What an operator does next about an incident, and text from logs made
-//! safe for one line: shared by the alert email ([`crate::notify`]) and the
-//! JSON and table views ([`crate::report`]). Pure: it imports only the core
+//! safe for one line: shared by the alert email (the service's `notify`) and the
+//! JSON and table views (its `report`). Pure: it imports only the core
 //! (incidents, signals, time).
 
 use crate::signals::Cause;
@@ -21,7 +21,7 @@ fn silent_steps(i: &Incident) -> Vec<String> {
 
 /// Header-safe: no control characters, bounded length.
 #[must_use]
-pub(crate) fn header_text(s: &str, max: usize) -> String {
+pub fn header_text(s: &str, max: usize) -> String {
     let flat: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -35,7 +35,7 @@ pub(crate) fn header_text(s: &str, max: usize) -> String {
 
 /// The commands an operator runs next, for the cause.
 #[must_use]
-pub(crate) fn next_steps(i: &Incident) -> Vec<String> {
+pub fn next_steps(i: &Incident) -> Vec<String> {
     if i.kind == crate::tracker::IncidentKind::HostSilent {
         return silent_steps(i);
     }

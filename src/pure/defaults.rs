@@ -13,18 +13,18 @@ const HOUR: Micros = 3600 * SECOND;
 const DAY: Micros = 24 * HOUR;
 
 /// The config file read when `--config` is not given.
-pub(crate) const CONFIG_PATH: &str = "/etc/kubelet-sentinel/config.toml";
+pub const CONFIG_PATH: &str = "/etc/kubelet-sentinel/config.toml";
 
 // [journal]
 
 /// The writers trusted by default: root, as which every packaged kubelet
 /// (and dockerd, which writes a containerised kubelet's lines) runs.
-pub(crate) const TRUSTED_UIDS: &[u32] = &[0];
+pub const TRUSTED_UIDS: &[u32] = &[0];
 
 /// The units a kubelet runs as: upstream and kubeadm, k3s (server and
 /// agent: the kubelet runs inside), rke2, `MicroK8s` (kubelite, and the older
 /// separate kubelet daemon).
-pub(crate) const UNITS: &[&str] = &[
+pub const UNITS: &[&str] = &[
     "kubelet.service",
     "k3s.service",
     "k3s-agent.service",
@@ -37,7 +37,7 @@ pub(crate) const UNITS: &[&str] = &[
 /// The identifiers a kubelet logs under wherever its unit is named
 /// otherwise: `OpenShift`'s `kubenswrapper`, `hyperkube`, `CoreOS`'s
 /// `kubelet-wrapper`, `MicroK8s`'s `kubelite`.
-pub(crate) const IDENTIFIERS: &[&str] = &[
+pub const IDENTIFIERS: &[&str] = &[
     "kubelet",
     "kubenswrapper",
     "hyperkube",
@@ -46,86 +46,69 @@ pub(crate) const IDENTIFIERS: &[&str] = &[
 ];
 
 /// A kubelet in a container, logged by Docker's journald driver.
-pub(crate) const CONTAINERS: &[&str] = &["kubelet"];
+pub const CONTAINERS: &[&str] = &["kubelet"];
 
 // [incidents]
 
 /// `[incidents] resolve_after` (and `scan --resolve-after`).
-pub(crate) const RESOLVE_AFTER: Micros = 60 * SECOND;
+pub const RESOLVE_AFTER: Micros = 60 * SECOND;
 /// [`RESOLVE_AFTER`] as `scan`'s flag spells it.
-pub(crate) const RESOLVE_AFTER_TEXT: &str = "60s";
+pub const RESOLVE_AFTER_TEXT: &str = "60s";
 /// `[incidents] race_window` (and `scan --race-window`).
-pub(crate) const RACE_WINDOW: Micros = 10 * SECOND;
+pub const RACE_WINDOW: Micros = 10 * SECOND;
 /// [`RACE_WINDOW`] as `scan`'s flag spells it.
-pub(crate) const RACE_WINDOW_TEXT: &str = "10s";
-pub(crate) const RETENTION: Micros = 90 * DAY;
+pub const RACE_WINDOW_TEXT: &str = "10s";
+pub const RETENTION: Micros = 90 * DAY;
 /// A kubelet names its own node; a few more (a renamed node, a host's
 /// lines about another node) fit with room to spare.
-pub(crate) const MAX_NODES_PER_HOST: u32 = 64;
+pub const MAX_NODES_PER_HOST: u32 = 64;
 /// Ten times a large collector's fleet of nodes in trouble at once.
-pub(crate) const MAX_NODES: u32 = 20_000;
+pub const MAX_NODES: u32 = 20_000;
 
 // [alert]
 
 /// `[alert] retries` (and `scan --retries`).
-pub(crate) const RETRIES: u32 = 5;
+pub const RETRIES: u32 = 5;
 /// `[alert] restarts`: more kubelet restarts than this within `window` is a
 /// crash loop.
-pub(crate) const RESTARTS: u32 = 3;
+pub const RESTARTS: u32 = 3;
 /// `[alert] window` (and `scan --window`).
-pub(crate) const WINDOW: Micros = 600 * SECOND;
+pub const WINDOW: Micros = 600 * SECOND;
 /// [`WINDOW`] as `scan`'s flag spells it.
-pub(crate) const WINDOW_TEXT: &str = "10m";
-pub(crate) const GROUP_WAIT: Micros = 30 * SECOND;
-pub(crate) const REPEAT_INTERVAL: Micros = 4 * HOUR;
-pub(crate) const SEND_RESOLVED: bool = true;
-pub(crate) const MAX_AGE: Micros = DAY;
-pub(crate) const RETRY_MAX: Micros = 300 * SECOND;
+pub const WINDOW_TEXT: &str = "10m";
+pub const GROUP_WAIT: Micros = 30 * SECOND;
+pub const REPEAT_INTERVAL: Micros = 4 * HOUR;
+pub const SEND_RESOLVED: bool = true;
+pub const MAX_AGE: Micros = DAY;
+pub const RETRY_MAX: Micros = 300 * SECOND;
 /// `[alert] from` is this user at the machine's host name.
-pub(crate) const FROM_USER: &str = "kubelet-sentinel";
+pub const FROM_USER: &str = "kubelet-sentinel";
 
 // [alert.smtp], [alert.file], [alert.alertmanager]
 
-pub(crate) const SMTP_HOST: &str = "localhost";
-pub(crate) const SMTP_PORT: u16 = 25;
-pub(crate) const SMTP_TIMEOUT: Micros = 30 * SECOND;
-pub(crate) const MAIL_DIRECTORY: &str = "/var/lib/kubelet-sentinel/mail";
-pub(crate) const ALERTMANAGER_TIMEOUT: Micros = 10 * SECOND;
-pub(crate) const RESEND_INTERVAL: Micros = 60 * SECOND;
+pub const SMTP_HOST: &str = "localhost";
+pub const SMTP_PORT: u16 = 25;
+pub const SMTP_TIMEOUT: Micros = 30 * SECOND;
+pub const MAIL_DIRECTORY: &str = "/var/lib/kubelet-sentinel/mail";
+pub const ALERTMANAGER_TIMEOUT: Micros = 10 * SECOND;
+pub const RESEND_INTERVAL: Micros = 60 * SECOND;
 
 // [store], [api], [fleet]
 
 /// `[store] path` outside systemd; under it, `$STATE_DIRECTORY/store`.
-pub(crate) const STORE_PATH: &str = "/var/lib/kubelet-sentinel/store";
-pub(crate) const SOCKET: &str = "/run/kubelet-sentinel/query.sock";
+pub const STORE_PATH: &str = "/var/lib/kubelet-sentinel/store";
+pub const SOCKET: &str = "/run/kubelet-sentinel/query.sock";
 /// `[fleet] silent_after`.
-pub(crate) const SILENT_AFTER: Micros = 600 * SECOND;
+pub const SILENT_AFTER: Micros = 600 * SECOND;
 /// `[fleet] silent_incidents`: off until the collector tests written
 /// before host-silent incidents (hosts uploading hours apart, whose
 /// history must equal one handle's) are revisited.
-pub(crate) const SILENT_INCIDENTS: bool = false;
+pub const SILENT_INCIDENTS: bool = false;
 /// `[fleet] min_nodes`: this many nodes in trouble against one API
 /// endpoint (one cause class) are one endpoint incident.
-pub(crate) const FLEET_MIN_NODES: u32 = 3;
+pub const FLEET_MIN_NODES: u32 = 3;
 /// `[fleet] window`: ... when their incidents opened within this of each
 /// other. Nodes losing one endpoint see it within a few status-update
 /// periods (10 s each, plus client back-off); two minutes holds them and
 /// keeps two unrelated failures an hour apart from being one outage.
-pub(crate) const FLEET_WINDOW: Micros = 120 * SECOND;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `scan`'s flags take text; it must say what the config's default is.
-    #[test]
-    fn flag_texts_are_the_defaults() {
-        for (text, value) in [
-            (RESOLVE_AFTER_TEXT, RESOLVE_AFTER),
-            (RACE_WINDOW_TEXT, RACE_WINDOW),
-            (WINDOW_TEXT, WINDOW),
-        ] {
-            assert_eq!(crate::time::parse_duration(text).unwrap(), value, "{text}");
-        }
-    }
-}
+pub const FLEET_WINDOW: Micros = 120 * SECOND;

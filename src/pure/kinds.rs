@@ -1,6 +1,7 @@
 //! One spelling per kind: the enums that people type and scripts read
 //! (cause, verdict, status, incident kind, channel, signal kind) name each
-//! value once, in `spelling!`, and serde, clap and `Display` all take it
+//! value once, in `spelling!`, and serde, `Display`, `FromStr` and the
+//! [`Spelling`] trait (which the CLI's argument parsers read) all take it
 //! from there. A value that is not one of them is an [`UnknownName`] that
 //! lists the ones there are.
 
@@ -15,13 +16,23 @@ pub struct UnknownName {
 }
 
 /// Writes a kind's name (for `Display`).
-pub(crate) fn write_name(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+pub fn write_name(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
     f.pad(name)
+}
+
+/// A kind whose values each have one spelling (see `spelling!`).
+pub trait Spelling: Sized + Copy + Send + Sync + 'static {
+    /// Every value's name, in declaration order.
+    const NAMES: &'static [&'static str];
+    /// The value's name.
+    fn name(self) -> &'static str;
+    /// The value of this name, or what the names are.
+    fn from_name(s: &str) -> Result<Self, UnknownName>;
 }
 
 /// Gives an enum of unit variants its one spelling: `as_str`, `ALL`,
 /// `NAMES`, `parse` (and `FromStr`), `Display`, serde (as the string) and
-/// `clap::ValueEnum`.
+/// [`Spelling`].
 macro_rules! spelling {
     ($name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         impl $name {
@@ -75,12 +86,13 @@ macro_rules! spelling {
             }
         }
 
-        impl clap::ValueEnum for $name {
-            fn value_variants<'a>() -> &'a [Self] {
-                Self::ALL
+        impl $crate::kinds::Spelling for $name {
+            const NAMES: &'static [&'static str] = &[$($text),+];
+            fn name(self) -> &'static str {
+                self.as_str()
             }
-            fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-                Some(clap::builder::PossibleValue::new(self.as_str()))
+            fn from_name(s: &str) -> Result<Self, $crate::kinds::UnknownName> {
+                Self::parse(s)
             }
         }
     };
@@ -111,7 +123,7 @@ mod tests {
     fn round_trip<T>(all: &[T])
     where
         T: Copy + PartialEq + std::fmt::Debug + std::fmt::Display + serde::Serialize,
-        T: serde::de::DeserializeOwned + clap::ValueEnum + std::str::FromStr,
+        T: serde::de::DeserializeOwned + super::Spelling + std::str::FromStr,
         <T as std::str::FromStr>::Err: std::fmt::Debug,
     {
         for v in all {
@@ -122,10 +134,8 @@ mod tests {
                 <T as std::str::FromStr>::from_str(&v.to_string()).ok(),
                 Some(*v)
             );
-            assert_eq!(
-                <T as clap::ValueEnum>::from_str(&v.to_string(), false).ok(),
-                Some(*v)
-            );
+            assert_eq!(T::from_name(&v.to_string()).ok(), Some(*v));
+            assert_eq!(v.name(), v.to_string());
         }
     }
 

@@ -13,7 +13,7 @@ use crate::time::{Micros, Zone, human, human_duration};
 use crate::tracker::{Incident, Resolution};
 
 /// Columns of the drawing.
-pub(crate) const COLUMNS: usize = 60;
+pub const COLUMNS: usize = 60;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Marker {

@@ -2,7 +2,7 @@
 //! parser, the signal table and the tracker, wired once for every caller
 //! (`scan`, and the service's catch-up and live following).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -85,10 +85,10 @@ pub struct Summary {
 }
 
 /// Bound on the nodes named in [`Summary::nodes`].
-pub(crate) const NODES_LISTED: usize = 1000;
+pub const NODES_LISTED: usize = 1000;
 
 /// Bound on the sources named in [`Summary::other_klog`].
-pub(crate) const OTHER_SOURCES_KEPT: usize = 16;
+pub const OTHER_SOURCES_KEPT: usize = 16;
 
 /// Not the kubelet's words though its source's: a distribution's own lines,
 /// `systemctl status` headers, and, on a line with no source at all (a
@@ -138,7 +138,7 @@ pub struct Pipeline {
     /// Malformed records, for the caller to report.
     pub malformed: Vec<Malformed>,
     /// Each host's clock (design section 4.1).
-    clocks: HashMap<Text, HostClock>,
+    clocks: BTreeMap<Text, HostClock>,
     /// Counts batches, to tell which hosts a batch carried.
     batch: u64,
     no_host: Text,
@@ -146,13 +146,13 @@ pub struct Pipeline {
     horizon: Option<Micros>,
     /// Every host read, with the number of [`Pipeline::caught_up`] calls
     /// before its first and before its latest entry (see [`Pipeline::live`]).
-    hosts_read: HashMap<Text, (u64, u64)>,
+    hosts_read: BTreeMap<Text, (u64, u64)>,
     catch_ups: u64,
 }
 
 /// How far ahead of the machine's clock an entry may be dated (time zones,
 /// a skewed clock) before its time is not believed.
-pub(crate) const FUTURE_SLACK: Micros = 24 * 3600 * crate::time::SECOND;
+pub const FUTURE_SLACK: Micros = 24 * 3600 * crate::time::SECOND;
 
 /// How far a host's entries have got, and when the last of them was read.
 #[derive(Debug, Clone, Copy)]
@@ -183,11 +183,11 @@ impl Pipeline {
             summary: Summary::default(),
             out: Vec::new(),
             malformed: Vec::new(),
-            clocks: HashMap::new(),
+            clocks: BTreeMap::new(),
             batch: 0,
             no_host: Text::from(""),
             horizon: None,
-            hosts_read: HashMap::new(),
+            hosts_read: BTreeMap::new(),
             catch_ups: 0,
         }
     }

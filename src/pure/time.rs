@@ -1,73 +1,23 @@
-//! Time as the rest of the crate sees it: microseconds since the Unix epoch
-//! (UTC), as journald's `__REALTIME_TIMESTAMP` is, plus the conversions at the
-//! edges: durations in config and flags (`60s`, `10m`, `90d`), RFC 3339 output,
-//! and the year and zone that text logs leave out.
+//! Time as the core sees it: microseconds since the Unix epoch (UTC), as
+//! journald's `__REALTIME_TIMESTAMP` is; RFC 3339 and the one human format;
+//! placing the wall times text logs write (no year, no zone) on the time
+//! line. No clock is read here and no zone is named but UTC: the machine's
+//! zone, when wall times are read or shown in it, comes from the edge as a
+//! [`Zone`] (`crate::clock` of the service and the CLI).
 
-use chrono::{DateTime, Datelike, Local, LocalResult, NaiveDate, NaiveDateTime, TimeZone, Utc};
+use chrono::{
+    DateTime, Datelike, FixedOffset, LocalResult, NaiveDate, NaiveDateTime, TimeZone, Utc,
+};
 
 /// Microseconds since the Unix epoch, UTC.
 pub type Micros = i64;
 
 pub const SECOND: Micros = 1_000_000;
 
-/// A duration from config or the command line could not be read.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("invalid duration {input:?}: {reason} (examples: 500ms, 60s, 10m, 4h, 90d)")]
-pub(crate) struct DurationError {
-    pub input: String,
-    pub reason: &'static str,
-}
-
-/// Parses `500ms`, `60s`, `10m`, `4h`, `90d`, or several run together
-/// (`1h30m`). A bare `0` is allowed; other bare numbers are not, because a
-/// unit-less `60` is ambiguous to the person reading the config.
-pub(crate) fn parse_duration(input: &str) -> Result<Micros, DurationError> {
-    let err = |reason| DurationError {
-        input: input.to_string(),
-        reason,
-    };
-    let s = input.trim();
-    if s == "0" {
-        return Ok(0);
-    }
-    if s.is_empty() {
-        return Err(err("empty"));
-    }
-    let mut total: Micros = 0;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits == 0 {
-            return Err(err("expected a number"));
-        }
-        let value: Micros = rest[..digits]
-            .parse()
-            .map_err(|_| err("number too large"))?;
-        rest = &rest[digits..];
-        let unit_len = rest.bytes().take_while(u8::is_ascii_alphabetic).count();
-        let unit: Micros = match &rest[..unit_len] {
-            "us" => 1,
-            "ms" => 1_000,
-            "s" => SECOND,
-            "m" => 60 * SECOND,
-            "h" => 3600 * SECOND,
-            "d" => 86_400 * SECOND,
-            "" => return Err(err("missing unit")),
-            _ => return Err(err("unknown unit")),
-        };
-        rest = &rest[unit_len..];
-        total = value
-            .checked_mul(unit)
-            .and_then(|v| total.checked_add(v))
-            .ok_or_else(|| err("too large"))?;
-    }
-    Ok(total)
-}
-
 /// Formats a duration the way a person writes it: `850ms`, `12s`, `3m`,
 /// `2h5m`.
 #[must_use]
-pub(crate) fn human_duration(us: Micros) -> String {
+pub fn human_duration(us: Micros) -> String {
     let ms = us / 1_000;
     if ms < 1_000 {
         return format!("{ms}ms");
@@ -100,39 +50,108 @@ pub fn rfc3339(us: Micros) -> String {
 
 /// `HH:MM:SS.mmm UTC`, for diagnoses and timelines (the zone always said).
 #[must_use]
-pub(crate) fn clock(us: Micros) -> String {
+pub fn clock(us: Micros) -> String {
     match Utc.timestamp_micros(us) {
         LocalResult::Single(t) => t.format("%H:%M:%S%.3f UTC").to_string(),
         _ => format!("@{us}us"),
     }
 }
 
-/// Which zone times are shown in to people: the machine's (as journalctl
-/// does) or UTC (`--utc`).
+/// The rules of a time zone the edge chooses (the machine's zone, read
+/// where the CLI or the service starts): the core names no zone but UTC,
+/// so the same saved log gives the same incidents wherever it is read
+/// with `--utc`, and the local zone is one decision at the edge.
+pub trait ZoneRules: Send + Sync {
+    /// Seconds east of UTC at instant `us`.
+    fn offset_at(&self, us: Micros) -> i32;
+    /// The instants a wall time of the zone names: one, two at a clock
+    /// set back, none in a gap skipped forward.
+    fn resolve(&self, wall: NaiveDateTime) -> LocalResult<Micros>;
+}
+
+/// A fixed offset from UTC (seconds east): a zone without clock changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FixedZone(pub i32);
+
+impl ZoneRules for FixedZone {
+    fn offset_at(&self, _us: Micros) -> i32 {
+        self.0
+    }
+
+    fn resolve(&self, wall: NaiveDateTime) -> LocalResult<Micros> {
+        LocalResult::Single(wall.and_utc().timestamp_micros() - i64::from(self.0) * SECOND)
+    }
+}
+
+/// Which zone wall times are read in and times are shown to people in:
+/// UTC (`--utc`, and always for the JSON contract) or one the edge gives.
+#[derive(Clone, Copy)]
 pub enum Zone {
-    Local,
     Utc,
+    Of(&'static dyn ZoneRules),
+}
+
+impl std::fmt::Debug for Zone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Zone::Utc => f.write_str("Utc"),
+            Zone::Of(_) => f.write_str("Of(..)"),
+        }
+    }
+}
+
+impl Zone {
+    /// The instant a wall time of this zone names: the earlier of two at a
+    /// clock set back; in a gap skipped forward, read as the hour before
+    /// plus an hour.
+    #[must_use]
+    pub fn instant(self, wall: NaiveDateTime) -> Option<Micros> {
+        let rules = match self {
+            Zone::Utc => return Some(wall.and_utc().timestamp_micros()),
+            Zone::Of(r) => r,
+        };
+        match rules.resolve(wall) {
+            LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Some(t),
+            LocalResult::None => rules
+                .resolve(wall - chrono::Duration::hours(1))
+                .earliest()
+                .map(|t| t + 3600 * SECOND),
+        }
+    }
+
+    /// Seconds east of UTC at `us`.
+    #[must_use]
+    pub fn offset_at(self, us: Micros) -> i32 {
+        match self {
+            Zone::Utc => 0,
+            Zone::Of(r) => r.offset_at(us),
+        }
+    }
 }
 
 /// The one format times are shown in to people:
-/// `2026-11-29 18:15:02.123 UTC`, or in the local zone with its offset
+/// `2026-11-29 18:15:02.123 UTC`, or in another zone with its offset
 /// (`2026-11-29 19:15:02.123 +01:00`).
 #[must_use]
-pub(crate) fn human(us: Micros, zone: Zone) -> String {
-    match (zone, Utc.timestamp_micros(us)) {
-        (Zone::Utc, LocalResult::Single(t)) => t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string(),
-        (Zone::Local, LocalResult::Single(t)) => t
-            .with_timezone(&Local)
-            .format("%Y-%m-%d %H:%M:%S%.3f %:z")
-            .to_string(),
-        _ => format!("@{us}us"),
+pub fn human(us: Micros, zone: Zone) -> String {
+    let Some(t) = DateTime::<Utc>::from_timestamp_micros(us) else {
+        return format!("@{us}us");
+    };
+    match zone {
+        Zone::Utc => t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string(),
+        Zone::Of(_) => match FixedOffset::east_opt(zone.offset_at(us)) {
+            Some(off) => t
+                .with_timezone(&off)
+                .format("%Y-%m-%d %H:%M:%S%.3f %:z")
+                .to_string(),
+            None => t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string(),
+        },
     }
 }
 
 /// `YYYY-MM-DD HH:MM:SS` in UTC, for tables.
 #[must_use]
-pub(crate) fn short(us: Micros) -> String {
+pub fn short(us: Micros) -> String {
     match Utc.timestamp_micros(us) {
         LocalResult::Single(t) => t.format("%Y-%m-%d %H:%M:%S").to_string(),
         _ => format!("@{us}us"),
@@ -141,112 +160,19 @@ pub(crate) fn short(us: Micros) -> String {
 
 /// Parses an RFC 3339 time (`2026-11-29T10:00:00Z`) into micros.
 #[must_use]
-pub(crate) fn parse_rfc3339(s: &str) -> Option<Micros> {
+pub fn parse_rfc3339(s: &str) -> Option<Micros> {
     DateTime::parse_from_rfc3339(s.trim())
         .ok()
         .map(|t| t.timestamp_micros())
-}
-
-/// A point in time as `journalctl --since` takes it (systemd.time(7)):
-/// `now`, `today`, `yesterday`, `tomorrow`; `-2h`, `+30m`, `2h ago`, or a
-/// bare duration (`24h`: that long ago); `2026-11-29`, `2026-11-29 18:15`,
-/// `2026-11-29 18:15:30`, `18:15` (today), in local time (or UTC with
-/// `utc`, or a trailing ` UTC`); RFC 3339.
-pub(crate) fn parse_when(input: &str, now: Micros, utc: bool) -> Result<Micros, String> {
-    let bad = || {
-        format!(
-            "{input:?}: expected a time such as \"2026-11-29 18:15\", \"yesterday\", \"-2h\", \"24h\" \
-             or an RFC 3339 time"
-        )
-    };
-    let s = input.trim();
-    if let Some(t) = parse_rfc3339(s) {
-        return Ok(t);
-    }
-    let (s, utc) = match s.strip_suffix(" UTC").or_else(|| s.strip_suffix(" utc")) {
-        Some(rest) => (rest.trim(), true),
-        None => (s, utc),
-    };
-    let local_midnight = |days: i64| -> Option<Micros> {
-        let today = if utc {
-            DateTime::<Utc>::from_timestamp_micros(now)?.date_naive()
-        } else {
-            DateTime::<Utc>::from_timestamp_micros(now)?
-                .with_timezone(&Local)
-                .date_naive()
-        };
-        let day = today + chrono::Duration::days(days);
-        at_wall(day.and_hms_opt(0, 0, 0)?, utc)
-    };
-    match s {
-        "now" => return Ok(now),
-        "today" => return local_midnight(0).ok_or_else(bad),
-        "yesterday" => return local_midnight(-1).ok_or_else(bad),
-        "tomorrow" => return local_midnight(1).ok_or_else(bad),
-        _ => {}
-    }
-    if let Some(d) = s.strip_prefix('-') {
-        return parse_duration(d.trim()).map(|d| now - d).map_err(|_| bad());
-    }
-    if let Some(d) = s.strip_prefix('+') {
-        return parse_duration(d.trim()).map(|d| now + d).map_err(|_| bad());
-    }
-    if let Some(d) = s.strip_suffix(" ago") {
-        return parse_duration(d.trim()).map(|d| now - d).map_err(|_| bad());
-    }
-    if let Ok(d) = parse_duration(s) {
-        return Ok(now - d);
-    }
-    for f in [
-        "%Y-%m-%d %H:%M:%S",
-        "%Y-%m-%d %H:%M",
-        "%Y-%m-%dT%H:%M:%S",
-        "%Y-%m-%dT%H:%M",
-    ] {
-        if let Ok(t) = NaiveDateTime::parse_from_str(s, f) {
-            return at_wall(t, utc).ok_or_else(bad);
-        }
-    }
-    if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        return d
-            .and_hms_opt(0, 0, 0)
-            .and_then(|t| at_wall(t, utc))
-            .ok_or_else(bad);
-    }
-    for f in ["%H:%M:%S", "%H:%M"] {
-        if let Ok(t) = chrono::NaiveTime::parse_from_str(s, f) {
-            let today = if utc {
-                DateTime::<Utc>::from_timestamp_micros(now).map(|d| d.date_naive())
-            } else {
-                DateTime::<Utc>::from_timestamp_micros(now)
-                    .map(|d| d.with_timezone(&Local).date_naive())
-            };
-            return today
-                .and_then(|d| at_wall(d.and_time(t), utc))
-                .ok_or_else(bad);
-        }
-    }
-    Err(bad())
-}
-
-/// A wall-clock time in the local zone (or UTC) as micros; the earlier of
-/// two when a clock change makes it ambiguous.
-fn at_wall(t: NaiveDateTime, utc: bool) -> Option<Micros> {
-    if utc {
-        return Some(t.and_utc().timestamp_micros());
-    }
-    match Local.from_local_datetime(&t) {
-        LocalResult::Single(d) | LocalResult::Ambiguous(d, _) => Some(d.timestamp_micros()),
-        LocalResult::None => None,
-    }
 }
 
 /// How to place a time of day that carries no year and no zone (klog headers,
 /// syslog prefixes) on the time line.
 #[derive(Debug, Clone, Copy)]
 pub struct Clock {
-    /// Read wall times as UTC instead of the local zone.
-    pub utc: bool,
+    /// The zone wall times are read in (the edge decides: `--utc`, or the
+    /// machine's).
+    pub zone: Zone,
     /// A fixed year instead of inferring one.
     pub year: Option<i32>,
     /// Lines may not be placed after this (plus a day of slack for zones).
@@ -267,7 +193,7 @@ pub struct WallTime {
 /// Why a wall time could not be placed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{month:02}-{day:02} {hour:02}:{minute:02}:{second:02} is not a time in {year}")]
-pub(crate) struct Impossible {
+pub struct Impossible {
     pub year: i32,
     pub month: u32,
     pub day: u32,
@@ -281,7 +207,7 @@ pub(crate) struct Impossible {
 /// Dec 31 to Jan 1 goes on into the next year, also with a fixed `--year`),
 /// and a date that does not exist in its year is an error, never 1970.
 #[derive(Debug, Clone)]
-pub(crate) struct Placer {
+pub struct Placer {
     clock: Clock,
     last: Option<(i32, Micros)>,
 }
@@ -291,11 +217,11 @@ const YEAR_WRAP: Micros = 183 * 86_400 * SECOND;
 
 impl Placer {
     #[must_use]
-    pub(crate) fn new(clock: Clock) -> Self {
+    pub fn new(clock: Clock) -> Self {
         Self { clock, last: None }
     }
 
-    pub(crate) fn place(&mut self, w: WallTime) -> Result<Micros, Impossible> {
+    pub fn place(&mut self, w: WallTime) -> Result<Micros, Impossible> {
         let impossible = |year| Impossible {
             year,
             month: w.month,
@@ -358,84 +284,13 @@ impl Clock {
     fn resolve(&self, year: i32, w: WallTime) -> Option<Micros> {
         let naive: NaiveDateTime = NaiveDate::from_ymd_opt(year, w.month, w.day)?
             .and_hms_micro_opt(w.hour, w.minute, w.second.min(59), w.micros)?;
-        if self.utc {
-            return Some(naive.and_utc().timestamp_micros());
-        }
-        match Local.from_local_datetime(&naive) {
-            LocalResult::Single(t) | LocalResult::Ambiguous(t, _) => Some(t.timestamp_micros()),
-            // A wall time skipped by a DST change: read it as the hour before.
-            LocalResult::None => Local
-                .from_local_datetime(&(naive - chrono::Duration::hours(1)))
-                .earliest()
-                .map(|t| t.timestamp_micros() + 3600 * SECOND),
-        }
-    }
-}
-
-#[cfg(test)]
-mod when_tests {
-    use super::*;
-
-    #[test]
-    fn journalctl_times() {
-        let now = parse_rfc3339("2026-11-29T20:00:00Z").unwrap();
-        let h = 3600 * SECOND;
-        assert_eq!(parse_when("now", now, true), Ok(now));
-        assert_eq!(parse_when("-2h", now, true), Ok(now - 2 * h));
-        assert_eq!(parse_when("2h ago", now, true), Ok(now - 2 * h));
-        assert_eq!(parse_when("24h", now, true), Ok(now - 24 * h));
-        assert_eq!(parse_when("+1h", now, true), Ok(now + h));
-        assert_eq!(
-            parse_when("today", now, true),
-            Ok(parse_rfc3339("2026-11-29T00:00:00Z").unwrap())
-        );
-        assert_eq!(
-            parse_when("yesterday", now, true),
-            Ok(parse_rfc3339("2026-11-28T00:00:00Z").unwrap())
-        );
-        assert_eq!(
-            parse_when("2026-11-29 18:15", now, true),
-            Ok(parse_rfc3339("2026-11-29T18:15:00Z").unwrap())
-        );
-        assert_eq!(
-            parse_when("2026-11-29 18:15:30 UTC", now, false),
-            Ok(parse_rfc3339("2026-11-29T18:15:30Z").unwrap())
-        );
-        assert_eq!(
-            parse_when("2026-11-29", now, true),
-            Ok(parse_rfc3339("2026-11-29T00:00:00Z").unwrap())
-        );
-        assert_eq!(
-            parse_when("18:15", now, true),
-            Ok(parse_rfc3339("2026-11-29T18:15:00Z").unwrap())
-        );
-        assert_eq!(
-            parse_when("2026-11-29T18:15:00+01:00", now, true),
-            Ok(parse_rfc3339("2026-11-29T17:15:00Z").unwrap())
-        );
-        for bad in ["", "soon", "2026-13-01", "25:00", "-x"] {
-            assert!(parse_when(bad, now, true).is_err(), "{bad}");
-        }
+        self.zone.instant(naive)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("60s"), Ok(60 * SECOND));
-        assert_eq!(parse_duration("10m"), Ok(600 * SECOND));
-        assert_eq!(parse_duration("1h30m"), Ok(5400 * SECOND));
-        assert_eq!(parse_duration("90d"), Ok(90 * 86_400 * SECOND));
-        assert_eq!(parse_duration("500ms"), Ok(500_000));
-        assert_eq!(parse_duration("0"), Ok(0));
-        assert!(parse_duration("60").is_err());
-        assert!(parse_duration("5 minutes").is_err());
-        assert!(parse_duration("").is_err());
-        assert!(parse_duration("99999999999999999999d").is_err());
-    }
 
     #[test]
     fn human() {
@@ -449,7 +304,7 @@ mod tests {
     fn year_inference_never_puts_a_line_in_the_future() {
         let now = parse_rfc3339("2026-03-01T00:00:00Z").unwrap();
         let clock = Clock {
-            utc: true,
+            zone: Zone::Utc,
             year: None,
             now,
         };
@@ -495,7 +350,7 @@ mod tests {
             micros: 0,
         };
         let clock = Clock {
-            utc: true,
+            zone: Zone::Utc,
             year: Some(2025),
             now: parse_rfc3339("2026-03-01T00:00:00Z").unwrap(),
         };

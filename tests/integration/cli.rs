@@ -184,3 +184,76 @@ fn log_text_cannot_drive_the_terminal() {
         );
     }
 }
+
+/// A saved text log carries no zone: with `--utc` its times are UTC
+/// wherever it is read; without, they are the reading machine's wall
+/// times (as journalctl's), decided by the CLI and handed to the core, so
+/// the incidents move by exactly the zone's offset and nothing else.
+#[test]
+fn a_saved_logs_zone_is_decided_at_the_edge() {
+    let scan = |tz: &str, utc: bool| -> serde_json::Value {
+        let mut cmd = bin();
+        cmd.env("TZ", tz)
+            .args(["scan", "--year", "2025", "--output", "json"])
+            .arg(fixture("sync-guide/problematic.log"));
+        if utc {
+            cmd.arg("--utc");
+        }
+        let out = run(&mut cmd, None);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let times = |v: &serde_json::Value| -> Vec<i64> {
+        v["incidents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|i| {
+                let at = |k: &str| {
+                    chrono::DateTime::parse_from_rfc3339(i[k].as_str().unwrap())
+                        .unwrap()
+                        .timestamp_millis()
+                };
+                [at("opened_at"), at("last_signal_at")]
+            })
+            .collect()
+    };
+    let utc_here = scan("UTC", true);
+    let utc_kolkata = scan("Asia/Kolkata", true);
+    assert_eq!(
+        utc_here, utc_kolkata,
+        "--utc: the same incidents, field for field"
+    );
+    let local_utc = scan("UTC", false);
+    assert_eq!(local_utc, utc_here, "a machine on UTC reads UTC");
+    let local_kolkata = scan("Asia/Kolkata", false);
+    let (a, b) = (times(&utc_here), times(&local_kolkata));
+    assert!(!a.is_empty());
+    assert_eq!(a.len(), b.len());
+    // Kolkata's wall time is 5 h 30 min ahead: the same wall time is that
+    // much earlier in UTC.
+    for (u, k) in a.iter().zip(&b) {
+        assert_eq!(u - k, (5 * 60 + 30) * 60 * 1000, "{a:?} {b:?}");
+    }
+    for (x, y) in utc_here["incidents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(local_kolkata["incidents"].as_array().unwrap())
+    {
+        for k in [
+            "node",
+            "verdict",
+            "cause",
+            "retries",
+            "lister_misses",
+            "status",
+        ] {
+            assert_eq!(x[k], y[k], "{k}");
+        }
+    }
+}

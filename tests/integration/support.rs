@@ -20,7 +20,7 @@ pub(crate) fn read_options(format: Format) -> ReadOptions {
     ReadOptions {
         format,
         clock: Clock {
-            utc: true,
+            zone: kubelet_sentinel::Zone::Utc,
             year: Some(2025),
             now: kubelet_sentinel::now(),
         },

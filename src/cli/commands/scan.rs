@@ -10,11 +10,11 @@ use crate::time::{Clock, Zone};
 
 /// Runs `scan`, writing to `out`; the exit code follows.
 pub(crate) fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
-    let zone = if args.utc { Zone::Utc } else { Zone::Local };
+    let zone = crate::clock::zone(args.utc);
     let read = ReadOptions {
         format: args.format,
         clock: Clock {
-            utc: args.utc,
+            zone,
             year: args.year,
             now: crate::clock::now(),
         },

@@ -515,7 +515,7 @@ mod tests {
 
     fn clock() -> Clock {
         Clock {
-            utc: true,
+            zone: crate::time::Zone::Utc,
             year: None,
             now: parse_rfc3339("2026-11-29T20:00:00Z").unwrap(),
         }

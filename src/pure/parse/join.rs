@@ -15,7 +15,7 @@
 //! process, or once its host's journal is [`STREAM_QUIET`] past it, and a
 //! following service waits out the same quiet in the host's journal time.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use crate::model::Entry;
 use crate::time::{Micros, SECOND};
@@ -31,7 +31,7 @@ const MAX_JOINED: usize = 1 << 20;
 /// apart, so a continuation never comes a quarter of a second later. It is
 /// also the floor of a live alert's latency (the last line of a burst
 /// waits this long for a continuation), so it is kept short.
-pub(crate) const STREAM_QUIET: Micros = SECOND / 4;
+pub const STREAM_QUIET: Micros = SECOND / 4;
 
 /// A complete logical line: the first entry (its message extended by the
 /// continuations) and how many continuation entries were joined to it.
@@ -69,26 +69,26 @@ impl Joined {
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(from = "HeldLines")]
 pub struct Joiner {
-    pending: HashMap<String, (u64, Joined)>,
+    pending: BTreeMap<String, (u64, Joined)>,
     seq: u64,
     /// The keys of `pending` by host: derived from it, so not stored.
     #[serde(skip)]
-    by_host: HashMap<String, Vec<String>>,
+    by_host: BTreeMap<String, Vec<String>>,
 }
 
 /// The stored form of a [`Joiner`] (the held lines; the index is rebuilt).
 #[derive(serde::Deserialize)]
 struct HeldLines {
-    pending: HashMap<String, (u64, Joined)>,
+    pending: BTreeMap<String, (u64, Joined)>,
     seq: u64,
 }
 
 impl From<HeldLines> for Joiner {
     fn from(h: HeldLines) -> Self {
         let mut j = Joiner {
-            pending: HashMap::new(),
+            pending: BTreeMap::new(),
             seq: h.seq,
-            by_host: HashMap::new(),
+            by_host: BTreeMap::new(),
         };
         for (key, (seq, held)) in h.pending {
             j.hold_as(key, seq, held);
@@ -146,7 +146,7 @@ fn stream_key(e: &Entry) -> String {
 /// Lines that start a record of their own although they carry no klog header:
 /// logrus (k3s), gRPC warnings, flag deprecation notices.
 #[must_use]
-pub(crate) fn is_foreign(m: &[u8]) -> bool {
+pub fn is_foreign(m: &[u8]) -> bool {
     m.starts_with(b"time=\"")
         || m.starts_with(b"WARNING: ")
         || m.starts_with(b"Flag --")
@@ -163,7 +163,7 @@ pub(crate) fn is_foreign(m: &[u8]) -> bool {
 /// the kubelet's words; only read so for lines with no source at all (a
 /// journal's lines are never a paste's markup).
 #[must_use]
-pub(crate) fn is_paste_markup(m: &[u8]) -> bool {
+pub fn is_paste_markup(m: &[u8]) -> bool {
     let t = m.trim_ascii();
     if t.len() >= 3 && t.iter().all(|b| b"*-_=`~#".contains(b) || *b == b' ') {
         return true;
@@ -341,7 +341,7 @@ impl Joiner {
 
     /// Before `entry` is taken (any entry of the kubelet's sources, systemd's
     /// lines about its units included): hands on, oldest first, the held
-    /// lines of its host whose stream it shows has ended (see [`ends`]).
+    /// lines of its host whose stream it shows has ended (see `ends`).
     pub fn release_ended(&mut self, entry: &Entry, out: &mut Vec<Out>) {
         self.release(host_of(entry), |j| ends(j, entry), out);
     }
@@ -366,7 +366,8 @@ impl Joiner {
 
     /// Hands on every held line, oldest first (end of input).
     pub fn flush(&mut self, out: &mut Vec<Out>) {
-        let mut held: Vec<(u64, Joined)> = self.pending.drain().map(|(_, v)| v).collect();
+        let mut held: Vec<(u64, Joined)> =
+            std::mem::take(&mut self.pending).into_values().collect();
         self.by_host.clear();
         held.sort_by_key(|(seq, _)| *seq);
         out.extend(held.into_iter().map(|(_, j)| Out::Line(j)));

@@ -16,7 +16,7 @@ use crate::time::WallTime;
 
 /// The klog header of one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Header<'a> {
+pub struct Header<'a> {
     pub severity: Severity,
     pub wall: WallTime,
     pub pid: Option<u32>,
@@ -68,7 +68,7 @@ fn header_time(i: &str) -> IResult<&str, (char, WallTime)> {
 /// The time of a klog header even where the rest of the header is cut off
 /// (a terminal wrapped the line inside the source file name).
 #[must_use]
-pub(crate) fn leading_time(line: &str) -> Option<WallTime> {
+pub fn leading_time(line: &str) -> Option<WallTime> {
     header_time(line).ok().map(|(_, (_, wall))| wall)
 }
 
@@ -104,7 +104,7 @@ fn header(i: &str) -> IResult<&str, Header<'_>> {
 /// Splits a klog line into its header and body; `None` when the line has no
 /// klog header.
 #[must_use]
-pub(crate) fn split_header(line: &str) -> Option<(Header<'_>, &str)> {
+pub fn split_header(line: &str) -> Option<(Header<'_>, &str)> {
     header(line).ok().map(|(rest, h)| (h, rest))
 }
 
@@ -112,7 +112,7 @@ pub(crate) fn split_header(line: &str) -> Option<(Header<'_>, &str)> {
 /// selection leaves it: `380] Error updating node status, …` or
 /// `kubelet_node_status.go:380] …`. Returns the source (if any) and the body.
 #[must_use]
-pub(crate) fn headless(line: &str) -> Option<(Option<&str>, &str)> {
+pub fn headless(line: &str) -> Option<(Option<&str>, &str)> {
     let (source, rest) = line.split_once("] ")?;
     let (file, number) = match source.rsplit_once(':') {
         Some((f, n)) => (Some(f), n),
@@ -132,7 +132,7 @@ pub(crate) fn headless(line: &str) -> Option<(Option<&str>, &str)> {
 /// True when the bytes start like a klog header: cheap enough to call on
 /// every entry to tell lines from continuations.
 #[must_use]
-pub(crate) fn starts_with_header(b: &[u8]) -> bool {
+pub fn starts_with_header(b: &[u8]) -> bool {
     b.len() >= 6
         && matches!(b[0], b'I' | b'W' | b'E' | b'F')
         && b[1..5].iter().all(u8::is_ascii_digit)
@@ -150,7 +150,7 @@ fn go_string(i: &str) -> IResult<&str, Cow<'_, str>> {
 /// `\UNNNNNNNN`. Unknown escapes are kept as written.
 #[must_use]
 #[allow(clippy::many_single_char_names)] // b/i/c/v as in Go's strconv.Unquote
-pub(crate) fn unquote(s: &str) -> String {
+pub fn unquote(s: &str) -> String {
     let b = s.as_bytes();
     let mut out: Vec<u8> = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -369,7 +369,7 @@ fn value(i: &str) -> IResult<&str, Cow<'_, str>> {
 /// by the end or by whitespace, legacy otherwise. Whatever follows the last
 /// pair that does not parse as a pair is ignored (pasted comments, cut lines).
 #[must_use]
-pub(crate) fn body(i: &str) -> Body<'_> {
+pub fn body(i: &str) -> Body<'_> {
     let Ok((mut rest, msg)) = go_string(i) else {
         return Body::Legacy(Cow::Borrowed(i));
     };

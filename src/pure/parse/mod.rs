@@ -5,9 +5,9 @@
 //! - [`jsonfmt`]: the kubelet's `--logging-format=json` lines;
 //! - [`join`]: continuation entries joined to the line they continue.
 
-pub(crate) mod join;
-pub(crate) mod jsonfmt;
-pub(crate) mod klog;
+pub mod join;
+pub mod jsonfmt;
+pub mod klog;
 
 use std::borrow::Cow;
 
@@ -21,7 +21,7 @@ pub enum Severity {
     Fatal,
 }
 
-pub(crate) type KeyValue<'a> = (Cow<'a, str>, Cow<'a, str>);
+pub type KeyValue<'a> = (Cow<'a, str>, Cow<'a, str>);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body<'a> {

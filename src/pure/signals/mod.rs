@@ -187,7 +187,7 @@ pub struct Signal {
 mod table;
 use SignalKind as K;
 use table::matches;
-pub(crate) use table::{Row, TABLE};
+pub use table::{Row, TABLE};
 
 /// Source files that only the kubelet has (basenames, as klog writes them):
 /// a klog line from one of them is the kubelet's whatever its identifier.
@@ -219,7 +219,7 @@ const KUBELET_SOURCES: &[&str] = &[
 /// kubelet's own source files (`kubelet*.go`, `kuberuntime_*.go`, …), or a
 /// message of the table (node status is only the kubelet's business).
 #[must_use]
-pub(crate) fn is_kubelet_line(line: &Line<'_>) -> bool {
+pub fn is_kubelet_line(line: &Line<'_>) -> bool {
     if let Some(src) = &line.source {
         let file = src.rsplit('/').next().unwrap_or(src);
         let file = file.split(':').next().unwrap_or(file);
@@ -245,7 +245,7 @@ pub(crate) fn is_kubelet_line(line: &Line<'_>) -> bool {
 
 /// The table row a line matches, if any.
 #[must_use]
-pub(crate) fn lookup(line: &Line<'_>) -> Option<&'static Row> {
+pub fn lookup(line: &Line<'_>) -> Option<&'static Row> {
     if !line.is_parsed() {
         return None;
     }
@@ -276,7 +276,7 @@ pub fn recognize(line: &Line<'_>) -> Option<Signal> {
 /// `Error: failed to run Kubelet: …`, `Error: unknown flag: --x`, and the
 /// same without `Error: `.
 #[must_use]
-pub(crate) fn recognize_bare(text: &str) -> Option<Signal> {
+pub fn recognize_bare(text: &str) -> Option<Signal> {
     let t = text.trim();
     let t = t
         .strip_prefix("Error: ")
@@ -301,7 +301,7 @@ pub(crate) fn recognize_bare(text: &str) -> Option<Signal> {
 
 /// Why a kubelet died, from its fatal words (design 5.1).
 #[must_use]
-pub(crate) fn classify_fatal(text: &str) -> Cause {
+pub fn classify_fatal(text: &str) -> Cause {
     let l = text.to_ascii_lowercase();
     let has = |needles: &[&str]| needles.iter().any(|n| l.contains(n));
     if has(&[
@@ -364,7 +364,7 @@ pub(crate) fn classify_fatal(text: &str) -> Cause {
 /// The cause an exit status alone says: `203/EXEC` is a missing binary,
 /// a signal with no fatal line a kill.
 #[must_use]
-pub(crate) fn exit_cause(exit: &str) -> Cause {
+pub fn exit_cause(exit: &str) -> Cause {
     if exit.contains("203/EXEC") {
         Cause::Exec
     } else if exit.contains("code=killed")
@@ -385,7 +385,7 @@ pub(crate) fn exit_cause(exit: &str) -> Cause {
 /// port filled in, IPv6 in brackets (`[fd00::1]:6443`). `None` when the
 /// text names no endpoint.
 #[must_use]
-pub(crate) fn api_endpoint(text: &str) -> Option<String> {
+pub fn api_endpoint(text: &str) -> Option<String> {
     fn host_port(authority: &str, default_port: Option<u16>) -> Option<String> {
         // userinfo never belongs in a label
         let authority = authority.rsplit('@').next()?;
@@ -445,7 +445,7 @@ pub(crate) fn api_endpoint(text: &str) -> Option<String> {
 /// stopped marker: only an exit nobody asked for opens a kubelet-down
 /// incident (the tracker also knows whether a stop was asked for).
 #[must_use]
-pub(crate) fn recognize_systemd(message: &str) -> Option<Signal> {
+pub fn recognize_systemd(message: &str) -> Option<Signal> {
     let m = message.trim();
     let lower = m.to_ascii_lowercase();
     let sig = |kind, exit: Option<String>| Signal {
@@ -584,7 +584,7 @@ fn node_of(line: &Line<'_>, kind: SignalKind) -> Option<String> {
 
 /// The cause class an error text points at (design section 5).
 #[must_use]
-pub(crate) fn classify(text: &str) -> Cause {
+pub fn classify(text: &str) -> Cause {
     if let Some(c) = not_found_class(text) {
         return c;
     }

@@ -6,7 +6,7 @@ use crate::parse::Line;
 
 /// How a row matches.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Form {
+pub enum Form {
     /// A structured line whose message is exactly this.
     Structured(&'static str),
     /// A structured line with this message whose `key` value contains `needle`.
@@ -24,7 +24,7 @@ pub(crate) enum Form {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Row {
+pub struct Row {
     pub kind: SignalKind,
     pub form: Form,
     /// Kubernetes versions that write this wording (`messages.md`): the
@@ -49,7 +49,7 @@ use SignalKind as K;
 
 /// Every recognised wording. First match wins, so more specific rows come
 /// before the rows whose text they extend.
-pub(crate) static TABLE: &[Row] = &[
+pub static TABLE: &[Row] = &[
     // §2 node status heartbeat.
     row(
         K::StatusRetry,

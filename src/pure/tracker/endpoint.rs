@@ -55,33 +55,6 @@ pub(crate) const MEMBERS_MAX: usize = 8192;
 /// A closed segment this far behind its group's newest opening is final.
 pub(crate) const HORIZON: Micros = 24 * 3600 * SECOND;
 
-/// FNV-1a, for the set of an outage's node names (built on every change
-/// of a member: the default hasher's strength buys nothing against names the kubelet
-/// wrote, which are bounded in number).
-type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
-
-#[derive(Default)]
-struct FnvHasher(u64);
-
-impl std::hash::Hasher for FnvHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 {
-            0xcbf2_9ce4_8422_2325
-        } else {
-            self.0
-        };
-        for b in bytes {
-            h ^= u64::from(*b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-}
-
 /// A group's name: `endpoint cause`.
 fn group_key(endpoint: &str, cause: Cause) -> String {
     format!("{endpoint} {}", cause.as_str())
@@ -255,8 +228,7 @@ impl Group {
     fn incident(&self, d: &Derived, before: Option<&Incident>) -> Incident {
         let cause = self.cause.unwrap_or(Cause::Unknown);
         let members: Vec<&Member> = d.members.iter().map(|&k| &self.members[k]).collect();
-        let mut seen: std::collections::HashSet<&str, Fnv> =
-            std::collections::HashSet::with_capacity_and_hasher(members.len(), Fnv::default());
+        let mut seen: BTreeSet<&str> = BTreeSet::new();
         let nodes: Vec<String> = members
             .iter()
             .filter(|m| seen.insert(m.node.as_str()))

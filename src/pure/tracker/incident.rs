@@ -763,7 +763,7 @@ fn anchor_words(kind: SignalKind) -> &'static str {
 
 /// What a cause class means, in plain words.
 #[must_use]
-pub(crate) fn cause_explanation(c: Cause) -> &'static str {
+pub fn cause_explanation(c: Cause) -> &'static str {
     match c {
         Cause::ListerLag => {
             "the kubelet's local node lister (its informer cache) did not have the Node yet"
@@ -798,7 +798,7 @@ pub(crate) fn cause_explanation(c: Cause) -> &'static str {
 
 /// Text on one line, at most `max` bytes.
 #[must_use]
-pub(crate) fn one_line(text: &str, max: usize) -> String {
+pub fn one_line(text: &str, max: usize) -> String {
     // Control characters and the invisible format ones (bidirectional
     // overrides, zero-width) cannot move the cursor, recolour or reorder
     // what a terminal or a mail client shows.

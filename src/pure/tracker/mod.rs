@@ -28,19 +28,19 @@ mod endpoint;
 mod incident;
 mod settings;
 mod silent;
-pub(crate) mod timeline;
+pub mod timeline;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
 pub use incident::Incident;
-pub(crate) use incident::{
+pub use incident::{
     Ack, Anchor, Down, Evidence, IncidentKind, Resolution, Status, Verdict, cause_explanation,
     one_line,
 };
 pub use settings::Settings;
-pub(crate) use settings::{Limits, Threshold};
+pub use settings::{Limits, Threshold};
 
 use crate::signals::{Cause, Role, Signal, SignalKind};
 use crate::time::{Micros, SECOND};
@@ -151,7 +151,7 @@ impl Origin {
 }
 
 /// The node of trouble that nothing names (a bare log with no host).
-pub(crate) const UNKNOWN_NODE: &str = "unknown";
+pub const UNKNOWN_NODE: &str = "unknown";
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Tracker {
@@ -175,7 +175,7 @@ pub struct Tracker {
     /// Per host: none of its open incidents resolves on quiet before this
     /// (derived; may be early, never late).
     #[serde(skip)]
-    due: HashMap<String, Micros>,
+    due: BTreeMap<String, Micros>,
     /// Hosts whose [`Origin`] changed since [`Tracker::take_dirty_origins`].
     #[serde(skip)]
     dirty_origins: BTreeSet<String>,
@@ -693,7 +693,7 @@ fn host_key(i: &Incident) -> String {
 mod tests;
 
 #[cfg(test)]
-pub(crate) mod down_tests;
+mod down_tests;
 
 #[cfg(test)]
 mod endpoint_tests;

@@ -2,7 +2,7 @@
 //! tracker, with time injected (a day replays in a millisecond).
 
 use super::*;
-use crate::journal::{Entry, EntryFilter};
+use crate::model::{Entry, EntryFilter};
 use crate::pipeline::Pipeline;
 use crate::signals::Cause;
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::time::Micros;
 
-pub(crate) const BUCKETS: usize = 64;
+pub const BUCKETS: usize = 64;
 /// The first width: fine enough for a start-up race (milliseconds apart).
 const FIRST_WIDTH: Micros = 50_000;
 

@@ -1,0 +1,49 @@
+//! kubelet-sentinel's walled core: entries in, incidents and alert
+//! decisions out.
+//!
+//! # Architecture invariant: the wall
+//!
+//! Nothing here does I/O or reads a clock: no store, no tokio, no sled, no
+//! lettre, no files, sockets, processes or threads, no environment, no
+//! `now()`, no zone but UTC, and no decision that depends on a hash map's
+//! order. Time comes in with the entries and the caller's ticks, and the
+//! zone a saved log's wall times are read in comes from the edge
+//! ([`time::Zone`]), so the same journal gives the same incidents whoever
+//! reads it, wherever and whenever. What keeps it:
+//!
+//! - this is its own crate, below the service's: it cannot name the
+//!   service's modules, and its dependencies are few and pure;
+//! - chrono is built without its `clock` feature here (built alone, as
+//!   `make lint` does), so `chrono::Local` and `Utc::now` do not exist;
+//! - `clippy.toml` beside this file disallows the std items that reach out
+//!   (`std::fs`, sockets, `std::process`, `std::thread`, `std::env`,
+//!   `Instant`, `SystemTime`, stdio) and `HashMap`/`HashSet`;
+//! - clippy's `items_after_test_module` keeps tests last, and the service's
+//!   `tests/integration/architecture.rs` parses these files again (every
+//!   item, macros' tokens, aliases resolved): the second net.
+//!
+//! # Layout
+//!
+//! Floors, bottom first (a module imports only lower floors):
+//! `time` (µs, RFC 3339, the human format, placing wall times);
+//! `defaults` (every default); `kinds` (one spelling per kind) and `model`
+//! (entries, positions, globs); `parse` (bytes to lines with nom; total);
+//! `signals` (lines to signals: the one table of kubelet messages);
+//! `tracker` (signals and time to incidents and decisions); `pipeline`
+//! (joiner → parser → table → tracker, wired once), `picture` and `advice`
+//! (what an incident looks like, what to check next); `testing` (feature
+//! `testing`: entries and one `replay`, for every crate's tests).
+
+pub mod advice;
+pub mod defaults;
+pub mod kinds;
+pub mod model;
+pub mod parse;
+pub mod picture;
+pub mod pipeline;
+pub mod signals;
+pub mod time;
+pub mod tracker;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
