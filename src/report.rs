@@ -7,8 +7,11 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use crate::pipeline::Summary;
+use crate::signals::{Cause, SignalKind};
 use crate::time::{Micros, Zone, human, human_duration, rfc3339};
-use crate::tracker::{Incident, Settings, Status, one_line};
+use crate::tracker::{
+    Counters, Detail, Incident, IncidentKind, Settings, Status, Verdict, one_line,
+};
 
 /// Text from logs made safe for a terminal: control characters and escape
 /// sequences become spaces (a host name from a log line cannot move the
@@ -79,7 +82,7 @@ impl SummaryOut {
 pub struct EvidenceOut {
     pub at: String,
     pub cursor: Option<String>,
-    pub signal: String,
+    pub signal: SignalKind,
     pub text: String,
 }
 
@@ -88,15 +91,14 @@ pub struct EvidenceOut {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct IncidentOut {
     pub id: String,
-    /// `node-status`, `kubelet-down` or `host-silent` (design 3.3).
-    /// `node-status`, `kubelet-down` or `endpoint` (design 3.3).
-    #[serde(default = "node_status")]
-    pub kind: String,
+    /// What it is about (design 3.3; `IncidentKind::NAMES`).
+    #[serde(default)]
+    pub kind: IncidentKind,
     pub node: String,
     pub host: Option<String>,
-    pub status: String,
-    pub verdict: String,
-    pub cause: String,
+    pub status: Status,
+    pub verdict: Verdict,
+    pub cause: Cause,
     /// The API endpoint (`host:port`) its errors name; null when none does.
     #[serde(default)]
     pub api_endpoint: Option<String>,
@@ -114,12 +116,9 @@ pub struct IncidentOut {
     /// not resolved: the service was switched to another journal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolution: Option<crate::tracker::Resolution>,
-    pub retries: u64,
-    pub exhausted: u64,
-    pub lister_misses: u64,
-    pub register_failures: u64,
-    pub lease_failures: u64,
-    pub watch_failures: u64,
+    /// The node-status counters, flattened (zeros for the other kinds).
+    #[serde(flatten)]
+    pub counters: Counters,
     /// kubelet-down: the starts after an unrequested exit.
     #[serde(default)]
     pub restarts: u64,
@@ -146,12 +145,6 @@ pub struct IncidentOut {
     pub timeline: Option<crate::picture::Picture>,
 }
 
-fn node_status() -> String {
-    crate::tracker::IncidentKind::NodeStatus
-        .as_str()
-        .to_string()
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct AckOut {
     pub by: String,
@@ -163,39 +156,35 @@ pub struct AckOut {
 impl IncidentOut {
     #[must_use]
     pub fn new(i: &Incident, s: &Settings) -> Self {
+        let (last_exit, last_entry_at, next_steps) = match &i.detail {
+            Detail::KubeletDown(d) => (d.last_exit.clone(), None, crate::advice::next_steps(i)),
+            Detail::HostSilent(h) => (
+                None,
+                Some(rfc3339(h.last_entry_at)),
+                crate::advice::next_steps(i),
+            ),
+            Detail::NodeStatus(_) | Detail::Endpoint(_) => (None, None, Vec::new()),
+        };
         Self {
             id: i.id.clone(),
-            kind: i.kind.as_str().to_string(),
+            kind: i.kind(),
             node: i.node.clone(),
             host: i.host.clone(),
-            status: match i.status() {
-                Status::Open => "open",
-                Status::Resolved => "resolved",
-            }
-            .to_string(),
-            verdict: i.verdict(s).as_str().to_string(),
-            cause: i.cause().as_str().to_string(),
-            api_endpoint: i.api_endpoint.clone(),
-            nodes: i.nodes.clone(),
-            covered_by: i.covered_by.clone(),
+            status: i.status(),
+            verdict: i.verdict(s),
+            cause: i.cause(),
+            api_endpoint: i.api_endpoint().map(str::to_string),
+            nodes: i.nodes().to_vec(),
+            covered_by: i.covered_by().map(str::to_string),
             opened_at: rfc3339(i.opened_at),
             last_signal_at: rfc3339(i.last_signal_at),
             resolved_at: i.resolved_at.map(rfc3339),
             resolution: i.resolution,
-            retries: i.retries,
-            exhausted: i.exhausted,
-            lister_misses: i.lister_misses,
-            register_failures: i.register_failures,
-            lease_failures: i.lease_failures,
-            watch_failures: i.watch_failures,
+            counters: i.counters(),
             restarts: i.restarts(),
-            last_exit: i.down.as_ref().and_then(|d| d.last_exit.clone()),
-            last_entry_at: i.last_entry_at.map(rfc3339),
-            next_steps: if i.down.is_some() || i.kind == crate::tracker::IncidentKind::HostSilent {
-                crate::advice::next_steps(i)
-            } else {
-                Vec::new()
-            },
+            last_exit,
+            last_entry_at,
+            next_steps,
             alerted_at: i.alerted_at.map(rfc3339),
             diagnosis: i.diagnosis(s),
             evidence: i
@@ -203,7 +192,7 @@ impl IncidentOut {
                 .map(|e| EvidenceOut {
                     at: rfc3339(e.at),
                     cursor: e.cursor.clone(),
-                    signal: e.signal.as_str().to_string(),
+                    signal: e.signal,
                     text: e.text.clone(),
                 })
                 .collect(),
@@ -236,10 +225,10 @@ impl IncidentOut {
     /// The status column: open or resolved, and acknowledged or silenced.
     #[must_use]
     pub fn status_cell(&self) -> String {
-        let mut s = self.status.clone();
+        let mut s = self.status.to_string();
         if !self.silenced_by.is_empty() {
             s.push_str(" (silenced)");
-        } else if self.acknowledged.is_some() && self.status == "open" {
+        } else if self.acknowledged.is_some() && self.status == Status::Open {
             s.push_str(" (acked)");
         }
         s
@@ -271,14 +260,22 @@ fn micros(t: &str) -> Micros {
 }
 
 /// How long the trouble lasted: first to last signal (not the quiet time
-/// after it that resolved the incident).
+/// after it that resolved the incident); host-silent: the silence, from its
+/// last entry (to its next, if any).
 fn duration_of(i: &IncidentOut) -> Micros {
-    // host-silent: the silence, from its last entry (to its next, if any).
-    if let Some(last) = &i.last_entry_at {
-        let end = i.resolved_at.as_deref().unwrap_or(&i.opened_at);
-        return micros(end) - micros(last);
+    match (i.kind, &i.last_entry_at) {
+        (IncidentKind::HostSilent, Some(last)) => {
+            let end = i.resolved_at.as_deref().unwrap_or(&i.opened_at);
+            micros(end) - micros(last)
+        }
+        (
+            IncidentKind::NodeStatus
+            | IncidentKind::KubeletDown
+            | IncidentKind::HostSilent
+            | IncidentKind::Endpoint,
+            _,
+        ) => micros(&i.last_signal_at) - micros(&i.opened_at),
     }
-    micros(&i.last_signal_at) - micros(&i.opened_at)
 }
 
 /// Aligned columns, the last one free.
@@ -325,20 +322,20 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
                 one_line(&o.node, 60),
                 o.status_cell(),
                 // Node-status rows as before; the other kinds say theirs.
-                if o.kind == node_status() {
-                    o.verdict.clone()
-                } else {
-                    format!("{} ({})", o.verdict, o.kind)
+                match o.kind {
+                    IncidentKind::NodeStatus => o.verdict.to_string(),
+                    IncidentKind::KubeletDown
+                    | IncidentKind::HostSilent
+                    | IncidentKind::Endpoint => {
+                        format!("{} ({})", o.verdict, o.kind)
+                    }
                 },
-                o.cause.clone(),
-                if o.kind == node_status() {
-                    (o.retries + o.register_failures).to_string()
-                } else if o.last_entry_at.is_some() {
-                    "-".to_string()
-                } else if !o.nodes.is_empty() {
-                    format!("{} nodes", o.nodes.len())
-                } else {
-                    format!("{} restarts", o.restarts)
+                o.cause.to_string(),
+                match o.kind {
+                    IncidentKind::NodeStatus => o.counters.counted_retries().to_string(),
+                    IncidentKind::KubeletDown => format!("{} restarts", o.restarts),
+                    IncidentKind::HostSilent => "-".to_string(),
+                    IncidentKind::Endpoint => format!("{} nodes", o.nodes.len()),
                 },
                 match micros(&o.opened_at) {
                     // A log with no time anywhere (headers cut off).
@@ -534,16 +531,7 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
     if !o.silenced_by.is_empty() {
         let _ = writeln!(out, "  silenced by {}", o.silenced_by.join(", "));
     }
-    let _ = writeln!(
-        out,
-        "  retries {}  exhausted {}  lister misses {}  register failures {}  lease failures {}  watch failures {}",
-        o.retries,
-        o.exhausted,
-        o.lister_misses,
-        o.register_failures,
-        o.lease_failures,
-        o.watch_failures
-    );
+    counters_line(&mut out, o);
     let _ = writeln!(out, "  diagnosis: {}", terminal_text(&o.diagnosis, 4000));
     if !o.next_steps.is_empty() {
         let _ = writeln!(out, "  what to check next:");
@@ -575,4 +563,37 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
         );
     }
     out
+}
+
+/// What was counted, in the kind's own words: a kubelet-down incident's
+/// restarts, not a node-status incident's zero retries.
+fn counters_line(out: &mut String, o: &IncidentOut) {
+    let c = &o.counters;
+    match o.kind {
+        IncidentKind::NodeStatus => {
+            let _ = writeln!(
+                out,
+                "  retries {}  exhausted {}  lister misses {}  register failures {}  lease failures {}  watch failures {}",
+                c.retries,
+                c.exhausted,
+                c.lister_misses,
+                c.register_failures,
+                c.lease_failures,
+                c.watch_failures
+            );
+        }
+        IncidentKind::KubeletDown => {
+            let _ = writeln!(
+                out,
+                "  restarts {}{}",
+                o.restarts,
+                o.last_exit
+                    .as_deref()
+                    .map(|e| format!("  last exit: {}", terminal_text(e, 120)))
+                    .unwrap_or_default()
+            );
+        }
+        // Their own lines say theirs: the nodes, the host's last entry.
+        IncidentKind::HostSilent | IncidentKind::Endpoint => {}
+    }
 }

@@ -322,7 +322,9 @@ pub(crate) fn socket_path_usable(p: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::signals::Cause;
     use crate::time::SECOND;
+    use crate::tracker::IncidentKind;
 
     #[test]
     fn check_config_output_reads_back_the_same() {
@@ -344,8 +346,16 @@ mod tests {
         let c = Config::parse(text, "t").unwrap();
         assert_eq!(c.alert.restarts, 5);
         assert_eq!(c.tracker_settings().restarts, 5);
-        assert_eq!(c.alert.route_of("kubelet-down", "w1", "swap"), Some(0));
-        assert_eq!(c.alert.route_of("node-status", "w1", "swap"), None);
+        assert_eq!(
+            c.alert
+                .route_of(IncidentKind::KubeletDown, "w1", Cause::Swap),
+            Some(0)
+        );
+        assert_eq!(
+            c.alert
+                .route_of(IncidentKind::NodeStatus, "w1", Cause::Swap),
+            None
+        );
         let shown = c.to_toml();
         let again = Config::parse(&shown, "shown").unwrap_or_else(|e| panic!("{e}\n{shown}"));
         assert_eq!(again.alert.route, c.alert.route);

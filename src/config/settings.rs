@@ -13,7 +13,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::Endpoint;
 use crate::clock::parse_duration;
+use crate::signals::Cause;
 use crate::time::{Micros, human_duration};
+use crate::tracker::IncidentKind;
 
 /// A duration written as `60s`, `10m`, `90d`; parsed while deserializing so
 /// a bad value is reported at its line.
@@ -216,9 +218,9 @@ pub struct AlertmanagerConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route {
     /// Causes; empty: any.
-    pub causes: Vec<String>,
-    /// Incident kinds (`node-status`, `kubelet-down`); empty: any.
-    pub kinds: Vec<String>,
+    pub causes: Vec<Cause>,
+    /// Incident kinds; empty: any.
+    pub kinds: Vec<IncidentKind>,
     /// A node glob; `None`: any node.
     pub node: Option<String>,
     pub to: Vec<String>,
@@ -233,10 +235,10 @@ impl Serialize for Route {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct Match<'a> {
-            #[serde(skip_serializing_if = "<[String]>::is_empty")]
-            cause: &'a [String],
-            #[serde(skip_serializing_if = "<[String]>::is_empty")]
-            kind: &'a [String],
+            #[serde(skip_serializing_if = "<[Cause]>::is_empty")]
+            cause: &'a [Cause],
+            #[serde(skip_serializing_if = "<[IncidentKind]>::is_empty")]
+            kind: &'a [IncidentKind],
             #[serde(skip_serializing_if = "Option::is_none")]
             node: Option<&'a str>,
         }
@@ -269,12 +271,12 @@ impl Serialize for Route {
 
 impl Route {
     #[must_use]
-    pub fn matches(&self, kind: &str, node: &str, cause: &str) -> bool {
+    pub fn matches(&self, kind: IncidentKind, node: &str, cause: Cause) -> bool {
         self.node
             .as_deref()
             .is_none_or(|g| crate::model::glob(g, node))
-            && (self.causes.is_empty() || self.causes.iter().any(|c| c == cause))
-            && (self.kinds.is_empty() || self.kinds.iter().any(|k| k == kind))
+            && (self.causes.is_empty() || self.causes.contains(&cause))
+            && (self.kinds.is_empty() || self.kinds.contains(&kind))
     }
 }
 
@@ -329,7 +331,7 @@ impl AlertConfig {
     /// `[alert] to` (the tests' view of the routing).
     #[cfg(test)]
     #[must_use]
-    pub fn route_of(&self, kind: &str, node: &str, cause: &str) -> Option<usize> {
+    pub fn route_of(&self, kind: IncidentKind, node: &str, cause: Cause) -> Option<usize> {
         self.route.iter().position(|r| r.matches(kind, node, cause))
     }
 }

@@ -447,31 +447,23 @@ impl Validator<'_> {
         let (mut causes, mut kinds, mut node) = (Vec::new(), Vec::new(), None);
         if let Some(m) = &r.matches {
             // Each name one of its closed set, or an error naming them.
-            let one_of = |what: &str, v: &String, names: &[&str]| {
-                if names.contains(&v.as_str()) {
-                    Ok(v.clone())
-                } else {
-                    Err(self.invalid(
-                        s,
-                        "match",
-                        m,
-                        format!("{what} {v:?} is not one of {}", names.join(", ")),
-                    ))
-                }
+            let bad = |e: crate::kinds::UnknownName, what: &str| {
+                self.invalid(
+                    s,
+                    "match",
+                    m,
+                    format!(
+                        "{what} {:?} is not one of {}",
+                        e.given,
+                        e.expected.join(", ")
+                    ),
+                )
             };
-            let kind_names: Vec<&str> = crate::tracker::IncidentKind::ALL
-                .iter()
-                .map(|k| k.as_str())
-                .collect();
-            let cause_names: Vec<&str> = crate::signals::Cause::ALL
-                .iter()
-                .map(|k| k.as_str())
-                .collect();
             for k in m.get_ref().kind.iter().flatten() {
-                kinds.push(one_of("kind", k, &kind_names)?);
+                kinds.push(crate::tracker::IncidentKind::parse(k).map_err(|e| bad(e, "kind"))?);
             }
             for c in m.get_ref().cause.iter().flatten() {
-                causes.push(one_of("cause", c, &cause_names)?);
+                causes.push(crate::signals::Cause::parse(c).map_err(|e| bad(e, "cause"))?);
             }
             let glob = m.get_ref().node.clone().unwrap_or_default();
             if glob.len() > 253 || glob.chars().any(char::is_control) {

@@ -65,7 +65,7 @@ fn suppressing<'a>(i: &Incident, q: Queued, silences: &'a [Silence]) -> Option<&
     let resolved = q.resolved.or(i.resolved_at)?;
     let cause = i.cause().as_str();
     silences.iter().find(|s| {
-        s.matches(i.kind.as_str(), &i.node, cause)
+        s.matches(i.kind().as_str(), &i.node, cause)
             && s.starts_at <= raised
             && raised < s.ends_at
             && resolved < s.ends_at
@@ -82,7 +82,7 @@ pub(crate) fn decide(
     now: Micros,
     q: Queued,
 ) -> Action {
-    if let Some(cover) = &i.covered_by {
+    if let Some(cover) = &i.covered_by() {
         // An endpoint incident stands for it (design 5.2): its alert is
         // that one's, and its end is told only where its own start was.
         if e.kind != AlertKind::Resolved || i.alerted_at.is_none() {
@@ -268,7 +268,7 @@ mod tests {
             decide(&entry(AlertKind::Opened), &i, &[], SECOND, q),
             Action::Deliver
         );
-        i.covered_by = Some("ep1".into());
+        i.set_covered_by(Some("ep1".into()));
         for kind in [AlertKind::Opened, AlertKind::Repeat, AlertKind::Resolved] {
             assert!(
                 matches!(decide(&entry(kind), &i, &[], SECOND, q), Action::Drop(why) if why.contains("ep1")),
@@ -293,7 +293,7 @@ mod tests {
         let mut s = silence("*", None, 40 * SECOND);
         s.kind = Some("kubelet-down".into());
         assert_eq!(silencing(&i, std::slice::from_ref(&s), SECOND).count(), 0);
-        s.kind = Some(i.kind.as_str().into());
+        s.kind = Some(i.kind().as_str().into());
         assert_eq!(silencing(&i, std::slice::from_ref(&s), SECOND).count(), 1);
     }
 

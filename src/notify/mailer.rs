@@ -11,10 +11,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::{DeliveryError, EmailTransport, backoff, next_group, outbox, worker};
 use crate::config::Config;
+use crate::signals::Cause;
 use crate::status::DeliveryStats;
 use crate::store::{Channel, OutboxEntry, Store, StoreError};
 use crate::time::{Micros, human_duration};
-use crate::tracker::{AlertKind, Incident, Settings};
+use crate::tracker::{AlertKind, Incident, IncidentKind, Settings};
 
 /// Attempts that may each have delivered the mail; after these, the entry
 /// is taken as delivered rather than sent again.
@@ -265,21 +266,27 @@ impl Mailer {
     /// node with another cause or endpoint is a page of its own. Each part
     /// comes with its entries' incidents as read (`None`: pruned since).
     async fn split_by_route(&self, group: Vec<OutboxEntry>) -> Result<Vec<Part>, StoreError> {
-        type Key = (Option<usize>, Option<String>, String);
+        type Key = (
+            Option<usize>,
+            Option<IncidentKind>,
+            Option<String>,
+            Option<Cause>,
+        );
         let found = self.incidents_of(&group).await?;
         let mut parts: Vec<(Key, Vec<OutboxEntry>, Vec<Option<Incident>>)> = Vec::new();
         for (e, i) in group.into_iter().zip(found) {
             let route = i.as_ref().and_then(|i| {
                 self.routes
                     .iter()
-                    .position(|r| r.matches(i.kind.as_str(), &i.node, i.cause().as_str()))
+                    .position(|r| r.matches(i.kind(), &i.node, i.cause()))
             });
+            // One kind a mail: a host gone silent is not a node's retries.
             let key: Key = (
                 route,
-                i.as_ref().and_then(|i| i.api_endpoint.clone()),
+                i.as_ref().map(Incident::kind),
                 i.as_ref()
-                    .map(|i| i.cause().as_str().to_string())
-                    .unwrap_or_default(),
+                    .and_then(|i| i.api_endpoint().map(str::to_string)),
+                i.as_ref().map(Incident::cause),
             );
             // In the order the group's first alerts were raised.
             match parts.iter_mut().find(|(k, _, _)| *k == key) {
@@ -292,7 +299,7 @@ impl Mailer {
         }
         Ok(parts
             .into_iter()
-            .map(|((r, _, _), v, f)| (r, v, f))
+            .map(|((r, _, _, _), v, f)| (r, v, f))
             .collect())
     }
 

@@ -9,7 +9,9 @@ use std::fmt::Write as _;
 
 use crate::signals::Cause;
 use crate::time::{Micros, clock, human_duration};
-use crate::tracker::{AlertKind, Incident, Settings, Status, Verdict, cause_explanation};
+use crate::tracker::{
+    AlertKind, Detail, Incident, IncidentKind, Settings, Status, Verdict, cause_explanation,
+};
 
 pub(crate) use crate::advice::{header_text, next_steps};
 
@@ -62,44 +64,75 @@ fn verdict_words(v: Verdict, s: &Settings) -> String {
 }
 
 fn counters(i: &Incident) -> String {
-    if i.kind == crate::tracker::IncidentKind::HostSilent {
-        return format!(
+    match &i.detail {
+        Detail::HostSilent(h) => format!(
             "last entry {}, silent since {}",
-            when(i.last_entry_at.unwrap_or(i.opened_at)),
+            when(h.last_entry_at),
             when(i.opened_at)
-        );
+        ),
+        Detail::KubeletDown(d) => {
+            let mut parts = vec![format!(
+                "{} restart{} by systemd",
+                d.restarts,
+                if d.restarts == 1 { "" } else { "s" }
+            )];
+            if d.exits > 0 {
+                parts.push(format!("{} failed exits", d.exits));
+            }
+            if d.fatals > 0 {
+                parts.push(format!("{} fatal lines", d.fatals));
+            }
+            if let Some(e) = &d.last_exit {
+                parts.push(format!("last exit {}", header_text(e, 80)));
+            }
+            parts.join(", ")
+        }
+        Detail::Endpoint(o) => format!("{} nodes", o.nodes.len()),
+        Detail::NodeStatus(n) => {
+            let c = &n.counters;
+            let mut parts = Vec::new();
+            for (n, what) in [
+                (c.retries, "status retries"),
+                (c.exhausted, "exhausted retry cycles"),
+                (c.register_failures, "failed registrations"),
+                (c.lister_misses, "lister misses"),
+                (c.lease_failures, "lease failures"),
+                (c.watch_failures, "watch failures"),
+            ] {
+                if n > 0 {
+                    parts.push(format!("{n} {what}"));
+                }
+            }
+            parts.join(", ")
+        }
     }
-    if let Some(d) = &i.down {
-        let mut parts = vec![format!(
-            "{} restart{} by systemd",
-            d.restarts,
-            if d.restarts == 1 { "" } else { "s" }
-        )];
-        if d.exits > 0 {
-            parts.push(format!("{} failed exits", d.exits));
-        }
-        if d.fatals > 0 {
-            parts.push(format!("{} fatal lines", d.fatals));
-        }
-        if let Some(e) = &d.last_exit {
-            parts.push(format!("last exit {}", header_text(e, 80)));
-        }
-        return parts.join(", ");
+}
+
+/// What a group table's count column shows for an incident, in its kind's
+/// unit (see [`count_header`]).
+fn count_cell(i: &Incident) -> String {
+    match &i.detail {
+        Detail::NodeStatus(n) => n.counters.counted_retries().to_string(),
+        Detail::KubeletDown(d) => d.restarts.to_string(),
+        Detail::HostSilent(_) => "-".to_string(),
+        Detail::Endpoint(o) => o.nodes.len().to_string(),
     }
-    let mut parts = Vec::new();
-    for (n, what) in [
-        (i.retries, "status retries"),
-        (i.exhausted, "exhausted retry cycles"),
-        (i.register_failures, "failed registrations"),
-        (i.lister_misses, "lister misses"),
-        (i.lease_failures, "lease failures"),
-        (i.watch_failures, "watch failures"),
-    ] {
-        if n > 0 {
-            parts.push(format!("{n} {what}"));
-        }
+}
+
+/// The count column's name: the mailer groups one kind a mail.
+fn count_header(incidents: &[&Incident]) -> &'static str {
+    let kind = incidents
+        .first()
+        .map_or(IncidentKind::NodeStatus, |i| i.kind());
+    if incidents.iter().any(|i| i.kind() != kind) {
+        return "count";
     }
-    parts.join(", ")
+    match kind {
+        IncidentKind::NodeStatus => "retries",
+        IncidentKind::KubeletDown => "restarts",
+        IncidentKind::HostSilent => "-",
+        IncidentKind::Endpoint => "nodes",
+    }
 }
 
 /// How long the trouble lasted: first to last signal (the quiet time that
@@ -114,67 +147,81 @@ fn when(us: Micros) -> String {
 }
 
 fn subject_one(i: &Incident, kind: AlertKind) -> String {
+    match &i.detail {
+        Detail::HostSilent(h) => silent_subject(i, h.last_entry_at, kind),
+        Detail::Endpoint(o) => endpoint_subject(i, &o.endpoint, o.nodes.len(), kind),
+        Detail::KubeletDown(d) => down_subject(i, d, kind),
+        Detail::NodeStatus(_) => status_subject(i, kind),
+    }
+}
+
+fn silent_subject(i: &Incident, last: Micros, kind: AlertKind) -> String {
+    let node = header_text(&i.node, 100);
+    let host = header_text(i.host.as_deref().unwrap_or(&i.node), 100);
+    match kind {
+        AlertKind::Resolved => format!(
+            "[kubelet-sentinel] resolved: host {host} writes again after {} of silence (node {node})",
+            human_duration(i.resolved_at.unwrap_or(i.opened_at) - last)
+        ),
+        AlertKind::Repeat => format!(
+            "[kubelet-sentinel] still silent: host {host} since {} (node {node})",
+            when(last)
+        ),
+        AlertKind::Opened => format!(
+            "[kubelet-sentinel] host {host} silent since {} (node {node})",
+            when(last)
+        ),
+    }
+}
+
+fn endpoint_subject(i: &Incident, endpoint: &str, n: usize, kind: AlertKind) -> String {
+    let cause = i.cause().as_str();
+    let ep = header_text(endpoint, 100);
+    match kind {
+        AlertKind::Resolved => format!(
+            "[kubelet-sentinel] resolved: {ep} for {n} nodes, outage lasted {} ({cause})",
+            human_duration(span(i))
+        ),
+        AlertKind::Repeat => format!(
+            "[kubelet-sentinel] still failing: {ep} {} from {n} nodes ({cause})",
+            endpoint_words(i.cause())
+        ),
+        AlertKind::Opened => format!(
+            "[kubelet-sentinel] {ep} {} from {n} nodes ({cause})",
+            endpoint_words(i.cause())
+        ),
+    }
+}
+
+fn down_subject(i: &Incident, d: &crate::tracker::Down, kind: AlertKind) -> String {
     let node = header_text(&i.node, 100);
     let cause = i.cause().as_str();
-    if i.kind == crate::tracker::IncidentKind::HostSilent {
-        let host = header_text(i.host.as_deref().unwrap_or(&i.node), 100);
-        let last = i.last_entry_at.unwrap_or(i.opened_at);
-        return match kind {
-            AlertKind::Resolved => format!(
-                "[kubelet-sentinel] resolved: host {host} writes again after {} of silence (node {node})",
-                human_duration(i.resolved_at.unwrap_or(i.opened_at) - last)
-            ),
-            AlertKind::Repeat => format!(
-                "[kubelet-sentinel] still silent: host {host} since {} (node {node})",
-                when(last)
-            ),
-            AlertKind::Opened => format!(
-                "[kubelet-sentinel] host {host} silent since {} (node {node})",
-                when(last)
-            ),
-        };
+    let what = if d.gave_up_at.is_some() {
+        "kubelet failed, systemd gave up"
+    } else {
+        "kubelet crash-looping"
+    };
+    match kind {
+        AlertKind::Resolved => format!(
+            "[kubelet-sentinel] resolved: {node}, kubelet down for {} ({cause})",
+            human_duration(span(i))
+        ),
+        AlertKind::Repeat => format!(
+            "[kubelet-sentinel] still failing: {node}: {what}, {} restarts in {} ({cause})",
+            d.restarts,
+            human_duration(span(i))
+        ),
+        AlertKind::Opened => format!(
+            "[kubelet-sentinel] {node}: {what}, {} restarts in {} ({cause})",
+            d.restarts,
+            human_duration(span(i))
+        ),
     }
-    if i.kind == crate::tracker::IncidentKind::Endpoint {
-        let ep = header_text(i.api_endpoint.as_deref().unwrap_or(&i.node), 100);
-        let n = i.nodes.len();
-        return match kind {
-            AlertKind::Resolved => format!(
-                "[kubelet-sentinel] resolved: {ep} for {n} nodes, outage lasted {} ({cause})",
-                human_duration(span(i))
-            ),
-            AlertKind::Repeat => format!(
-                "[kubelet-sentinel] still failing: {ep} {} from {n} nodes ({cause})",
-                endpoint_words(i.cause())
-            ),
-            AlertKind::Opened => format!(
-                "[kubelet-sentinel] {ep} {} from {n} nodes ({cause})",
-                endpoint_words(i.cause())
-            ),
-        };
-    }
-    if let Some(d) = &i.down {
-        let what = if d.gave_up_at.is_some() {
-            "kubelet failed, systemd gave up"
-        } else {
-            "kubelet crash-looping"
-        };
-        return match kind {
-            AlertKind::Resolved => format!(
-                "[kubelet-sentinel] resolved: {node}, kubelet down for {} ({cause})",
-                human_duration(span(i))
-            ),
-            AlertKind::Repeat => format!(
-                "[kubelet-sentinel] still failing: {node}: {what}, {} restarts in {} ({cause})",
-                d.restarts,
-                human_duration(span(i))
-            ),
-            AlertKind::Opened => format!(
-                "[kubelet-sentinel] {node}: {what}, {} restarts in {} ({cause})",
-                d.restarts,
-                human_duration(span(i))
-            ),
-        };
-    }
+}
+
+fn status_subject(i: &Incident, kind: AlertKind) -> String {
+    let node = header_text(&i.node, 100);
+    let cause = i.cause().as_str();
     match kind {
         AlertKind::Resolved => format!(
             "[kubelet-sentinel] resolved: {node}, trouble lasted {} ({cause})",
@@ -212,6 +259,23 @@ fn group_nodes(incidents: &[&Incident]) -> String {
     }
 }
 
+/// What a group's incidents are, for a subject: the mailer groups alerts of
+/// one kind, so this is that kind's.
+fn group_words(incidents: &[&Incident]) -> &'static str {
+    let kind = incidents
+        .first()
+        .map_or(IncidentKind::NodeStatus, |i| i.kind());
+    if incidents.iter().any(|i| i.kind() != kind) {
+        return "incidents";
+    }
+    match kind {
+        IncidentKind::NodeStatus => "node status retries",
+        IncidentKind::KubeletDown => "kubelets down",
+        IncidentKind::HostSilent => "hosts silent",
+        IncidentKind::Endpoint => "API endpoints failing",
+    }
+}
+
 /// The causes of a group for a subject.
 fn group_cause(incidents: &[&Incident]) -> String {
     let mut causes: Vec<&str> = Vec::new();
@@ -228,7 +292,7 @@ fn group_cause(incidents: &[&Incident]) -> String {
 /// bounded number of them in full and summarises the rest, so its size
 /// (and the time to build it) does not grow with the outage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Detail {
+pub struct Extent {
     /// Incidents shown with their diagnosis, picture, evidence and steps.
     pub sections: usize,
     /// Rows of the group's table.
@@ -237,12 +301,12 @@ pub struct Detail {
 
 /// What a mail shows first: about 200 KB at most, well under common SMTP
 /// size limits (Postfix's 10 MB).
-pub const FULL: Detail = Detail {
+pub const FULL: Extent = Extent {
     sections: 10,
     rows: 100,
 };
 
-impl Detail {
+impl Extent {
     /// A smaller mail, for a server that refused the size of this one.
     #[must_use]
     pub fn smaller(self) -> Option<Self> {
@@ -278,11 +342,13 @@ fn endpoint_words(c: Cause) -> &'static str {
 /// One outage: every incident names the same endpoint and cause.
 fn one_outage<'a>(incidents: &[&'a Incident]) -> Option<(&'a str, Cause)> {
     let first = incidents.first()?;
-    let e = first.api_endpoint.as_deref()?;
+    let e = first.api_endpoint()?;
     let c = first.cause();
     incidents
         .iter()
-        .all(|i| i.api_endpoint.as_deref() == Some(e) && i.cause() == c)
+        .all(|i| {
+            i.kind() == IncidentKind::NodeStatus && i.api_endpoint() == Some(e) && i.cause() == c
+        })
         .then_some((e, c))
 }
 
@@ -313,7 +379,7 @@ fn cause_counts(incidents: &[&Incident]) -> String {
 
 /// [`render`] showing at most what `d` allows.
 #[must_use]
-pub fn render_with(incidents: &[&Incident], kind: AlertKind, s: &Settings, d: Detail) -> Rendered {
+pub fn render_with(incidents: &[&Incident], kind: AlertKind, s: &Settings, d: Extent) -> Rendered {
     let outage = one_outage(incidents).filter(|_| incidents.len() > 1);
     let subject = subject_of(incidents, kind, outage);
     let mut text = String::new();
@@ -333,11 +399,11 @@ pub fn render_with(incidents: &[&Incident], kind: AlertKind, s: &Settings, d: De
         let i = incidents[0];
         let _ = writeln!(
             text,
-            "Node {}, incident {}: {} node status retries ({}); `kubelet-sentinel show {}` \
-             shows it in full.\n",
+            "Node {}, incident {} ({}): {} ({}); `kubelet-sentinel show {}` shows it in full.\n",
             header_text(&i.node, 100),
             i.id,
-            i.counted_retries(),
+            i.kind(),
+            counters(i),
             i.cause().as_str(),
             i.id
         );
@@ -393,8 +459,9 @@ fn subject_of(incidents: &[&Incident], kind: AlertKind, outage: Option<(&str, Ca
                 group_cause(incidents)
             ),
             _ => format!(
-                "[kubelet-sentinel] {}: node status retries ({})",
+                "[kubelet-sentinel] {}: {} ({})",
                 group_nodes(incidents),
+                group_words(incidents),
                 group_cause(incidents)
             ),
         }
@@ -408,7 +475,7 @@ fn group_table(
     incidents: &[&Incident],
     outage: Option<(&str, Cause)>,
     s: &Settings,
-    d: Detail,
+    d: Extent,
 ) {
     let lead = match outage {
         Some((e, c)) => format!(
@@ -428,11 +495,15 @@ fn group_table(
     };
     let _ = writeln!(text, "{lead}\n");
     html.push_str(&format!("<p>{}</p>\n", html_escape(&lead)));
-    html.push_str("<table border=\"1\" cellpadding=\"4\" cellspacing=\"0\">\n<tr><th>node</th><th>host</th><th>status</th><th>verdict</th><th>cause</th><th>retries</th><th>since</th></tr>\n");
+    html.push_str(&format!("<table border=\"1\" cellpadding=\"4\" cellspacing=\"0\">\n<tr><th>node</th><th>host</th><th>status</th><th>verdict</th><th>cause</th><th>{}</th><th>since</th></tr>\n", count_header(incidents)));
     let _ = writeln!(
         text,
         "{:<30} {:<10} {:<13} {:<16} {:>7}  since",
-        "node", "status", "verdict", "cause", "retries"
+        "node",
+        "status",
+        "verdict",
+        "cause",
+        count_header(incidents)
     );
     for i in incidents.iter().take(d.rows) {
         let v = i.verdict(s);
@@ -443,7 +514,7 @@ fn group_table(
             status_word(i),
             v.as_str(),
             i.cause().as_str(),
-            i.counted_retries(),
+            count_cell(i),
             when(i.opened_at)
         );
         html.push_str(&format!(
@@ -453,7 +524,7 @@ fn group_table(
             status_word(i),
             v.as_str(),
             i.cause().as_str(),
-            i.counted_retries(),
+            count_cell(i),
             when(i.opened_at)
         ));
     }
@@ -486,16 +557,17 @@ fn group_table(
 
 /// An endpoint incident's nodes, at most `rows` by name.
 fn endpoint_nodes(text: &mut String, html: &mut String, i: &Incident, rows: usize) {
-    if i.nodes.is_empty() {
-        return;
-    }
-    let shown: Vec<String> = i
+    let o = match &i.detail {
+        Detail::Endpoint(o) => o,
+        Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::HostSilent(_) => return,
+    };
+    let shown: Vec<String> = o
         .nodes
         .iter()
         .take(rows)
         .map(|n| header_text(n, 60))
         .collect();
-    let more = i.nodes.len() - shown.len();
+    let more = o.nodes.len() - shown.len();
     let tail = if more > 0 {
         format!(
             " … and {more} more; `kubelet-sentinel show {}` lists them all",
@@ -506,8 +578,8 @@ fn endpoint_nodes(text: &mut String, html: &mut String, i: &Incident, rows: usiz
     };
     let line = format!(
         "{} nodes lost {} ({}): {}{tail}.",
-        i.nodes.len(),
-        header_text(i.api_endpoint.as_deref().unwrap_or(&i.node), 270),
+        o.nodes.len(),
+        header_text(&o.endpoint, 270),
         i.cause().as_str(),
         shown.join(", ")
     );
@@ -552,7 +624,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     let _ = writeln!(text, "  status:   {}", status_word(i));
     let _ = writeln!(text, "  verdict:  {}", verdict_words(v, s));
     let _ = writeln!(text, "  cause:    {}: {}", c.as_str(), cause_explanation(c));
-    if let Some(e) = &i.api_endpoint {
+    if let Some(e) = i.api_endpoint() {
         let _ = writeln!(text, "  endpoint: {}", header_text(e, 270));
     }
     let _ = writeln!(text, "  counters: {}", counters(i));
@@ -585,7 +657,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
         ("counters", counters(i)),
     ]
     .into_iter()
-    .chain(i.api_endpoint.clone().map(|e| ("endpoint", e)))
+    .chain(i.api_endpoint().map(|e| ("endpoint", e.to_string())))
     .chain(acked.map(|a| ("acknowledged", format!("{a} (no reminders since)"))))
     {
         html.push_str(&format!(

@@ -5,12 +5,12 @@
 
 use crate::signals::Cause;
 use crate::time::Micros;
-use crate::tracker::Incident;
+use crate::tracker::{Detail, Incident, Silent};
 
 /// A host gone silent: is it up, is its upload running, what is the node.
-fn silent_steps(i: &Incident) -> Vec<String> {
+fn silent_steps(i: &Incident, h: &Silent) -> Vec<String> {
     let host = shell_word(i.host.as_deref().unwrap_or(&i.node));
-    let since = short_utc(i.last_entry_at.unwrap_or(i.opened_at));
+    let since = short_utc(h.last_entry_at);
     vec![
         format!("kubectl get node {} -o wide (Ready? when did it last heartbeat?)", shell_word(&i.node)),
         format!("ping {host}; ssh {host} systemctl status systemd-journal-upload"),
@@ -36,9 +36,14 @@ pub fn header_text(s: &str, max: usize) -> String {
 /// The commands an operator runs next, for the cause.
 #[must_use]
 pub fn next_steps(i: &Incident) -> Vec<String> {
-    if i.kind == crate::tracker::IncidentKind::HostSilent {
-        return silent_steps(i);
+    match &i.detail {
+        Detail::HostSilent(h) => silent_steps(i, h),
+        Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::Endpoint(_) => cause_steps(i),
     }
+}
+
+/// What to check for the incident's cause, on its node.
+fn cause_steps(i: &Incident) -> Vec<String> {
     let node = shell_word(&i.node);
     let since = short_utc(i.opened_at - 60_000_000);
     let mut steps = vec![
@@ -50,14 +55,14 @@ pub fn next_steps(i: &Incident) -> Vec<String> {
     ];
     match i.cause() {
         Cause::ApiUnreachable => {
-            steps.push(match &i.api_endpoint {
+            steps.push(match i.api_endpoint() {
                 Some(e) => format!("from the node: curl -sk https://{}/healthz", header_text(e, 270)),
                 None => "from the node: curl -sk https://<api-server>:6443/healthz (the address is in the error lines)".into(),
             });
             steps.push("kubectl get --raw='/readyz?verbose' from a machine that reaches the API server; check its load balancer and firewall".into());
         }
         Cause::ApiTimeout => {
-            if let Some(e) = &i.api_endpoint {
+            if let Some(e) = i.api_endpoint() {
                 steps.push(format!(
                     "from the node: time curl -sk https://{}/healthz",
                     header_text(e, 270)

@@ -9,19 +9,75 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
+use crate::signals::SignalKind;
 use crate::time::{Micros, Zone, human, human_duration};
-use crate::tracker::{Incident, Resolution};
+use crate::tracker::{Detail, Incident, Resolution};
 
 /// Columns of the drawing.
 pub const COLUMNS: usize = 60;
+
+/// What a marker of the picture marks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkerKind {
+    Registered,
+    KubeletStarted,
+    CachesSynced,
+    OverThreshold,
+    NodeReady,
+    Quiet,
+    Closed,
+}
+
+crate::kinds::spelling!(MarkerKind {
+    Registered => "registered",
+    KubeletStarted => "kubelet-started",
+    CachesSynced => "caches-synced",
+    OverThreshold => "over-threshold",
+    NodeReady => "node-ready",
+    Quiet => "quiet",
+    Closed => "closed",
+});
+
+impl MarkerKind {
+    /// The anchor an incident's start is measured from, as a marker.
+    #[must_use]
+    pub fn of_anchor(kind: SignalKind) -> Self {
+        match kind {
+            SignalKind::Registered => MarkerKind::Registered,
+            _ => MarkerKind::KubeletStarted,
+        }
+    }
+
+    fn symbol(self) -> char {
+        match self {
+            MarkerKind::Registered => 'R',
+            MarkerKind::KubeletStarted => 'S',
+            MarkerKind::CachesSynced => 'C',
+            MarkerKind::OverThreshold => '▲',
+            MarkerKind::NodeReady => '●',
+            MarkerKind::Quiet => '○',
+            MarkerKind::Closed => '×',
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            MarkerKind::Registered => "registered",
+            MarkerKind::KubeletStarted => "kubelet started",
+            MarkerKind::CachesSynced => "caches synced",
+            MarkerKind::OverThreshold => "over the threshold",
+            MarkerKind::NodeReady => "node ready",
+            MarkerKind::Quiet => "resolved by quiet",
+            MarkerKind::Closed => "closed, not resolved",
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Marker {
     /// Epoch milliseconds.
     pub at_ms: i64,
-    /// `registered`, `kubelet-started`, `caches-synced`, `over-threshold`,
-    /// `node-ready`, `quiet`.
-    pub kind: String,
+    pub kind: MarkerKind,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,32 +88,6 @@ pub struct Picture {
     /// Signal counts per column, by lane (signal kind).
     pub lanes: Vec<(String, Vec<u32>)>,
     pub markers: Vec<Marker>,
-}
-
-fn symbol(kind: &str) -> char {
-    match kind {
-        "registered" => 'R',
-        "kubelet-started" => 'S',
-        "caches-synced" => 'C',
-        "over-threshold" => '▲',
-        "node-ready" => '●',
-        "quiet" => '○',
-        "closed" => '×',
-        _ => '?',
-    }
-}
-
-fn words(kind: &str) -> &'static str {
-    match kind {
-        "registered" => "registered",
-        "kubelet-started" => "kubelet started",
-        "caches-synced" => "caches synced",
-        "over-threshold" => "over the threshold",
-        "node-ready" => "node ready",
-        "quiet" => "resolved by quiet",
-        "closed" => "closed, not resolved",
-        _ => "marker",
-    }
 }
 
 /// The column of an offset into a span (both in one unit).
@@ -97,21 +127,25 @@ impl Picture {
         if t.is_empty() {
             return None;
         }
-        let mut markers: Vec<(Micros, &str)> = Vec::new();
+        let mut markers: Vec<(Micros, MarkerKind)> = Vec::new();
         if let Some(a) = i.anchor {
-            markers.push((a.at, a.kind.as_str()));
+            markers.push((a.at, MarkerKind::of_anchor(a.kind)));
         }
-        if let Some(c) = i.caches_synced_at {
-            markers.push((c, "caches-synced"));
+        let synced = match &i.detail {
+            Detail::NodeStatus(n) => n.caches_synced_at,
+            Detail::KubeletDown(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+        };
+        if let Some(c) = synced {
+            markers.push((c, MarkerKind::CachesSynced));
         }
         if let Some(o) = i.over_threshold_at {
-            markers.push((o, "over-threshold"));
+            markers.push((o, MarkerKind::OverThreshold));
         }
         match (i.resolution, i.resolved_at) {
-            (Some(Resolution::NodeReady), Some(r)) => markers.push((r, "node-ready")),
-            (Some(Resolution::Quiet), Some(r)) => markers.push((r, "quiet")),
+            (Some(Resolution::NodeReady), Some(r)) => markers.push((r, MarkerKind::NodeReady)),
+            (Some(Resolution::Quiet), Some(r)) => markers.push((r, MarkerKind::Quiet)),
             (Some(Resolution::Evicted | Resolution::SourceChanged), Some(r)) => {
-                markers.push((r, "closed"));
+                markers.push((r, MarkerKind::Closed));
             }
             _ => {}
         }
@@ -127,7 +161,7 @@ impl Picture {
             .fold(t.start, Micros::min);
         let end = markers
             .iter()
-            .filter(|(_, k)| *k != "quiet")
+            .filter(|(_, k)| *k != MarkerKind::Quiet)
             .map(|(at, _)| *at + 1)
             .fold(signals_end, Micros::max);
         let span = (end - start).max(1);
@@ -165,7 +199,7 @@ impl Picture {
                 .into_iter()
                 .map(|(at, k)| Marker {
                     at_ms: at.clamp(start, end) / 1000,
-                    kind: k.to_string(),
+                    kind: k,
                 })
                 .collect(),
         })
@@ -217,14 +251,14 @@ impl Picture {
         if !self.markers.is_empty() {
             let mut row = vec![' '; COLUMNS];
             for m in &self.markers {
-                row[self.column(m.at_ms)] = symbol(&m.kind);
+                row[self.column(m.at_ms)] = m.kind.symbol();
             }
             let row: String = row.into_iter().collect();
             let _ = writeln!(out, "  {:<17}│{row}│", "markers");
             let legend: Vec<String> = self
                 .markers
                 .iter()
-                .map(|m| format!("{} {}", symbol(&m.kind), words(&m.kind)))
+                .map(|m| format!("{} {}", m.kind.symbol(), m.kind.words()))
                 .collect();
             let _ = writeln!(out, "  {:<17} {}", "", legend.join("  "));
         }
@@ -265,7 +299,7 @@ impl Picture {
         if !self.markers.is_empty() {
             let mut row = vec![String::new(); COLUMNS];
             for m in &self.markers {
-                row[self.column(m.at_ms)] = symbol(&m.kind).to_string();
+                row[self.column(m.at_ms)] = m.kind.symbol().to_string();
             }
             out.push_str("<tr><td style=\"padding-right:6px\">markers</td>");
             for s in row {
@@ -279,7 +313,7 @@ impl Picture {
         let legend: Vec<String> = self
             .markers
             .iter()
-            .map(|m| format!("{} {}", symbol(&m.kind), words(&m.kind)))
+            .map(|m| format!("{} {}", m.kind.symbol(), m.kind.words()))
             .collect();
         out.push_str(&format!(
             "<p style=\"font-size:11px;color:#555\">{} to {}. {}</p>\n",

@@ -123,7 +123,7 @@ pub(crate) fn nodes(store: &Store, live: Option<&Live>) -> Result<NodeList, Quer
     // its nodes have their own incidents.
     for i in all
         .iter()
-        .filter(|i| i.kind != crate::tracker::IncidentKind::Endpoint)
+        .filter(|i| i.kind() != crate::tracker::IncidentKind::Endpoint)
     {
         let row = rows.entry(i.node.clone()).or_insert_with(|| NodeRow {
             node: i.node.clone(),

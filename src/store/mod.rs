@@ -10,7 +10,7 @@
 //! | `hosts` | host name | JSON [`Origin`]: what that host's kubelet told lately | ingest (commit) |
 //! | `outbox` | sequence number (8 bytes, big-endian) | JSON [`OutboxEntry`] | ingest inserts (commit); the mailer and the Alertmanager task update and remove their own channel's entries (and `control::apply` in them) |
 //! | `silences` | silence id | JSON [`Silence`] (ended ones are kept a day, then pruned) | the query server (add, expire); ingest's pruning removes ended ones |
-//! | `meta` | `schema` | `2` (`1`: open incidents and hosts inside `state`) | whoever opens the store first (a migration) |
+//! | `meta` | `schema` | `3` (`2`: one flat incident for every kind; `1`: open incidents and hosts inside `state` too; `migrate.rs` moves them) | whoever opens the store first (a migration) |
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed | ingest (commit, source switch) |
 //! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) | ingest (commit, source switch) |
 //! | | `source` | the journal the cursors belong to ([`crate::journal::source_id`]) | ingest (source switch at start) |
@@ -29,6 +29,7 @@
 //! every commit: a commit costs what the batch changed.
 
 mod keys;
+mod migrate;
 mod open;
 mod records;
 mod silences;
@@ -50,7 +51,8 @@ use crate::signals::Cause;
 use crate::time::Micros;
 use crate::tracker::{Incident, IncidentKind, Origin, Settings, Verdict};
 
-pub(crate) const SCHEMA: &[u8] = b"2";
+pub(crate) const SCHEMA: &[u8] = b"3";
+const SCHEMA_2: &[u8] = b"2";
 const SCHEMA_1: &[u8] = b"1";
 
 /// One incident ready to write: id, value, `by_node` key, `by_time` key.
@@ -539,7 +541,7 @@ impl Store {
             if f.verdict.is_some_and(|v| i.verdict(settings) != v) {
                 continue;
             }
-            if f.kind.is_some_and(|k| i.kind != k) {
+            if f.kind.is_some_and(|k| i.kind() != k) {
                 continue;
             }
             if f.resolved && i.resolved_at.is_none() {
@@ -559,7 +561,7 @@ impl Store {
             }
             if f.endpoint
                 .as_ref()
-                .is_some_and(|e| i.api_endpoint.as_deref() != Some(e.as_str()))
+                .is_some_and(|e| i.api_endpoint() != Some(e.as_str()))
             {
                 continue;
             }

@@ -6,7 +6,7 @@ use std::path::Path;
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
-use super::{SCHEMA, SCHEMA_1, Store, StoreError, to_json};
+use super::{SCHEMA, SCHEMA_1, SCHEMA_2, Store, StoreError, to_json};
 use crate::pipeline::PipelineState;
 
 /// sled's errors that a restart cannot fix.
@@ -174,7 +174,18 @@ impl Store {
                 }
             }
             Some(v) if v.as_ref() == SCHEMA => {}
-            Some(v) if v.as_ref() == SCHEMA_1 => store.migrate_from_1()?,
+            Some(v) if v.as_ref() == SCHEMA_2 => {
+                store.move_incidents_to_3()?;
+                store
+                    .meta
+                    .insert("schema", SCHEMA)
+                    .map_err(|e| store.err(e))?;
+                store.flush()?;
+            }
+            Some(v) if v.as_ref() == SCHEMA_1 => {
+                store.move_incidents_to_3()?;
+                store.migrate_from_1()?;
+            }
             Some(v) => {
                 return Err(StoreError::Unreadable {
                     path: shown,
@@ -186,6 +197,49 @@ impl Store {
             }
         }
         Ok(store)
+    }
+
+    /// Schemas 1 and 2 kept one flat incident for every kind: the records
+    /// move to schema 3's (`migrate.rs`), the incident tree in batches (each
+    /// record's move is idempotent, so one cut short is done again), then
+    /// the state with the incidents it holds. The schema is written after.
+    fn move_incidents_to_3(&self) -> Result<(), StoreError> {
+        const BATCH: usize = 1000;
+        let mut batch = sled::Batch::default();
+        let mut n = 0;
+        for kv in &self.incidents {
+            let (k, v) = kv.map_err(|e| self.err(e))?;
+            let mut json: serde_json::Value =
+                serde_json::from_slice(&v).map_err(|e| self.corrupt(&k, &e))?;
+            if json.get("detail").is_some() {
+                continue;
+            }
+            super::migrate::incident_to_3(&mut json).map_err(|e| self.corrupt(&k, &e))?;
+            batch.insert(k, to_json(&json));
+            n += 1;
+            if n % BATCH == 0 {
+                self.incidents
+                    .apply_batch(std::mem::take(&mut batch))
+                    .map_err(|e| self.err(e))?;
+            }
+        }
+        self.incidents.apply_batch(batch).map_err(|e| self.err(e))?;
+        if let Some(v) = self.meta.get("state").map_err(|e| self.err(e))? {
+            let mut json: serde_json::Value =
+                serde_json::from_slice(&v).map_err(|e| self.corrupt(b"state", &e))?;
+            super::migrate::state_to_3(&mut json).map_err(|e| self.corrupt(b"state", &e))?;
+            self.meta
+                .insert("state", to_json(&json))
+                .map_err(|e| self.err(e))?;
+        }
+        self.flush()?;
+        if n > 0 {
+            tracing::info!(
+                path = %self.path.display(),
+                "{n} stored incidents moved to schema 3 (one detail per kind)"
+            );
+        }
+        Ok(())
     }
 
     /// Schema 1 kept open incidents and per-host records inside `state`:

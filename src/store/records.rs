@@ -120,7 +120,7 @@ pub(crate) fn silencing<'a>(
 ) -> impl Iterator<Item = &'a Silence> {
     let node = i.node.clone();
     let cause = i.cause().as_str();
-    let kind = i.kind.as_str();
+    let kind = i.kind().as_str();
     silences
         .iter()
         .filter(move |s| s.active(now) && s.matches(kind, &node, cause))

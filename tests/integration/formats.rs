@@ -310,15 +310,15 @@ fn one_far_future_entry_moves_no_clock() {
             .unwrap_or_else(|| panic!("no incident for {node}: {:?}", r.incidents))
     };
     let storm = by_node("w1");
-    assert_eq!(storm.status, "resolved");
-    assert_eq!(storm.retries, 8);
+    assert_eq!(storm.status.as_str(), "resolved");
+    assert_eq!(storm.counters.retries, 8);
     assert!(
         storm.opened_at.starts_with("2025-07-15T16:24:50"),
         "{}",
         storm.opened_at
     );
     let late = by_node("w2");
-    assert_eq!(late.status, "open");
+    assert_eq!(late.status.as_str(), "open");
     assert!(
         late.opened_at.starts_with("2025-07-15T17:24:50"),
         "{}",

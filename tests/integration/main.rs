@@ -20,3 +20,4 @@ mod service;
 mod silent;
 mod support;
 mod time;
+mod upgrade;

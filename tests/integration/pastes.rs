@@ -62,14 +62,14 @@ fn scan_text(text: &str) -> (u64, Vec<(String, String, [u64; 6])>) {
             let o = IncidentOut::new(i, &settings);
             (
                 o.node,
-                o.cause,
+                o.cause.to_string(),
                 [
-                    o.retries,
-                    o.exhausted,
-                    o.lister_misses,
-                    o.register_failures,
-                    o.lease_failures,
-                    o.watch_failures,
+                    o.counters.retries,
+                    o.counters.exhausted,
+                    o.counters.lister_misses,
+                    o.counters.register_failures,
+                    o.counters.lease_failures,
+                    o.counters.watch_failures,
                 ],
             )
         })

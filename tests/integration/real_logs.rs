@@ -396,12 +396,12 @@ fn real_logs_give_the_expected_incidents() {
             );
             assert_eq!(
                 [
-                    g.retries,
-                    g.exhausted,
-                    g.lister_misses,
-                    g.register_failures,
-                    g.lease_failures,
-                    g.watch_failures
+                    g.counters.retries,
+                    g.counters.exhausted,
+                    g.counters.lister_misses,
+                    g.counters.register_failures,
+                    g.counters.lease_failures,
+                    g.counters.watch_failures
                 ],
                 e.counts,
                 "{file} {}",
@@ -446,10 +446,10 @@ fn sync_guide_problematic_sequence_is_the_startup_race() {
     assert_eq!(r.incidents.len(), 1);
     let i = IncidentOut::new(&r.incidents[0], &settings);
     assert_eq!(i.node, "nuvlrknpcimn01");
-    assert_eq!(i.verdict, "startup-race");
-    assert_eq!(i.cause, "lister-lag");
-    assert_eq!(i.retries, 1);
-    assert_eq!(i.exhausted, 0);
+    assert_eq!(i.verdict.as_str(), "startup-race");
+    assert_eq!(i.cause.as_str(), "lister-lag");
+    assert_eq!(i.counters.retries, 1);
+    assert_eq!(i.counters.exhausted, 0);
     assert_eq!(i.opened_at, "2025-07-15T16:24:50.198Z");
     assert!(
         i.diagnosis

@@ -49,7 +49,7 @@ fn a_one_mebibyte_line_with_invalid_utf8() {
     let r = scan_bytes(&bytes, Format::Auto);
     assert_eq!(r.incidents.len(), 1);
     let i = &r.incidents[0];
-    assert_eq!(i.retries, 1);
+    assert_eq!(i.counters().retries, 1);
     assert!(i.evidence().all(|e| e.text.len() <= 2004));
     assert_eq!(r.summary.lines, 2);
 }

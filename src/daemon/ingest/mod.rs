@@ -258,10 +258,10 @@ impl Ingest {
         let max_age = self.config.alert.max_age.0;
         // An endpoint incident has no host of its own: it is live when one
         // of its nodes' hosts is.
-        let live = if inc.kind == crate::tracker::IncidentKind::Endpoint {
+        let live = if inc.kind() == crate::tracker::IncidentKind::Endpoint {
             let t = self.pipeline.tracker();
             t.open_incidents()
-                .filter(|i| i.covered_by.as_deref() == Some(id))
+                .filter(|i| i.covered_by() == Some(id))
                 .filter_map(|i| i.host.as_deref())
                 .any(|h| self.pipeline.live(h))
         } else {
@@ -396,7 +396,7 @@ impl Ingest {
                 .into_iter()
                 .filter_map(|(id, by)| match store.incident(&id) {
                     Ok(Some(mut i)) => {
-                        i.covered_by = by;
+                        i.set_covered_by(by);
                         Some(i)
                     }
                     // Pruned since: nothing to change.
@@ -412,7 +412,7 @@ impl Ingest {
         .unwrap_or_default();
         for i in loaded {
             match self.pending.extra.iter_mut().find(|e| e.id == i.id) {
-                Some(e) => e.covered_by = i.covered_by,
+                Some(e) => e.set_covered_by(i.covered_by().map(str::to_string)),
                 None => self.pending.extra.push(i),
             }
         }

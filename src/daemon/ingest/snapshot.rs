@@ -20,7 +20,7 @@ impl Ingest {
                 .open_incidents()
                 .map(|i| OpenIncident {
                     id: i.id.clone(),
-                    kind: i.kind.as_str().to_string(),
+                    kind: i.kind().as_str().to_string(),
                     node: i.node.clone(),
                     host: i.host.clone().unwrap_or_default(),
                     cause: i.cause().as_str().to_string(),

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::config::AlertmanagerConfig;
 use crate::time::{Micros, human_duration, rfc3339};
-use crate::tracker::{Incident, Settings};
+use crate::tracker::{Detail, Incident, Settings};
 
 /// The alert name every alert carries.
 pub(super) const ALERTNAME: &str = "KubeletNodeStatusTrouble";
@@ -64,17 +64,15 @@ const MAX_EVIDENCE: usize = 1000;
 /// gone, credentials refused, the API server unreachable), `warning` else.
 fn severity(i: &Incident) -> &'static str {
     use crate::signals::Cause;
-    if i.down.is_some() {
+    match &i.detail {
         // The kubelet is not running: the node is going NotReady.
-        return "critical";
-    }
-    if i.kind == crate::tracker::IncidentKind::HostSilent {
+        Detail::KubeletDown(_) => "critical",
         // Nothing known of the node, good or bad: the operator should look.
-        return "warning";
-    }
-    match i.cause() {
-        Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
-        _ => "warning",
+        Detail::HostSilent(_) => "warning",
+        Detail::NodeStatus(_) | Detail::Endpoint(_) => match i.cause() {
+            Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
+            _ => "warning",
+        },
     }
 }
 
@@ -103,30 +101,24 @@ pub(crate) fn labels(
     for (k, v) in extra {
         l.insert(k.clone(), clean(v, MAX_LABEL));
     }
-    match i.kind {
-        crate::tracker::IncidentKind::NodeStatus => {
-            l.insert("alertname".into(), ALERTNAME.into());
-        }
-        k @ crate::tracker::IncidentKind::KubeletDown => {
-            l.insert("alertname".into(), ALERTNAME_DOWN.into());
-            l.insert("kind".into(), k.as_str().into());
-        }
-        k @ crate::tracker::IncidentKind::HostSilent => {
-            l.insert("alertname".into(), ALERTNAME_SILENT.into());
-            l.insert("kind".into(), k.as_str().into());
-        }
-        k @ crate::tracker::IncidentKind::Endpoint => {
-            l.insert("alertname".into(), ALERTNAME_ENDPOINT.into());
-            l.insert("kind".into(), k.as_str().into());
-        }
+    let kind = i.kind();
+    let alertname = match &i.detail {
+        Detail::NodeStatus(_) => ALERTNAME,
+        Detail::KubeletDown(_) => ALERTNAME_DOWN,
+        Detail::HostSilent(_) => ALERTNAME_SILENT,
+        Detail::Endpoint(_) => ALERTNAME_ENDPOINT,
+    };
+    l.insert("alertname".into(), alertname.into());
+    if kind != crate::tracker::IncidentKind::NodeStatus {
+        l.insert("kind".into(), kind.as_str().into());
     }
     l.insert("node".into(), clean(&i.node, MAX_LABEL));
     if let Some(h) = i.host.as_ref().filter(|h| !h.is_empty()) {
         l.insert("host".into(), clean(h, MAX_LABEL));
     }
     l.insert("cause".into(), i.cause().as_str().into());
-    if let Some(e) = &i.api_endpoint {
-        l.insert("api_endpoint".into(), e.clone().into());
+    if let Some(e) = i.api_endpoint() {
+        l.insert("api_endpoint".into(), e.into());
     }
     l.insert("verdict".into(), i.verdict(settings).as_str().into());
     l.insert("severity".into(), severity(i).into());
@@ -147,24 +139,31 @@ pub(super) fn alert(
     ends_at: Micros,
 ) -> Value {
     let span = i.resolved_at.unwrap_or(i.last_signal_at) - i.opened_at;
-    let summary = match &i.down {
-        _ if i.kind == crate::tracker::IncidentKind::HostSilent => format!(
+    let summary = match &i.detail {
+        Detail::HostSilent(h) => format!(
             "host {} (node {}) silent since {}",
             crate::tracker::one_line(i.host.as_deref().unwrap_or(&i.node), 200),
             crate::tracker::one_line(&i.node, 200),
-            rfc3339(i.last_entry_at.unwrap_or(i.opened_at))
+            rfc3339(h.last_entry_at)
         ),
-        Some(d) => format!(
+        Detail::KubeletDown(d) => format!(
             "{}: kubelet down, {} restarts in {} ({})",
             crate::tracker::one_line(&i.node, 200),
             d.restarts,
             human_duration(span),
             i.cause().as_str()
         ),
-        None => format!(
+        Detail::NodeStatus(n) => format!(
             "{}: {} node status retries in {} ({})",
             crate::tracker::one_line(&i.node, 200),
-            i.counted_retries(),
+            n.counters.counted_retries(),
+            human_duration(span),
+            i.cause().as_str()
+        ),
+        Detail::Endpoint(o) => format!(
+            "{}: lost by {} nodes for {} ({})",
+            crate::tracker::one_line(&o.endpoint, 270),
+            o.nodes.len(),
             human_duration(span),
             i.cause().as_str()
         ),
@@ -216,11 +215,12 @@ mod tests {
     #[test]
     fn an_endpoint_incident_is_its_own_alertname_with_endpoint_and_cause() {
         let mut i = crate::tracker::Incident {
-            kind: crate::tracker::IncidentKind::Endpoint,
             node: "10.0.0.1:6443".into(),
             host: None,
-            api_endpoint: Some("10.0.0.1:6443".into()),
-            nodes: vec!["a".into(), "b".into(), "c".into()],
+            detail: crate::tracker::Detail::Endpoint(crate::tracker::Outage {
+                endpoint: "10.0.0.1:6443".into(),
+                nodes: vec!["a".into(), "b".into(), "c".into()],
+            }),
             ..node_incident()
         };
         i.causes = std::collections::BTreeMap::from([(crate::signals::Cause::ApiUnreachable, 1)]);

@@ -33,7 +33,7 @@ impl Tracker {
         let oldest = |open: &BTreeMap<String, Incident>, of_host: bool| {
             // An endpoint incident ends with its nodes', never to make room.
             open.iter()
-                .filter(|(_, i)| i.kind != IncidentKind::Endpoint)
+                .filter(|(_, i)| i.kind() != IncidentKind::Endpoint)
                 .filter(|(_, i)| !of_host || of(i))
                 .min_by_key(|(_, i)| (i.last_signal_at, i.opened_at))
                 .map(|(n, _)| n.clone())

@@ -13,7 +13,7 @@ impl Tracker {
         let sig = obs.signal;
         let key = open_key(IncidentKind::KubeletDown, node);
         self.expire(&key, at, out);
-        let down = self.open.get(&key).and_then(|i| i.down.as_ref());
+        let down = self.open.get(&key).and_then(Incident::down);
         let pending = down.and_then(|d| d.pending);
         let restarting = down.is_some_and(|d| d.restarting);
         let origin = self.origins.entry(host.to_string()).or_default();
@@ -51,7 +51,7 @@ impl Tracker {
                 inc.last_signal_at = inc.last_signal_at.max(at);
                 inc.last_trouble_at = inc.last_trouble_at.max(at);
                 let restarted = pending.is_some();
-                if let Some(d) = inc.down.as_mut() {
+                if let Some(d) = inc.down_mut() {
                     d.pending = None;
                     d.restarting = false;
                 }
@@ -105,17 +105,17 @@ impl Tracker {
         let Some(inc) = self.open.get_mut(key) else {
             return;
         };
-        let limits = s.limits(inc.kind, &inc.node, inc.cause().as_str());
+        let limits = s.limits(inc.kind(), &inc.node, inc.cause());
         // A route's `retries` counts node-status retries; its `window` and
         // `repeat_interval` hold here too.
         let restarts = s.restarts;
-        let Some(d) = inc.down.as_mut() else {
+        let Some(d) = inc.down_mut() else {
             return;
         };
         d.restarts += 1;
         d.first_restart_at.get_or_insert(at);
         if inc.count_toward_threshold(at, restarts, &limits, out) {
-            if let Some(d) = inc.down.as_mut() {
+            if let Some(d) = inc.down_mut() {
                 d.crash_loop_at.get_or_insert(at);
             }
         }
@@ -157,8 +157,6 @@ impl Tracker {
         });
         let mut inc = Incident {
             anchor,
-            caches_synced_at: None,
-            down: Some(Down::default()),
             ..Incident::opening(incident_id(key, at), IncidentKind::KubeletDown, node, obs)
         };
         origin.mark(&mut inc, at, 60 * SECOND);
@@ -170,7 +168,9 @@ impl Tracker {
 /// What one line of the kubelet's life under systemd does to its open
 /// kubelet-down incident's record: (restarted, systemd gave up).
 fn record_life(inc: &mut Incident, sig: &Signal, evidence: &Evidence, at: Micros) -> (bool, bool) {
-    let d = inc.down.get_or_insert_with(Down::default);
+    let Detail::KubeletDown(d) = &mut inc.detail else {
+        return (false, false);
+    };
     let mut gave_up = false;
     let mut restarted = false;
     match sig.kind {

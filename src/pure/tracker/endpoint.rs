@@ -35,8 +35,9 @@
 //! history). Past the bounds the oldest closed segments go first.
 
 use super::{
-    AlertKind, BTreeMap, BTreeSet, Cause, Decision, Deserialize, Evidence, Incident, IncidentKind,
-    Micros, Resolution, Serialize, Tracker, incident::EVIDENCE_HEAD, incident_id, one_line,
+    AlertKind, BTreeMap, BTreeSet, Cause, Decision, Deserialize, Detail, Evidence, Incident,
+    IncidentKind, Micros, Outage, Resolution, Serialize, Tracker, incident::EVIDENCE_HEAD,
+    incident_id, one_line,
 };
 use crate::time::SECOND;
 
@@ -62,11 +63,11 @@ fn group_key(endpoint: &str, cause: Cause) -> String {
 
 /// The group a node-status incident belongs to, if any.
 fn group_of(i: &Incident) -> Option<(String, Cause)> {
-    if i.kind != IncidentKind::NodeStatus {
+    let Detail::NodeStatus(n) = &i.detail else {
         return None;
-    }
+    };
     let cause = i.cause();
-    let ep = i.api_endpoint.as_ref()?;
+    let ep = n.api_endpoint.as_ref()?;
     FLEET_CAUSES.contains(&cause).then(|| (ep.clone(), cause))
 }
 
@@ -278,10 +279,11 @@ impl Group {
         });
         i.over_threshold_at = over;
         i.causes = BTreeMap::from([(cause, members.len() as u64)]);
-        i.non_lister_trouble = members.len() as u64;
         i.evidence_head = evidence;
-        i.api_endpoint = Some(self.endpoint.clone());
-        i.nodes = nodes;
+        i.detail = Detail::Endpoint(Outage {
+            endpoint: self.endpoint.clone(),
+            nodes,
+        });
         i.last_alert_at = members.iter().filter_map(|m| m.alerted).max();
         if let Some(b) = before {
             i.alerted_at = b.alerted_at;
@@ -301,7 +303,7 @@ fn upsert_member(
     touched: &mut BTreeSet<String>,
     uncover: &mut Vec<Member>,
 ) {
-    if i.kind != IncidentKind::NodeStatus {
+    if i.kind() != IncidentKind::NodeStatus {
         return;
     }
     let Some((ep, cause)) = group_of(i) else {
@@ -573,7 +575,7 @@ impl Tracker {
         let open = self.open.get_mut(node).filter(|i| i.id == id);
         let rest = self.resolved.iter_mut().filter(|i| i.id == id);
         for i in open.into_iter().chain(rest) {
-            i.covered_by.clone_from(&by);
+            i.set_covered_by(by.clone());
         }
         out.push(Decision::CoverIncident {
             id: id.to_string(),
@@ -637,7 +639,7 @@ impl Tracker {
             .values()
             .chain(self.resolved.iter().rev())
             .find(|i| i.id == id)?;
-        let cover = i.covered_by.as_deref()?;
+        let cover = i.covered_by()?;
         (kind != AlertKind::Resolved || !i.announced).then_some(cover)
     }
 
@@ -658,10 +660,6 @@ impl Tracker {
             kept.push(d);
         }
         out.extend(kept);
-        let repeat = self
-            .settings
-            .limits(IncidentKind::Endpoint, "", "")
-            .repeat_interval;
         for (cover, at) in reminders {
             let Some(g) = self.fleet_groups.values_mut().find(|g| {
                 g.outages
@@ -670,6 +668,14 @@ impl Tracker {
             }) else {
                 continue;
             };
+            let repeat = self
+                .settings
+                .limits(
+                    IncidentKind::Endpoint,
+                    &g.endpoint,
+                    g.cause.unwrap_or(Cause::Unknown),
+                )
+                .repeat_interval;
             let kind = match g.paged.get(&cover) {
                 Some(&last) if at - last < repeat => continue,
                 Some(_) => AlertKind::Repeat,
@@ -699,14 +705,14 @@ impl Tracker {
 
 impl Incident {
     /// One paragraph for a person: which endpoint, how many nodes, since when.
-    pub(super) fn endpoint_diagnosis(&self) -> String {
+    pub(super) fn endpoint_diagnosis(&self, o: &Outage) -> String {
         let cause = self.cause();
-        let ep = self.api_endpoint.as_deref().unwrap_or(&self.node);
-        let shown: Vec<&str> = self.nodes.iter().take(10).map(String::as_str).collect();
-        let more = self.nodes.len().saturating_sub(shown.len());
+        let ep = &o.endpoint;
+        let shown: Vec<&str> = o.nodes.iter().take(10).map(String::as_str).collect();
+        let more = o.nodes.len().saturating_sub(shown.len());
         let mut parts = vec![format!(
             "{} nodes lost API endpoint {} ({}) from {}: {}{}.",
-            self.nodes.len(),
+            o.nodes.len(),
             one_line(ep, 270),
             cause.as_str(),
             crate::time::clock(self.opened_at),

@@ -73,7 +73,7 @@ fn outage(hosts: &[&str], ep: &str, gap_ms: i64, tries: i64) -> Vec<(i64, String
 }
 
 fn of_kind(r: &Run, kind: IncidentKind) -> Vec<&Incident> {
-    r.incidents.iter().filter(|i| i.kind == kind).collect()
+    r.incidents.iter().filter(|i| i.kind() == kind).collect()
 }
 
 #[test]
@@ -92,25 +92,29 @@ fn nodes_losing_one_endpoint_are_one_incident_and_one_page() {
     let eps = of_kind(&r, IncidentKind::Endpoint);
     assert_eq!(eps.len(), 1, "{:#?}", r.incidents);
     let e = eps[0];
-    assert_eq!(e.api_endpoint.as_deref(), Some(ep));
+    assert_eq!(e.api_endpoint(), Some(ep));
     assert_eq!(e.cause(), Cause::ApiUnreachable);
-    assert_eq!(e.nodes, ["n1", "n2", "n3", "n4"]);
+    assert_eq!(e.nodes(), ["n1", "n2", "n3", "n4"]);
     assert_eq!(e.opened_at, T0, "opened at the first node's trouble");
     let nodes = of_kind(&r, IncidentKind::NodeStatus);
     assert_eq!(nodes.len(), 5);
     let last_end = nodes
         .iter()
-        .filter(|i| i.covered_by.is_some())
+        .filter(|i| i.covered_by().is_some())
         .filter_map(|i| i.resolved_at)
         .max();
     assert_eq!(e.resolved_at, last_end, "resolved with the last node");
     for n in &nodes {
         if n.node == "n5" {
-            assert_eq!(n.covered_by, None, "the lone Unauthorized node stays alone");
-            assert_eq!(n.api_endpoint.as_deref(), Some("10.0.0.2:6443"));
+            assert_eq!(
+                n.covered_by(),
+                None,
+                "the lone Unauthorized node stays alone"
+            );
+            assert_eq!(n.api_endpoint(), Some("10.0.0.2:6443"));
         } else {
-            assert_eq!(n.covered_by.as_deref(), Some(e.id.as_str()), "{}", n.node);
-            assert_eq!(n.api_endpoint.as_deref(), Some(ep));
+            assert_eq!(n.covered_by(), Some(e.id.as_str()), "{}", n.node);
+            assert_eq!(n.api_endpoint(), Some(ep));
             assert!(n.over_threshold_at.is_some());
         }
     }
@@ -184,7 +188,7 @@ fn a_node_joining_later_is_added_without_a_new_page() {
     let r = run(&lines, Settings::default(), 3_600_000);
     let eps = of_kind(&r, IncidentKind::Endpoint);
     assert_eq!(eps.len(), 1);
-    assert_eq!(eps[0].nodes, ["n1", "n2", "n3", "n4"]);
+    assert_eq!(eps[0].nodes(), ["n1", "n2", "n3", "n4"]);
     let opened: Vec<_> = r
         .alerts
         .iter()
@@ -210,10 +214,10 @@ fn outcome(r: &Run) -> Vec<Outcome> {
         .map(|i| {
             (
                 i.id.clone(),
-                i.kind,
+                i.kind(),
                 i.resolved_at,
-                i.nodes.clone(),
-                i.covered_by.clone(),
+                i.nodes().to_vec(),
+                i.covered_by().map(str::to_string),
             )
         })
         .collect();
@@ -265,7 +269,7 @@ fn a_node_whose_cause_moves_on_leaves_the_outage() {
     let r = run(&lines, Settings::default(), 3_600_000);
     let n3 = r.incidents.iter().find(|i| i.node == "n3").unwrap();
     assert_eq!(n3.cause(), Cause::NodeMissing, "{n3:#?}");
-    assert_eq!(n3.covered_by, None, "no longer one of the outage's");
+    assert_eq!(n3.covered_by(), None, "no longer one of the outage's");
     // Two hosts left: no outage at all.
     assert!(of_kind(&r, IncidentKind::Endpoint).is_empty());
 }
@@ -279,7 +283,7 @@ fn a_thousand_nodes_are_one_endpoint_incident() {
     let r = run(&lines, Settings::default(), 3_600_000);
     let eps = of_kind(&r, IncidentKind::Endpoint);
     assert_eq!(eps.len(), 1);
-    assert_eq!(eps[0].nodes.len(), 1000);
+    assert_eq!(eps[0].nodes().len(), 1000);
     let opened = r.alerts.iter().filter(|a| a.0 == AlertKind::Opened).count();
     assert_eq!(opened, 1, "one page, not a thousand");
 }

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::Settings;
+pub use super::detail::{Counters, Detail, Down, NodeStatus, Outage, Silent};
 use crate::signals::{Cause, Role, SignalKind};
 use crate::time::{Micros, clock, human_duration};
 
@@ -77,38 +78,6 @@ crate::kinds::spelling!(Verdict {
     CrashLoop => "crash-loop",
     Failed => "failed",
 });
-
-/// A kubelet-down incident's own counters (design 5.1).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Down {
-    /// Starts after an unrequested exit (systemd's restart lines, or a
-    /// start after a failed exit where they are missing).
-    pub restarts: u64,
-    /// Unrequested exits systemd reported.
-    pub exits: u64,
-    /// The kubelet's fatal lines.
-    pub fatals: u64,
-    /// systemd's last word on how it ended (`code=exited, status=1/FAILURE`).
-    pub last_exit: Option<String>,
-    /// The kubelet's last fatal line (bounded like all evidence).
-    pub last_fatal: Option<Evidence>,
-    /// An unrequested exit (or fatal line) with no start after it yet.
-    pub pending: Option<Micros>,
-    /// When more than `[alert] restarts` restarts first fell within `window`.
-    pub crash_loop_at: Option<Micros>,
-    /// When systemd gave up (or the unit stayed failed for `resolve_after`).
-    pub gave_up_at: Option<Micros>,
-    /// The cause the last exit status says (no fatal line: `exec`, `killed`).
-    pub exit_cause: Option<Cause>,
-    /// The cause of the last fatal line: a tie between causes goes to it.
-    pub last_cause: Option<Cause>,
-    /// The first restart seen.
-    pub first_restart_at: Option<Micros>,
-    /// systemd scheduled a restart that has not started yet (its `Stopped`
-    /// line is part of the restart, not a stop that was asked for).
-    #[serde(default)]
-    pub restarting: bool,
-}
 
 /// How an incident ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -192,12 +161,11 @@ pub struct Ack {
     pub comment: String,
 }
 
+/// One incident: what every kind has (its node and host, times, evidence,
+/// alert state) and its kind's own [`Detail`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Incident {
     pub id: String,
-    /// What it is about; incidents stored before kinds are node-status.
-    #[serde(default)]
-    pub kind: IncidentKind,
     pub node: String,
     pub host: Option<String>,
     pub opened_at: Micros,
@@ -205,12 +173,6 @@ pub struct Incident {
     pub last_trouble_at: Micros,
     pub resolved_at: Option<Micros>,
     pub resolution: Option<Resolution>,
-    pub retries: u64,
-    pub exhausted: u64,
-    pub lister_misses: u64,
-    pub register_failures: u64,
-    pub lease_failures: u64,
-    pub watch_failures: u64,
     /// When the threshold was first crossed.
     pub over_threshold_at: Option<Micros>,
     /// When an alert was last raised for it (opened or repeat).
@@ -223,16 +185,12 @@ pub struct Incident {
     pub announced: bool,
     /// The registration (or kubelet start) that preceded it.
     pub anchor: Option<Anchor>,
-    /// The last cache-sync marker before the anchor.
-    pub caches_synced_at: Option<Micros>,
     /// When and what the first trouble signal was.
     pub first_trouble: SignalKind,
     /// Trouble and supporting signals by cause.
     pub causes: BTreeMap<Cause, u64>,
-    /// Trouble signals whose cause was not the local lister.
-    pub non_lister_trouble: u64,
-    /// Times of the last `retries + 1` counted retries (status retries and
-    /// failed registrations), for the threshold window.
+    /// Times of the last counted events (status retries and failed
+    /// registrations; restarts), for the threshold window.
     pub recent: VecDeque<Micros>,
     pub evidence_head: Vec<Evidence>,
     pub evidence_tail: VecDeque<Evidence>,
@@ -243,23 +201,8 @@ pub struct Incident {
     /// Its trouble and supporting signals over time (bounded).
     #[serde(default, skip_serializing_if = "super::timeline::Timeline::is_empty")]
     pub timeline: super::timeline::Timeline,
-    /// The API endpoint (`host:port`) its first error naming one named.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub api_endpoint: Option<String>,
-    /// kubelet-down incidents: restarts, exits, fatal lines.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub down: Option<Down>,
-    /// host-silent incidents: the time the host's journal had reached
-    /// when it stopped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_entry_at: Option<Micros>,
-    /// Endpoint incidents: the nodes in it, in the order they joined.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub nodes: Vec<String>,
-    /// Node-status incidents: the endpoint incident that stands for it
-    /// (its alerts are that incident's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub covered_by: Option<String>,
+    /// Its kind's own data.
+    pub detail: Detail,
 }
 
 impl Incident {
@@ -330,7 +273,6 @@ impl Incident {
     ) -> Self {
         Self {
             id,
-            kind,
             node: node.to_string(),
             host: host.map(str::to_string),
             opened_at: at,
@@ -338,32 +280,20 @@ impl Incident {
             last_trouble_at: at,
             resolved_at: None,
             resolution: None,
-            retries: 0,
-            exhausted: 0,
-            lister_misses: 0,
-            register_failures: 0,
-            lease_failures: 0,
-            watch_failures: 0,
             over_threshold_at: None,
             last_alert_at: None,
             alerted_at: None,
             announced: false,
             anchor: None,
-            caches_synced_at: None,
             first_trouble,
             causes: std::collections::BTreeMap::new(),
-            non_lister_trouble: 0,
             recent: std::collections::VecDeque::new(),
             evidence_head: Vec::new(),
             evidence_tail: std::collections::VecDeque::new(),
             evidence_dropped: 0,
             ack: None,
             timeline: super::timeline::Timeline::default(),
-            api_endpoint: None,
-            down: None,
-            last_entry_at: None,
-            nodes: Vec::new(),
-            covered_by: None,
+            detail: Detail::of(kind),
         }
     }
 
@@ -376,79 +306,155 @@ impl Incident {
         }
     }
 
+    /// What it is about.
+    #[must_use]
+    pub fn kind(&self) -> IncidentKind {
+        self.detail.kind()
+    }
+
+    /// A kubelet-down incident's record, for its state machine.
+    pub(super) fn down_mut(&mut self) -> Option<&mut Down> {
+        match &mut self.detail {
+            Detail::KubeletDown(d) => Some(d),
+            Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+        }
+    }
+
+    /// A kubelet-down incident's record.
+    #[must_use]
+    pub(super) fn down(&self) -> Option<&Down> {
+        match &self.detail {
+            Detail::KubeletDown(d) => Some(d),
+            Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+        }
+    }
+
+    /// The node-status counters (zeros for the other kinds, as the JSON
+    /// contract shows them).
+    #[must_use]
+    pub fn counters(&self) -> Counters {
+        match &self.detail {
+            Detail::NodeStatus(n) => n.counters,
+            Detail::KubeletDown(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => {
+                Counters::default()
+            }
+        }
+    }
+
     /// Status retries and failed registrations: what the threshold counts.
     #[must_use]
     pub fn counted_retries(&self) -> u64 {
-        self.retries + self.register_failures
+        self.counters().counted_retries()
+    }
+
+    /// The API endpoint (`host:port`) its errors name: a node-status
+    /// incident's first naming one, an endpoint incident's own.
+    #[must_use]
+    pub fn api_endpoint(&self) -> Option<&str> {
+        match &self.detail {
+            Detail::NodeStatus(n) => n.api_endpoint.as_deref(),
+            Detail::Endpoint(o) => Some(&o.endpoint),
+            Detail::KubeletDown(_) | Detail::HostSilent(_) => None,
+        }
+    }
+
+    /// An endpoint incident's nodes (none for the other kinds).
+    #[must_use]
+    pub fn nodes(&self) -> &[String] {
+        match &self.detail {
+            Detail::Endpoint(o) => &o.nodes,
+            Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::HostSilent(_) => &[],
+        }
+    }
+
+    /// The endpoint incident that stands for this node-status one.
+    #[must_use]
+    pub fn covered_by(&self) -> Option<&str> {
+        match &self.detail {
+            Detail::NodeStatus(n) => n.covered_by.as_deref(),
+            Detail::KubeletDown(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+        }
+    }
+
+    /// Marks a node-status incident as covered by endpoint incident `by`
+    /// (or by none); the other kinds are never covered.
+    pub fn set_covered_by(&mut self, by: Option<String>) {
+        if let Detail::NodeStatus(n) = &mut self.detail {
+            n.covered_by = by;
+        }
     }
 
     /// Design section 5: persistent once over threshold; the start-up race
     /// when it began within `race_window` of a registration or kubelet start,
     /// only ever missed the node in the local lister, never exhausted a retry
     /// cycle and never crossed the threshold; transient when it ended
-    /// otherwise; undetermined while open and neither.
+    /// otherwise; undetermined while open and neither. kubelet-down (5.1):
+    /// failed once systemd gave up, a crash loop over its threshold.
     #[must_use]
     pub fn verdict(&self, s: &Settings) -> Verdict {
-        if self.kind == IncidentKind::HostSilent {
-            return match self.status() {
-                Status::Resolved => Verdict::Transient,
-                Status::Open => Verdict::Undetermined,
-            };
-        }
-        if let Some(d) = &self.down {
-            return if d.gave_up_at.is_some() {
-                Verdict::Failed
-            } else if d.crash_loop_at.is_some() {
-                Verdict::CrashLoop
-            } else if self.status() == Status::Resolved {
-                Verdict::Transient
-            } else {
-                Verdict::Undetermined
-            };
-        }
-        if self.over_threshold_at.is_some() {
-            return Verdict::Persistent;
-        }
-        let soon_after_start = self
-            .anchor
-            .is_some_and(|a| self.opened_at - a.at <= s.race_window && self.opened_at >= a.at);
-        if soon_after_start && self.non_lister_trouble == 0 && self.exhausted == 0 {
-            return Verdict::StartupRace;
-        }
-        match self.status() {
+        let ended = match self.status() {
             Status::Resolved => Verdict::Transient,
             Status::Open => Verdict::Undetermined,
+        };
+        match &self.detail {
+            Detail::KubeletDown(d) => {
+                if d.gave_up_at.is_some() {
+                    Verdict::Failed
+                } else if d.crash_loop_at.is_some() {
+                    Verdict::CrashLoop
+                } else {
+                    ended
+                }
+            }
+            Detail::Endpoint(_) | Detail::NodeStatus(_) if self.over_threshold_at.is_some() => {
+                Verdict::Persistent
+            }
+            Detail::HostSilent(_) | Detail::Endpoint(_) => ended,
+            Detail::NodeStatus(n) => {
+                let soon_after_start = self.anchor.is_some_and(|a| {
+                    self.opened_at - a.at <= s.race_window && self.opened_at >= a.at
+                });
+                if soon_after_start && n.non_lister_trouble == 0 && n.counters.exhausted == 0 {
+                    Verdict::StartupRace
+                } else {
+                    ended
+                }
+            }
         }
     }
 
-    /// The most frequent cause class; ties go to the more serious one.
+    /// The most frequent cause class; ties go to the more serious one
+    /// (kubelet-down: to the latest fatal line's, else the exit status).
     #[must_use]
     pub fn cause(&self) -> Cause {
-        if let Some(d) = &self.down {
-            // The fatal words, most frequent first, a tie to the latest;
-            // else what the exit status says.
-            let best = self.causes.values().copied().max().unwrap_or(0);
-            let top: Vec<Cause> = self
+        match &self.detail {
+            Detail::KubeletDown(d) => {
+                // The fatal words, most frequent first, a tie to the latest;
+                // else what the exit status says.
+                let best = self.causes.values().copied().max().unwrap_or(0);
+                let top: Vec<Cause> = self
+                    .causes
+                    .iter()
+                    .filter(|(_, n)| **n == best && best > 0)
+                    .map(|(c, _)| *c)
+                    .collect();
+                match top.as_slice() {
+                    [] => d.exit_cause.unwrap_or(Cause::Unknown),
+                    [one] if *one == Cause::Unknown => d.exit_cause.unwrap_or(Cause::Unknown),
+                    [one] => *one,
+                    many => d
+                        .last_cause
+                        .filter(|c| many.contains(c))
+                        .unwrap_or(many[many.len() - 1]),
+                }
+            }
+            Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => self
                 .causes
                 .iter()
-                .filter(|(_, n)| **n == best && best > 0)
-                .map(|(c, _)| *c)
-                .collect();
-            return match top.as_slice() {
-                [] => d.exit_cause.unwrap_or(Cause::Unknown),
-                [one] if *one == Cause::Unknown => d.exit_cause.unwrap_or(Cause::Unknown),
-                [one] => *one,
-                many => d
-                    .last_cause
-                    .filter(|c| many.contains(c))
-                    .unwrap_or(many[many.len() - 1]),
-            };
+                .filter(|(c, n)| **c != Cause::Unknown && **n > 0)
+                .max_by_key(|(c, n)| (**n, c.severity_rank()))
+                .map_or(Cause::Unknown, |(c, _)| *c),
         }
-        self.causes
-            .iter()
-            .filter(|(c, n)| **c != Cause::Unknown && **n > 0)
-            .max_by_key(|(c, n)| (**n, c.severity_rank()))
-            .map_or(Cause::Unknown, |(c, _)| *c)
     }
 
     /// Keeps `e` among the first lines (see [`EVIDENCE_HEAD`]) or the last.
@@ -516,21 +522,22 @@ impl Incident {
     /// Restarts for kubelet-down incidents (0 for the others).
     #[must_use]
     pub fn restarts(&self) -> u64 {
-        self.down.as_ref().map_or(0, |d| d.restarts)
+        match &self.detail {
+            Detail::KubeletDown(d) => d.restarts,
+            Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => 0,
+        }
     }
 
     /// When it is due to resolve (or, kubelet-down with an exit and no
     /// restart, to be judged failed) on quiet; `None`: not on quiet.
     #[must_use]
     pub fn due(&self, resolve_after: Micros) -> Option<Micros> {
-        if matches!(self.kind, IncidentKind::HostSilent | IncidentKind::Endpoint) {
+        match &self.detail {
             // Only the host's own next entry ends a host-silent one; an
             // endpoint one ends with its last node's incident.
-            return None;
-        }
-        match &self.down {
-            None => Some(self.last_trouble_at + resolve_after),
-            Some(d) => match d.pending {
+            Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::NodeStatus(_) => Some(self.last_trouble_at + resolve_after),
+            Detail::KubeletDown(d) => match d.pending {
                 Some(_) if d.gave_up_at.is_some() => None,
                 Some(p) => Some(p + resolve_after),
                 None => Some(self.last_trouble_at + resolve_after),
@@ -607,37 +614,38 @@ impl Incident {
     /// One paragraph for a person.
     #[must_use]
     pub fn diagnosis(&self, s: &Settings) -> String {
-        if self.kind == IncidentKind::HostSilent {
-            return self.silent_diagnosis();
+        match &self.detail {
+            Detail::HostSilent(h) => self.silent_diagnosis(h),
+            Detail::Endpoint(o) => self.endpoint_diagnosis(o),
+            Detail::KubeletDown(d) => self.down_diagnosis(d, s),
+            Detail::NodeStatus(n) => self.status_diagnosis(n, s),
         }
-        if self.kind == IncidentKind::Endpoint {
-            return self.endpoint_diagnosis();
-        }
-        if let Some(d) = &self.down {
-            return self.down_diagnosis(d, s);
-        }
+    }
+
+    fn status_diagnosis(&self, n: &NodeStatus, s: &Settings) -> String {
+        let c = &n.counters;
         let verdict = self.verdict(s);
         let cause = self.cause();
         if verdict == Verdict::StartupRace {
-            return self.race_diagnosis();
+            return self.race_diagnosis(n);
         }
         let mut parts = Vec::new();
         let mut counts = Vec::new();
         for (n, one, many) in [
-            (self.retries, "status retry", "status retries"),
+            (c.retries, "status retry", "status retries"),
             (
-                self.exhausted,
+                c.exhausted,
                 "exhausted retry cycle",
                 "exhausted retry cycles",
             ),
             (
-                self.register_failures,
+                c.register_failures,
                 "failed registration",
                 "failed registrations",
             ),
-            (self.lister_misses, "lister miss", "lister misses"),
-            (self.lease_failures, "lease failure", "lease failures"),
-            (self.watch_failures, "watch failure", "watch failures"),
+            (c.lister_misses, "lister miss", "lister misses"),
+            (c.lease_failures, "lease failure", "lease failures"),
+            (c.watch_failures, "watch failure", "watch failures"),
         ] {
             if n > 0 {
                 counts.push(format!("{n} {}", if n == 1 { one } else { many }));
@@ -657,7 +665,7 @@ impl Incident {
             cause_explanation(cause)
         ));
         if let Some(at) = self.over_threshold_at {
-            let limits = s.limits(self.kind, &self.node, cause.as_str());
+            let limits = s.limits(self.kind(), &self.node, cause);
             parts.push(format!(
                 "It crossed the alert threshold (more than {} retries within {}) at {}.",
                 limits.retries,
@@ -668,7 +676,7 @@ impl Incident {
         if let Some(a) = self.anchor {
             let gap = self.opened_at - a.at;
             if gap >= 0 && gap <= s.race_window {
-                let why = if self.exhausted > 0 {
+                let why = if c.exhausted > 0 {
                     "it exhausted a retry cycle"
                 } else {
                     "its errors were not all local-lister misses"
@@ -715,7 +723,7 @@ impl Incident {
         parts.join(" ")
     }
 
-    fn race_diagnosis(&self) -> String {
+    fn race_diagnosis(&self, n: &NodeStatus) -> String {
         let Some(a) = self.anchor else {
             return String::new();
         };
@@ -728,7 +736,7 @@ impl Incident {
             clock(a.at),
             (self.opened_at - a.at) / 1000
         );
-        match self.caches_synced_at {
+        match n.caches_synced_at {
             Some(c) if c <= a.at => s.push_str(&format!(
                 "; caches reported synced {} ms before {}: the informer had not yet seen the node's watch event",
                 (a.at - c) / 1000,
@@ -738,8 +746,8 @@ impl Incident {
         }
         let mut counts = Vec::new();
         for (n, one, many) in [
-            (self.retries, "status retry", "status retries"),
-            (self.lister_misses, "lister miss", "lister misses"),
+            (n.counters.retries, "status retry", "status retries"),
+            (n.counters.lister_misses, "lister miss", "lister misses"),
         ] {
             if n > 0 {
                 counts.push(format!("{n} {}", if n == 1 { one } else { many }));

@@ -23,6 +23,7 @@
 //! go: entry time always; wall time only for quiet the journal confirms.
 
 mod bounds;
+mod detail;
 mod down;
 mod endpoint;
 mod incident;
@@ -36,8 +37,8 @@ use serde::{Deserialize, Serialize};
 
 pub use incident::Incident;
 pub use incident::{
-    Ack, Anchor, Down, Evidence, IncidentKind, Resolution, Status, Verdict, cause_explanation,
-    one_line,
+    Ack, Anchor, Counters, Detail, Down, Evidence, IncidentKind, NodeStatus, Outage, Resolution,
+    Silent, Status, Verdict, cause_explanation, one_line,
 };
 pub use settings::Settings;
 pub use settings::{Limits, Threshold};
@@ -219,9 +220,11 @@ fn open_key(kind: IncidentKind, node: &str) -> String {
 
 /// Where an open incident is kept (see [`open_key`]).
 fn key_of(i: &Incident) -> String {
-    match i.kind {
-        IncidentKind::HostSilent => open_key(i.kind, i.host.as_deref().unwrap_or(&i.node)),
-        k => open_key(k, &i.node),
+    match &i.detail {
+        Detail::HostSilent(_) => open_key(i.kind(), i.host.as_deref().unwrap_or(&i.node)),
+        Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::Endpoint(_) => {
+            open_key(i.kind(), &i.node)
+        }
     }
 }
 
@@ -262,7 +265,7 @@ impl Tracker {
         // Endpoint incidents are kept with their groups, in the state.
         for i in open
             .into_iter()
-            .filter(|i| i.kind != IncidentKind::Endpoint)
+            .filter(|i| i.kind() != IncidentKind::Endpoint)
         {
             self.open.insert(key_of(&i), i);
         }
@@ -298,7 +301,7 @@ impl Tracker {
     pub fn unannounced(&self) -> impl Iterator<Item = &Incident> {
         // A node an endpoint incident stands for is announced by it.
         self.open_incidents()
-            .filter(|i| i.over_threshold_at.is_some() && !i.announced && i.covered_by.is_none())
+            .filter(|i| i.over_threshold_at.is_some() && !i.announced && i.covered_by().is_none())
     }
 
     /// An open incident by id, of any kind, to change.
@@ -341,7 +344,7 @@ impl Tracker {
         // A host-silent incident's times are the fleet's, not its host's.
         self.open
             .values()
-            .filter(|i| host_key(i) == host && i.kind != IncidentKind::HostSilent)
+            .filter(|i| host_key(i) == host && i.kind() != IncidentKind::HostSilent)
             .map(|i| i.last_signal_at)
             .max()
     }
@@ -536,8 +539,10 @@ impl Tracker {
         let lookback = self.settings.race_window.max(60 * SECOND);
         let mut inc = Incident {
             anchor,
-            caches_synced_at,
-            down: None,
+            detail: Detail::NodeStatus(NodeStatus {
+                caches_synced_at,
+                ..NodeStatus::default()
+            }),
             ..Incident::opening(incident_id(node, at), IncidentKind::NodeStatus, node, obs)
         };
         origin.mark(&mut inc, at, lookback);
@@ -550,37 +555,44 @@ impl Tracker {
         let Some(inc) = self.open.get_mut(node) else {
             return;
         };
+        let Detail::NodeStatus(n) = &mut inc.detail else {
+            return;
+        };
         let at = obs.at;
         let sig = obs.signal;
-        inc.last_signal_at = inc.last_signal_at.max(at);
         let cause = sig.cause.unwrap_or(Cause::Unknown);
-        *inc.causes.entry(cause).or_default() += 1;
-        if inc.api_endpoint.is_none() {
-            inc.api_endpoint.clone_from(&sig.endpoint);
+        if n.api_endpoint.is_none() {
+            n.api_endpoint.clone_from(&sig.endpoint);
         }
+        let c = &mut n.counters;
         let mut counted_retry = false;
         match sig.kind {
             SignalKind::StatusRetry => {
-                inc.retries += 1;
+                c.retries += 1;
                 counted_retry = true;
             }
             SignalKind::RegisterFailed => {
-                inc.register_failures += 1;
+                c.register_failures += 1;
                 counted_retry = true;
             }
-            SignalKind::StatusExhausted => inc.exhausted += 1,
-            SignalKind::ListerMiss => inc.lister_misses += 1,
-            SignalKind::LeaseFailed => inc.lease_failures += 1,
-            SignalKind::WatchFailed => inc.watch_failures += 1,
+            SignalKind::StatusExhausted => c.exhausted += 1,
+            SignalKind::ListerMiss => c.lister_misses += 1,
+            SignalKind::LeaseFailed => c.lease_failures += 1,
+            SignalKind::WatchFailed => c.watch_failures += 1,
             _ => {}
         }
+        // The exhausted line carries no error of its own ("exceeds retry
+        // count"), so it says nothing about the lister.
+        if sig.kind.role() == Role::Trouble
+            && cause != Cause::ListerLag
+            && sig.kind != SignalKind::StatusExhausted
+        {
+            n.non_lister_trouble += 1;
+        }
+        inc.last_signal_at = inc.last_signal_at.max(at);
+        *inc.causes.entry(cause).or_default() += 1;
         if sig.kind.role() == Role::Trouble {
             inc.last_trouble_at = inc.last_trouble_at.max(at);
-            // The exhausted line carries no error of its own ("exceeds retry
-            // count"), so it says nothing about the lister.
-            if cause != Cause::ListerLag && sig.kind != SignalKind::StatusExhausted {
-                inc.non_lister_trouble += 1;
-            }
         }
         if sig.kind.role() != Role::Marker {
             inc.timeline.add(at, sig.kind.as_str());
@@ -589,7 +601,7 @@ impl Tracker {
         let id = inc.id.clone();
         out.push(Decision::UpdateIncident { id: id.clone() });
         if counted_retry {
-            let limits = s.limits(inc.kind, &inc.node, inc.cause().as_str());
+            let limits = s.limits(inc.kind(), &inc.node, inc.cause());
             inc.count_toward_threshold(at, limits.retries, &limits, out);
         }
         let deadline = at + s.resolve_after;
@@ -612,8 +624,8 @@ impl Tracker {
         if now < due {
             return;
         }
-        match inc.down.as_mut() {
-            Some(d) if d.pending.is_some() => {
+        match &mut inc.detail {
+            Detail::KubeletDown(d) if d.pending.is_some() => {
                 d.gave_up_at = Some(due);
                 out.push(Decision::UpdateIncident { id: inc.id.clone() });
                 self.gave_up(node, due, out);

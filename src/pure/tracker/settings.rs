@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::IncidentKind;
 use crate::defaults;
+use crate::signals::Cause;
 use crate::time::Micros;
 
 /// The tracker's settings; all can change at run time.
@@ -78,10 +79,10 @@ pub struct Threshold {
     /// A node glob; `None`: any node.
     pub node: Option<String>,
     /// Causes; empty: any.
-    pub causes: Vec<String>,
+    pub causes: Vec<Cause>,
     /// Incident kinds; empty: any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub kinds: Vec<String>,
+    pub kinds: Vec<IncidentKind>,
     pub retries: Option<u32>,
     pub window: Option<Micros>,
     pub repeat_interval: Option<Micros>,
@@ -89,12 +90,12 @@ pub struct Threshold {
 
 impl Threshold {
     #[must_use]
-    pub fn matches(&self, kind: IncidentKind, node: &str, cause: &str) -> bool {
+    pub fn matches(&self, kind: IncidentKind, node: &str, cause: Cause) -> bool {
         self.node
             .as_deref()
             .is_none_or(|g| crate::model::glob(g, node))
-            && (self.causes.is_empty() || self.causes.iter().any(|c| c == cause))
-            && (self.kinds.is_empty() || self.kinds.iter().any(|k| k == kind.as_str()))
+            && (self.causes.is_empty() || self.causes.contains(&cause))
+            && (self.kinds.is_empty() || self.kinds.contains(&kind))
     }
 }
 
@@ -111,7 +112,7 @@ impl Settings {
     /// The limits for an incident of `node` with `cause`: the first
     /// matching override's, the rest from `[alert]`.
     #[must_use]
-    pub fn limits(&self, kind: IncidentKind, node: &str, cause: &str) -> Limits {
+    pub fn limits(&self, kind: IncidentKind, node: &str, cause: Cause) -> Limits {
         let o = self.overrides.iter().find(|o| o.matches(kind, node, cause));
         Limits {
             retries: o.and_then(|o| o.retries).unwrap_or(self.retries),

@@ -173,7 +173,9 @@ impl Tracker {
             // Nothing signalled it; the field is not shown for this kind.
             SignalKind::KubeletStopped,
         );
-        inc.last_entry_at = Some(last);
+        inc.detail = Detail::HostSilent(Silent {
+            last_entry_at: last,
+        });
         // Alerted as soon as it opens: silence has no count to cross.
         inc.over_threshold_at = Some(at);
         inc.last_alert_at = Some(at);
@@ -189,9 +191,9 @@ impl Tracker {
 
 impl Incident {
     /// One paragraph for a person: which host, since when, its last node.
-    pub(super) fn silent_diagnosis(&self) -> String {
+    pub(super) fn silent_diagnosis(&self, h: &Silent) -> String {
         let host = self.host.as_deref().unwrap_or(&self.node);
-        let last = self.last_entry_at.unwrap_or(self.opened_at);
+        let last = h.last_entry_at;
         let mut s = format!(
             "Host {host} (last node {}) has written nothing since {}: silent for {} or more \
              while the other hosts' journals went on. The host may be down, cut off from the \
@@ -251,7 +253,7 @@ mod tests {
     fn silent(t: &mut Tracker) -> Vec<Incident> {
         let mut all = t.take_resolved();
         all.extend(t.open_incidents().cloned());
-        all.retain(|i| i.kind == IncidentKind::HostSilent);
+        all.retain(|i| i.kind() == IncidentKind::HostSilent);
         all
     }
 
@@ -263,7 +265,12 @@ mod tests {
         let i = &got[0];
         assert_eq!(i.host.as_deref(), Some("c"));
         assert_eq!(i.node, "c");
-        assert_eq!(i.last_entry_at, Some(T0 + 30 * MIN));
+        assert_eq!(
+            i.detail,
+            Detail::HostSilent(Silent {
+                last_entry_at: T0 + 30 * MIN
+            })
+        );
         assert_eq!(i.opened_at, T0 + 40 * MIN);
         assert_eq!(i.status(), Status::Open);
         assert!(out.iter().any(

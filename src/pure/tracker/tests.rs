@@ -106,7 +106,7 @@ fn startup_race_is_recognised_and_never_alerts() {
     assert_eq!(r.incidents.len(), 1);
     let i = &r.incidents[0];
     assert_eq!(i.node, "w1");
-    assert_eq!(i.retries, 1);
+    assert_eq!(i.counters().retries, 1);
     assert_eq!(i.verdict(&r.settings), Verdict::StartupRace);
     assert_eq!(i.cause(), Cause::ListerLag);
     assert_eq!(i.status(), Status::Resolved);
@@ -145,7 +145,7 @@ fn persistent_outage_alerts_once_then_resolves_with_a_notice() {
     let r = replay(&lines, 200_000);
     assert_eq!(r.incidents.len(), 1);
     let i = &r.incidents[0];
-    assert_eq!((i.retries, i.exhausted), (15, 3));
+    assert_eq!((i.counters().retries, i.counters().exhausted), (15, 3));
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
     assert_eq!(i.cause(), Cause::ApiUnreachable);
     // The 6th retry (more than 5) crossed the threshold: in the second cycle.
@@ -192,7 +192,7 @@ fn deleted_node_is_node_missing() {
     assert_eq!(i.cause(), Cause::NodeMissing);
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
     // The exhausted lines name no node: they go to the node the host's lines named.
-    assert_eq!(i.exhausted, 4);
+    assert_eq!(i.counters().exhausted, 4);
 }
 
 #[test]
@@ -209,7 +209,7 @@ fn flapping_makes_separate_transient_incidents() {
         assert_eq!(i.verdict(&r.settings), Verdict::Transient);
         assert_eq!(i.status(), Status::Resolved);
     }
-    assert_eq!(r.incidents[0].retries, 2);
+    assert_eq!(r.incidents[0].counters().retries, 2);
     assert!(r.alerts.is_empty());
 }
 
@@ -232,8 +232,8 @@ fn two_nodes_interleaved_stay_apart() {
     let a = r.incidents.iter().find(|i| i.node == "a").unwrap();
     let b = r.incidents.iter().find(|i| i.node == "w3").unwrap();
     assert_eq!(a.verdict(&r.settings), Verdict::StartupRace);
-    assert_eq!(a.retries, 1);
-    assert_eq!(b.retries, 15);
+    assert_eq!(a.counters().retries, 1);
+    assert_eq!(b.counters().retries, 15);
     assert_eq!(b.verdict(&r.settings), Verdict::Persistent);
     assert!(a.evidence().all(|e| !e.text.contains("w3")));
 }
@@ -254,12 +254,12 @@ fn kubelet_restart_does_not_resolve() {
     let status: Vec<&Incident> = r
         .incidents
         .iter()
-        .filter(|i| i.kind == IncidentKind::NodeStatus)
+        .filter(|i| i.kind() == IncidentKind::NodeStatus)
         .collect();
     assert_eq!(status.len(), 1);
     let i = status[0];
     assert_eq!(i.status(), Status::Open);
-    assert_eq!((i.retries, i.exhausted), (10, 2));
+    assert_eq!((i.counters().retries, i.counters().exhausted), (10, 2));
     // Over threshold across the restart.
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
 }
@@ -297,7 +297,7 @@ fn node_ready_resolves_at_once() {
         1_000,
     );
     let i = &r.incidents[0];
-    assert_eq!(i.lister_misses, 2);
+    assert_eq!(i.counters().lister_misses, 2);
     assert_eq!(i.resolution, Some(Resolution::NodeReady));
     assert_eq!(i.resolved_at, Some(T0 + 900_000));
     // Anchored to the kubelet start: the pre-registration wait is the race.
@@ -313,8 +313,8 @@ fn failed_registrations_count_toward_the_threshold() {
         .collect();
     let r = replay(&lines, 7_000);
     let i = &r.incidents[0];
-    assert_eq!(i.register_failures, 7);
-    assert_eq!(i.retries, 0);
+    assert_eq!(i.counters().register_failures, 7);
+    assert_eq!(i.counters().retries, 0);
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
     assert_eq!(r.alerts.len(), 1);
 }
@@ -324,7 +324,7 @@ fn evidence_is_bounded_in_a_retry_storm() {
     let lines: Vec<Line<'_>> = (0..5000).map(|n| (n * 10, "w2", REFUSED)).collect();
     let r = replay(&lines, 50_000);
     let i = &r.incidents[0];
-    assert_eq!(i.retries, 5000);
+    assert_eq!(i.counters().retries, 5000);
     assert_eq!(
         i.evidence().count(),
         incident::EVIDENCE_HEAD + incident::EVIDENCE_TAIL
@@ -438,7 +438,11 @@ fn the_race_picture_draws_the_retry_where_it_happened() {
     };
     let (_, cols) = p.lanes.iter().find(|(l, _)| l == "status-retry").unwrap();
     let drawn = cols.iter().position(|&n| n > 0).unwrap();
-    let registered = p.markers.iter().find(|m| m.kind == "registered").unwrap();
+    let registered = p
+        .markers
+        .iter()
+        .find(|m| m.kind == crate::picture::MarkerKind::Registered)
+        .unwrap();
     // 6 ms after the registration, on a 400 ms picture: the same column or
     // the next, never half a 50 ms bucket later.
     assert!(
@@ -502,7 +506,7 @@ fn the_first_trouble_line_is_quoted_however_many_markers_came_before() {
         let i = r
             .incidents
             .iter()
-            .find(|i| i.node == "w2" && i.kind == IncidentKind::NodeStatus)
+            .find(|i| i.node == "w2" && i.kind() == IncidentKind::NodeStatus)
             .unwrap();
         let first = i.first_evidence().unwrap();
         assert_eq!(&first.text, first_trouble);
