@@ -48,10 +48,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if batch.len() >= 1000 || n + 1 == count {
             let stats = StatsDelta {
                 opened: batch.len() as u64,
-                resolved: batch
-                    .iter()
-                    .map(|i| i.verdict(&settings).as_str().to_string())
-                    .collect(),
+                resolved: batch.iter().map(|i| i.verdict(&settings)).collect(),
                 forgotten: 0,
             };
             store.commit(&Batch {

@@ -12,27 +12,32 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
 use crate::pipeline::Summary;
+use crate::signals::Cause;
 use crate::store::Stats;
 use crate::time::Micros;
-use crate::tracker::{Incident, Settings};
+use crate::tracker::{Incident, IncidentKind, Settings, Verdict};
 
-fn node_status() -> String {
-    crate::tracker::IncidentKind::NodeStatus
-        .as_str()
-        .to_string()
+/// The wall clock, as the service reads it (tests pass a paused one).
+pub(crate) type Now = std::sync::Arc<dyn Fn() -> Micros + Send + Sync>;
+
+/// What a delivery task tells ingest: these incidents' alerts were
+/// delivered (the task recorded it in the store's `deliveries` tree).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DeliveryReport {
+    pub incidents: Vec<String>,
+    pub at: Micros,
 }
 
 /// One open incident, as metrics label it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct OpenIncident {
     pub id: String,
-    /// `node-status` or `kubelet-down`.
-    #[serde(default = "node_status")]
-    pub kind: String,
+    #[serde(default)]
+    pub kind: IncidentKind,
     pub node: String,
     pub host: String,
-    pub cause: String,
-    pub verdict: String,
+    pub cause: Cause,
+    pub verdict: Verdict,
     /// Status retries and failed registrations.
     pub retries: u64,
 }

@@ -195,26 +195,13 @@ impl Snapshot {
         let s = &l.status;
         let sum = &s.summary;
         // The history by verdict: resolved ones as stored, open ones as now.
-        let mut by_verdict: BTreeMap<&str, u64> = [
-            Verdict::StartupRace,
-            Verdict::Transient,
-            Verdict::Persistent,
-            Verdict::Undetermined,
-            Verdict::CrashLoop,
-            Verdict::Failed,
-        ]
-        .iter()
-        .map(|v| (v.as_str(), 0))
-        .collect();
+        let mut by_verdict: BTreeMap<&str, u64> =
+            Verdict::ALL.iter().map(|v| (v.as_str(), 0)).collect();
         for (v, n) in &s.history.resolved {
-            if let Some(c) = by_verdict.get_mut(v.as_str()) {
-                *c += n;
-            }
+            *by_verdict.entry(v.as_str()).or_default() += n;
         }
         for o in &s.open {
-            if let Some(c) = by_verdict.get_mut(o.verdict.as_str()) {
-                *c += 1;
-            }
+            *by_verdict.entry(o.verdict.as_str()).or_default() += 1;
         }
         let samples: Vec<(Labels, f64)> = by_verdict
             .iter()
@@ -240,9 +227,9 @@ impl Snapshot {
                     vec![
                         ("node", label(&o.node)),
                         ("host", label(&o.host)),
-                        ("kind", label(&o.kind)),
-                        ("cause", label(&o.cause)),
-                        ("verdict", label(&o.verdict)),
+                        ("kind", o.kind.as_str().to_string()),
+                        ("cause", o.cause.as_str().to_string()),
+                        ("verdict", o.verdict.as_str().to_string()),
                         ("id", label(&o.id)),
                     ],
                     1.0,
@@ -262,8 +249,8 @@ impl Snapshot {
                 (
                     vec![
                         ("node", label(&o.node)),
-                        ("cause", label(&o.cause)),
-                        ("verdict", label(&o.verdict)),
+                        ("cause", o.cause.as_str().to_string()),
+                        ("verdict", o.verdict.as_str().to_string()),
                     ],
                     o.retries as f64,
                 )
@@ -447,11 +434,11 @@ mod tests {
         let mut live = Live::default();
         live.status.open.push(OpenIncident {
             id: "0123456789ab".into(),
-            kind: "kubelet-down".into(),
+            kind: crate::tracker::IncidentKind::KubeletDown,
             node: "evil\"\n\\node".into(),
             host: "h".into(),
-            cause: "auth".into(),
-            verdict: "persistent".into(),
+            cause: crate::signals::Cause::Auth,
+            verdict: Verdict::Persistent,
             retries: 7,
         });
         live.status.retries_by_node.insert("n1".into(), 3);

@@ -55,7 +55,7 @@ pub(crate) fn silences(list: &SilenceList) -> String {
         .silences
         .iter()
         .map(|s| {
-            let cause = s.cause.as_deref().unwrap_or("any");
+            let cause = s.cause.map_or("any", |c| c.as_str());
             vec![
                 s.id.clone(),
                 terminal_text(&s.node, 60),
@@ -65,7 +65,7 @@ pub(crate) fn silences(list: &SilenceList) -> String {
                 },
                 match &s.expired_by {
                     Some(by) => format!("expired by {}", terminal_text(by, 30)),
-                    None => s.state.clone(),
+                    None => s.state.to_string(),
                 },
                 s.ends_at.clone(),
                 terminal_text(&s.created_by, 30),
@@ -224,7 +224,7 @@ pub(crate) fn status(s: &StatusOut) -> String {
                 "{}  node {}  cause {}  until {}  by {}{}",
                 x.id,
                 x.node,
-                x.cause.as_deref().unwrap_or("any"),
+                x.cause.map_or("any", |c| c.as_str()),
                 x.ends_at,
                 x.created_by,
                 if x.comment.is_empty() {

@@ -13,18 +13,15 @@
 //! - An acknowledged incident gets no more reminders; its resolved notice
 //!   still goes out and says who acknowledged it.
 
-use crate::store::{OutboxEntry, Silence, silencing};
-use crate::time::{Micros, rfc3339};
+use crate::store::{Hold, OutboxEntry, Silence, silencing};
+use crate::time::{Micros, Zone, human};
 use crate::tracker::{AlertKind, Incident};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Action {
     Deliver,
     /// Wait until then (a silence ends); not a delivery attempt.
-    Hold {
-        until: Micros,
-        why: String,
-    },
+    Hold(Hold),
     /// Never to be delivered, and why.
     Drop(String),
 }
@@ -63,9 +60,9 @@ impl Queued {
 fn suppressing<'a>(i: &Incident, q: Queued, silences: &'a [Silence]) -> Option<&'a Silence> {
     let raised = q.trouble?;
     let resolved = q.resolved.or(i.resolved_at)?;
-    let cause = i.cause().as_str();
+    let cause = i.cause();
     silences.iter().find(|s| {
-        s.matches(i.kind().as_str(), &i.node, cause)
+        s.matches(i.kind(), &i.node, cause)
             && s.starts_at <= raised
             && raised < s.ends_at
             && resolved < s.ends_at
@@ -96,11 +93,10 @@ pub(crate) fn decide(
     }
     let holding: Vec<&Silence> = silencing(i, silences, now).collect();
     if let Some(until) = holding.iter().map(|s| s.ends_at).max() {
-        let ids: Vec<&str> = holding.iter().map(|s| s.id.as_str()).collect();
-        return Action::Hold {
+        return Action::Hold(Hold {
             until,
-            why: format!("silenced ({}) until {}", ids.join(", "), rfc3339(until)),
-        };
+            silences: holding.iter().map(|s| s.id.clone()).collect(),
+        });
     }
     if let Some(s) = suppressing(i, q, silences) {
         match e.kind {
@@ -116,7 +112,7 @@ pub(crate) fn decide(
             AlertKind::Resolved => {}
         }
     }
-    if e.held_until.is_some()
+    if e.hold.is_some()
         && e.kind == AlertKind::Resolved
         && i.alerted_at.is_none()
         && q.trouble.is_none()
@@ -127,13 +123,66 @@ pub(crate) fn decide(
     Action::Deliver
 }
 
+/// What the first mail after a hold says: which silences held it, who set
+/// them and why, and how each ended (at its time, or expired early by
+/// whom and when). `None`: nothing in `entries` was held.
+#[must_use]
+pub(crate) fn held_note(entries: &[OutboxEntry], silences: &[Silence]) -> Option<String> {
+    let mut ids: Vec<&str> = Vec::new();
+    for e in entries {
+        for id in e.hold.iter().flat_map(|h| &h.silences) {
+            if !ids.contains(&id.as_str()) {
+                ids.push(id);
+            }
+        }
+    }
+    if ids.is_empty() {
+        return entries
+            .iter()
+            .any(|e| e.hold.is_some())
+            .then(|| "Held back while silenced; sent now that no silence holds it.".to_string());
+    }
+    let said: Vec<String> = ids
+        .iter()
+        .map(|id| {
+            let Some(s) = silences.iter().find(|s| s.id == *id) else {
+                return format!("silence {id} (since pruned)");
+            };
+            let mut w = format!(
+                "silence {} (set by {}{})",
+                s.id,
+                crate::tracker::one_line(&s.created_by, 80),
+                if s.comment.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", crate::tracker::one_line(&s.comment, 200))
+                }
+            );
+            match (&s.expired_by, s.expired_at) {
+                (Some(by), Some(at)) => w.push_str(&format!(
+                    ", expired early by {} at {}",
+                    crate::tracker::one_line(by, 80),
+                    human(at, Zone::Utc)
+                )),
+                _ => w.push_str(&format!(", ended at {}", human(s.ends_at, Zone::Utc))),
+            }
+            w
+        })
+        .collect();
+    Some(format!(
+        "Held back by {}; sent now that no silence holds it.",
+        said.join("; ")
+    ))
+}
+
 /// The entries still to deliver, and those dropped with why.
 pub(crate) type Applied = (Vec<OutboxEntry>, Vec<(OutboxEntry, String)>);
 
 /// Applies silences and acknowledgements to outbox entries (of one
 /// channel): dropped entries leave the outbox, held ones get their
-/// `held_until`, and ones a silence no longer holds are released (their
-/// `held_until` becomes now: a silence expired early holds nothing).
+/// `hold`, and ones a silence no longer holds are released (their hold
+/// ends now: a silence expired early holds nothing; which silences held
+/// them stays, for the mail to say).
 /// Returns the entries still to deliver (held ones included: they wait)
 /// and the dropped ones with why.
 pub(crate) fn apply(
@@ -163,18 +212,17 @@ pub(crate) fn apply(
         let q = queued.get(&e.incident).copied().unwrap_or_default();
         match decide(&e, i, &silences, now, q) {
             Action::Deliver => {
-                if e.held_until.is_some_and(|h| h > now) {
+                if let Some(h) = e.hold.as_mut().filter(|h| h.until > now) {
                     // Held for a silence that has ended early: due now,
                     // and after a restart too.
-                    e.held_until = Some(now);
+                    h.until = now;
                     changed.push(e.clone());
                 }
                 keep.push(e);
             }
-            Action::Hold { until, why } => {
-                if e.held_until != Some(until) {
-                    e.held_until = Some(until);
-                    e.last_error = Some(why);
+            Action::Hold(hold) => {
+                if e.hold.as_ref() != Some(&hold) {
+                    e.hold = Some(hold);
                     changed.push(e.clone());
                 }
                 keep.push(e);
@@ -212,7 +260,7 @@ mod tests {
             next_attempt_at: 0,
             last_error: None,
             in_doubt: 0,
-            held_until: None,
+            hold: None,
         }
     }
 
@@ -240,7 +288,7 @@ mod tests {
         Silence {
             id: "s1".into(),
             node: node.into(),
-            cause: cause.map(Into::into),
+            cause: cause.map(|c| crate::signals::Cause::parse(c).unwrap()),
             kind: None,
             starts_at: 0,
             ends_at,
@@ -291,9 +339,9 @@ mod tests {
     fn a_silence_of_a_kind_holds_only_that_kind() {
         let i = incident();
         let mut s = silence("*", None, 40 * SECOND);
-        s.kind = Some("kubelet-down".into());
+        s.kind = Some(crate::tracker::IncidentKind::KubeletDown);
         assert_eq!(silencing(&i, std::slice::from_ref(&s), SECOND).count(), 0);
-        s.kind = Some(i.kind().as_str().into());
+        s.kind = Some(i.kind());
         assert_eq!(silencing(&i, std::slice::from_ref(&s), SECOND).count(), 1);
     }
 
@@ -308,7 +356,7 @@ mod tests {
         };
         let open = queued(40 * SECOND, None);
         assert!(
-            matches!(decide(&e, &i, &s, 50 * SECOND, open), Action::Hold { until, .. } if until == 100 * SECOND)
+            matches!(decide(&e, &i, &s, 50 * SECOND, open), Action::Hold(Hold { until, .. }) if until == 100 * SECOND)
         );
         // Another cause or node: not this silence's.
         assert_eq!(
@@ -333,7 +381,10 @@ mod tests {
         );
         // Over: still in trouble, announced now.
         let held = OutboxEntry {
-            held_until: Some(100 * SECOND),
+            hold: Some(Hold {
+                until: 100 * SECOND,
+                silences: vec!["s1".into()],
+            }),
             ..e.clone()
         };
         assert_eq!(decide(&held, &i, &s, 100 * SECOND, open), Action::Deliver);
@@ -346,7 +397,10 @@ mod tests {
             Action::Drop(_)
         ));
         let notice = OutboxEntry {
-            held_until: Some(100 * SECOND),
+            hold: Some(Hold {
+                until: 100 * SECOND,
+                silences: vec!["s1".into()],
+            }),
             queued_at: 90 * SECOND,
             ..entry(AlertKind::Resolved)
         };
@@ -383,7 +437,10 @@ mod tests {
         let s = [silence("worker-*", None, 20 * SECOND)];
         let held = OutboxEntry {
             queued_at: 10 * SECOND,
-            held_until: Some(100 * SECOND),
+            hold: Some(Hold {
+                until: 100 * SECOND,
+                silences: vec!["s1".into()],
+            }),
             ..entry(AlertKind::Opened)
         };
         assert_eq!(
@@ -418,13 +475,19 @@ mod tests {
         let failing = OutboxEntry {
             queued_at: 5 * SECOND,
             attempts: 9,
-            held_until: Some(40 * SECOND),
+            hold: Some(Hold {
+                until: 40 * SECOND,
+                silences: vec!["s1".into()],
+            }),
             ..entry(AlertKind::Opened)
         };
         assert_eq!(decide(&failing, &r, &s, 41 * SECOND, q), Action::Deliver);
         let notice = OutboxEntry {
             queued_at: 30 * SECOND,
-            held_until: Some(40 * SECOND),
+            hold: Some(Hold {
+                until: 40 * SECOND,
+                silences: vec!["s1".into()],
+            }),
             ..entry(AlertKind::Resolved)
         };
         assert_eq!(decide(&notice, &r, &s, 41 * SECOND, q), Action::Deliver);
@@ -457,5 +520,35 @@ mod tests {
         assert!(!glob("a*b", "acb-"));
         assert!(glob("*a*a*a*a*b", "aaaaaaaaaaaaaaaaaaaaaab"));
         assert!(!glob("*a*a*a*a*b", &"a".repeat(10_000)));
+    }
+
+    /// Issue 28: the held mail says which silence held it, who set it and
+    /// why, and that it was expired early (by whom, when), not the end it
+    /// was set for.
+    #[test]
+    fn the_held_note_says_how_its_silence_ended() {
+        let mut e = entry(AlertKind::Opened);
+        e.hold = Some(Hold {
+            until: 50 * SECOND,
+            silences: vec!["s1".into()],
+        });
+        let mut s = silence("*", None, 600 * SECOND);
+        s.comment = "kernel upgrade".into();
+        s.expired_by = Some("root".into());
+        s.expired_at = Some(50 * SECOND);
+        let note = held_note(std::slice::from_ref(&e), std::slice::from_ref(&s)).unwrap();
+        assert_eq!(
+            note,
+            "Held back by silence s1 (set by alice: kernel upgrade), expired early by root at \
+             1970-01-01 00:00:50.000 UTC; sent now that no silence holds it."
+        );
+        s.expired_by = None;
+        s.expired_at = None;
+        let note = held_note(std::slice::from_ref(&e), std::slice::from_ref(&s)).unwrap();
+        assert!(
+            note.contains("ended at 1970-01-01 00:10:00.000 UTC"),
+            "{note}"
+        );
+        assert_eq!(held_note(&[entry(AlertKind::Opened)], &[s]), None);
     }
 }

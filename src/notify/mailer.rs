@@ -21,15 +21,7 @@ use crate::tracker::{AlertKind, Incident, IncidentKind, Settings};
 /// is taken as delivered rather than sent again.
 pub(crate) const MAX_IN_DOUBT: u32 = 3;
 
-/// The wall clock, as the service reads it (tests pass a paused one).
-pub(crate) type Now = Arc<dyn Fn() -> Micros + Send + Sync>;
-
-/// What the mailer tells ingest: these incidents' alerts were delivered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DeliveryReport {
-    pub incidents: Vec<String>,
-    pub at: Micros,
-}
+pub(crate) use crate::status::{DeliveryReport, Now};
 
 enum Outcome {
     Delivered,
@@ -165,11 +157,7 @@ impl Mailer {
         self.stats.outbox = entries.len() as u64;
         // Held back by a silence is not stuck.
         let now = (self.now)();
-        let waiting = || {
-            entries
-                .iter()
-                .filter(|e| e.held_until.is_none_or(|h| h <= now))
-        };
+        let waiting = || entries.iter().filter(|e| !e.held_at(now));
         self.stats.oldest_queued_at = waiting().map(|e| e.queued_at).min();
         self.stats.failing_attempts = waiting().next().map_or(0, |e| e.attempts);
         if self.stats.last_result.is_none() {
@@ -380,34 +368,19 @@ impl Mailer {
             AlertKind::Repeat
         };
         let refs: Vec<&Incident> = incidents.iter().collect();
+        // The first mail after a silence is the alert it held, and says so:
+        // which silences, and how they ended.
+        let note = if group.iter().any(|e| e.hold.is_some()) {
+            let silences = worker::on_store(&self.store, |s| s.silences()).await?;
+            super::control::held_note(&group, &silences)
+        } else {
+            None
+        };
         let mut detail = super::render::FULL;
         let (rendered, result) = loop {
-            let mut rendered = super::render::render_with(&refs, kind, &self.settings, detail);
+            let mut rendered =
+                super::render::render_noted(&refs, kind, &self.settings, detail, note.as_deref());
             rendered.to.clone_from(&to);
-            // The first mail after a silence is the alert it held, and says so.
-            if let Some(why) = group
-                .iter()
-                .filter(|e| e.held_until.is_some())
-                .find_map(|e| {
-                    e.last_error
-                        .as_deref()
-                        .filter(|w| w.starts_with("silenced"))
-                })
-            {
-                let note = format!(
-                    "Held back while {}; sent now that no silence holds it.",
-                    crate::tracker::one_line(why, 300)
-                );
-                rendered.text = format!("{note}\n\n{}", rendered.text);
-                rendered.html = rendered.html.replacen(
-                    "<body style=\"font-family: sans-serif\">\n",
-                    &format!(
-                        "<body style=\"font-family: sans-serif\">\n<p><i>{}</i></p>\n",
-                        super::render::html_escape(&note)
-                    ),
-                    1,
-                );
-            }
             let result = tokio::select! {
                 () = shutdown.cancelled() => return Ok((Outcome::Cancelled, Vec::new())),
                 r = transport.deliver(&rendered) => r,

@@ -168,7 +168,7 @@ mod tests {
             next_attempt_at: queued_at,
             last_error: None,
             in_doubt: 0,
-            held_until: None,
+            hold: None,
         }
     }
 

@@ -48,7 +48,7 @@ fn behind_own(e: &OutboxEntry, firsts: &Firsts<'_>) -> bool {
 
 /// Held back by a silence: not in line at all until it ends.
 fn held(e: &OutboxEntry, now: Micros) -> bool {
-    e.held_until.is_some_and(|h| h > now)
+    e.held_at(now)
 }
 
 /// Groups due outbox entries (oldest first): the next entry and every entry
@@ -97,7 +97,7 @@ pub(crate) fn next_due(entries: &[OutboxEntry], group_wait: Micros, now: Micros)
     // A silence's end is when its held entries are looked at again.
     let silence_ends = entries
         .iter()
-        .filter_map(|e| e.held_until)
+        .filter_map(|e| e.hold.as_ref().map(|h| h.until))
         .filter(|&h| h > now)
         .min();
     let ready: Vec<&OutboxEntry> = entries.iter().filter(|e| !held(e, now)).collect();

@@ -380,11 +380,28 @@ fn cause_counts(incidents: &[&Incident]) -> String {
 /// [`render`] showing at most what `d` allows.
 #[must_use]
 pub fn render_with(incidents: &[&Incident], kind: AlertKind, s: &Settings, d: Extent) -> Rendered {
+    render_noted(incidents, kind, s, d, None)
+}
+
+/// [`render_with`], opening with `note` (what held the alert back).
+#[must_use]
+pub(crate) fn render_noted(
+    incidents: &[&Incident],
+    kind: AlertKind,
+    s: &Settings,
+    d: Extent,
+    note: Option<&str>,
+) -> Rendered {
     let outage = one_outage(incidents).filter(|_| incidents.len() > 1);
     let subject = subject_of(incidents, kind, outage);
     let mut text = String::new();
     let mut html =
         String::from("<!DOCTYPE html>\n<html><body style=\"font-family: sans-serif\">\n");
+    if let Some(note) = note {
+        let note = crate::tracker::one_line(note, 2000);
+        let _ = writeln!(text, "{note}\n");
+        html.push_str(&format!("<p><i>{}</i></p>\n", html_escape(&note)));
+    }
     if incidents.len() > 1 {
         group_table(&mut text, &mut html, incidents, outage, s, d);
     }

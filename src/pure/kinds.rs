@@ -33,6 +33,7 @@ pub trait Spelling: Sized + Copy + Send + Sync + 'static {
 /// Gives an enum of unit variants its one spelling: `as_str`, `ALL`,
 /// `NAMES`, `parse` (and `FromStr`), `Display`, serde (as the string) and
 /// [`Spelling`].
+#[macro_export]
 macro_rules! spelling {
     ($name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         impl $name {
@@ -98,7 +99,7 @@ macro_rules! spelling {
     };
 }
 
-pub(crate) use spelling;
+pub use crate::spelling;
 
 /// Which delivery an outbox entry is for. Each delivery has its own entries
 /// and its own retry state, so one failing never holds back the other.

@@ -60,16 +60,30 @@ pub(crate) struct SilenceList {
     pub silences: Vec<SilenceOut>,
 }
 
+/// Whether a silence holds now, later, or no more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SilenceState {
+    Active,
+    /// It starts later.
+    Pending,
+    Expired,
+}
+
+kubelet_sentinel_core::spelling!(SilenceState {
+    Active => "active",
+    Pending => "pending",
+    Expired => "expired",
+});
+
 /// A silence as `silence list` and `status` show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SilenceOut {
     pub id: String,
     pub node: String,
-    pub cause: Option<String>,
+    pub cause: Option<Cause>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// `active`, `pending` (starts later) or `expired`.
-    pub state: String,
+    pub kind: Option<IncidentKind>,
+    pub state: SilenceState,
     pub starts_at: String,
     pub ends_at: String,
     pub created_by: String,
@@ -87,16 +101,15 @@ impl SilenceOut {
         Self {
             id: s.id.clone(),
             node: s.node.clone(),
-            cause: s.cause.clone(),
-            kind: s.kind.clone(),
+            cause: s.cause,
+            kind: s.kind,
             state: if s.active(now) {
-                "active"
+                SilenceState::Active
             } else if now < s.starts_at {
-                "pending"
+                SilenceState::Pending
             } else {
-                "expired"
-            }
-            .into(),
+                SilenceState::Expired
+            },
             starts_at: rfc3339(s.starts_at),
             ends_at: rfc3339(s.ends_at),
             created_by: s.created_by.clone(),
@@ -133,8 +146,8 @@ pub(crate) fn add(
     let mut s = Silence {
         id: String::new(),
         node: n.node.clone(),
-        cause: n.cause.map(|c| c.as_str().to_string()),
-        kind: n.kind.map(|k| k.as_str().to_string()),
+        cause: n.cause,
+        kind: n.kind,
         starts_at: now,
         ends_at: now + (n.seconds as Micros) * SECOND,
         created_by: n.by.clone(),
@@ -209,8 +222,8 @@ mod tests {
         ));
         let s = add(&store, None, &new("worker-*", 60)).unwrap();
         assert_eq!(
-            (s.cause.as_deref(), s.state.as_str()),
-            (Some("auth"), "active")
+            (s.cause, s.state),
+            (Some(Cause::Auth), SilenceState::Active)
         );
         assert_eq!(list(&store, None).unwrap().silences, vec![s.clone()]);
         assert!(matches!(

@@ -10,7 +10,7 @@ use crate::time::{Micros, SECOND, rfc3339};
 
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct DeliveryOut {
-    pub channel: String,
+    pub channel: Channel,
     pub state: String,
     pub target: String,
     pub outbox: u64,
@@ -212,7 +212,7 @@ fn deliveries(l: &Live, now: Micros) -> Vec<DeliveryOut> {
     l.deliveries
         .iter()
         .map(|(c, d)| DeliveryOut {
-            channel: c.as_str().into(),
+            channel: *c,
             state: d
                 .disabled
                 .as_ref()

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
-pub(crate) use records::{Channel, OutboxEntry, Stats, silencing};
+pub(crate) use records::{Channel, Hold, OutboxEntry, Stats, silencing};
 pub use records::{Silence, StatsDelta};
 
 use crate::pipeline::PipelineState;
@@ -351,10 +351,7 @@ impl Store {
             let i: Incident = self.json(&k, &v)?;
             stats.incidents += 1;
             if i.resolved_at.is_some() {
-                *stats
-                    .resolved
-                    .entry(i.verdict(settings).as_str().to_string())
-                    .or_default() += 1;
+                *stats.resolved.entry(i.verdict(settings)).or_default() += 1;
             }
         }
         Ok(stats)
@@ -462,10 +459,7 @@ impl Store {
         let delta = StatsDelta {
             opened: 0,
             forgotten: 0,
-            resolved: closed
-                .iter()
-                .map(|i| i.verdict(settings).as_str().to_string())
-                .collect(),
+            resolved: closed.iter().map(|i| i.verdict(settings)).collect(),
         };
         let result: Result<(), TransactionError<()>> = (&self.incidents, &self.open, &self.meta)
             .transaction(|(inc, open, meta)| {
@@ -597,7 +591,7 @@ impl Store {
                 continue;
             }
             stats.incidents = stats.incidents.saturating_sub(1);
-            if let Some(n) = stats.resolved.get_mut(i.verdict(settings).as_str()) {
+            if let Some(n) = stats.resolved.get_mut(&i.verdict(settings)) {
                 *n = n.saturating_sub(1);
             }
             let nk = node_key(&i.node, i.opened_at, &i.id);

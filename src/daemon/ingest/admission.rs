@@ -87,7 +87,7 @@ pub(super) fn outbox_entries(
             next_attempt_at: now,
             last_error: None,
             in_doubt: 0,
-            held_until: None,
+            hold: None,
         })
         .collect()
 }

@@ -4,7 +4,7 @@
 use tokio::sync::mpsc;
 
 use super::Ingest;
-use crate::notify::mailer::DeliveryReport;
+use crate::status::DeliveryReport;
 use crate::store::StoreError;
 
 impl Ingest {

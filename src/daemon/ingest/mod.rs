@@ -49,11 +49,11 @@ use super::{Control, DaemonError, Source};
 use crate::config::Config;
 use crate::journal::{Reader, ReaderEvent};
 use crate::model::Position;
-use crate::notify::mailer::{DeliveryReport, Now};
 use crate::notify::{Wake, sleep_until};
 use crate::pipeline::Pipeline;
 use crate::status::StatusSnapshot;
 use crate::status::{Command, ReloadOutcome};
+use crate::status::{DeliveryReport, Now};
 use crate::store::{Batch, OutboxEntry, Stats, StatsDelta, Store, StoreError};
 use crate::time::{Micros, human_duration};
 use crate::tracker::{AlertKind, Decision, Incident};
@@ -440,10 +440,7 @@ impl Ingest {
         let mut incidents = self.pipeline.tracker_mut().take_resolved();
         let resolved: BTreeSet<String> = incidents.iter().map(|i| i.id.clone()).collect();
         for i in &incidents {
-            self.pending
-                .stats
-                .resolved
-                .push(i.verdict(&settings).as_str().to_string());
+            self.pending.stats.resolved.push(i.verdict(&settings));
         }
         log_closed_to_make_room(&incidents, &forget, &settings);
         for id in &self.changed {

@@ -20,11 +20,11 @@ impl Ingest {
                 .open_incidents()
                 .map(|i| OpenIncident {
                     id: i.id.clone(),
-                    kind: i.kind().as_str().to_string(),
+                    kind: i.kind(),
                     node: i.node.clone(),
                     host: i.host.clone().unwrap_or_default(),
-                    cause: i.cause().as_str().to_string(),
-                    verdict: i.verdict(settings).as_str().to_string(),
+                    cause: i.cause(),
+                    verdict: i.verdict(settings),
                     retries: i.counted_retries(),
                 })
                 .collect(),

@@ -15,9 +15,9 @@ use tokio_util::sync::CancellationToken;
 use super::alerts::{alert, firing_until, heartbeat};
 use crate::config::Endpoint;
 use crate::config::{AlertmanagerConfig, Config};
-use crate::notify::mailer::{DeliveryReport, Now};
 use crate::notify::{backoff, outbox, worker};
 use crate::status::DeliveryStats;
+use crate::status::{DeliveryReport, Now};
 use crate::store::{Channel, Filter, OutboxEntry, Store, StoreError};
 use crate::time::{Micros, human_duration, rfc3339};
 use crate::tracker::{AlertKind, Incident, Settings};
@@ -362,7 +362,7 @@ impl AlertmanagerTask {
         // takes, and the Alertmanager does the grouping.
         let due: Vec<OutboxEntry> = entries
             .iter()
-            .filter(|e| e.held_until.is_none_or(|h| h <= now))
+            .filter(|e| !e.held_at(now))
             .filter(|e| once || e.next_attempt_at <= now)
             .cloned()
             .collect();
@@ -527,11 +527,7 @@ impl AlertmanagerTask {
         self.stats.outbox = entries.len() as u64;
         // Held back by a silence is not stuck.
         let now = (self.now)();
-        let waiting = || {
-            entries
-                .iter()
-                .filter(|e| e.held_until.is_none_or(|h| h <= now))
-        };
+        let waiting = || entries.iter().filter(|e| !e.held_at(now));
         self.stats.oldest_queued_at = waiting().map(|e| e.queued_at).min();
         self.stats.failing_attempts = waiting().next().map_or(0, |e| e.attempts);
         self.publish.send_replace(self.stats.clone());

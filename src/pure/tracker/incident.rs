@@ -57,7 +57,7 @@ crate::kinds::spelling!(IncidentKind {
     Endpoint => "endpoint",
 });
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Verdict {
     StartupRace,
     Transient,
