@@ -406,8 +406,10 @@ impl Mailer {
         let nodes = names(&incidents);
         match result {
             Ok(to) => {
-                // Delivered: now, and only now, the entries go.
-                self.write(seqs, Vec::new()).await?;
+                // Delivered: now, and only now, the entries go, and the
+                // delivery is recorded (in the same transaction).
+                let ids: Vec<String> = incidents.iter().map(|i| i.id.clone()).collect();
+                worker::on_store(&self.store, move |s| s.delivered(&seqs, &ids, now)).await?;
                 tracing::info!("alert delivered to {to}: {}", rendered.subject);
                 self.delivered(&incidents, now, format!("delivered to {to}"));
                 Ok((Outcome::Delivered, group))
@@ -426,7 +428,8 @@ impl Mailer {
                         "alert for {nodes}: {err}; {doubts} attempts may each have delivered it, \
                          so it is not sent again"
                     );
-                    self.write(seqs, Vec::new()).await?;
+                    let ids: Vec<String> = incidents.iter().map(|i| i.id.clone()).collect();
+                    worker::on_store(&self.store, move |s| s.delivered(&seqs, &ids, now)).await?;
                     self.delivered(&incidents, now, format!("probably delivered: {err}"));
                     return Ok((Outcome::Delivered, group));
                 }

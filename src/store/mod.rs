@@ -9,6 +9,7 @@
 //! | `open` | incident id | node: the incidents still open | ingest (commit) |
 //! | `hosts` | host name | JSON [`Origin`]: what that host's kubelet told lately | ingest (commit) |
 //! | `outbox` | sequence number (8 bytes, big-endian) | JSON [`OutboxEntry`] | ingest inserts (commit); the mailer and the Alertmanager task update and remove their own channel's entries (and `control::apply` in them) |
+//! | `deliveries` | incident id | when its first alert was delivered (8 bytes, big-endian): read into the incident's `alerted_at` | the mailer and the Alertmanager task, in the transaction that removes the delivered entries; ingest removes an incident's with it (prune, forget) |
 //! | `silences` | silence id | JSON [`Silence`] (ended ones are kept a day, then pruned) | the query server (add, expire); ingest's pruning removes ended ones |
 //! | `meta` | `schema` | `3` (`2`: one flat incident for every kind; `1`: open incidents and hosts inside `state` too; `migrate.rs` moves them) | whoever opens the store first (a migration) |
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed | ingest (commit, source switch) |
@@ -17,10 +18,13 @@
 //! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, held lines, counters | ingest (commit) |
 //! | | `stats` | JSON [`Stats`]: counts over the history | ingest (commit, prune); [`Store::stats`] once, for a store from before they were kept |
 //!
-//! Every tree but `outbox` and `silences` has one writer, ingest, the
-//! single writer of incidents, tracker state and cursors. The outbox and
-//! the silences have several; their keys are disjoint per writer (an
-//! outbox entry is its channel's) and each sled operation is atomic.
+//! Every tree but `outbox`, `deliveries` and `silences` has one writer,
+//! ingest, the single writer of incidents, tracker state and cursors. The
+//! outbox and the silences have several; their keys are disjoint per
+//! writer (an outbox entry is its channel's) and each sled operation is
+//! atomic. A delivery is recorded in `deliveries`, never by rewriting its
+//! incident (ingest owns those): the first delivery of an incident wins,
+//! whichever task makes it.
 //!
 //! Everything one batch of entries changes, the cursor included, is written
 //! in one transaction, so the store reopens to exactly the state after the
@@ -223,6 +227,7 @@ pub struct Store {
     hosts: sled::Tree,
     meta: sled::Tree,
     outbox: sled::Tree,
+    deliveries: sled::Tree,
     silences: sled::Tree,
     /// The silences as parsed, shared by every clone (one process holds
     /// the store): every delivery pass, query and scrape reads them, and
@@ -386,51 +391,55 @@ impl Store {
             &self.hosts,
             &self.meta,
             &self.outbox,
+            &self.deliveries,
         )
-            .transaction(|(inc, by_node, by_time, open, hosts, meta, outbox)| {
-                for a in &batch.alerts {
-                    let seq = outbox.generate_id()?;
-                    let entry = OutboxEntry { seq, ..a.clone() };
-                    outbox.insert(&seq.to_be_bytes(), to_json(&entry))?;
-                }
-                for ((id, value, nk, tk), i) in records.iter().zip(&batch.incidents) {
-                    inc.insert(id.as_bytes(), value.as_slice())?;
-                    by_node.insert(nk.as_slice(), &[] as &[u8])?;
-                    by_time.insert(tk.as_slice(), &[] as &[u8])?;
-                    if i.resolved_at.is_none() {
-                        open.insert(id.as_bytes(), i.node.as_bytes())?;
-                    } else {
-                        open.remove(id.as_bytes())?;
+            .transaction(
+                |(inc, by_node, by_time, open, hosts, meta, outbox, deliveries)| {
+                    for a in &batch.alerts {
+                        let seq = outbox.generate_id()?;
+                        let entry = OutboxEntry { seq, ..a.clone() };
+                        outbox.insert(&seq.to_be_bytes(), to_json(&entry))?;
                     }
-                }
-                for i in &batch.forget {
-                    inc.remove(i.id.as_bytes())?;
-                    by_node.remove(node_key(&i.node, i.opened_at, &i.id).as_slice())?;
-                    by_time.remove(by_time_key(i.opened_at, &i.id).as_slice())?;
-                    open.remove(i.id.as_bytes())?;
-                }
-                for (h, o) in &origins {
-                    hosts.insert(h.as_bytes(), o.as_slice())?;
-                }
-                if !batch.stats.is_empty() {
-                    let mut stats: Stats = meta
-                        .get("stats")?
-                        .and_then(|v| serde_json::from_slice(&v).ok())
-                        .unwrap_or_default();
-                    stats.add(&batch.stats);
-                    meta.insert("stats", to_json(&stats))?;
-                }
-                if let Some(s) = &batch.state {
-                    meta.insert("state", s.as_slice())?;
-                }
-                if let Some(c) = &batch.cursor {
-                    meta.insert("cursor", c.as_bytes())?;
-                }
-                for (g, c) in &batch.group_cursors {
-                    meta.insert(format!("cursor/{g}").as_bytes(), c.as_bytes())?;
-                }
-                Ok::<(), ConflictableTransactionError<()>>(())
-            });
+                    for ((id, value, nk, tk), i) in records.iter().zip(&batch.incidents) {
+                        inc.insert(id.as_bytes(), value.as_slice())?;
+                        by_node.insert(nk.as_slice(), &[] as &[u8])?;
+                        by_time.insert(tk.as_slice(), &[] as &[u8])?;
+                        if i.resolved_at.is_none() {
+                            open.insert(id.as_bytes(), i.node.as_bytes())?;
+                        } else {
+                            open.remove(id.as_bytes())?;
+                        }
+                    }
+                    for i in &batch.forget {
+                        inc.remove(i.id.as_bytes())?;
+                        by_node.remove(node_key(&i.node, i.opened_at, &i.id).as_slice())?;
+                        by_time.remove(by_time_key(i.opened_at, &i.id).as_slice())?;
+                        open.remove(i.id.as_bytes())?;
+                        deliveries.remove(i.id.as_bytes())?;
+                    }
+                    for (h, o) in &origins {
+                        hosts.insert(h.as_bytes(), o.as_slice())?;
+                    }
+                    if !batch.stats.is_empty() {
+                        let mut stats: Stats = meta
+                            .get("stats")?
+                            .and_then(|v| serde_json::from_slice(&v).ok())
+                            .unwrap_or_default();
+                        stats.add(&batch.stats);
+                        meta.insert("stats", to_json(&stats))?;
+                    }
+                    if let Some(s) = &batch.state {
+                        meta.insert("state", s.as_slice())?;
+                    }
+                    if let Some(c) = &batch.cursor {
+                        meta.insert("cursor", c.as_bytes())?;
+                    }
+                    for (g, c) in &batch.group_cursors {
+                        meta.insert(format!("cursor/{g}").as_bytes(), c.as_bytes())?;
+                    }
+                    Ok::<(), ConflictableTransactionError<()>>(())
+                },
+            );
         self.finish_txn(result)?;
         // Durable before the caller acts on it (acks, outbox deliveries).
         self.flush()
@@ -487,9 +496,47 @@ impl Store {
 
     pub fn incident(&self, id: &str) -> Result<Option<Incident>, StoreError> {
         match self.incidents.get(id).map_err(|e| self.err(e))? {
-            Some(v) => Ok(Some(self.json(id.as_bytes(), &v)?)),
+            Some(v) => Ok(Some(self.recorded(self.json(id.as_bytes(), &v)?)?)),
             None => Ok(None),
         }
+    }
+
+    /// An incident as read, with its first delivery from `deliveries`.
+    fn recorded(&self, mut i: Incident) -> Result<Incident, StoreError> {
+        if i.alerted_at.is_none() {
+            i.alerted_at = self
+                .deliveries
+                .get(i.id.as_bytes())
+                .map_err(|e| self.err(e))?
+                .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
+                .map(i64::from_be_bytes);
+        }
+        Ok(i)
+    }
+
+    /// A delivery task delivered the alerts `seqs` of `incidents` at `at`:
+    /// the entries leave the outbox and the incidents' first delivery is
+    /// recorded, in one transaction, durable before it returns.
+    pub fn delivered(
+        &self,
+        seqs: &[u64],
+        incidents: &[String],
+        at: Micros,
+    ) -> Result<(), StoreError> {
+        let r: Result<(), TransactionError<()>> =
+            (&self.outbox, &self.deliveries).transaction(|(outbox, deliveries)| {
+                for s in seqs {
+                    outbox.remove(&s.to_be_bytes())?;
+                }
+                for id in incidents {
+                    if deliveries.get(id.as_bytes())?.is_none() {
+                        deliveries.insert(id.as_bytes(), &at.to_be_bytes())?;
+                    }
+                }
+                Ok::<(), ConflictableTransactionError<()>>(())
+            });
+        self.finish_txn(r)?;
+        self.flush()
     }
 
     /// Up to `max` incidents whose id starts with `prefix`.
@@ -501,7 +548,7 @@ impl Store {
         let mut out = Vec::new();
         for kv in self.incidents.scan_prefix(prefix.as_bytes()).take(max) {
             let (k, v) = kv.map_err(|e| self.err(e))?;
-            out.push(self.json(&k, &v)?);
+            out.push(self.recorded(self.json(&k, &v)?)?);
         }
         Ok(out)
     }
@@ -596,16 +643,21 @@ impl Store {
             }
             let nk = node_key(&i.node, i.opened_at, &i.id);
             let stats_bytes = to_json(&stats);
-            let r: Result<(), TransactionError<()>> =
-                (&self.incidents, &self.by_node, &self.by_time, &self.meta).transaction(
-                    |(inc, by_node, by_time, meta)| {
-                        inc.remove(id.as_bytes())?;
-                        by_node.remove(nk.as_slice())?;
-                        by_time.remove(&k)?;
-                        meta.insert("stats", stats_bytes.as_slice())?;
-                        Ok::<(), ConflictableTransactionError<()>>(())
-                    },
-                );
+            let r: Result<(), TransactionError<()>> = (
+                &self.incidents,
+                &self.by_node,
+                &self.by_time,
+                &self.meta,
+                &self.deliveries,
+            )
+                .transaction(|(inc, by_node, by_time, meta, deliveries)| {
+                    inc.remove(id.as_bytes())?;
+                    by_node.remove(nk.as_slice())?;
+                    by_time.remove(&k)?;
+                    deliveries.remove(id.as_bytes())?;
+                    meta.insert("stats", stats_bytes.as_slice())?;
+                    Ok::<(), ConflictableTransactionError<()>>(())
+                });
             self.finish_txn(r)?;
             removed += 1;
         }

@@ -149,6 +149,7 @@ impl Store {
             hosts: tree("hosts")?,
             meta: tree("meta")?,
             outbox: tree("outbox")?,
+            deliveries: tree("deliveries")?,
             silences: tree("silences")?,
             parsed_silences: std::sync::Arc::default(),
             path: path.to_path_buf(),

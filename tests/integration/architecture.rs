@@ -456,7 +456,19 @@ fn floor_of(floors: &[&[&str]], m: &str) -> Option<usize> {
 /// Imports against the floors: `(module, what it names)` for each wrong one.
 fn against_floors(mods: &[Module], floors: &[&[&str]], crates: &BTreeSet<String>) -> Vec<String> {
     let lib = mods.iter().find(|m| m.path.is_empty()).unwrap();
-    let roots = root_names(lib, crates);
+    let mut roots = root_names(lib, crates);
+    // `#[macro_export]` macros live at the crate's root but belong to the
+    // module that defines them.
+    for m in mods.iter().filter(|m| !m.path.is_empty()) {
+        for item in &m.ast.items {
+            if let syn::Item::Macro(mac) = item {
+                let exported = mac.attrs.iter().any(|a| a.path().is_ident("macro_export"));
+                if let (true, Some(name)) = (exported, &mac.ident) {
+                    roots.insert(name.to_string(), m.path[0].clone());
+                }
+            }
+        }
+    }
     let mut wrong = BTreeSet::new();
     for m in mods.iter().filter(|m| !m.test_only && !m.path.is_empty()) {
         let from = &m.path[0];

@@ -1,70 +1,58 @@
 //! Acknowledgements: an operator's `ack` of an open incident, recorded on
-//! the tracker's incident (ingest owns it) and committed at once, so that
-//! no reminder goes out after the answer.
+//! the tracker's incident (ingest owns it; ingest then commits at once, so
+//! that no reminder goes out after the answer).
 
-use super::Ingest;
-use crate::status::{AckError, AckRequest, Acknowledged};
-use crate::store::StoreError;
+use crate::status::{AckError, AckRequest};
+use crate::store::{Store, StoreError};
+use crate::time::Micros;
+use crate::tracker::{Ack, Tracker};
 
-impl Ingest {
-    /// Acknowledges an open incident (its id or a unique prefix): recorded
-    /// on the tracker's incident and committed at once.
-    pub(super) async fn acknowledge(
-        &mut self,
-        a: &AckRequest,
-        wake: &crate::notify::Wake,
-    ) -> Result<Result<Acknowledged, AckError>, StoreError> {
-        let matches: Vec<String> = self
-            .pipeline
-            .tracker()
-            .open_incidents()
-            .filter(|i| i.id.starts_with(a.id.as_str()) && !a.id.is_empty())
-            .map(|i| i.id.clone())
-            .collect();
-        let id = match matches.as_slice() {
-            [one] => one.clone(),
-            [] => {
-                let store = self.store.clone();
-                let prefix = a.id.clone();
-                let known =
-                    tokio::task::spawn_blocking(move || store.incidents_with_prefix(&prefix, 1))
-                        .await
-                        .map_err(|e| {
-                            StoreError::interrupted(self.store.path(), "looking up an incident", &e)
-                        })??;
-                return Ok(Err(match known.first() {
-                    Some(i) => AckError::Resolved(i.id.clone()),
-                    None => AckError::NotOpen(a.id.clone()),
-                }));
-            }
-            _ => return Ok(Err(AckError::Ambiguous(a.id.clone()))),
-        };
-        let ack = crate::tracker::Ack {
-            by: a.by.clone(),
-            at: (self.now)(),
-            comment: a.comment.clone(),
-        };
-        self.pipeline.tracker_mut().acknowledge(&id, ack);
-        self.changed.insert(id.clone());
-        self.commit(Some(wake)).await?;
-        let settings = self.pipeline.tracker().settings().clone();
-        let node = self
-            .pipeline
-            .tracker()
-            .incident(&id)
-            .map(|i| i.node.clone())
-            .unwrap_or_default();
-        tracing::info!(
-            "incident {id} (node {}) acknowledged by {}; no more reminders for it",
-            crate::tracker::one_line(&node, 80),
-            crate::tracker::one_line(&a.by, 80)
-        );
-        Ok(match self.pipeline.tracker().incident(&id) {
-            Some(i) => Ok(Acknowledged {
-                incident: i.clone(),
-                settings,
-            }),
-            None => Err(AckError::NotOpen(id)),
-        })
+/// What became of an acknowledgement in the tracker.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Acked {
+    /// Recorded on this open incident.
+    Open(String),
+    /// No open incident has that id or prefix: the store says whether it
+    /// names a resolved one.
+    NotOpen,
+    Refused(AckError),
+}
+
+/// Acknowledges the open incident `a` names (its id or a unique prefix)
+/// at `at`, in `tracker`.
+pub(super) fn acknowledge(tracker: &mut Tracker, a: &AckRequest, at: Micros) -> Acked {
+    let matches: Vec<String> = tracker
+        .open_incidents()
+        .filter(|i| i.id.starts_with(a.id.as_str()) && !a.id.is_empty())
+        .map(|i| i.id.clone())
+        .collect();
+    let id = match matches.as_slice() {
+        [one] => one.clone(),
+        [] => return Acked::NotOpen,
+        _ => return Acked::Refused(AckError::Ambiguous(a.id.clone())),
+    };
+    let ack = Ack {
+        by: a.by.clone(),
+        at,
+        comment: a.comment.clone(),
+    };
+    if tracker.acknowledge(&id, ack) {
+        Acked::Open(id)
+    } else {
+        Acked::NotOpen
     }
+}
+
+/// Why no open incident has the id (or prefix) `id`: it names a resolved
+/// one, or none at all (the store says).
+pub(super) async fn not_open(store: &Store, id: &str) -> Result<AckError, StoreError> {
+    let s = store.clone();
+    let prefix = id.to_string();
+    let known = tokio::task::spawn_blocking(move || s.incidents_with_prefix(&prefix, 1))
+        .await
+        .map_err(|e| StoreError::interrupted(store.path(), "looking up an incident", &e))??;
+    Ok(match known.first() {
+        Some(i) => AckError::Resolved(i.id.clone()),
+        None => AckError::NotOpen(id.to_string()),
+    })
 }

@@ -5,18 +5,24 @@
 //! and records deliveries and acknowledgements (it owns the incidents).
 //!
 //! This file is the loop and the commit policy; each other job is a part
-//! the [`Ingest`] owns:
+//! that takes only what it reads or changes (the tracker, the store, the
+//! settings), never the whole of ingest:
 //!
-//! | part | job |
-//! |---|---|
-//! | [`supervise`] | the reader's questions (`Sync`, `Ping`) and its restart |
-//! | [`admission`] | which channels an alert goes to, `max_age`, late announcements (pure) |
-//! | [`reload`] | reading the config again; ingest applies what it returns |
-//! | [`acks`] | acknowledgements |
-//! | [`deliveries`] | deliveries recorded on their incidents |
-//! | [`prune`] | old incidents and ended silences, hourly |
-//! | [`retries`] | the per-node retry counters |
-//! | [`snapshot`] | the status snapshot it publishes |
+//! | part | job | takes |
+//! |---|---|---|
+//! | [`supervise`] | the reader's questions (`Sync`, `Ping`) and its restart | the reader's control |
+//! | [`admission`] | which channels an alert goes to, `max_age`, late announcements (pure) | the config, the alert's facts |
+//! | [`reload`] | reading the config again; ingest applies what it returns | the config file |
+//! | [`acks`] | acknowledgements | `&mut Tracker` |
+//! | [`deliveries`] | deliveries the delivery tasks recorded, told to the tracker | `&mut Tracker` |
+//! | [`prune`] | old incidents and ended silences, hourly | `&Store` |
+//! | [`retries`] | the per-node retry counters | the incidents written |
+//! | [`snapshot`] | the status snapshot it publishes | borrows of the parts |
+//!
+//! An alert decision carries what admission needs (its incident's node,
+//! hosts and whether it was announced): queueing it looks nothing up.
+//! A delivery is recorded by the task that made it (the store's
+//! `deliveries` tree), not by writing its incident again.
 //!
 //! Time (design section 4.1): entry time drives each host's clock through
 //! the pipeline. Wall time moves a host's clock only for quiet the journal
@@ -52,11 +58,11 @@ use crate::model::Position;
 use crate::notify::{Wake, sleep_until};
 use crate::pipeline::Pipeline;
 use crate::status::StatusSnapshot;
-use crate::status::{Command, ReloadOutcome};
+use crate::status::{AckError, AckRequest, Acknowledged, Command, ReloadOutcome};
 use crate::status::{DeliveryReport, Now};
 use crate::store::{Batch, OutboxEntry, Stats, StatsDelta, Store, StoreError};
 use crate::time::{Micros, human_duration};
-use crate::tracker::{AlertKind, Decision, Incident};
+use crate::tracker::{AlertKind, Alerted, Decision, Incident};
 
 /// A batch commits after this many entries…
 const BATCH_ENTRIES: u64 = 20_000;
@@ -81,11 +87,15 @@ pub(crate) use crate::journal::Mode;
 #[derive(Debug, Default)]
 struct Pending {
     decisions: Vec<Decision>,
-    /// Resolved incidents loaded to record a delivery.
+    /// Stored incidents loaded to change (their endpoint incident).
     extra: Vec<Incident>,
     /// Stored node incidents whose endpoint incident changed: `(id, by)`.
     covers: Vec<(String, Option<String>)>,
     alerts: Vec<OutboxEntry>,
+    /// Incidents an alert was queued for since the last commit.
+    announced: BTreeSet<String>,
+    /// The tracker's state changed outside a batch (a delivery recorded).
+    state_changed: bool,
     stats: StatsDelta,
     /// Groups whose cursor moved since the last commit.
     moved_groups: BTreeSet<String>,
@@ -214,6 +224,23 @@ impl Ingest {
     /// Turns the tracker's decisions into incident writes and alerts.
     fn apply_decisions(&mut self) {
         let decisions = std::mem::take(&mut self.pending.decisions);
+        // Incidents the batch ends with forgotten (an endpoint incident a
+        // late host's member replaced): their alerts are not queued.
+        let mut gone: BTreeSet<&str> = BTreeSet::new();
+        for d in &decisions {
+            match d {
+                Decision::ForgetIncident { id } => {
+                    gone.insert(id);
+                }
+                Decision::OpenIncident { id }
+                | Decision::UpdateIncident { id }
+                | Decision::ResolveIncident { id } => {
+                    gone.remove(id.as_str());
+                }
+                Decision::QueueAlert { .. } | Decision::CoverIncident { .. } => {}
+            }
+        }
+        let gone: BTreeSet<String> = gone.into_iter().map(str::to_string).collect();
         for d in decisions {
             match d {
                 Decision::OpenIncident { id } => {
@@ -235,7 +262,13 @@ impl Ingest {
                     self.changed.remove(&id);
                     self.pending.stats.forgotten += 1;
                 }
-                Decision::QueueAlert { id, kind, at } => self.queue_alert(&id, kind, at),
+                Decision::QueueAlert { id, .. } if gone.contains(&id) => {}
+                Decision::QueueAlert {
+                    id,
+                    kind,
+                    at,
+                    about,
+                } => self.queue_alert(&id, kind, at, &about),
                 Decision::CoverIncident { id, by } => {
                     if self.pipeline.tracker().incident(&id).is_some() {
                         self.changed.insert(id);
@@ -247,29 +280,23 @@ impl Ingest {
         }
     }
 
-    fn queue_alert(&mut self, id: &str, kind: AlertKind, raised_at: Micros) {
-        let Some(inc) = self.pipeline.tracker().incident(id) else {
-            return;
-        };
-        let node = inc.node.clone();
-        let host = inc.host.clone().unwrap_or_default();
+    /// Admits one alert the tracker raised, with the facts it carries
+    /// (no lookup of its incident, no scan of the open ones), and queues
+    /// it on the channels that deliver.
+    fn queue_alert(&mut self, id: &str, kind: AlertKind, raised_at: Micros, about: &Alerted) {
+        let node = about.node.clone();
+        let host = about.host.clone();
         let words = kind.words();
         let now = (self.now)();
         let max_age = self.config.alert.max_age.0;
         // An endpoint incident has no host of its own: it is live when one
         // of its nodes' hosts is.
-        let live = if inc.kind() == crate::tracker::IncidentKind::Endpoint {
-            let t = self.pipeline.tracker();
-            t.open_incidents()
-                .filter(|i| i.covered_by() == Some(id))
-                .filter_map(|i| i.host.as_deref())
-                .any(|h| self.pipeline.live(h))
-        } else {
-            self.pipeline.live(&host)
-        };
+        let live = about.hosts.iter().any(|h| self.pipeline.live(h));
         let raised = Raised {
             kind,
-            announced: inc.announced,
+            // Announced before it was raised, or by an alert queued since
+            // (an opening and its end in one batch).
+            announced: about.announced || self.pending.announced.contains(id),
             live,
             at: raised_at,
         };
@@ -309,6 +336,7 @@ impl Ingest {
             &channels, kind, id, &node, raised_at, now,
         ));
         self.pipeline.tracker_mut().mark_announced(id);
+        self.pending.announced.insert(id.to_string());
         self.changed.insert(id.to_string());
     }
 
@@ -330,7 +358,7 @@ impl Ingest {
         self.admission.withhold_all(old);
         for (id, crossed) in &due {
             // Queued as raised now: the age that counts is the trouble's.
-            self.queue_alert(id, AlertKind::Opened, now.max(*crossed));
+            self.raise_from_tracker(id, AlertKind::Opened, now.max(*crossed));
         }
         if !due.is_empty() {
             tracing::info!(
@@ -367,7 +395,21 @@ impl Ingest {
             inc.node,
             crate::time::rfc3339(inc.last_trouble_at)
         );
-        self.queue_alert(id, AlertKind::Opened, (self.now)());
+        self.raise_from_tracker(id, AlertKind::Opened, (self.now)());
+    }
+
+    /// An alert ingest raises itself (a late announcement): the facts from
+    /// the tracker's incident.
+    fn raise_from_tracker(&mut self, id: &str, kind: AlertKind, at: Micros) {
+        let Some(Decision::QueueAlert { about, .. }) = self
+            .pipeline
+            .tracker()
+            .incident(id)
+            .map(|i| i.raise(kind, at))
+        else {
+            return;
+        };
+        self.queue_alert(id, kind, at, &about);
     }
 
     /// Entries dated more than a day after this machine's clock are read at
@@ -424,6 +466,7 @@ impl Ingest {
             || !self.pending.decisions.is_empty()
             || !self.pending.extra.is_empty()
             || !self.pending.covers.is_empty()
+            || self.pending.state_changed
     }
 
     /// Writes what changed since the last commit, and the cursor, in one
@@ -487,6 +530,8 @@ impl Ingest {
             .map_err(|e| StoreError::interrupted(self.store.path(), "the commit failed", &e))??;
         self.stats.add(&batch.stats);
         self.changed.clear();
+        self.pending.announced.clear();
+        self.pending.state_changed = false;
         self.pending.entries = 0;
         self.commits.last = Instant::now();
         self.commits.count += 1;
@@ -495,6 +540,79 @@ impl Ingest {
             if let Some(w) = wake {
                 w.notify();
             }
+        }
+        Ok(())
+    }
+
+    /// An operator's acknowledgement: recorded by the tracker, committed at
+    /// once; a miss is told apart (resolved, or no such incident) by the
+    /// store.
+    async fn acknowledge(
+        &mut self,
+        a: &AckRequest,
+        wake: &Wake,
+    ) -> Result<Result<Acknowledged, AckError>, StoreError> {
+        let id = match acks::acknowledge(self.pipeline.tracker_mut(), a, (self.now)()) {
+            acks::Acked::Open(id) => id,
+            acks::Acked::Refused(e) => return Ok(Err(e)),
+            acks::Acked::NotOpen => return Ok(Err(acks::not_open(&self.store, &a.id).await?)),
+        };
+        self.changed.insert(id.clone());
+        self.commit(Some(wake)).await?;
+        let tracker = self.pipeline.tracker();
+        let Some(i) = tracker.incident(&id) else {
+            return Ok(Err(AckError::NotOpen(id)));
+        };
+        tracing::info!(
+            "incident {id} (node {}) acknowledged by {}; no more reminders for it",
+            crate::tracker::one_line(&i.node, 80),
+            crate::tracker::one_line(&a.by, 80)
+        );
+        Ok(Ok(Acknowledged {
+            incident: i.clone(),
+            settings: tracker.settings().clone(),
+        }))
+    }
+
+    /// The status snapshot it publishes.
+    fn snapshot(&self) -> StatusSnapshot {
+        snapshot::snapshot(&snapshot::Of {
+            pipeline: &self.pipeline,
+            config: &self.config,
+            config_status: self.reloader.status(),
+            stats: &self.stats,
+            retries_by_node: self.retries.by_node(),
+            started: self.started,
+            journal: &self.journal,
+            cursor: self.cursor.as_deref(),
+            caught_up: self.caught_up,
+            commits: self.commits.count,
+            last_commit_at: self.commits.last_at,
+            reader_restarts: self.supervisor.restarts(),
+        })
+    }
+
+    /// What changes the published snapshot: commits and the reader's state.
+    fn snapshot_key(&self) -> (u64, bool, u64, Option<Micros>) {
+        (
+            self.commits.count,
+            self.caught_up,
+            self.supervisor.restarts(),
+            self.reloader.status().applied_at,
+        )
+    }
+
+    /// Records the reports of deliveries made after ingest stopped
+    /// (`run --once`) on the tracker, and commits its state.
+    pub(in crate::daemon) async fn finish_deliveries(
+        &mut self,
+        reports: &mut mpsc::UnboundedReceiver<DeliveryReport>,
+    ) -> Result<(), StoreError> {
+        while let Ok(r) = reports.try_recv() {
+            self.pending.state_changed |= deliveries::record(self.pipeline.tracker_mut(), &r);
+        }
+        if self.dirty() {
+            self.commit(None).await?;
         }
         Ok(())
     }
@@ -550,7 +668,16 @@ impl Ingest {
         ch.status.send_replace(self.snapshot());
         loop {
             if follow && self.pruner.due() {
-                self.prune().await;
+                let settings = self.pipeline.tracker().settings().clone();
+                let retention = self.config.incidents.retention.0;
+                let now = (self.now)();
+                if let Some(stats) = self
+                    .pruner
+                    .prune(&self.store, now, retention, settings)
+                    .await
+                {
+                    self.stats = stats;
+                }
             }
             let quiet_at = if follow && self.caught_up {
                 let due = self.pipeline.next_quiet_at(self.started);
@@ -570,7 +697,9 @@ impl Ingest {
                         reader = self.restart_reader(&source, reader, &shutdown).await?;
                     }
                 },
-                Some(r) = ch.reports.recv() => self.delivered(r).await,
+                Some(r) = ch.reports.recv() => {
+                    self.pending.state_changed |= deliveries::record(self.pipeline.tracker_mut(), &r);
+                }
                 Some(cmd) = ch.commands.recv() => self.command(cmd, &ch).await?,
                 Some(c) = ch.control.recv() => match c {
                     Control::Reload => {

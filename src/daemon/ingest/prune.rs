@@ -40,38 +40,6 @@ pub(super) fn prune_store(
     })
 }
 
-impl super::Ingest {
-    /// Prunes now (hourly), and logs what went.
-    pub(super) async fn prune(&mut self) {
-        let settings = self.pipeline.tracker().settings().clone();
-        let retention = self.config.incidents.retention.0;
-        match self
-            .pruner
-            .run(&self.store, (self.now)(), retention, settings)
-            .await
-        {
-            Ok(p) => {
-                self.stats = p.stats;
-                if p.incidents > 0 {
-                    tracing::info!(
-                        pruned = p.incidents,
-                        "pruned {} resolved incidents older than [incidents] retention",
-                        p.incidents
-                    );
-                }
-                if p.silences > 0 {
-                    tracing::info!(
-                        pruned = p.silences,
-                        "pruned {} silences that ended over a day ago",
-                        p.silences
-                    );
-                }
-            }
-            Err(e) => tracing::warn!("pruning: {e}"),
-        }
-    }
-}
-
 /// When the next pruning is due (the first at once).
 #[derive(Debug)]
 pub(super) struct Pruner {
@@ -93,8 +61,43 @@ impl Pruner {
         self.next
     }
 
+    /// Prunes `store` now (hourly) and logs what went; the history's
+    /// counts after it, or `None` when it failed (logged; tried again at
+    /// the next hour).
+    pub(super) async fn prune(
+        &mut self,
+        store: &Store,
+        now: Micros,
+        retention: Micros,
+        settings: Settings,
+    ) -> Option<Stats> {
+        match self.run(store, now, retention, settings).await {
+            Ok(p) => {
+                if p.incidents > 0 {
+                    tracing::info!(
+                        pruned = p.incidents,
+                        "pruned {} resolved incidents older than [incidents] retention",
+                        p.incidents
+                    );
+                }
+                if p.silences > 0 {
+                    tracing::info!(
+                        pruned = p.silences,
+                        "pruned {} silences that ended over a day ago",
+                        p.silences
+                    );
+                }
+                Some(p.stats)
+            }
+            Err(e) => {
+                tracing::warn!("pruning: {e}");
+                None
+            }
+        }
+    }
+
     /// Runs one pruning on the blocking pool and schedules the next.
-    pub(super) async fn run(
+    async fn run(
         &mut self,
         store: &Store,
         now: Micros,

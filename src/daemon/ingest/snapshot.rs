@@ -1,69 +1,74 @@
 //! The status snapshot ingest publishes (a `watch`): what `status`, the
 //! metrics and the systemd task read, without asking ingest.
 
-use super::Ingest;
-use crate::status::{OpenIncident, StatusSnapshot};
+use crate::config::Config;
+use crate::pipeline::Pipeline;
+use crate::status::{ConfigStatus, OpenIncident, StatusSnapshot};
+use crate::store::Stats;
 use crate::time::Micros;
 
-impl Ingest {
-    pub(super) fn snapshot(&self) -> StatusSnapshot {
-        let settings = self.pipeline.tracker().settings();
-        StatusSnapshot {
-            started_at: self.started,
-            journal: self.journal.clone(),
-            cursor: self.cursor.clone(),
-            caught_up: self.caught_up,
-            summary: self.pipeline.summary().clone(),
-            open: self
-                .pipeline
-                .tracker()
-                .open_incidents()
-                .map(|i| OpenIncident {
-                    id: i.id.clone(),
-                    kind: i.kind(),
-                    node: i.node.clone(),
-                    host: i.host.clone().unwrap_or_default(),
-                    cause: i.cause(),
-                    verdict: i.verdict(settings),
-                    retries: i.counted_retries(),
-                })
-                .collect(),
-            history: self.stats.clone(),
-            retries_by_node: self.retries.by_node().clone(),
-            commits: self.commits.count,
-            last_commit_at: self.commits.last_at,
-            reader_restarts: self.supervisor.restarts(),
-            evicted: self.pipeline.tracker().evicted(),
-            forgotten: self.pipeline.tracker().forgotten(),
-            hosts: newest_hosts(self.host_times().into_iter(), settings.max_nodes),
-            silent_after: self.config.fleet.silent_after.0,
-            settings: settings.clone(),
-            config: self.reloader.status().clone(),
-        }
-    }
+/// What the snapshot is made of, borrowed from ingest's parts.
+pub(super) struct Of<'a> {
+    pub pipeline: &'a Pipeline,
+    pub config: &'a Config,
+    pub config_status: &'a ConfigStatus,
+    pub stats: &'a Stats,
+    pub retries_by_node: &'a std::collections::BTreeMap<String, u64>,
+    pub started: Micros,
+    pub journal: &'a str,
+    pub cursor: Option<&'a str>,
+    pub caught_up: bool,
+    pub commits: u64,
+    pub last_commit_at: Option<Micros>,
+    pub reader_restarts: u64,
+}
 
-    /// Each host's newest entry: of its kubelet, or of any unit when the
-    /// reader reads that from a collector's file headers (a host whose
-    /// kubelet is quiet but whose journal moves on is not silent).
-    fn host_times(&self) -> Vec<(&str, Micros)> {
-        let mut all: std::collections::BTreeMap<&str, Micros> =
-            self.pipeline.host_times().collect();
-        for (h, t) in self.pipeline.tracker().journal_times() {
-            let e = all.entry(h).or_insert(t);
-            *e = (*e).max(t);
-        }
-        all.into_iter().collect()
+/// The status snapshot of `of`.
+pub(super) fn snapshot(of: &Of<'_>) -> StatusSnapshot {
+    let tracker = of.pipeline.tracker();
+    let settings = tracker.settings();
+    StatusSnapshot {
+        started_at: of.started,
+        journal: of.journal.to_string(),
+        cursor: of.cursor.map(str::to_string),
+        caught_up: of.caught_up,
+        summary: of.pipeline.summary().clone(),
+        open: tracker
+            .open_incidents()
+            .map(|i| OpenIncident {
+                id: i.id.clone(),
+                kind: i.kind(),
+                node: i.node.clone(),
+                host: i.host.clone().unwrap_or_default(),
+                cause: i.cause(),
+                verdict: i.verdict(settings),
+                retries: i.counted_retries(),
+            })
+            .collect(),
+        history: of.stats.clone(),
+        retries_by_node: of.retries_by_node.clone(),
+        commits: of.commits,
+        last_commit_at: of.last_commit_at,
+        reader_restarts: of.reader_restarts,
+        evicted: tracker.evicted(),
+        forgotten: tracker.forgotten(),
+        hosts: newest_hosts(host_times(of.pipeline).into_iter(), settings.max_nodes),
+        silent_after: of.config.fleet.silent_after.0,
+        settings: settings.clone(),
+        config: of.config_status.clone(),
     }
+}
 
-    /// What changes the published snapshot: commits and the reader's state.
-    pub(super) fn snapshot_key(&self) -> (u64, bool, u64, Option<Micros>) {
-        (
-            self.commits.count,
-            self.caught_up,
-            self.supervisor.restarts(),
-            self.reloader.status().applied_at,
-        )
+/// Each host's newest entry: of its kubelet, or of any unit when the
+/// reader reads that from a collector's file headers (a host whose
+/// kubelet is quiet but whose journal moves on is not silent).
+fn host_times(pipeline: &Pipeline) -> Vec<(&str, Micros)> {
+    let mut all: std::collections::BTreeMap<&str, Micros> = pipeline.host_times().collect();
+    for (h, t) in pipeline.tracker().journal_times() {
+        let e = all.entry(h).or_insert(t);
+        *e = (*e).max(t);
     }
+    all.into_iter().collect()
 }
 
 /// The hosts shown in `status` and the metrics: the `max` whose entries are

@@ -220,6 +220,7 @@ mod tests {
             detail: crate::tracker::Detail::Endpoint(crate::tracker::Outage {
                 endpoint: "10.0.0.1:6443".into(),
                 nodes: vec!["a".into(), "b".into(), "c".into()],
+                hosts: vec!["a".into(), "b".into(), "c".into()],
             }),
             ..node_incident()
         };

@@ -399,7 +399,19 @@ impl AlertmanagerTask {
             match result {
                 Ok(to) => {
                     let remove = seqs.clone();
-                    self.blocking(move |s| s.outbox_remove(&remove)).await?;
+                    // The first alerts of their incidents (not resolved
+                    // notices) count as their delivery.
+                    let firsts: Vec<String> = incidents
+                        .iter()
+                        .filter(|i| {
+                            due.iter()
+                                .any(|e| e.incident == i.id && e.kind != AlertKind::Resolved)
+                        })
+                        .map(|i| i.id.clone())
+                        .collect();
+                    let recorded = firsts.clone();
+                    self.blocking(move |s| s.delivered(&remove, &recorded, now))
+                        .await?;
                     entries.retain(|e| !seqs.contains(&e.seq));
                     if !alerts.is_empty() {
                         tracing::info!(
@@ -411,15 +423,7 @@ impl AlertmanagerTask {
                         self.stats.last_result = Some(format!("posted to {to}"));
                         self.stats.last_success_at = Some(now);
                         let _ = self.reports.send(DeliveryReport {
-                            incidents: incidents
-                                .iter()
-                                .filter(|i| {
-                                    due.iter().any(|e| {
-                                        e.incident == i.id && e.kind != AlertKind::Resolved
-                                    })
-                                })
-                                .map(|i| i.id.clone())
-                                .collect(),
+                            incidents: firsts,
                             at: now,
                         });
                     }

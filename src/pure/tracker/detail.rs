@@ -97,6 +97,9 @@ pub struct Outage {
     pub endpoint: String,
     /// Its nodes, in the order they joined.
     pub nodes: Vec<String>,
+    /// Their hosts (for whether its trouble is live).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
 }
 
 /// What one kind of incident has that the others do not: one variant per

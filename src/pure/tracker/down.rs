@@ -134,11 +134,7 @@ impl Tracker {
             AlertKind::Repeat
         };
         inc.last_alert_at = Some(at);
-        out.push(Decision::QueueAlert {
-            id: inc.id.clone(),
-            kind,
-            at,
-        });
+        out.push(inc.raise(kind, at));
     }
 
     pub(super) fn open_down(

@@ -235,6 +235,13 @@ impl Group {
             .filter(|m| seen.insert(m.node.as_str()))
             .map(|m| m.node.clone())
             .collect();
+        let hosts: Vec<String> = members
+            .iter()
+            .map(|m| m.host.as_str())
+            .collect::<BTreeSet<&str>>()
+            .into_iter()
+            .map(str::to_string)
+            .collect();
         let last = members
             .iter()
             .map(|m| m.last.max(m.opened_at))
@@ -283,6 +290,7 @@ impl Group {
         i.detail = Detail::Endpoint(Outage {
             endpoint: self.endpoint.clone(),
             nodes,
+            hosts,
         });
         i.last_alert_at = members.iter().filter_map(|m| m.alerted).max();
         if let Some(b) = before {
@@ -542,11 +550,7 @@ impl Tracker {
             }
             if let Some(at) = n.over_threshold_at.filter(|_| !paged.contains_key(&n.id)) {
                 paged.insert(n.id.clone(), at);
-                out.push(Decision::QueueAlert {
-                    id: n.id.clone(),
-                    kind: AlertKind::Opened,
-                    at,
-                });
+                out.push(n.raise(AlertKind::Opened, at));
             }
             self.resolved.retain(|r| r.id != n.id);
             if let Some(end) = n.resolved_at {
@@ -557,11 +561,7 @@ impl Tracker {
                     && send_resolved
                     && told_end.insert(n.id.clone())
                 {
-                    out.push(Decision::QueueAlert {
-                        id: n.id.clone(),
-                        kind: AlertKind::Resolved,
-                        at: end,
-                    });
+                    out.push(n.raise(AlertKind::Resolved, end));
                 }
             } else {
                 out.push(Decision::UpdateIncident { id: n.id.clone() });
@@ -649,7 +649,7 @@ impl Tracker {
         let mut reminders: Vec<(String, Micros)> = Vec::new();
         let mut kept = Vec::with_capacity(out.len() - from);
         for d in out.drain(from..).collect::<Vec<_>>() {
-            if let Decision::QueueAlert { id, kind, at } = &d {
+            if let Decision::QueueAlert { id, kind, at, .. } = &d {
                 if let Some(cover) = self.covering(id, *kind) {
                     if *kind == AlertKind::Repeat {
                         reminders.push((cover.to_string(), *at));
@@ -682,11 +682,9 @@ impl Tracker {
                 None => AlertKind::Opened,
             };
             g.paged.insert(cover.clone(), at);
-            out.push(Decision::QueueAlert {
-                id: cover,
-                kind,
-                at,
-            });
+            if let Some(o) = g.outages.iter().find(|o| o.id == cover) {
+                out.push(o.raise(kind, at));
+            }
         }
     }
 

@@ -241,12 +241,32 @@ impl Incident {
             return true;
         };
         self.last_alert_at = Some(at);
-        out.push(super::Decision::QueueAlert {
+        out.push(self.raise(kind, at));
+        true
+    }
+
+    /// The decision to alert of `kind` at `at`, with what admission needs
+    /// of this incident.
+    #[must_use]
+    pub fn raise(&self, kind: super::AlertKind, at: Micros) -> super::Decision {
+        let host = self.host.clone().unwrap_or_default();
+        let hosts = match &self.detail {
+            Detail::Endpoint(o) => o.hosts.clone(),
+            Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::HostSilent(_) => {
+                vec![host.clone()]
+            }
+        };
+        super::Decision::QueueAlert {
             id: self.id.clone(),
             kind,
             at,
-        });
-        true
+            about: super::Alerted {
+                node: self.node.clone(),
+                host,
+                hosts,
+                announced: self.announced,
+            },
+        }
     }
 
     /// A new incident of `kind` for `node`, opened by the observation's

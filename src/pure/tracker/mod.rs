@@ -94,10 +94,13 @@ pub enum Decision {
     ForgetIncident {
         id: String,
     },
+    /// An alert is due; `about` carries what admission needs of its
+    /// incident, so the caller need not look it up again.
     QueueAlert {
         id: String,
         kind: AlertKind,
         at: Micros,
+        about: Alerted,
     },
     /// Node incident `id` is now covered by endpoint incident `by` (or by
     /// none): changed here if the tracker still holds it, else the caller
@@ -106,6 +109,19 @@ pub enum Decision {
         id: String,
         by: Option<String>,
     },
+}
+
+/// What an alert's incident is, as admission weighs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Alerted {
+    pub node: String,
+    /// Its host ("" for none).
+    pub host: String,
+    /// The hosts whose trouble it is: its own, or an endpoint incident's
+    /// nodes' (it is live when one of them is written now).
+    pub hosts: Vec<String>,
+    /// An alert for it went into the outbox before this one was raised.
+    pub announced: bool,
 }
 
 /// What one kubelet (one host) told us lately. Persisted one record a host
@@ -393,10 +409,15 @@ impl Tracker {
         std::mem::take(&mut self.resolved)
     }
 
-    /// Records that the first alert for an incident was delivered.
-    pub fn mark_alerted(&mut self, id: &str, at: Micros) {
-        if let Some(i) = self.open_mut(id) {
-            i.alerted_at.get_or_insert(at);
+    /// Records that the first alert for an incident was delivered; true
+    /// when an open incident of the tracker's changed.
+    pub fn mark_alerted(&mut self, id: &str, at: Micros) -> bool {
+        match self.open_mut(id) {
+            Some(i) if i.alerted_at.is_none() => {
+                i.alerted_at = Some(at);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -642,11 +663,7 @@ impl Tracker {
         inc.resolution = Some(how);
         out.push(Decision::ResolveIncident { id: inc.id.clone() });
         if inc.over_threshold_at.is_some() && self.settings.send_resolved {
-            out.push(Decision::QueueAlert {
-                id: inc.id.clone(),
-                kind: AlertKind::Resolved,
-                at,
-            });
+            out.push(inc.raise(AlertKind::Resolved, at));
         }
         self.resolved.push(inc);
     }

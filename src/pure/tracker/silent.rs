@@ -180,11 +180,7 @@ impl Tracker {
         inc.over_threshold_at = Some(at);
         inc.last_alert_at = Some(at);
         out.push(Decision::OpenIncident { id: inc.id.clone() });
-        out.push(Decision::QueueAlert {
-            id: inc.id.clone(),
-            kind: AlertKind::Opened,
-            at,
-        });
+        out.push(inc.raise(AlertKind::Opened, at));
         self.open.insert(key, inc);
     }
 }
