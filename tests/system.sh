@@ -162,6 +162,20 @@ after=$(inside kubelet-sentinel incidents -o json | grep -vE '"(alerted_at|diagn
 [ "$before" = "$after" ] || fail "history changed across the restart: $(diff <(echo "$before") <(echo "$after"))"
 ok "systemctl restart keeps the history and counts nothing twice (12 retries)"
 
+# --- an upgrade (a reinstall of the package) restarts it on the new binary ------
+pid_before=$(inside systemctl show -p MainPID --value kubelet-sentinel)
+inside env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --reinstall /root/kubelet-sentinel.deb >"$cache/apt.log" 2>&1 \
+  || { tail -20 "$cache/apt.log"; fail "apt-get install --reinstall"; }
+for _ in $(seq 100); do [ "$(inside systemctl is-active kubelet-sentinel)" = active ] && break; sleep 0.2; done
+pid_after=$(inside systemctl show -p MainPID --value kubelet-sentinel)
+[ "$(inside systemctl is-active kubelet-sentinel)" = active ] && [ "$pid_after" != "$pid_before" ] \
+  || fail "after a reinstall: $(inside systemctl is-active kubelet-sentinel), MainPID $pid_before -> $pid_after"
+[ "$(inside systemctl is-enabled kubelet-sentinel)" = enabled ] || fail "not enabled after a reinstall"
+for _ in $(seq 100); do inside kubelet-sentinel status -o json 2>/dev/null | has '"caught_up": true' && break; sleep 0.2; done
+after=$(inside kubelet-sentinel incidents -o json | grep -vE '"(alerted_at|diagnosis)"')
+[ "$before" = "$after" ] || fail "history changed across the upgrade: $(diff <(echo "$before") <(echo "$after"))"
+ok "an upgrade (apt-get install --reinstall) restarts the enabled service on the new binary (MainPID $pid_before -> $pid_after), history kept"
+
 # --- sd_notify: STATUS= and watchdog pings from the main loop -----------------
 for _ in $(seq 50); do
   inside systemctl show -p StatusText --value kubelet-sentinel | has '^following the system journal' && break

@@ -57,6 +57,10 @@ fn load_for_query(path: Option<&PathBuf>, err: &mut dyn Write) -> Config {
 /// Parses the command line and runs the command.
 #[must_use]
 pub fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == commands::assets::COMMAND) {
+        return packaging_assets(args.next().map(PathBuf::from)).into();
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -103,6 +107,25 @@ pub fn main() -> ExitCode {
         Command::CheckConfig => commands::check_config::check_config(config, &mut out, &mut err),
     };
     exit.into()
+}
+
+/// `__packaging-assets DIR`: the man pages and completions, for `make
+/// assets` (see [`commands::assets`]).
+fn packaging_assets(dir: Option<PathBuf>) -> Exit {
+    let Some(dir) = dir else {
+        eprintln!("usage: kubelet-sentinel {} DIR", commands::assets::COMMAND);
+        return Exit::Usage;
+    };
+    match commands::assets::generate(&dir) {
+        Ok(()) => {
+            println!("wrote the man pages and completions to {}", dir.display());
+            Exit::Ok
+        }
+        Err(e) => {
+            eprintln!("kubelet-sentinel: writing to {}: {e}", dir.display());
+            Exit::Failure
+        }
+    }
 }
 
 /// `incidents`: its flags read into a [`Filter`] (a time that cannot be
