@@ -226,10 +226,28 @@ for _ in $(seq 100); do [ "$(inside systemctl is-active kubelet-sentinel)" = act
 ok "a config error stops the unit (exit 78, no restart loop) with the error in systemctl status"
 
 # --- the SMTP password arrives as a credential, never in the config ------------
+# A username with no password anywhere: mail is off, and the reason never
+# says a password file exists (the service cannot look into the root-only
+# credentials directory), before or after the restart it recommends.
+inside sed -i 's|^#username = ""|username = "alerts"|' /etc/kubelet-sentinel/config.toml
+inside grep -q '^username = "alerts"' /etc/kubelet-sentinel/config.toml || fail "the username edit did not apply"
+[ -z "$(inside ls -A /etc/kubelet-sentinel/credentials)" ] || fail "credentials/ is not empty"
+for round in before-restart after-restart; do
+  inside systemctl restart kubelet-sentinel
+  for _ in $(seq 50); do inside kubelet-sentinel status | has '^mail  *disabled' && break; sleep 0.2; done
+  st=$(inside kubelet-sentinel status 2>&1 || true)
+  echo "$st" | has '^mail  *disabled.*none loaded' || fail "status with a username and no password ($round): $st"
+  echo "$st$(inside systemctl show -p StatusText --value kubelet-sentinel)" | has 'exists\|created after' \
+    && fail "status claims a password file that does not exist ($round): $st"
+done
+ok "a username with no password: mail disabled, 'none loaded' with what to do, no file claimed to exist (also after the restart)"
 inside sh -c 'umask 077; echo s3cret > /etc/kubelet-sentinel/credentials/password'
 inside systemctl restart kubelet-sentinel
 [ "$(inside systemctl is-active kubelet-sentinel)" = active ] || fail "not active with a password credential"
 inside ls /run/credentials/kubelet-sentinel.service/ | has -x smtp_password || fail "no smtp_password credential"
+inside kubelet-sentinel status | has '^mail  *enabled' || fail "the password credential did not enable mail: $(inside kubelet-sentinel status)"
+inside sed -i 's|^username = "alerts"|#username = ""|' /etc/kubelet-sentinel/config.toml
+inside systemctl restart kubelet-sentinel
 ok "credentials/password is loaded as the credential smtp_password"
 
 # --- systemctl stop during a delivery to a server that never answers ------------
