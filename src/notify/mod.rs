@@ -237,7 +237,7 @@ mod tests {
             &r.settings,
             &std::collections::BTreeMap::default(),
         );
-        assert_eq!(labels["alertname"], "KubeletDown");
+        assert_eq!(labels["alertname"], "KubeletSentinelKubeletDown");
         assert_eq!(labels["kind"], "kubelet-down");
         assert_eq!(labels["cause"], "swap");
         assert_eq!(labels["verdict"], "crash-loop");

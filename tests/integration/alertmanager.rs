@@ -70,7 +70,7 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
     let alerts = am.alerts();
     assert_eq!(alerts.len(), 2, "deduplicated: {alerts:?}");
     let l = &alerts[0]["labels"];
-    assert_eq!(l["alertname"], "KubeletNodeStatusTrouble");
+    assert_eq!(l["alertname"], "KubeletSentinelNodeStatus");
     assert_eq!(l["node"], "n1");
     assert_eq!(l["host"], "n1");
     assert_eq!(l["cause"], "api-unreachable");
@@ -349,7 +349,7 @@ fn the_shipped_alertmanager_example_pages_once_per_outage() {
         std::process::Command::new("/usr/bin/amtool").args([
             "alert",
             "add",
-            "alertname=KubeletAPIEndpointDown",
+            "alertname=KubeletSentinelEndpointDown",
             "api_endpoint=10.0.0.1:6443",
             "cause=api-unreachable",
             &format!("--alertmanager.url={}", am.url()),
