@@ -222,7 +222,7 @@ impl Coordinator {
             warnings: WarnBudget::new(),
         };
         for (key, files) in found {
-            c.add_group(key, files, true);
+            c.add_group(key, files);
         }
         c.warn_unreadable(unreadable);
         c
@@ -236,8 +236,8 @@ impl Coordinator {
         (h % self.jobs.len().max(1) as u64) as usize
     }
 
-    fn add_group(&mut self, key: String, files: Vec<PathBuf>, at_startup: bool) {
-        let start = self.spec.starts.start_of(&key, at_startup);
+    fn add_group(&mut self, key: String, files: Vec<PathBuf>) {
+        let start = self.spec.starts.start_of(&key);
         let worker = self.worker_of(&key);
         self.groups.insert(
             key,
@@ -311,7 +311,7 @@ impl Coordinator {
                         g.dirty = true;
                     }
                 }
-                None => self.add_group(key, files, false),
+                None => self.add_group(key, files),
             }
         }
     }
