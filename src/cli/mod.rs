@@ -38,20 +38,32 @@ fn load_config(path: Option<&PathBuf>, err: &mut dyn Write) -> Result<Config, Ex
 /// half-finished edit never takes `status`, `incidents`, `ack` or `silence`
 /// away while the service runs on its old settings.
 fn load_for_query(path: Option<&PathBuf>, err: &mut dyn Write) -> Config {
+    load_for_query_socket(path, err).0
+}
+
+/// [`load_for_query`], and whether the socket asked is a guess (the file's
+/// `[api] socket` line cannot be read): then a service that does not
+/// answer there may still run elsewhere.
+fn load_for_query_socket(path: Option<&PathBuf>, err: &mut dyn Write) -> (Config, bool) {
     let (p, explicit) = match path {
         Some(p) => (p.clone(), true),
         None => (PathBuf::from(config::DEFAULT_PATH), false),
     };
-    let (config, problem) = Config::load_for_query(&p, explicit);
+    let (config, problem, socket_unread) = Config::load_for_query(&p, explicit);
     if let Some(e) = problem {
+        let guess = if socket_unread {
+            " (its [api] socket line cannot be read: that is the default)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             err,
             "kubelet-sentinel: warning: {e}\nkubelet-sentinel: a running service keeps its \
-             settings; asking it through {}",
+             settings; asking it through {}{guess}",
             config.api.socket
         );
     }
-    config
+    (config, socket_unread)
 }
 
 /// Parses the command line and runs the command.

@@ -105,6 +105,15 @@ pub enum StoreError {
          new history"
     )]
     Unreadable { path: String, detail: String },
+    /// Whether there is a store cannot be told: its directory cannot be
+    /// looked into by this user (under systemd, `/var/lib/private` is
+    /// root's).
+    #[error("store {path}: cannot look for it: {source}")]
+    Inaccessible {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl StoreError {
@@ -118,7 +127,9 @@ impl StoreError {
     #[must_use]
     pub fn is_permission_denied(&self) -> bool {
         match self {
-            StoreError::Create { source, .. } | StoreError::Sync { source, .. } => {
+            StoreError::Create { source, .. }
+            | StoreError::Sync { source, .. }
+            | StoreError::Inaccessible { source, .. } => {
                 source.kind() == std::io::ErrorKind::PermissionDenied
             }
             StoreError::Sled {

@@ -840,6 +840,22 @@ fn a_host_gone_silent_is_named_against_the_newest_entry() {
         .filter(|l| l.starts_with("kubelet_sentinel_host_last_entry_timestamp_seconds{"))
         .count();
     assert_eq!(series, 3, "{metrics}");
+    // Issue 28: status and check-config say that silent hosts open no
+    // incident here, and how to turn that on.
+    assert_eq!(st["silent_incidents"], false, "{st}");
+    let table = String::from_utf8_lossy(&svc.query(&["status"]).stdout).into_owned();
+    assert!(
+        table.contains("host_silent")
+            && table.contains("incidents off")
+            && table.contains("silent_incidents = true"),
+        "{table}"
+    );
+    let checked = String::from_utf8_lossy(&svc.query(&["check-config"]).stdout).into_owned();
+    assert!(
+        checked.contains("# host-silent incidents off")
+            && checked.contains("silent_incidents = true"),
+        "{checked}"
+    );
     assert_eq!(svc.signal("TERM"), Some(0));
 }
 
