@@ -229,10 +229,8 @@ impl Coordinator {
     }
 
     fn worker_of(&self, key: &str) -> usize {
-        // FNV-1a: stable, so a group keeps its worker (and its open handle).
-        let h = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+        // Stable, so a group keeps its worker (and its open handle).
+        let h = crate::model::fnv1a([key.as_bytes()]);
         (h % self.jobs.len().max(1) as u64) as usize
     }
 
