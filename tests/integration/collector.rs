@@ -845,8 +845,8 @@ fn a_host_gone_silent_is_named_against_the_newest_entry() {
     assert_eq!(st["silent_incidents"], false, "{st}");
     let table = String::from_utf8_lossy(&svc.query(&["status"]).stdout).into_owned();
     assert!(
-        table.contains("host_silent")
-            && table.contains("incidents off")
+        table.contains("silent_incidents       off")
+            && table.contains("note: host-silent incidents off")
             && table.contains("silent_incidents = true"),
         "{table}"
     );

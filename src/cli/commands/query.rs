@@ -218,11 +218,13 @@ pub(crate) fn status(
             crate::config::JournalTarget::Directory(_)
         )
     {
-        let line = match s.silent_incidents {
-            Some(on) => silent_incidents_words(on, &config),
-            None => "unknown while the service is stopped".to_string(),
-        };
-        let _ = writeln!(out, "{:<22} {line}", "host_silent");
+        if let Some(on) = s.silent_incidents {
+            let _ = writeln!(
+                out,
+                "note: host-silent {}",
+                silent_incidents_words(on, &config)
+            );
+        }
     }
     if s.service != "running" {
         Exit::NotRunning
