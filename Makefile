@@ -10,8 +10,10 @@ BIN := target/debug/kubelet-sentinel
 deps:
 	@bash .ci/deps
 
+# --workspace: the features `cargo test --workspace` builds with, so neither
+# rebuilds what the other built (lettre and the crate, a minute each time).
 build: deps
-	cargo build --bins --examples
+	cargo build --workspace --bins --examples
 
 # Writes a sample journal (examples/sample_journal.rs through
 # systemd-journal-remote) into $(SCRATCH), runs the service over it once with
@@ -111,5 +113,5 @@ bench-hosts: bench-deps
 # so it runs the debug build `cargo test` already made, not a release build
 # of the examples.
 bench-smoke: bench-deps
-	cargo build --bins --examples
+	cargo build --workspace --bins --examples
 	BUILD=target/debug RUNS=1 SIZES=5000 COLLECTOR=5000 COLLECTOR_HOSTS=3 LATENCY_ROUNDS=5 IDLE_SECONDS=2 SERVICE_INCIDENTS=1000 NODES=500 NODES_RESOLVE=2 CRITERION=0 OUT=target/bench/smoke.md bash benches/bench.sh
