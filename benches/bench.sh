@@ -18,9 +18,10 @@ LATENCY_ROUNDS=${LATENCY_ROUNDS:-200}
 CRITERION=${CRITERION:-1}
 OUT=${OUT:-BENCHMARKS.md}
 dir=target/bench
-bin=target/release/kubelet-sentinel
-bare=target/release/examples/bare_loop
-gen=target/release/examples/gen_journal
+build=${BUILD:-target/release}   # make bench-smoke runs the debug build
+bin=$build/kubelet-sentinel
+bare=$build/examples/bare_loop
+gen=$build/examples/gen_journal
 mkdir -p "$dir"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 f2b_regex='^.*Error updating node status, will retry.*dial tcp <HOST>:6443'
@@ -108,7 +109,7 @@ fi
 
 service="(skipped)"
 if [ "${SERVICE:-1}" = 1 ]; then
-  service=$(/usr/bin/python3 benches/service.py "$bin" target/release/examples/gen_store "${IDLE_SECONDS:-30}" "${SERVICE_INCIDENTS:-100000}")
+  service=$(/usr/bin/python3 benches/service.py "$bin" "$build/examples/gen_store" "${IDLE_SECONDS:-30}" "${SERVICE_INCIDENTS:-100000}")
 fi
 
 nodes="(skipped)"

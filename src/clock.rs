@@ -51,6 +51,14 @@ pub(crate) struct DurationError {
 /// Parses `500ms`, `60s`, `10m`, `4h`, `90d`, or several run together
 /// (`1h30m`). A bare `0` is allowed; other bare numbers are not, because a
 /// unit-less `60` is ambiguous to the person reading the config.
+///
+/// Not `humantime::parse_duration`, the maintained crate for this: it also
+/// takes `1M` (a month of 30.44 days, next to `1m`, a minute), `1y`,
+/// `2 weeks`, `ns` and spaces, so configs and flags that are refused today
+/// would mean something (`retention = "1M"`), and its errors do not quote
+/// the input or give examples; wrapping it to refuse those would be more
+/// code than these forty lines. `systemd.time(7)`'s own forms are what
+/// `--since` takes ([`parse_when`]).
 pub(crate) fn parse_duration(input: &str) -> Result<Micros, DurationError> {
     let err = |reason| DurationError {
         input: input.to_string(),

@@ -20,7 +20,7 @@
 //!   `testing` (tests' entries and one `replay`; feature `testing`).
 //! - `clock` (the wall clock and the machine's zone, decided here for the
 //!   core: `--utc` or local; durations and `--since` as people type them)
-//!   and `users` (`/etc/passwd`, `/etc/group`).
+//!   and `users` (users and groups through NSS).
 //! - `journal/` (where entries come from: libsystemd on its own thread, one
 //!   host or a collector's directory; export, json and text streams; `open`
 //!   is the one place that picks a reader) and `config/` (raw TOML with

@@ -12,7 +12,7 @@ ok() { echo "ok - $*"; pass=$((pass + 1)); }
 has() { grep "$@" >/dev/null; }
 
 deb=$(ls -t target/debian/kubelet-sentinel_*.deb | head -1)
-rpm=$(ls -t target/generate-rpm/kubelet-sentinel-*.rpm | head -1)
+rpm=$(ls -t target/rpm/kubelet-sentinel-*.rpm | head -1)
 unit=systemd/kubelet-sentinel.service
 
 # --- the unit, offline ------------------------------------------------------
@@ -57,6 +57,9 @@ dpkg-deb -f "$deb" Depends
 mkdir "$tmp/ctl" && dpkg-deb -e "$deb" "$tmp/ctl"
 grep -qx '/etc/kubelet-sentinel/config.toml' "$tmp/ctl/conffiles" || fail "config.toml is not a conffile"
 grep -q 'deb-systemd-helper' "$tmp/ctl/postinst" || fail "postinst lacks the systemd snippets"
+grep -q 'deb-systemd-invoke $_dh_action' "$tmp/ctl/postinst" || fail "postinst does not start (or, on upgrade, restart) the unit"
+grep -q 'deb-systemd-invoke stop' "$tmp/ctl/prerm" || fail "prerm does not stop the unit on removal"
+grep -q 'deb-systemd-helper purge' "$tmp/ctl/postrm" || fail "postrm does not forget the unit on purge"
 grep -q 'rm -rf /var/lib/private/kubelet-sentinel' "$tmp/ctl/postrm" || fail "postrm does not purge the state"
 grep -q 'mkdir -p -m 0700 /etc/kubelet-sentinel/credentials' "$tmp/ctl/postinst" || fail "postinst does not create the credentials directory"
 grep -q 'systemd-sysusers kubelet-sentinel.conf' "$tmp/ctl/postinst" || fail "postinst does not make the systemd-journal-remote group"
@@ -93,6 +96,7 @@ ok ".rpm: files, %config(noreplace), modes, scriptlets, requires"
 dpkg -P kubelet-sentinel >/dev/null 2>&1 || true
 dpkg -i "$deb" >/dev/null
 kubelet-sentinel --version | has '^kubelet-sentinel ' || fail "--version"
+v=$(dpkg --verify kubelet-sentinel 2>&1) && [ -z "$v" ] || fail "dpkg --verify (md5sums): $v"
 man -w kubelet-sentinel >/dev/null || fail "man -w kubelet-sentinel"
 man -w 5 kubelet-sentinel.toml >/dev/null || fail "man -w 5 kubelet-sentinel.toml"
 page=$(man kubelet-sentinel 2>/dev/null | col -b)

@@ -162,6 +162,20 @@ after=$(inside kubelet-sentinel incidents -o json | grep -vE '"(alerted_at|diagn
 [ "$before" = "$after" ] || fail "history changed across the restart: $(diff <(echo "$before") <(echo "$after"))"
 ok "systemctl restart keeps the history and counts nothing twice (12 retries)"
 
+# --- an upgrade (a reinstall of the package) restarts it on the new binary ------
+pid_before=$(inside systemctl show -p MainPID --value kubelet-sentinel)
+inside env DEBIAN_FRONTEND=noninteractive dpkg -i /root/kubelet-sentinel.deb >"$cache/apt.log" 2>&1 \
+  || { tail -20 "$cache/apt.log"; fail "dpkg -i of the package again (an upgrade to the same version)"; }
+for _ in $(seq 100); do [ "$(inside systemctl is-active kubelet-sentinel)" = active ] && break; sleep 0.2; done
+pid_after=$(inside systemctl show -p MainPID --value kubelet-sentinel)
+[ "$(inside systemctl is-active kubelet-sentinel)" = active ] && [ "$pid_after" != "$pid_before" ] \
+  || fail "after a reinstall: $(inside systemctl is-active kubelet-sentinel), MainPID $pid_before -> $pid_after"
+[ "$(inside systemctl is-enabled kubelet-sentinel)" = enabled ] || fail "not enabled after a reinstall"
+for _ in $(seq 100); do inside kubelet-sentinel status -o json 2>/dev/null | has '"caught_up": true' && break; sleep 0.2; done
+after=$(inside kubelet-sentinel incidents -o json | grep -vE '"(alerted_at|diagnosis)"')
+[ "$before" = "$after" ] || fail "history changed across the upgrade: $(diff <(echo "$before") <(echo "$after"))"
+ok "an upgrade (dpkg -i of the package again) restarts the enabled service on the new binary (MainPID $pid_before -> $pid_after), history kept"
+
 # --- sd_notify: STATUS= and watchdog pings from the main loop -----------------
 for _ in $(seq 50); do
   inside systemctl show -p StatusText --value kubelet-sentinel | has '^following the system journal' && break
@@ -212,10 +226,28 @@ for _ in $(seq 100); do [ "$(inside systemctl is-active kubelet-sentinel)" = act
 ok "a config error stops the unit (exit 78, no restart loop) with the error in systemctl status"
 
 # --- the SMTP password arrives as a credential, never in the config ------------
+# A username with no password anywhere: mail is off, and the reason never
+# says a password file exists (the service cannot look into the root-only
+# credentials directory), before or after the restart it recommends.
+inside sed -i 's|^#username = ""|username = "alerts"|' /etc/kubelet-sentinel/config.toml
+inside grep -q '^username = "alerts"' /etc/kubelet-sentinel/config.toml || fail "the username edit did not apply"
+[ -z "$(inside ls -A /etc/kubelet-sentinel/credentials)" ] || fail "credentials/ is not empty"
+for round in before-restart after-restart; do
+  inside systemctl restart kubelet-sentinel
+  for _ in $(seq 50); do (inside kubelet-sentinel status || true) | has '^mail  *disabled' && break; sleep 0.2; done
+  st=$(inside kubelet-sentinel status 2>&1 || true)
+  echo "$st" | has '^mail  *disabled.*none loaded' || fail "status with a username and no password ($round): $st"
+  echo "$st$(inside systemctl show -p StatusText --value kubelet-sentinel)" | has 'exists\|created after' \
+    && fail "status claims a password file that does not exist ($round): $st"
+done
+ok "a username with no password: mail disabled, 'none loaded' with what to do, no file claimed to exist (also after the restart)"
 inside sh -c 'umask 077; echo s3cret > /etc/kubelet-sentinel/credentials/password'
 inside systemctl restart kubelet-sentinel
 [ "$(inside systemctl is-active kubelet-sentinel)" = active ] || fail "not active with a password credential"
 inside ls /run/credentials/kubelet-sentinel.service/ | has -x smtp_password || fail "no smtp_password credential"
+(inside kubelet-sentinel status || true) | has '^mail  *enabled' || fail "the password credential did not enable mail: $(inside kubelet-sentinel status)"
+inside sed -i 's|^username = "alerts"|#username = ""|' /etc/kubelet-sentinel/config.toml
+inside systemctl restart kubelet-sentinel
 ok "credentials/password is loaded as the credential smtp_password"
 
 # --- systemctl stop during a delivery to a server that never answers ------------

@@ -8,9 +8,9 @@
 //! taken at accept); the author recorded is that uid's user name, never
 //! what a request body claims.
 //!
-//! Users and groups are read from `/etc/passwd` and `/etc/group` (not
-//! through NSS: a static binary under systemd's sandbox has no NSS modules
-//! to load), the files `useradd` and distributions' packages write.
+//! Users and groups come from the name service ([`crate::users`]: NSS,
+//! so an `admin_group` from LDAP or SSSD counts, and a dynamic user has
+//! its name).
 
 /// The other end of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,24 +21,19 @@ pub(crate) enum Peer {
     Unknown,
 }
 
-/// One `/etc/passwd` line: name, uid, primary gid.
+/// The user's name and primary gid.
 fn passwd_entry(uid: u32) -> Option<(String, u32)> {
     crate::users::user_of_id(uid).map(|u| (u.name, u.gid))
 }
 
-/// A group's id and its listed members, from `/etc/group`.
-fn group_entry(name: &str) -> Option<(u32, Vec<String>)> {
-    crate::users::group_named(name).map(|g| (g.gid, g.members))
-}
-
-/// The group's id from `/etc/group`.
+/// The group's id.
 #[must_use]
 pub(crate) fn group_id(name: &str) -> Option<u32> {
-    group_entry(name).map(|(gid, _)| gid)
+    crate::users::group_named(name).map(|g| g.gid)
 }
 
 /// Said at start and by `check-config` when `[api] admin_group` names no
-/// group in `/etc/group`.
+/// group the system knows.
 #[must_use]
 pub(crate) fn missing_admin_group(g: &str) -> Option<String> {
     if g.is_empty() {
@@ -46,13 +41,13 @@ pub(crate) fn missing_admin_group(g: &str) -> Option<String> {
     }
     group_id(g).is_none().then(|| {
         format!(
-            "[api] admin_group {g:?} is not in /etc/group: only root may change silences, \
-             acknowledge or reload until it exists"
+            "[api] admin_group {g:?} is no group this system knows (getent group {g} finds \
+             nothing): only root may change silences, acknowledge or reload until it exists"
         )
     })
 }
 
-/// The user name of `uid`, or `uid N` when `/etc/passwd` does not list it.
+/// The user name of `uid`, or `uid N` when no source knows it.
 #[must_use]
 pub(crate) fn user_name(uid: u32) -> String {
     passwd_entry(uid).map_or_else(|| format!("uid {uid}"), |(name, _)| name)
@@ -66,18 +61,20 @@ pub(crate) fn current_user() -> String {
 }
 
 /// True when `uid` (whose process had `gid` when it connected) belongs to
-/// `group`: as its primary group (`/etc/passwd`), as a listed member
-/// (`/etc/group`), or by the gid it connected with.
+/// `group`: by the gid it connected with, or as its user's primary group
+/// or a membership any source lists (`getgrouplist`).
 #[must_use]
 pub(crate) fn member_of(uid: u32, gid: u32, group: &str) -> bool {
-    let Some((group_gid, members)) = group_entry(group) else {
+    let Some(group_gid) = group_id(group) else {
         return false;
     };
     if gid == group_gid {
         return true;
     }
     match passwd_entry(uid) {
-        Some((name, primary)) => primary == group_gid || members.contains(&name),
+        Some((name, primary)) => {
+            primary == group_gid || crate::users::groups_of(&name, primary).contains(&group_gid)
+        }
         None => false,
     }
 }

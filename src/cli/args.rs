@@ -74,6 +74,7 @@ pub enum Command {
     Show {
         /// The incident's id, or a unique prefix of it.
         id: String,
+        /// `table` for people, `json` for scripts (field names are a contract).
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
         /// Times in UTC (local time by default, as journalctl).
@@ -82,11 +83,13 @@ pub enum Command {
     },
     /// One row per node: incidents, open, retries, last trouble, last verdict.
     Nodes {
+        /// `table` for people, `json` for scripts (field names are a contract).
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
     },
     /// The service: journal position and lag, entries read, open incidents.
     Status {
+        /// `table` for people, `json` for scripts (field names are a contract).
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
     },
@@ -142,11 +145,15 @@ pub enum SilenceCmd {
     },
     /// Silences: active, pending and recently expired.
     List {
+        /// `table` for people, `json` for scripts (field names are a contract).
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
     },
     /// End a silence now (its id or a unique prefix); who did it is recorded.
-    Expire { id: String },
+    Expire {
+        /// The silence's id (as `silence list` shows it), or a unique prefix of it.
+        id: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -314,4 +321,32 @@ fn spelled<T: Spelling>() -> impl clap::builder::TypedValueParser<Value = T> {
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(T::NAMES)
         .map(|s: String| T::from_name(&s).expect("clap accepts only the possible values"))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    /// Every option and argument of every command says what it is for
+    /// (`--help` and the man page are generated from these).
+    #[test]
+    fn every_argument_has_help() {
+        fn check(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for a in cmd.get_arguments() {
+                let id = a.get_id().as_str();
+                if matches!(id, "help" | "version") {
+                    continue;
+                }
+                if a.get_help().is_none() && a.get_long_help().is_none() {
+                    missing.push(format!("{path} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                check(sub, &format!("{path} {}", sub.get_name()), missing);
+            }
+        }
+        let mut missing = Vec::new();
+        check(&super::Cli::command(), "kubelet-sentinel", &mut missing);
+        assert!(missing.is_empty(), "no help for: {missing:?}");
+    }
 }

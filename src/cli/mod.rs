@@ -38,25 +38,41 @@ fn load_config(path: Option<&PathBuf>, err: &mut dyn Write) -> Result<Config, Ex
 /// half-finished edit never takes `status`, `incidents`, `ack` or `silence`
 /// away while the service runs on its old settings.
 fn load_for_query(path: Option<&PathBuf>, err: &mut dyn Write) -> Config {
+    load_for_query_socket(path, err).0
+}
+
+/// [`load_for_query`], and whether the socket asked is a guess (the file's
+/// `[api] socket` line cannot be read): then a service that does not
+/// answer there may still run elsewhere.
+fn load_for_query_socket(path: Option<&PathBuf>, err: &mut dyn Write) -> (Config, bool) {
     let (p, explicit) = match path {
         Some(p) => (p.clone(), true),
         None => (PathBuf::from(config::DEFAULT_PATH), false),
     };
-    let (config, problem) = Config::load_for_query(&p, explicit);
+    let (config, problem, socket_unread) = Config::load_for_query(&p, explicit);
     if let Some(e) = problem {
+        let guess = if socket_unread {
+            " (its [api] socket line cannot be read: that is the default)"
+        } else {
+            ""
+        };
         let _ = writeln!(
             err,
             "kubelet-sentinel: warning: {e}\nkubelet-sentinel: a running service keeps its \
-             settings; asking it through {}",
+             settings; asking it through {}{guess}",
             config.api.socket
         );
     }
-    config
+    (config, socket_unread)
 }
 
 /// Parses the command line and runs the command.
 #[must_use]
 pub fn main() -> ExitCode {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_some_and(|a| a == commands::assets::COMMAND) {
+        return packaging_assets(args.next().map(PathBuf::from)).into();
+    }
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
@@ -103,6 +119,25 @@ pub fn main() -> ExitCode {
         Command::CheckConfig => commands::check_config::check_config(config, &mut out, &mut err),
     };
     exit.into()
+}
+
+/// `__packaging-assets DIR`: the man pages and completions, for `make
+/// assets` (see [`commands::assets`]).
+fn packaging_assets(dir: Option<PathBuf>) -> Exit {
+    let Some(dir) = dir else {
+        eprintln!("usage: kubelet-sentinel {} DIR", commands::assets::COMMAND);
+        return Exit::Usage;
+    };
+    match commands::assets::generate(&dir) {
+        Ok(()) => {
+            println!("wrote the man pages and completions to {}", dir.display());
+            Exit::Ok
+        }
+        Err(e) => {
+            eprintln!("kubelet-sentinel: writing to {}: {e}", dir.display());
+            Exit::Failure
+        }
+    }
 }
 
 /// `incidents`: its flags read into a [`Filter`] (a time that cannot be

@@ -168,6 +168,14 @@ pub(crate) fn status(s: &StatusOut) -> String {
         row(k, &v.to_string());
     }
     row("silent_hosts", &list(&s.silent_hosts));
+    row(
+        "silent_incidents",
+        match s.silent_incidents {
+            Some(true) => "on",
+            Some(false) => "off",
+            None => "-",
+        },
+    );
     row("future_dated", &s.future_dated.to_string());
     row("mail", &s.mail);
     row("outbox", &s.outbox.to_string());

@@ -85,6 +85,49 @@ fn place(text: &str, offset: usize) -> (usize, usize) {
 
 /// Reads a config file as text: a regular file, at most 1 MiB, not
 /// writable by every user. The error never quotes the file.
+/// The file's table; when the file is not valid TOML (broken elsewhere,
+/// a half-finished edit), each line on its own in the section it is in,
+/// so `[api] socket` and `[store] path` are still found. The flag is true
+/// when an `[api]` line naming `socket` cannot be read on its own.
+fn salvage(text: &str) -> (toml::Table, bool) {
+    if let Ok(t) = toml::from_str::<toml::Table>(text) {
+        return (t, false);
+    }
+    let mut table = toml::Table::new();
+    let mut section = String::new();
+    let mut socket_unread = false;
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with("[[") {
+            // An array of tables ([[alert.route]]): nothing looked for.
+            section.clear();
+        } else if let Some(rest) = t.strip_prefix('[') {
+            section = rest
+                .split(']')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+        } else if !section.is_empty() && !t.is_empty() && !t.starts_with('#') {
+            match toml::from_str::<toml::Table>(t) {
+                Ok(kv) => {
+                    if let toml::Value::Table(sec) = table
+                        .entry(section.clone())
+                        .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+                    {
+                        for (k, v) in kv {
+                            sec.entry(k).or_insert(v);
+                        }
+                    }
+                }
+                Err(_) if section == "api" && t.starts_with("socket") => socket_unread = true,
+                Err(_) => {}
+            }
+        }
+    }
+    (table, socket_unread)
+}
+
 fn read_config(path: &Path) -> Result<String, String> {
     let meta = std::fs::metadata(path).map_err(|e| e.to_string())?;
     let ft = meta.file_type();
@@ -139,22 +182,26 @@ impl Config {
     /// old settings), the error beside a config made of its `[api] socket`
     /// and `[store] path` where those two can still be read, the defaults
     /// otherwise. The error says what is wrong; the command still answers.
+    /// The flag is true when the file has an `[api] socket` line that
+    /// cannot be read even on its own: the socket used is then a guess.
     #[must_use]
-    pub fn load_for_query(path: &Path, explicit: bool) -> (Self, Option<ConfigError>) {
+    pub fn load_for_query(path: &Path, explicit: bool) -> (Self, Option<ConfigError>, bool) {
         match Self::load(path, explicit) {
-            Ok(c) => (c, None),
+            Ok(c) => (c, None, false),
             Err(e) => {
                 let shown = path.display().to_string();
                 let text = read_config(path).unwrap_or_default();
-                (Self::locations(&text, &shown), Some(e))
+                let (config, socket_unread) = Self::locations(&text, &shown);
+                (config, Some(e), socket_unread)
             }
         }
     }
 
     /// A config of only `[api] socket` and `[store] path` from `text`,
-    /// each kept where it is valid on its own.
-    fn locations(text: &str, shown: &str) -> Self {
-        let table: toml::Table = toml::from_str(text).unwrap_or_default();
+    /// each kept where it is valid on its own; and whether the text has a
+    /// `[api] socket` line that cannot be read.
+    fn locations(text: &str, shown: &str) -> (Self, bool) {
+        let (table, socket_unread) = salvage(text);
         let get = |section: &str, key: &str| {
             table
                 .get(section)
@@ -173,11 +220,13 @@ impl Config {
             .filter(|t| Self::parse(t, shown).is_ok())
             .unwrap_or_default()
         };
-        let text = one("api", "socket", get("api", "socket"))
-            + &one("store", "path", get("store", "path"));
-        Self::parse(&text, shown)
+        let socket = one("api", "socket", get("api", "socket"));
+        let socket_unread = socket_unread || (socket.is_empty() && get("api", "socket").is_some());
+        let text = socket + &one("store", "path", get("store", "path"));
+        let config = Self::parse(&text, shown)
             .or_else(|_| Self::parse("", shown))
-            .expect("the defaults are a valid config")
+            .expect("the defaults are a valid config");
+        (config, socket_unread)
     }
 
     /// Parses and validates config text; `path` only names it in errors.
@@ -323,6 +372,26 @@ pub(crate) fn socket_path_usable(p: &Path) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::signals::Cause;
+
+    /// A file that is not TOML any more still names its socket and store,
+    /// line by line in their sections; a socket line that cannot be read
+    /// on its own is said to be unread (the socket used is a guess).
+    #[test]
+    fn a_broken_file_still_gives_its_socket_and_store() {
+        let broken = "[alert]\nrepeat_interval = \"2h\n[api]\nsocket = \"/x/q.sock\" # here\n\
+                      [[alert.route]]\nsocket = \"/not/this\"\n[store]\npath = \"/x/store\"\n";
+        assert!(toml::from_str::<toml::Table>(broken).is_err());
+        let (c, unread) = Config::locations(broken, "t");
+        assert_eq!(c.api.socket, "/x/q.sock");
+        assert_eq!(c.store_path(), std::path::PathBuf::from("/x/store"));
+        assert!(!unread);
+        let (c, unread) = Config::locations("[api]\nsocket = \"/x/q.sock\n", "t");
+        assert_eq!(c.api.socket, Config::parse("", "t").unwrap().api.socket);
+        assert!(unread);
+        // No socket in the file: the default is what the file means.
+        let (_, unread) = Config::locations("[alert]\nretries = \"x\n", "t");
+        assert!(!unread);
+    }
     use crate::time::SECOND;
     use crate::tracker::IncidentKind;
 

@@ -534,17 +534,22 @@ impl Validator<'_> {
         // A group that does not exist (yet) only leaves writes to root: the
         // service and check-config say so, rather than refuse to start.
         let admin_group = match api.admin_group {
+            // A directory's group may have spaces inside ("domain admins"
+            // through SSSD), never around it.
             Some(g)
                 if g.get_ref().len() > 64
+                    || g.get_ref().trim() != g.get_ref()
                     || g.get_ref()
                         .chars()
-                        .any(|c| c == ':' || c == ',' || c.is_whitespace() || c.is_control()) =>
+                        .any(|c| c == ':' || c == ',' || c.is_control()) =>
             {
                 return Err(self.invalid(
                     "api",
                     "admin_group",
                     &g,
-                    "a group name from /etc/group (no spaces, ':' or ','; at most 64 bytes)".into(),
+                    "a group name as getent group takes it (no ':', ',' or spaces around it; \
+                     at most 64 bytes)"
+                        .into(),
                 ));
             }
             g => set(g),

@@ -45,7 +45,7 @@ use crate::notify::mailer::Mailer;
 use crate::pipeline::Pipeline;
 use crate::status::DeliveryStats;
 use crate::status::Now;
-use crate::store::{Channel, Loaded, Store, StoreError};
+use crate::store::{Channel, Loaded, ReadFrom, Store, StoreError};
 use crate::time::{Micros, SECOND};
 use crate::tracker::Resolution;
 
@@ -102,7 +102,10 @@ pub struct RunOptions {
 /// The service's edges: where entries come from, the clock, and whether it
 /// talks to systemd and handles signals. Tests pass their own.
 pub struct Edges {
-    pub source: Source,
+    /// Where entries come from; `None`: the journal the config names, read
+    /// from where the store says (its cursors, and for what has none the
+    /// store's [`ReadFrom`]).
+    pub source: Option<Source>,
     pub now: Now,
     pub systemd: bool,
     pub signals: bool,
@@ -111,9 +114,9 @@ pub struct Edges {
 impl Edges {
     /// The real journal, the system clock, `sd_notify` and signals.
     #[must_use]
-    pub fn real(config: &Config) -> Self {
+    pub fn real() -> Self {
         Self {
-            source: journal_source(config),
+            source: None,
             now: Arc::new(crate::clock::now),
             systemd: true,
             signals: true,
@@ -138,24 +141,34 @@ fn boot_time() -> Option<Micros> {
     Some(crate::clock::now() - (secs * SECOND as f64) as Micros)
 }
 
-fn first_start(at: StartAt) -> Start {
+/// `[journal] start_at` as a point in the journal, taken now: kept by the
+/// store at a journal's first start (see [`ReadFrom`]).
+fn origin_now(at: StartAt, now: Micros) -> ReadFrom {
     match at {
-        StartAt::All => Start::Head,
-        StartAt::Now => Start::Tail,
-        StartAt::Boot => boot_time().map_or(Start::Head, |t| Start::Realtime(t.max(0) as u64)),
+        StartAt::All => ReadFrom::Head,
+        StartAt::Now => ReadFrom::Since(now),
+        StartAt::Boot => boot_time().map_or(ReadFrom::Head, ReadFrom::Since),
     }
 }
 
-/// The journal the config names, through libsystemd.
+fn start_of(origin: ReadFrom) -> Start {
+    match origin {
+        ReadFrom::Head => Start::Head,
+        ReadFrom::Since(t) => Start::Realtime(t.max(0) as u64),
+    }
+}
+
+/// The journal the config names, through libsystemd; what has no cursor
+/// (the journal, or a collector's host) starts at `origin`, whether it is
+/// there at the first start, appears later or is first read after a
+/// restart: one rule.
 #[must_use]
-pub(crate) fn journal_source(config: &Config) -> Source {
+pub(crate) fn journal_source(config: &Config, origin: ReadFrom) -> Source {
     let target = target_of(config);
     let filter = config.filter();
-    let start_at = config.journal.start_at;
     Arc::new(move |position: &Position, follow| {
         let mode = if follow { Mode::Follow } else { Mode::Once };
-        let first = first_start(start_at);
-        crate::journal::open::follow(&target, &filter, first, position, mode)
+        crate::journal::open::follow(&target, &filter, start_of(origin), position, mode)
     })
 }
 
@@ -245,13 +258,25 @@ async fn resume(
         .flatten()
         .map(|i| format!("{} ({})", &i.id, i.node))
         .collect();
-    if changed.is_some() || loaded.source.as_deref() != Some(source.as_str()) {
+    // Where what has no cursor starts: taken once, at the journal's first
+    // start (or the first start that keeps it), and kept.
+    let origin = match loaded.origin {
+        Some(o) if changed.is_none() => o,
+        _ => origin_now(config.journal.start_at, now()),
+    };
+    if changed.is_some()
+        || loaded.source.as_deref() != Some(source.as_str())
+        || loaded.origin != Some(origin)
+    {
         // Before anything is read: the first commit's cursors are then
         // the new journal's.
         let (s, src, settings) = (store.clone(), source.clone(), config.tracker_settings());
-        tokio::task::spawn_blocking(move || s.switch_source(&src, closed.as_deref(), &settings))
-            .await
-            .map_err(task)??;
+        tokio::task::spawn_blocking(move || {
+            s.switch_source(&src, origin, closed.as_deref(), &settings)
+        })
+        .await
+        .map_err(task)??;
+        loaded.origin = Some(origin);
     }
     if let Some(old) = &changed {
         tracing::warn!(
@@ -302,20 +327,37 @@ async fn resume(
 }
 
 /// Where the reader starts, in words for the log.
-fn reading_from(config: &Config, position: &Position, journal_changed: bool) -> String {
+fn reading_from(
+    position: &Position,
+    origin: ReadFrom,
+    collector: bool,
+    journal_changed: bool,
+) -> String {
+    let from = match origin {
+        ReadFrom::Head => "its beginning".to_string(),
+        ReadFrom::Since(t) => crate::time::rfc3339(t),
+    };
     if !position.is_empty() {
-        return format!("from where it stopped ({})", position.describe());
+        let rest = if collector {
+            format!(
+                "; a host with no cursor from {from}, [journal] start_at at the journal's first start"
+            )
+        } else {
+            String::new()
+        };
+        return format!("from where it stopped ({}){rest}", position.describe());
     }
     let why = if journal_changed {
         "the journal changed"
     } else {
         "first start"
     };
-    match config.journal.start_at {
-        StartAt::Boot => format!("from the start of this boot ({why})"),
-        StartAt::Now => format!("from now on ({why})"),
-        StartAt::All => format!("from its beginning ({why})"),
-    }
+    let hosts = if collector {
+        "; every host with no cursor starts there, whenever it appears and after a restart"
+    } else {
+        ""
+    };
+    format!("from {from} ({why}: [journal] start_at){hosts}")
 }
 
 /// The query socket and the metrics listener.
@@ -408,8 +450,17 @@ pub async fn run(
         journal_changed,
     } = resume(&store, &config, &target, &edges.now).await?;
     let journal = target.to_string();
-    let reader = (edges.source)(&loaded.position, !opts.once)?;
-    let from = reading_from(&config, &loaded.position, journal_changed);
+    let source = edges
+        .source
+        .clone()
+        .unwrap_or_else(|| journal_source(&config, loaded.origin.unwrap_or(ReadFrom::Head)));
+    let reader = source(&loaded.position, !opts.once)?;
+    let from = reading_from(
+        &loaded.position,
+        loaded.origin.unwrap_or(ReadFrom::Head),
+        matches!(target, Target::Directory(_)),
+        journal_changed,
+    );
     tracing::info!(journal = %journal, "reading {journal} {from}");
     warn_about(&config);
     let config = Arc::new(config);
@@ -452,15 +503,7 @@ pub async fn run(
         AlertmanagerTask::new(store.clone(), &config, am_tx, reports_tx, edges.now.clone()),
     );
     if opts.once {
-        return run_once(
-            ingest,
-            edges.source.clone(),
-            reader,
-            channels,
-            delivery,
-            &stop,
-        )
-        .await;
+        return run_once(ingest, source.clone(), reader, channels, delivery, &stop).await;
     }
     let (mailer, alertmanager) = delivery;
     // The query socket and the metrics listener, before READY=1: whoever is
@@ -480,7 +523,7 @@ pub async fn run(
     });
     let parts = tasks::Parts {
         ingest,
-        source: edges.source.clone(),
+        source: source.clone(),
         reader,
         channels,
         mailer,

@@ -506,7 +506,7 @@ impl Unreadable {
     }
 }
 
-/// A group's name by its id, from `/etc/group`.
+/// A group's name by its id, from the name service.
 pub(crate) fn group_name(gid: u32) -> Option<String> {
     crate::users::group_of_id(gid).map(|g| g.name)
 }

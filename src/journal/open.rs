@@ -24,7 +24,8 @@ const READ_BATCH: usize = 512;
 const READ_CAPACITY: usize = 8;
 
 /// Starts a reader of `target` after `position`, or at `first` when
-/// nothing was read before (for a collector: for the groups there now).
+/// nothing was read before (for a collector: every group with no cursor,
+/// there now or appearing later).
 pub(crate) fn follow(
     target: &Target,
     filter: &EntryFilter,
@@ -40,7 +41,7 @@ pub(crate) fn follow(
             starts: Starts {
                 known: position.groups.clone(),
                 legacy: position.cursor.clone(),
-                first: position.is_empty().then_some(first),
+                first: Some(first),
             },
             mode,
             batch: FOLLOW_BATCH,

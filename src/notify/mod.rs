@@ -117,8 +117,10 @@ pub enum SetupError {
     Ca { path: String, detail: String },
 }
 
-/// A realistic sample incident for `test-email`: six refused status updates
-/// replayed through the tracker.
+/// A realistic sample incident for `test-email`: one more refused status
+/// update than `[alert] retries`, two seconds apart, the last at `at`,
+/// each stamped (klog's header, UTC) with its own time, replayed through
+/// the tracker.
 ///
 /// # Panics
 /// Never: the lines always open an incident.
@@ -127,14 +129,21 @@ pub(crate) fn sample_incident(at: Micros, settings: &Settings) -> Incident {
     use crate::model::{Entry, EntryFilter};
     let mut p = crate::pipeline::Pipeline::new(EntryFilter::default(), settings.clone());
     let mut decisions = Vec::new();
-    let line = "E0101 00:00:00.000000    4242 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"sample-node\\\": Get \\\"https://10.0.0.1:6443/api/v1/nodes/sample-node?timeout=10s\\\": dial tcp 10.0.0.1:6443: connect: connection refused\"";
-    for n in 0..=settings.retries.min(50) {
+    let n = i64::from(settings.retries.min(50)) + 1;
+    for k in 0..n {
+        let t = at - (n - 1 - k) * 2 * crate::time::SECOND;
+        let stamp = chrono::DateTime::from_timestamp_micros(t)
+            .map(|d| d.format("%m%d %H:%M:%S%.6f").to_string())
+            .unwrap_or_default();
+        let line = format!(
+            "E{stamp}    4242 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"sample-node\\\": Get \\\"https://10.0.0.1:6443/api/v1/nodes/sample-node?timeout=10s\\\": dial tcp 10.0.0.1:6443: connect: connection refused\""
+        );
         p.push(
             Entry {
-                at: Some(at + i64::from(n) * 1000),
+                at: Some(t),
                 host: Some("sample-host".into()),
                 unit: Some("kubelet.service".into()),
-                message: line.as_bytes().to_vec(),
+                message: line.into_bytes(),
                 ..Entry::default()
             },
             &mut decisions,
@@ -151,6 +160,23 @@ pub(crate) fn sample_incident(at: Micros, settings: &Settings) -> Incident {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 28: the test mail's sample is stamped with its own times (not
+    /// `E0101 00:00:00`), and its picture spans the seconds it took.
+    #[test]
+    fn the_sample_incident_reads_like_a_real_one() {
+        let settings = crate::tracker::Settings::default();
+        let at = 1_764_600_000_000_000; // 2025-12-01 14:40:00 UTC
+        let i = sample_incident(at, &settings);
+        let n = i64::from(settings.retries) + 1;
+        assert_eq!(i.opened_at, at - (n - 1) * 2 * crate::time::SECOND);
+        assert_eq!(i.last_signal_at, at);
+        let first = &i.evidence().next().unwrap().text;
+        assert!(first.starts_with("E1201 14:39:"), "{first}");
+        assert!(!i.evidence().any(|e| e.text.contains("E0101 00:00:00")));
+        let mail = crate::notify::render(&[&i], crate::tracker::AlertKind::Opened, &settings);
+        assert!(mail.text.contains("(10s; a column is"), "{}", mail.text);
+    }
     use crate::store::{Channel, OutboxEntry};
     use crate::time::SECOND;
     use crate::tracker::AlertKind;
@@ -237,7 +263,7 @@ mod tests {
             &r.settings,
             &std::collections::BTreeMap::default(),
         );
-        assert_eq!(labels["alertname"], "KubeletDown");
+        assert_eq!(labels["alertname"], "KubeletSentinelKubeletDown");
         assert_eq!(labels["kind"], "kubelet-down");
         assert_eq!(labels["cause"], "swap");
         assert_eq!(labels["verdict"], "crash-loop");

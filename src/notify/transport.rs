@@ -36,6 +36,11 @@ pub enum PasswordSource {
     /// Under systemd, the unit's password file exists but was not there
     /// when the service started: a restart loads it.
     NotLoaded(PathBuf),
+    /// Under systemd, no password credential was loaded, and whether the
+    /// unit's file exists now cannot be told: its directory is root's
+    /// alone (mode 0700) and the service runs as its own user. Never said
+    /// to exist when it cannot be seen.
+    NotLoadedUnseen(PathBuf),
     /// None of them exists.
     None,
 }
@@ -44,33 +49,41 @@ impl PasswordSource {
     /// The password source `[alert]` and the environment give.
     #[must_use]
     pub fn of(cfg: &AlertConfig) -> Self {
+        let credentials = std::env::var_os("CREDENTIALS_DIRECTORY").map(PathBuf::from);
+        Self::resolve(cfg, credentials.as_deref(), Path::new(UNIT_CREDENTIALS))
+    }
+
+    /// [`PasswordSource::of`] with the credential directory systemd gave
+    /// (`$CREDENTIALS_DIRECTORY`, if any) and the directory the unit loads
+    /// them from.
+    fn resolve(cfg: &AlertConfig, credentials: Option<&Path>, unit_dir: &Path) -> Self {
         if let Some(file) = &cfg.smtp.password_file {
             return PasswordSource::File(file.clone());
         }
-        if let Some(dir) = std::env::var_os("CREDENTIALS_DIRECTORY") {
-            let found = ["smtp-password", "smtp_password"]
-                .iter()
-                .map(|n| PathBuf::from(&dir).join(n))
-                .find(|p| p.exists());
-            if let Some(p) = found {
-                return PasswordSource::Credential(p);
-            }
-            // The unit loads credentials when it starts: a password file
-            // put there since is not loaded yet (the service cannot read
-            // the root-only directory itself, only tell it is there).
-            let unit = PathBuf::from(UNIT_CREDENTIALS).join("password");
-            if matches!(std::fs::metadata(&unit), Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied)
-                || unit.exists()
-            {
-                return PasswordSource::NotLoaded(unit);
-            }
-            return PasswordSource::None;
+        let unit = unit_dir.join("password");
+        let Some(dir) = credentials else {
+            return if unit.exists() {
+                PasswordSource::UnitFile(unit)
+            } else {
+                PasswordSource::None
+            };
+        };
+        let found = ["smtp-password", "smtp_password"]
+            .iter()
+            .map(|n| dir.join(n))
+            .find(|p| p.exists());
+        if let Some(p) = found {
+            return PasswordSource::Credential(p);
         }
-        let unit = PathBuf::from(UNIT_CREDENTIALS).join("password");
-        if unit.exists() {
-            return PasswordSource::UnitFile(unit);
+        // The unit loads credentials when it starts: a password file put
+        // there since is not loaded yet. Only a file that is seen is said
+        // to be there; a directory this user may not look into tells
+        // nothing either way.
+        match std::fs::metadata(&unit) {
+            Ok(_) => PasswordSource::NotLoaded(unit),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => PasswordSource::None,
+            Err(_) => PasswordSource::NotLoadedUnseen(unit),
         }
-        PasswordSource::None
     }
 
     /// In words, for `check-config`, `test-email` and errors.
@@ -86,6 +99,12 @@ impl PasswordSource {
                 "{} exists but was created after the service started; systemctl restart kubelet-sentinel loads it",
                 p.display()
             ),
+            PasswordSource::NotLoadedUnseen(p) => format!(
+                "none loaded: the service had no smtp_password credential when it started; \
+                 put the password in {} (mode 0600) and systemctl restart kubelet-sentinel, \
+                 or set [alert.smtp] password_file",
+                p.display()
+            ),
             PasswordSource::None => format!(
                 "none found (set [alert.smtp] password_file, or put it in {UNIT_CREDENTIALS}/password)"
             ),
@@ -98,7 +117,9 @@ impl PasswordSource {
             PasswordSource::File(p)
             | PasswordSource::Credential(p)
             | PasswordSource::UnitFile(p) => p,
-            PasswordSource::None | PasswordSource::NotLoaded(_) => return Ok(None),
+            PasswordSource::None
+            | PasswordSource::NotLoaded(_)
+            | PasswordSource::NotLoadedUnseen(_) => return Ok(None),
         };
         std::fs::read_to_string(path)
             .map(|s| Some(s.trim_end_matches(['\r', '\n']).to_string()).filter(|p| !p.is_empty()))
@@ -403,4 +424,90 @@ fn pem_certificates(pem: &[u8]) -> Vec<rustls::pki_types::CertificateDer<'static
     rustls::pki_types::CertificateDer::pem_slice_iter(pem)
         .filter_map(Result::ok)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn alert(extra: &str) -> AlertConfig {
+        Config::parse(&format!("[alert.smtp]\nusername = \"u\"\n{extra}"), "t")
+            .unwrap()
+            .alert
+    }
+
+    /// Under systemd with no credential loaded: the unit's file is said to
+    /// exist only when it is seen; not there, or not to be looked at (its
+    /// directory is root's alone), it is never "created after the start".
+    #[test]
+    fn a_password_file_is_said_to_exist_only_when_it_is_seen() {
+        let t = tempfile::tempdir().unwrap();
+        let creds = t.path().join("run-credentials");
+        let unit = t.path().join("credentials");
+        std::fs::create_dir_all(&creds).unwrap();
+        std::fs::create_dir_all(&unit).unwrap();
+        let cfg = alert("");
+        let under_systemd = |unit: &Path| PasswordSource::resolve(&cfg, Some(&creds), unit);
+
+        // Empty credential directory and an empty unit directory: none.
+        let none = under_systemd(&unit);
+        assert_eq!(none, PasswordSource::None);
+        assert!(!none.describe().contains("exists"), "{}", none.describe());
+
+        // A directory that cannot be looked into (here a file where the
+        // directory should be: any error but "not found"): unseen.
+        let blocked = t.path().join("blocked");
+        std::fs::write(&blocked, "").unwrap();
+        let unseen = under_systemd(&blocked);
+        assert_eq!(
+            unseen,
+            PasswordSource::NotLoadedUnseen(blocked.join("password"))
+        );
+        let said = unseen.describe();
+        assert!(
+            !said.contains("exists") && !said.contains("created after"),
+            "{said}"
+        );
+        assert!(
+            said.contains("systemctl restart kubelet-sentinel"),
+            "{said}"
+        );
+        assert_eq!(unseen.read().unwrap(), None);
+
+        // The file is there but was not loaded: a restart loads it.
+        std::fs::write(unit.join("password"), "pw\n").unwrap();
+        let not_loaded = under_systemd(&unit);
+        assert_eq!(not_loaded, PasswordSource::NotLoaded(unit.join("password")));
+        assert!(
+            not_loaded
+                .describe()
+                .contains("exists but was created after")
+        );
+
+        // Loaded as the credential: that one.
+        std::fs::write(creds.join("smtp_password"), "pw\n").unwrap();
+        let loaded = under_systemd(&unit);
+        assert_eq!(
+            loaded,
+            PasswordSource::Credential(creds.join("smtp_password"))
+        );
+        assert_eq!(loaded.read().unwrap().as_deref(), Some("pw"));
+
+        // Outside systemd: the unit's file itself, or none.
+        assert_eq!(
+            PasswordSource::resolve(&cfg, None, &unit),
+            PasswordSource::UnitFile(unit.join("password"))
+        );
+        assert_eq!(
+            PasswordSource::resolve(&cfg, None, &blocked),
+            PasswordSource::None
+        );
+        // password_file first, wherever it runs.
+        let file = alert("password_file = \"/x/pw\"");
+        assert_eq!(
+            PasswordSource::resolve(&file, Some(&creds), &unit),
+            PasswordSource::File(PathBuf::from("/x/pw"))
+        );
+    }
 }

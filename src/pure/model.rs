@@ -261,7 +261,30 @@ impl Position {
     }
 }
 
+/// FNV-1a, 64 bits, over `parts` one after another: stable across builds,
+/// platforms and versions, so what it names (incident ids, which collector
+/// worker reads a host, record ids) stays the same. Not `std`'s
+/// `DefaultHasher`, whose output may change between Rust releases; not for
+/// keys a stranger may choose to collide (nothing here is keyed by it).
+/// The one copy: the core's ids and the edges' use it.
+#[must_use]
+pub fn fnv1a<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+    parts
+        .into_iter()
+        .flatten()
+        .fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+}
+
 /// `*` matches any run of characters, `?` one; everything else itself.
+///
+/// Written here, not taken from a crate: `globset` and `glob-match` are
+/// linear too, but read `[…]`, `{a,b}` and `**` as syntax, which would
+/// change what every stored silence and route pattern means, and `globset`
+/// would bring the regex engine into the core for two metacharacters;
+/// `wildmatch` backtracks. The property test below holds this one to a
+/// backtracking reference and the adversarial case to linear work.
 ///
 /// Linear in pattern and name whatever either holds (a collector host can
 /// claim a 1 MB `_HOSTNAME`, and a route pattern comes from a 1 MiB file):
@@ -384,6 +407,23 @@ fn find(piece: &str, s: &str) -> Option<usize> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod fnv_tests {
+    use super::fnv1a;
+
+    /// The published FNV-1a test vectors; parts hash as their concatenation.
+    #[test]
+    fn fnv1a_is_fnv1a() {
+        assert_eq!(fnv1a([&b""[..]]), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a([&b"a"[..]]), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a([&b"foobar"[..]]), 0x8594_4171_f739_67e8);
+        assert_eq!(
+            fnv1a([&b"foo"[..], &b""[..], &b"bar"[..]]),
+            fnv1a([&b"foobar"[..]])
+        );
+    }
 }
 
 #[cfg(test)]

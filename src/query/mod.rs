@@ -87,15 +87,11 @@ pub(crate) fn new_id(parts: &[&[u8]]) -> String {
     // FNV-1a over the parts and a process-wide counter.
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for p in parts
-        .iter()
-        .copied()
-        .chain(std::iter::once(&n.to_be_bytes()[..]))
-    {
-        for &b in p {
-            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
+    let h = crate::model::fnv1a(
+        parts
+            .iter()
+            .copied()
+            .chain(std::iter::once(&n.to_be_bytes()[..])),
+    );
     format!("{h:016x}")
 }

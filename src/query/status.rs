@@ -65,6 +65,11 @@ pub(crate) struct StatusOut {
     /// `host (last entry at …)`.
     #[serde(default)]
     pub silent_hosts: Vec<String>,
+    /// Whether a silent host opens a `host-silent` incident and alerts
+    /// (`[fleet] silent_incidents`, as the service runs); unknown (null)
+    /// while the service is stopped.
+    #[serde(default)]
+    pub silent_incidents: Option<bool>,
     /// Entries dated more than a day after this machine's clock (read at
     /// their host's time, as `scan` warns).
     #[serde(default)]
@@ -174,6 +179,7 @@ pub(crate) fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, Qu
         evicted_forgotten: live.map_or(0, |l| l.status.forgotten),
         hosts: live.map_or(0, |l| l.status.hosts.len() as u64),
         silent_hosts: live.map(silent_hosts).unwrap_or_default(),
+        silent_incidents: live.map(|l| l.status.settings.silent_after > 0),
         future_dated: summary.future_dated,
         mail: match &email {
             Some(d) => d

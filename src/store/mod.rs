@@ -15,6 +15,7 @@
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed | ingest (commit, source switch) |
 //! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) | ingest (commit, source switch) |
 //! | | `source` | the journal the cursors belong to ([`crate::journal::source_id`]) | ingest (source switch at start) |
+//! | | `origin` | JSON [`ReadFrom`]: where a host (or journal) with no cursor starts in that journal, `[journal] start_at` taken once at its first start | ingest (source switch at start; once for a store from before it was kept) |
 //! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, held lines, counters | ingest (commit) |
 //! | | `stats` | JSON [`Stats`]: counts over the history | ingest (commit, prune); [`Store::stats`] once, for a store from before they were kept |
 //!
@@ -110,6 +111,15 @@ pub enum StoreError {
          new history"
     )]
     Unreadable { path: String, detail: String },
+    /// Whether there is a store cannot be told: its directory cannot be
+    /// looked into by this user (under systemd, `/var/lib/private` is
+    /// root's).
+    #[error("store {path}: cannot look for it: {source}")]
+    Inaccessible {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl StoreError {
@@ -123,7 +133,9 @@ impl StoreError {
     #[must_use]
     pub fn is_permission_denied(&self) -> bool {
         match self {
-            StoreError::Create { source, .. } | StoreError::Sync { source, .. } => {
+            StoreError::Create { source, .. }
+            | StoreError::Sync { source, .. }
+            | StoreError::Inaccessible { source, .. } => {
                 source.kind() == std::io::ErrorKind::PermissionDenied
             }
             StoreError::Sled {
@@ -188,10 +200,27 @@ pub struct Loaded {
     pub position: crate::model::Position,
     /// The journal `position` belongs to (none recorded before 0.1.1).
     pub source: Option<String>,
+    /// Where what has no cursor in that journal starts (none recorded
+    /// before it was kept).
+    pub origin: Option<ReadFrom>,
     pub state: Option<PipelineState>,
     pub open: Vec<Incident>,
     pub origins: Vec<(String, Origin)>,
     pub stats: Stats,
+}
+
+/// Where a journal, or a collector's host, with no cursor yet is read
+/// from: `[journal] start_at` as it was at the journal's first start (the
+/// boot time then, or that moment), kept so that a host skipped at the
+/// first start, a host first seen later and one seen again after a restart
+/// all start at the same point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReadFrom {
+    /// Everything there is (`start_at = "all"`).
+    Head,
+    /// Entries at or after this time.
+    Since(Micros),
 }
 
 /// Query filters (design section 3.1, `incidents`).
@@ -309,9 +338,14 @@ impl Store {
             .get("source")
             .map_err(|e| self.err(e))?
             .map(|v| String::from_utf8_lossy(&v).into_owned());
+        let origin = match self.meta.get("origin").map_err(|e| self.err(e))? {
+            Some(v) => Some(self.json(b"origin", &v)?),
+            None => None,
+        };
         Ok(Loaded {
             position: crate::model::Position { cursor, groups },
             source,
+            origin,
             state,
             open,
             origins,
@@ -452,6 +486,7 @@ impl Store {
     pub fn switch_source(
         &self,
         source: &str,
+        origin: ReadFrom,
         closed: Option<&[Incident]>,
         settings: &Settings,
     ) -> Result<(), StoreError> {
@@ -488,6 +523,7 @@ impl Store {
                     meta.insert("stats", to_json(&stats))?;
                 }
                 meta.insert("source", source.as_bytes())?;
+                meta.insert("origin", to_json(&origin))?;
                 Ok::<(), ConflictableTransactionError<()>>(())
             });
         self.finish_txn(result)?;

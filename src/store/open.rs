@@ -282,7 +282,22 @@ impl Store {
 
     /// Opens an existing store only: `Ok(None)` when there is none yet.
     pub fn open_existing(path: &Path) -> Result<Option<Self>, StoreError> {
-        if !path.join("db").exists() && !path.join("conf").exists() {
+        // "Not there" only when the system says so: a directory this user
+        // may not look into says nothing either way.
+        let mut absent = true;
+        for f in ["db", "conf"] {
+            match std::fs::metadata(path.join(f)) {
+                Ok(_) => absent = false,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => {
+                    return Err(StoreError::Inaccessible {
+                        path: path.display().to_string(),
+                        source,
+                    });
+                }
+            }
+        }
+        if absent {
             return Ok(None);
         }
         Self::open(path).map(Some)

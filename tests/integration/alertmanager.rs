@@ -69,22 +69,25 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
     );
     let alerts = am.alerts();
     assert_eq!(alerts.len(), 2, "deduplicated: {alerts:?}");
-    let l = &alerts[0]["labels"];
-    assert_eq!(l["alertname"], "KubeletNodeStatusTrouble");
+    // amtool lists alerts in fingerprint order, which the alertname
+    // changes: n1's by its label.
+    let n1 = alerts.iter().find(|a| a["labels"]["node"] == "n1").unwrap();
+    let l = &n1["labels"];
+    assert_eq!(l["alertname"], "KubeletSentinelNodeStatus");
     assert_eq!(l["node"], "n1");
     assert_eq!(l["host"], "n1");
     assert_eq!(l["cause"], "api-unreachable");
     assert_eq!(l["verdict"], "persistent");
     assert_eq!(l["severity"], "critical");
     assert_eq!(l["cluster"], "test");
-    let summary = alerts[0]["annotations"]["summary"].as_str().unwrap();
+    let summary = n1["annotations"]["summary"].as_str().unwrap();
     // Posted when it crossed the threshold (more than 5), updated since.
     assert!(
         summary.starts_with("n1: ") && summary.contains(" node status retries in "),
         "{summary}"
     );
     assert!(
-        alerts[0]["annotations"]["first_evidence"]
+        n1["annotations"]["first_evidence"]
             .as_str()
             .unwrap()
             .contains("Error updating node status")
@@ -349,7 +352,7 @@ fn the_shipped_alertmanager_example_pages_once_per_outage() {
         std::process::Command::new("/usr/bin/amtool").args([
             "alert",
             "add",
-            "alertname=KubeletAPIEndpointDown",
+            "alertname=KubeletSentinelEndpointDown",
             "api_endpoint=10.0.0.1:6443",
             "cause=api-unreachable",
             &format!("--alertmanager.url={}", am.url()),

@@ -327,3 +327,123 @@ fn only_root_and_the_admin_group_change_what_is_delivered_under_their_own_names(
     }
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+/// Issue 28: users and groups through the name service (NSS), not read
+/// from `/etc/group` by hand: an `admin_group` that only another source
+/// knows lets its member change deliveries, and the author recorded is
+/// that user's name from the same source. The source is Debian's
+/// libnss-extrausers, in a mount namespace of the service's own whose
+/// `/etc/nsswitch.conf` names it (the host's files are untouched); the
+/// user and both groups exist nowhere else.
+#[test]
+fn an_admin_group_only_the_name_service_knows_counts() {
+    assert!(
+        [
+            "/usr/lib/libnss_extrausers.so.2",
+            "/lib/x86_64-linux-gnu/libnss_extrausers.so.2"
+        ]
+        .iter()
+        .any(|p| std::path::Path::new(p).exists()),
+        "libnss-extrausers is not installed (.ci/deps installs it)"
+    );
+    let tag = format!("kst{}", std::process::id());
+    let (uid, gid, ops_gid) = {
+        let base = 61_000 + std::process::id() % 2000 * 3;
+        (base, base + 1, base + 2)
+    };
+    let (user, group) = (format!("{tag}-ldap"), format!("{tag}-ops"));
+    for (db, key) in [("passwd", uid.to_string()), ("group", group.clone())] {
+        let out = run(Command::new("getent").args([db, &key]), None);
+        assert!(
+            !out.status.success(),
+            "{db} {key} exists on this machine already"
+        );
+    }
+    let nss = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(nss.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        nss.path().join("nsswitch.conf"),
+        "passwd: files extrausers\ngroup: files extrausers\nshadow: files\n",
+    )
+    .unwrap();
+    let extra = nss.path().join("extrausers");
+    std::fs::create_dir(&extra).unwrap();
+    std::fs::write(
+        extra.join("passwd"),
+        format!("{user}:x:{uid}:{gid}::/nonexistent:/usr/sbin/nologin\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        extra.join("group"),
+        format!("{tag}-prim:x:{gid}:\n{group}:x:{ops_gid}:{user}\n"),
+    )
+    .unwrap();
+
+    let journals = tempfile::tempdir().unwrap();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", journals.path().display()),
+        "",
+    );
+    let config = std::fs::read_to_string(svc.config()).unwrap().replacen(
+        "[api]\n",
+        &format!("[api]\nadmin_group = \"{group}\"\n"),
+        1,
+    );
+    std::fs::write(svc.config(), config).unwrap();
+    for p in [svc.dir.path(), journals.path()] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::set_permissions(svc.config(), std::fs::Permissions::from_mode(0o644)).unwrap();
+    let script = format!(
+        "mount --bind {n}/nsswitch.conf /etc/nsswitch.conf && mount --bind {n}/extrausers \
+         /var/lib/extrausers && exec \"$0\" \"$@\"",
+        n = nss.path().display()
+    );
+    svc.start_through(&[
+        "unshare",
+        "--mount",
+        "--propagation",
+        "private",
+        "sh",
+        "-c",
+        &script,
+    ]);
+
+    // The user, outside: in systemd-journal (to reach the socket) and in
+    // nothing the service could learn from the connection itself.
+    let journal_gid = {
+        let out = run(
+            Command::new("getent").args(["group", "systemd-journal"]),
+            None,
+        );
+        String::from_utf8_lossy(&out.stdout)
+            .split(':')
+            .nth(2)
+            .unwrap()
+            .to_string()
+    };
+    let mut add = Command::new("setpriv");
+    add.arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={gid}"))
+        .arg(format!("--groups={journal_gid}"))
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_kubelet-sentinel"))
+        .arg("--config")
+        .arg(svc.config())
+        .args([
+            "silence",
+            "add",
+            "--node",
+            "nss-*",
+            "--for",
+            "1h",
+            "--comment",
+            "nss",
+        ]);
+    let out = run(&mut add, None);
+    assert!(out.status.success(), "{}\n{}", text(&out), svc.log());
+    let list = silences(&svc);
+    let ours = list.iter().find(|s| s["node"] == "nss-*").unwrap();
+    assert_eq!(ours["created_by"], user.as_str(), "{ours}");
+    assert_eq!(svc.signal("TERM"), Some(0));
+}

@@ -840,6 +840,22 @@ fn a_host_gone_silent_is_named_against_the_newest_entry() {
         .filter(|l| l.starts_with("kubelet_sentinel_host_last_entry_timestamp_seconds{"))
         .count();
     assert_eq!(series, 3, "{metrics}");
+    // Issue 28: status and check-config say that silent hosts open no
+    // incident here, and how to turn that on.
+    assert_eq!(st["silent_incidents"], false, "{st}");
+    let table = String::from_utf8_lossy(&svc.query(&["status"]).stdout).into_owned();
+    assert!(
+        table.contains("silent_incidents       off")
+            && table.contains("note: host-silent incidents off")
+            && table.contains("silent_incidents = true"),
+        "{table}"
+    );
+    let checked = String::from_utf8_lossy(&svc.query(&["check-config"]).stdout).into_owned();
+    assert!(
+        checked.contains("# host-silent incidents off")
+            && checked.contains("silent_incidents = true"),
+        "{checked}"
+    );
     assert_eq!(svc.signal("TERM"), Some(0));
 }
 
@@ -1201,4 +1217,82 @@ fn a_thousand_hosts_losing_one_endpoint_get_one_small_page() {
         .unwrap_or_else(|| panic!("{subjects:#?}"));
     assert!(page.len() < 500_000, "{} bytes", page.len());
     assert_eq!(svc.signal("TERM"), Some(0));
+}
+
+/// When this machine booted, as `start_at = "boot"` takes it.
+fn boot_time() -> Micros {
+    let up: f64 = std::fs::read_to_string("/proc/uptime")
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    kubelet_sentinel::now() - (up * SECOND as f64) as Micros
+}
+
+/// Issue 28 (N5): with `start_at = "boot"`, a host whose entries all
+/// predate the boot is skipped at the first start, and stays skipped after
+/// a plain restart (it has no cursor: nothing of it was read); a host first
+/// seen after the restart is read from the same point: its entries from
+/// before the boot are skipped too, its new ones read. One rule, whichever
+/// comes first.
+#[test]
+fn start_at_boot_is_one_rule_for_every_host_across_a_restart() {
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let now = kubelet_sentinel::now();
+    let before_boot = boot_time() - 86_400 * SECOND;
+    upload(
+        dir,
+        "remote-10.0.0.1.journal",
+        "old-1",
+        &storm(before_boot, "old-1", 8),
+    );
+    upload(
+        dir,
+        "remote-10.0.0.2.journal",
+        "new-1",
+        &storm(now - 60 * SECOND, "new-1", 6),
+    );
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    let config = std::fs::read_to_string(svc.config())
+        .unwrap()
+        .replace("start_at = \"all\"", "start_at = \"boot\"");
+    std::fs::write(svc.config(), config).unwrap();
+    let nodes = |svc: &Service| -> Vec<String> {
+        let mut v: Vec<String> = svc
+            .incidents()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["node"].as_str().unwrap().to_string())
+            .collect();
+        v.sort();
+        v
+    };
+    svc.start();
+    wait_for(
+        Duration::from_secs(30),
+        || nodes(&svc) == ["new-1"] && svc.status()["caught_up"] == true,
+        "the first start to read new-1",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0), "{}", svc.log());
+    // While it is stopped: a host it never saw, with a backlog from before
+    // the boot and a line of now.
+    let mut late = storm(before_boot - 3600 * SECOND, "old-2", 7);
+    late.extend(storm(now - 30 * SECOND, "new-2", 6));
+    upload(dir, "remote-10.0.0.3.journal", "late", &late);
+    svc.start();
+    wait_for(
+        Duration::from_secs(30),
+        || nodes(&svc) == ["new-1", "new-2"] && svc.status()["caught_up"] == true,
+        "the restart to read new-2",
+    );
+    // Whatever else it would read is in by now: the upload was complete
+    // before the start, and it is caught up.
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    assert_eq!(nodes(&svc), ["new-1", "new-2"], "{log}");
+    assert!(log.contains("a host with no cursor from"), "{log}");
 }

@@ -241,6 +241,10 @@ fn test_email_plain_and_refused() {
     );
     assert!(mails[0].contains("X-RcptTo: oncall@example.com"));
     assert!(mails[0].contains("Content-Type: text/html"));
+    // Who sent it, for on-call; the sample stamped with its own times.
+    let uid = rustix::process::getuid().as_raw();
+    assert!(mails[0].contains(&format!("(uid {uid})")), "{}", mails[0]);
+    assert!(!mails[0].contains("E0101 00:00:00"), "{}", mails[0]);
 
     let closed = mail_config(free_port(), &dir.path().join("x").tap_mkdir(), "", "");
     let (code, _, err) = test_email(&closed);

@@ -374,11 +374,60 @@ fn queries_say_why_when_there_is_nothing_to_ask() {
     );
     let list = svc.query(&["silence", "list"]);
     assert!(String::from_utf8_lossy(&list.stdout).contains("early-*"));
+    store_out_of_reach_is_said(&svc);
     // The journal is unreadable: run says which, and exits 1.
     let out = svc.run_once();
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent"), "{err}");
+}
+
+/// Issue 28 (N12): a store that exists in a directory this user may not
+/// look into (under systemd: `/var/lib/private`, root's) is said to be
+/// out of reach, not missing. The user here is `nobody` (`setpriv`), with a
+/// config of its own that points at a copy of the store under a mode-0700
+/// directory.
+fn store_out_of_reach_is_said(svc: &Service) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let open = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(open.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let private = open.path().join("private");
+    std::fs::create_dir(&private).unwrap();
+    std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let copied = run(
+        Command::new("cp")
+            .arg("-a")
+            .arg(svc.dir.path().join("store"))
+            .arg(&private),
+        None,
+    );
+    assert!(copied.status.success(), "{copied:?}");
+    let config = open.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[journal]\ndirectory = \"/nonexistent\"\n[store]\npath = \"{}\"\n[api]\nsocket = \"{}\"\n",
+            private.join("store").display(),
+            open.path().join("query.sock").display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = run(
+        Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(env!("CARGO_BIN_EXE_kubelet-sentinel"))
+            .arg("--config")
+            .arg(&config)
+            .arg("incidents"),
+        None,
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("not readable by this user") && !err.contains("no store yet"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -734,6 +783,30 @@ fn a_broken_config_leaves_the_queries_answering() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("typo-1"));
     // The file itself is still refused where it is being applied.
     assert_eq!(svc.query(&["check-config"]).status.code(), Some(78));
+    // Issue 28 (D21): not even TOML any more (a string left open): the
+    // socket line is still read on its own, and the running service answers.
+    std::fs::write(
+        svc.config(),
+        format!("{text}\n[alert]\nrepeat_interval = \"2h\n"),
+    )
+    .unwrap();
+    let out = svc.query(&["status"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("line") && err.contains("query.sock"), "{err}");
+    // The socket line itself broken: the socket is a guess, so "not
+    // running" (3) would be a claim; it cannot be told (1).
+    let broken_socket = text.replace("socket = \"", "socket = \"\"");
+    assert_ne!(broken_socket, text);
+    std::fs::write(svc.config(), broken_socket).unwrap();
+    let out = svc.query(&["status"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot tell whether the service runs"),
+        "{err}"
+    );
+    std::fs::write(svc.config(), &text).unwrap();
     assert_eq!(svc.signal("TERM"), Some(0));
 }
 

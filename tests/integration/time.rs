@@ -489,7 +489,7 @@ fn served_with(journal: &[Written], reading: Reading, once: bool, alert: &str) -
     rt.block_on(async {
         let start = tokio::time::Instant::now();
         let edges = Edges {
-            source: scripted_source(journal, reading, start, done.clone()),
+            source: Some(scripted_source(journal, reading, start, done.clone())),
             now: Arc::new(move || T0 + start.elapsed().as_micros() as Micros),
             systemd: false,
             signals: false,

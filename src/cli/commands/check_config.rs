@@ -46,6 +46,10 @@ pub(crate) fn check_config(
             {
                 let _ = writeln!(out, "# {why}");
             }
+            if matches!(c.journal.target, crate::config::JournalTarget::Directory(_)) {
+                let words = super::query::silent_incidents_words(c.fleet.silent_incidents, &c);
+                let _ = writeln!(out, "# host-silent {words}");
+            }
             let _ = writeln!(out, "# config OK");
             Exit::Ok
         }

@@ -1,5 +1,6 @@
 //! One file a command (or a few that belong together).
 
+pub(crate) mod assets;
 pub(crate) mod check_config;
 pub(crate) mod control;
 pub(crate) mod query;

@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use crate::api::{self, ClientError, Refusal, Request};
 use crate::cli::args::{Exit, Output};
-use crate::cli::{load_for_query, render};
+use crate::cli::{load_for_query, load_for_query_socket, render};
 use crate::config::Config;
 use crate::query::{self, IncidentList, NodeList, QueryError, StatusOut};
 use crate::report::IncidentOut;
@@ -177,9 +177,28 @@ pub(crate) fn status(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
-    let config = load_for_query(config_path, err);
+    let (config, socket_guessed) = load_for_query_socket(config_path, err);
+    // Not answering on a socket that is only a guess says nothing of a
+    // service that may run on another: that cannot be told (1), not "not
+    // running" (3).
+    let cannot_tell = || {
+        format!(
+            "cannot tell whether the service runs: nothing answers on {}, and the config's \
+             [api] socket line cannot be read (kubelet-sentinel check-config names the line; \
+             or pass --config with a file that names the socket)",
+            config.api.socket
+        )
+    };
     let s: StatusOut = match ask_or_read(&config, &Request::Status, |s| query::status(s, None)) {
+        Ok(s) if socket_guessed && s.service != "running" => {
+            let _ = writeln!(err, "kubelet-sentinel: {}", cannot_tell());
+            return Exit::Failure;
+        }
         Ok(s) => s,
+        Err(Failure::NotRunning(why) | Failure::Failed(why)) if socket_guessed => {
+            let _ = writeln!(err, "kubelet-sentinel: {} ({why})", cannot_tell());
+            return Exit::Failure;
+        }
         Err(Failure::NotRunning(why)) => {
             // No store either: nothing to show but that it is not running.
             let _ = writeln!(err, "kubelet-sentinel: {why}");
@@ -193,11 +212,43 @@ pub(crate) fn status(
     if show(&s, output, render::status, out) != Exit::Ok {
         return Exit::Failure;
     }
+    if output == Output::Table
+        && matches!(
+            config.journal.target,
+            crate::config::JournalTarget::Directory(_)
+        )
+    {
+        if let Some(on) = s.silent_incidents {
+            let _ = writeln!(
+                out,
+                "note: host-silent {}",
+                silent_incidents_words(on, &config)
+            );
+        }
+    }
     if s.service != "running" {
         Exit::NotRunning
     } else if s.deliveries_failing {
         Exit::Degraded
     } else {
         Exit::Ok
+    }
+}
+
+/// On a collector: whether a silent host opens an incident and alerts, and
+/// how to change it (`status`, `check-config`).
+pub(crate) fn silent_incidents_words(on: bool, config: &Config) -> String {
+    let after = crate::time::human_duration(config.fleet.silent_after.0);
+    if on {
+        format!(
+            "incidents on: a host with nothing for {after} while others write \
+             opens a host-silent incident and alerts ([fleet] silent_incidents = true)"
+        )
+    } else {
+        format!(
+            "incidents off: a host with nothing for {after} is listed \
+             (silent_hosts) but opens no incident and alerts nothing; set [fleet] \
+             silent_incidents = true (systemctl reload applies it) to alert"
+        )
     }
 }

@@ -76,7 +76,7 @@ pub(crate) fn run_service(config_path: Option<&PathBuf>, once: bool, err: &mut d
             .unwrap_or_else(|| PathBuf::from(config::DEFAULT_PATH)),
         config_explicit: config_path.is_some(),
     };
-    let edges = daemon::Edges::real(&config);
+    let edges = daemon::Edges::real();
     let shutdown = tokio_util::sync::CancellationToken::new();
     let result = rt.block_on(daemon::run(config, opts, edges, shutdown));
     // Tasks still blocked on the store or a socket do not hold the exit up.

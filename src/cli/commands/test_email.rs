@@ -43,9 +43,27 @@ pub(crate) fn test_email(
         rendered
             .subject
             .replacen("[kubelet-sentinel]", "[kubelet-sentinel] test:", 1);
-    let banner = "TEST ALERT from kubelet-sentinel test-email: not an incident. If you read this, alerts reach you.\n\n";
+    // Anyone who may read the config may send this: it is no privilege (the
+    // relay takes the same mail from them directly, and one that wants a
+    // login needs the root-only password). The mail says who sent it, so
+    // on-call knows whom to ask.
+    let uid = rustix::process::getuid().as_raw();
+    let who = crate::users::user_of_id(uid).map_or_else(
+        || format!("uid {uid}"),
+        |u| format!("{} (uid {uid})", u.name),
+    );
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let banner = format!(
+        "TEST ALERT from kubelet-sentinel test-email, sent by {who} on {}: not an incident. \
+         If you read this, alerts reach you.\n\n",
+        crate::tracker::one_line(host.trim(), 253)
+    );
     rendered.text = format!("{banner}{}", rendered.text);
-    rendered.html = format!("<p><b>{}</b></p>\n{}", banner.trim(), rendered.html);
+    rendered.html = format!(
+        "<p><b>{}</b></p>\n{}",
+        crate::notify::render::html_escape(banner.trim()),
+        rendered.html
+    );
     let rt = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -59,7 +77,7 @@ pub(crate) fn test_email(
     let sent = rt.block_on(transport.deliver(&rendered));
     match sent {
         Ok(to) => {
-            let _ = writeln!(out, "test alert sent: {to}");
+            let _ = writeln!(out, "test alert sent: {to} (it says it was sent by {who})");
             // This process read the config and the password itself; say so
             // when the running service cannot send with what it has.
             let socket = PathBuf::from(&config.api.socket);

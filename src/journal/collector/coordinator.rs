@@ -222,22 +222,20 @@ impl Coordinator {
             warnings: WarnBudget::new(),
         };
         for (key, files) in found {
-            c.add_group(key, files, true);
+            c.add_group(key, files);
         }
         c.warn_unreadable(unreadable);
         c
     }
 
     fn worker_of(&self, key: &str) -> usize {
-        // FNV-1a: stable, so a group keeps its worker (and its open handle).
-        let h = key.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        });
+        // Stable, so a group keeps its worker (and its open handle).
+        let h = crate::model::fnv1a([key.as_bytes()]);
         (h % self.jobs.len().max(1) as u64) as usize
     }
 
-    fn add_group(&mut self, key: String, files: Vec<PathBuf>, at_startup: bool) {
-        let start = self.spec.starts.start_of(&key, at_startup);
+    fn add_group(&mut self, key: String, files: Vec<PathBuf>) {
+        let start = self.spec.starts.start_of(&key);
         let worker = self.worker_of(&key);
         self.groups.insert(
             key,
@@ -311,7 +309,7 @@ impl Coordinator {
                         g.dirty = true;
                     }
                 }
-                None => self.add_group(key, files, false),
+                None => self.add_group(key, files),
             }
         }
     }

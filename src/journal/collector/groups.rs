@@ -17,24 +17,22 @@ pub(crate) struct Starts {
     /// A cursor from before groups were read apart (one handle over the
     /// whole directory): every group resumes after its time.
     pub legacy: Option<String>,
-    /// Where groups present at the very first start begin (`start_at`);
-    /// `None` once anything was committed.
+    /// Where a group with no cursor begins (the service: `start_at` as
+    /// the store kept it; `scan`: the head), whether it is there at the
+    /// start or appears later: one rule, so a restart reads a group no
+    /// differently than the reading before it would have. `None`: the head.
     pub first: Option<Start>,
 }
 
 impl Starts {
-    pub(super) fn start_of(&self, key: &str, at_startup: bool) -> Start {
+    pub(super) fn start_of(&self, key: &str) -> Start {
         if let Some(c) = self.known.get(key) {
             return Start::After(c.clone());
         }
         if let Some(c) = &self.legacy {
             return Start::After(c.clone());
         }
-        match (&self.first, at_startup) {
-            (Some(first), true) => first.clone(),
-            // A host that appeared since: everything it uploaded is new.
-            _ => Start::Head,
-        }
+        self.first.clone().unwrap_or(Start::Head)
     }
 }
 
@@ -368,17 +366,19 @@ mod tests {
         assert_eq!(group_key(d.path(), &r).as_deref(), Some("remote-10.0.0.5"));
     }
 
+    /// A group with a cursor resumes after it; one without starts at
+    /// `first`, however it came (at the start, later, after a restart).
     #[test]
     fn starts_per_group() {
         let mut s = Starts {
-            first: Some(Start::Tail),
+            first: Some(Start::Realtime(1_000)),
             ..Starts::default()
         };
-        assert_eq!(s.start_of("a", true), Start::Tail);
-        assert_eq!(s.start_of("a", false), Start::Head);
+        assert_eq!(s.start_of("a"), Start::Realtime(1_000));
         s.known.insert("a".into(), "s=1;i=2".into());
+        assert_eq!(s.start_of("a"), Start::After("s=1;i=2".into()));
+        assert_eq!(s.start_of("b"), Start::Realtime(1_000));
         s.first = None;
-        assert_eq!(s.start_of("a", true), Start::After("s=1;i=2".into()));
-        assert_eq!(s.start_of("b", true), Start::Head);
+        assert_eq!(s.start_of("b"), Start::Head);
     }
 }

@@ -7,8 +7,12 @@ use crate::config::AlertmanagerConfig;
 use crate::time::{Micros, human_duration, rfc3339};
 use crate::tracker::{Detail, Incident, Settings};
 
-/// The alert name every alert carries.
-pub(super) const ALERTNAME: &str = "KubeletNodeStatusTrouble";
+/// The alertname of node-status incidents. Every name posted starts with
+/// `KubeletSentinel`, as every shipped Prometheus rule does, and no rule
+/// has a posted name (a test reads the rules): kube-prometheus ships its
+/// own `KubeletDown`, `KubeNodeNotReady`, ..., and two things under one
+/// name would be grouped and inhibited as one.
+pub(super) const ALERTNAME: &str = "KubeletSentinelNodeStatus";
 
 /// The alert that fires as long as kubelet-sentinel runs and can post
 /// (Prometheus' `Watchdog` convention): routed to a dead man's switch, its
@@ -46,17 +50,17 @@ pub(super) fn heartbeat(
 /// The alertname of kubelet-down incidents (design 5.1); their alerts also
 /// carry a `kind` label (node-status alerts keep the labels they had, so
 /// their fingerprints do not change on upgrade).
-pub(super) const ALERTNAME_DOWN: &str = "KubeletDown";
+pub(super) const ALERTNAME_DOWN: &str = "KubeletSentinelKubeletDown";
 /// The alertname of host-silent incidents (design 5.2), with a `kind`
-/// label. Not the Prometheus rule's `KubeletSentinelHostSilent` (from the
+/// label. Not the Prometheus rule's `KubeletSentinelHostStale` (from the
 /// metric): a deployment with both sees two alerts, never one that
 /// resolves the other.
-pub(super) const ALERTNAME_SILENT: &str = "KubeletHostSilent";
+pub(super) const ALERTNAME_SILENT: &str = "KubeletSentinelHostSilent";
 /// Endpoint incidents: one API endpoint lost by several nodes at once
 /// (labels `api_endpoint` and `cause`; `node` is the endpoint). The
 /// shipped Alertmanager example inhibits [`ALERTNAME`] alerts of equal
 /// `api_endpoint` and `cause` while it fires.
-pub(super) const ALERTNAME_ENDPOINT: &str = "KubeletAPIEndpointDown";
+pub(super) const ALERTNAME_ENDPOINT: &str = "KubeletSentinelEndpointDown";
 /// Evidence lines are cut to this in annotations.
 const MAX_EVIDENCE: usize = 1000;
 
@@ -209,6 +213,67 @@ pub(super) fn firing_until(now: Micros, cfg: &AlertmanagerConfig) -> Micros {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every alertname posted or shipped is the project's own: it starts
+    /// with `KubeletSentinel`, none is one of kube-prometheus's
+    /// (kubernetes-mixin's kubelet, node and API server alerts), the posted
+    /// ones differ from each other, and no shipped Prometheus rule has a
+    /// posted name. The shipped Alertmanager example matches posted names
+    /// only.
+    #[test]
+    fn every_alertname_is_the_projects_own_and_unique() {
+        let posted = [
+            ALERTNAME,
+            ALERTNAME_DOWN,
+            ALERTNAME_SILENT,
+            ALERTNAME_ENDPOINT,
+            HEARTBEAT,
+        ];
+        let rules: Vec<&str> =
+            include_str!("../../../packaging/prometheus/kubelet-sentinel.rules.yml")
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("- alert:"))
+                .map(str::trim)
+                .collect();
+        assert!(rules.len() >= 9, "{rules:?}");
+        let kube_prometheus = [
+            "KubeletDown",
+            "KubeNodeNotReady",
+            "KubeNodeUnreachable",
+            "KubeNodeReadinessFlapping",
+            "KubeletTooManyPods",
+            "KubeletPlegDurationHigh",
+            "KubeletPodStartUpLatencyHigh",
+            "KubeletClientCertificateExpiration",
+            "KubeletServerCertificateExpiration",
+            "KubeletClientCertificateRenewalErrors",
+            "KubeletServerCertificateRenewalErrors",
+            "KubeAPIDown",
+            "KubeNodeEviction",
+            "TargetDown",
+            "Watchdog",
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for name in posted.iter().chain(&rules) {
+            assert!(name.starts_with("KubeletSentinel"), "{name}");
+            assert!(!kube_prometheus.contains(name), "{name}");
+            assert!(seen.insert(*name), "{name} is used twice");
+        }
+        let example =
+            include_str!("../../../packaging/alertmanager/kubelet-sentinel.alertmanager.yml");
+        let matched: Vec<&str> = example
+            .split("alertname=\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        assert!(matched.len() >= 3, "{matched:?}");
+        for m in matched {
+            assert!(
+                posted.contains(&m),
+                "the Alertmanager example matches {m}, which is never posted"
+            );
+        }
+    }
 
     /// Issue 19: an endpoint incident is its own alertname, with its
     /// endpoint and cause; node alerts keep `api_endpoint`.

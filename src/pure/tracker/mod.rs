@@ -247,11 +247,7 @@ fn key_of(i: &Incident) -> String {
 /// A deterministic id: the same entries give the same ids in `scan`, catch-up
 /// and live following.
 fn incident_id(node: &str, opened_at: Micros) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in node.bytes().chain(opened_at.to_le_bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
+    let h = crate::model::fnv1a([node.as_bytes(), &opened_at.to_le_bytes()[..]]);
     format!("{:012x}", h >> 16)
 }
 

@@ -1,16 +1,25 @@
-//! Generates the man pages and the bash/zsh/fish completions from the CLI
+//! The man pages and the bash/zsh/fish completions, generated from the CLI
 //! definition (the same one clap parses) and the shipped config, for the
 //! packages: `kubelet-sentinel(1)` with every command, FILES, CONFIGURATION,
 //! EXIT STATUS, EXAMPLES; `kubelet-sentinel.toml(5)` from
 //! `packaging/config.toml`, so the page says what the file says.
 //!
-//! Usage: `cargo run --example gen_assets -- target/assets`
+//! Run by the release binary the packages ship (`kubelet-sentinel
+//! __packaging-assets DIR`, what `make assets` does), so packaging builds one
+//! profile only. The command is not in the clap definition: it would
+//! otherwise be in the completions and the man page it writes.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use clap::CommandFactory;
 use clap_complete::{Shell, generate_to};
+
+/// The first argument that runs [`generate`] instead of the command line.
+pub(crate) const COMMAND: &str = "__packaging-assets";
+
+/// The shipped config, as the package installs it.
+const SHIPPED_CONFIG: &str = include_str!("../../../packaging/config.toml");
 
 /// roff-safe text: backslashes and leading dots or quotes escaped.
 fn roff(s: &str) -> String {
@@ -192,24 +201,17 @@ fn config_page(shipped: &str, version: &str) -> Vec<u8> {
     page.into_bytes()
 }
 
-fn main() -> std::io::Result<()> {
-    let dir = PathBuf::from(
-        std::env::args()
-            .nth(1)
-            .unwrap_or_else(|| "target/assets".into()),
-    );
-    std::fs::create_dir_all(&dir)?;
-    let mut cmd = kubelet_sentinel::Cli::command();
+/// Writes the pages and completions into `dir` (made if missing).
+pub(crate) fn generate(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut cmd = crate::Cli::command();
     gz(&dir.join("kubelet-sentinel.1.gz"), &main_page(&cmd)?)?;
-    let shipped = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("packaging/config.toml"),
-    )?;
     gz(
         &dir.join("kubelet-sentinel.toml.5.gz"),
-        &config_page(&shipped, env!("CARGO_PKG_VERSION")),
+        &config_page(SHIPPED_CONFIG, env!("CARGO_PKG_VERSION")),
     )?;
     for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
-        generate_to(shell, &mut cmd, "kubelet-sentinel", &dir)?;
+        generate_to(shell, &mut cmd, "kubelet-sentinel", dir)?;
     }
     // clap_complete names the bash cases of a hyphenated binary's
     // subcommands `kubelet__subcmd__sentinel__…` but sets `cmd` to
@@ -220,6 +222,43 @@ fn main() -> std::io::Result<()> {
         &bash,
         script.replace("kubelet__subcmd__sentinel", "kubelet__sentinel"),
     )?;
-    println!("wrote the man pages and completions to {}", dir.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_and_completions_are_written_and_name_every_command() {
+        let dir = tempfile::tempdir().unwrap();
+        generate(dir.path()).unwrap();
+        for f in [
+            "kubelet-sentinel.1.gz",
+            "kubelet-sentinel.toml.5.gz",
+            "kubelet-sentinel.bash",
+            "_kubelet-sentinel",
+            "kubelet-sentinel.fish",
+        ] {
+            assert!(dir.path().join(f).is_file(), "{f} not written");
+        }
+        let mut page = String::new();
+        std::io::Read::read_to_string(
+            &mut flate2::read::GzDecoder::new(
+                std::fs::File::open(dir.path().join("kubelet-sentinel.1.gz")).unwrap(),
+            ),
+            &mut page,
+        )
+        .unwrap();
+        for sub in crate::Cli::command().get_subcommands() {
+            assert!(
+                page.contains(&format!("kubelet\\-sentinel {}", roff(sub.get_name()))),
+                "the man page lacks {}",
+                sub.get_name()
+            );
+        }
+        assert!(!page.contains(COMMAND) && !page.contains("packaging\\-assets"));
+        let bash = std::fs::read_to_string(dir.path().join("kubelet-sentinel.bash")).unwrap();
+        assert!(!bash.contains("kubelet__subcmd__sentinel") && !bash.contains("packaging-assets"));
+    }
 }
