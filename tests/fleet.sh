@@ -19,7 +19,7 @@
 # labels, each once although a node and the collector both post it, and go
 # out as one grouped notification, not one per node and instance; the
 # collector, seeing three hosts lose one API endpoint, posts one endpoint
-# alert (KubeletSentinelEndpointDown) in place of its node alerts; they resolve
+# alert (KubeletAPIEndpointDown) in place of its node alerts; they resolve
 # there.
 # Usage: tests/fleet.sh path/to/kubelet-sentinel_*.deb   (as root)
 set -euo pipefail
@@ -207,8 +207,8 @@ done
 ok "every node's incident on the collector with its 12 retries, fleet-3's uploaded late too (files: $files)"
 
 # --- Alertmanager: each alert once, one grouped notification, resolved --------
-am_nodes() { amtool_alerts | /usr/bin/python3 -c "import json,sys; print(' '.join(sorted(a['labels']['node'] for a in json.load(sys.stdin) if a['labels']['alertname'] == 'KubeletSentinelNodeStatus')))"; }
-am_endpoints() { amtool_alerts | /usr/bin/python3 -c "import json,sys; print(' '.join(sorted(a['labels']['api_endpoint'] + '/' + a['labels']['cause'] for a in json.load(sys.stdin) if a['labels']['alertname'] == 'KubeletSentinelEndpointDown')))"; }
+am_nodes() { amtool_alerts | /usr/bin/python3 -c "import json,sys; print(' '.join(sorted(a['labels']['node'] for a in json.load(sys.stdin) if a['labels']['alertname'] == 'KubeletNodeStatusTrouble')))"; }
+am_endpoints() { amtool_alerts | /usr/bin/python3 -c "import json,sys; print(' '.join(sorted(a['labels']['api_endpoint'] + '/' + a['labels']['cause'] for a in json.load(sys.stdin) if a['labels']['alertname'] == 'KubeletAPIEndpointDown')))"; }
 any_active() { [ -n "$(amtool_alerts | /usr/bin/python3 -c "import json,sys; print(' '.join(a['labels']['alertname'] for a in json.load(sys.stdin)))")" ]; }
 all_three() { [ "$(am_nodes)" = "fleet-1 fleet-2 fleet-3" ]; }
 wait_until 40 all_three || fail "Alertmanager has: $(am_nodes)"
@@ -216,8 +216,8 @@ labels=$(amtool_alerts | /usr/bin/python3 -c "
 import json, sys
 a = [x for x in json.load(sys.stdin) if x['labels']['node'] == 'fleet-2'][0]['labels']
 print(a['alertname'], a['host'], a['cause'], a['verdict'], a['severity'])")
-[ "$labels" = "KubeletSentinelNodeStatus fleet-2 api-unreachable persistent critical" ] || fail "labels: $labels"
-count=$(amtool_alerts | /usr/bin/python3 -c "import json,sys; print(len([a for a in json.load(sys.stdin) if a['labels']['alertname'] == 'KubeletSentinelNodeStatus']))")
+[ "$labels" = "KubeletNodeStatusTrouble fleet-2 api-unreachable persistent critical" ] || fail "labels: $labels"
+count=$(amtool_alerts | /usr/bin/python3 -c "import json,sys; print(len([a for a in json.load(sys.stdin) if a['labels']['alertname'] == 'KubeletNodeStatusTrouble']))")
 [ "$count" = 3 ] || fail "$count node alerts in Alertmanager for 3 nodes posted by 4 instances"
 ok "Alertmanager holds 3 node alerts (each posted by its node, the collector's taken over by its endpoint alert), labels: $labels"
 # The collector's endpoint incident, and whether its alert reached
@@ -230,7 +230,7 @@ print(len(v), ' '.join(sorted(v[0]['nodes'])) if v else '', 'posted' if v and v[
 }
 one_outage() { [ "$(ep_state)" = "1 fleet-1 fleet-2 fleet-3 posted" ]; }
 wait_until 40 one_outage || fail "the collector's endpoint incidents: $(ep_state); endpoint alerts in Alertmanager: '$(am_endpoints)'"
-ok "the collector: one endpoint incident for 10.0.0.1:6443 naming the 3 nodes, its KubeletSentinelEndpointDown alert posted"
+ok "the collector: one endpoint incident for 10.0.0.1:6443 naming the 3 nodes, its KubeletAPIEndpointDown alert posted"
 beats=$(amtool_all | /usr/bin/python3 -c "import json,sys; print(' '.join(sorted(a['labels']['host'] for a in json.load(sys.stdin) if a['labels']['alertname'] == 'KubeletSentinelHeartbeat')))")
 [ "$(echo "$beats" | wc -w)" = 4 ] || fail "heartbeats: '$beats' (one for each of the 4 instances' hosts)"
 ok "a heartbeat from each instance ($beats), routed to the dead man's switch"

@@ -263,7 +263,7 @@ mod tests {
             &r.settings,
             &std::collections::BTreeMap::default(),
         );
-        assert_eq!(labels["alertname"], "KubeletSentinelKubeletDown");
+        assert_eq!(labels["alertname"], "KubeletServiceDown");
         assert_eq!(labels["kind"], "kubelet-down");
         assert_eq!(labels["cause"], "swap");
         assert_eq!(labels["verdict"], "crash-loop");

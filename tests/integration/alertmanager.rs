@@ -73,7 +73,7 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
     // changes: n1's by its label.
     let n1 = alerts.iter().find(|a| a["labels"]["node"] == "n1").unwrap();
     let l = &n1["labels"];
-    assert_eq!(l["alertname"], "KubeletSentinelNodeStatus");
+    assert_eq!(l["alertname"], "KubeletNodeStatusTrouble");
     assert_eq!(l["node"], "n1");
     assert_eq!(l["host"], "n1");
     assert_eq!(l["cause"], "api-unreachable");
@@ -352,7 +352,7 @@ fn the_shipped_alertmanager_example_pages_once_per_outage() {
         std::process::Command::new("/usr/bin/amtool").args([
             "alert",
             "add",
-            "alertname=KubeletSentinelEndpointDown",
+            "alertname=KubeletAPIEndpointDown",
             "api_endpoint=10.0.0.1:6443",
             "cause=api-unreachable",
             &format!("--alertmanager.url={}", am.url()),

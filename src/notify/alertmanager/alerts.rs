@@ -12,7 +12,7 @@ use crate::tracker::{Detail, Incident, Settings};
 /// has a posted name (a test reads the rules): kube-prometheus ships its
 /// own `KubeletDown`, `KubeNodeNotReady`, ..., and two things under one
 /// name would be grouped and inhibited as one.
-pub(super) const ALERTNAME: &str = "KubeletSentinelNodeStatus";
+pub(super) const ALERTNAME: &str = "KubeletNodeStatusTrouble";
 
 /// The alert that fires as long as kubelet-sentinel runs and can post
 /// (Prometheus' `Watchdog` convention): routed to a dead man's switch, its
@@ -50,17 +50,17 @@ pub(super) fn heartbeat(
 /// The alertname of kubelet-down incidents (design 5.1); their alerts also
 /// carry a `kind` label (node-status alerts keep the labels they had, so
 /// their fingerprints do not change on upgrade).
-pub(super) const ALERTNAME_DOWN: &str = "KubeletSentinelKubeletDown";
+pub(super) const ALERTNAME_DOWN: &str = "KubeletServiceDown";
 /// The alertname of host-silent incidents (design 5.2), with a `kind`
 /// label. Not the Prometheus rule's `KubeletSentinelHostStale` (from the
 /// metric): a deployment with both sees two alerts, never one that
 /// resolves the other.
-pub(super) const ALERTNAME_SILENT: &str = "KubeletSentinelHostSilent";
+pub(super) const ALERTNAME_SILENT: &str = "KubeletHostSilent";
 /// Endpoint incidents: one API endpoint lost by several nodes at once
 /// (labels `api_endpoint` and `cause`; `node` is the endpoint). The
 /// shipped Alertmanager example inhibits [`ALERTNAME`] alerts of equal
 /// `api_endpoint` and `cause` while it fires.
-pub(super) const ALERTNAME_ENDPOINT: &str = "KubeletSentinelEndpointDown";
+pub(super) const ALERTNAME_ENDPOINT: &str = "KubeletAPIEndpointDown";
 /// Evidence lines are cut to this in annotations.
 const MAX_EVIDENCE: usize = 1000;
 
@@ -214,12 +214,12 @@ pub(super) fn firing_until(now: Micros, cfg: &AlertmanagerConfig) -> Micros {
 mod tests {
     use super::*;
 
-    /// Every alertname posted or shipped is the project's own: it starts
-    /// with `KubeletSentinel`, none is one of kube-prometheus's
+    /// Every alertname posted or shipped is the project's own: none is one
+    /// of kube-prometheus's
     /// (kubernetes-mixin's kubelet, node and API server alerts), the posted
     /// ones differ from each other, and no shipped Prometheus rule has a
-    /// posted name. The shipped Alertmanager example matches posted names
-    /// only.
+    /// posted name (the rules all start with `KubeletSentinel`). The shipped
+    /// Alertmanager example matches posted names only.
     #[test]
     fn every_alertname_is_the_projects_own_and_unique() {
         let posted = [
@@ -255,9 +255,13 @@ mod tests {
         ];
         let mut seen = std::collections::BTreeSet::new();
         for name in posted.iter().chain(&rules) {
-            assert!(name.starts_with("KubeletSentinel"), "{name}");
+            assert!(name.starts_with("Kubelet"), "{name}");
             assert!(!kube_prometheus.contains(name), "{name}");
             assert!(seen.insert(*name), "{name} is used twice");
+        }
+        // The rules are told apart from the posts by their prefix.
+        for name in &rules {
+            assert!(name.starts_with("KubeletSentinel"), "{name}");
         }
         let example =
             include_str!("../../../packaging/alertmanager/kubelet-sentinel.alertmanager.yml");
