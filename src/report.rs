@@ -140,9 +140,21 @@ pub struct IncidentOut {
     /// The silences holding its deliveries back now.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub silenced_by: Vec<String>,
+    /// Evidence lines not kept (between the first lines and the last):
+    /// how many, and before which line of `evidence` they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence_dropped: Option<Dropped>,
     /// Its signals over time, for the picture `show` draws.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<crate::picture::Picture>,
+}
+
+/// Evidence lines an incident did not keep.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Dropped {
+    pub count: u64,
+    /// The index in `evidence` of the first line after them.
+    pub before: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -202,6 +214,7 @@ impl IncidentOut {
                 comment: a.comment.clone(),
             }),
             silenced_by: Vec::new(),
+            evidence_dropped: dropped(i),
             timeline: crate::picture::Picture::of(i),
         }
     }
@@ -222,10 +235,18 @@ impl IncidentOut {
         self
     }
 
-    /// The status column: open or resolved, and acknowledged or silenced.
+    /// The status column: open or resolved, and acknowledged or silenced;
+    /// an incident closed without anything saying it ended (the service
+    /// switched journals, or it was closed to make room) is "closed" with
+    /// why, as its JSON `resolution` says, not "resolved".
     #[must_use]
     pub fn status_cell(&self) -> String {
-        let mut s = self.status.to_string();
+        use crate::tracker::Resolution;
+        let mut s = match self.resolution {
+            Some(Resolution::SourceChanged) => "closed (source-changed)".to_string(),
+            Some(Resolution::Evicted) => "closed (evicted)".to_string(),
+            _ => self.status.to_string(),
+        };
         if !self.silenced_by.is_empty() {
             s.push_str(" (silenced)");
         } else if self.acknowledged.is_some() && self.status == Status::Open {
@@ -239,6 +260,24 @@ impl IncidentOut {
 pub(crate) struct ScanOut {
     pub summary: SummaryOut,
     pub incidents: Vec<IncidentOut>,
+}
+
+/// Where the lines an incident did not keep were: the last lines kept
+/// replace the oldest of them, so they lie before the first of the last
+/// lines (or, markers before the trouble, before the first line).
+fn dropped(i: &Incident) -> Option<Dropped> {
+    if i.evidence_dropped == 0 {
+        return None;
+    }
+    let before = i.evidence_tail.front().map_or(0, |first_of_last| {
+        i.evidence()
+            .position(|e| std::ptr::eq(e, first_of_last))
+            .unwrap_or(0)
+    });
+    Some(Dropped {
+        count: i.evidence_dropped,
+        before,
+    })
 }
 
 /// Incidents in the order people read them: oldest first.
@@ -350,7 +389,7 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
 }
 
 #[must_use]
-pub(crate) fn summary_line(summary: &Summary, incidents: &[Incident]) -> String {
+pub(crate) fn summary_line(summary: &Summary, incidents: &[Incident], zone: Zone) -> String {
     let open = incidents
         .iter()
         .filter(|i| i.status() == Status::Open)
@@ -391,7 +430,7 @@ pub(crate) fn summary_line(summary: &Summary, incidents: &[Incident]) -> String 
         let _ = write!(s, ", {} records read with a loss", summary.damaged);
     }
     if let (Some(a), Some(b)) = (summary.first_at, summary.last_at) {
-        let _ = write!(s, "; from {} to {}", rfc3339(a), rfc3339(b));
+        let _ = write!(s, "; from {} to {}", human(a, zone), human(b, zone));
     }
     s.push('\n');
     if summary.untimed > 0 {
@@ -546,11 +585,22 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
     let _ = writeln!(out, "  evidence:");
     let opened = micros(&o.opened_at);
     let mut last: Option<Micros> = None;
-    for e in &o.evidence {
+    for (n, e) in o.evidence.iter().enumerate() {
         let at = micros(&e.at);
         // Evidence keeps the first and the last lines; say where it skips.
-        if last.is_some_and(|l| at < l) {
-            let _ = writeln!(out, "    …");
+        match o.evidence_dropped {
+            Some(d) if d.before == n => {
+                let _ = writeln!(
+                    out,
+                    "    … {} line{} not kept …",
+                    d.count,
+                    if d.count == 1 { "" } else { "s" }
+                );
+            }
+            _ if last.is_some_and(|l| at < l) => {
+                let _ = writeln!(out, "    …");
+            }
+            _ => {}
         }
         last = Some(at);
         let _ = writeln!(

@@ -86,12 +86,18 @@ pub enum Command {
         /// `table` for people, `json` for scripts (field names are a contract).
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
+        /// Times in UTC (local time by default, as journalctl; JSON is always UTC).
+        #[arg(long)]
+        utc: bool,
     },
     /// The service: journal position and lag, entries read, open incidents.
     Status {
         /// `table` for people, `json` for scripts (field names are a contract).
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
+        /// Times in UTC (local time by default, as journalctl; JSON is always UTC).
+        #[arg(long)]
+        utc: bool,
     },
     /// Validate the config file and print the effective settings.
     CheckConfig,
@@ -148,6 +154,9 @@ pub enum SilenceCmd {
         /// `table` for people, `json` for scripts (field names are a contract).
         #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
         output: Output,
+        /// Times in UTC (local time by default, as journalctl; JSON is always UTC).
+        #[arg(long)]
+        utc: bool,
     },
     /// End a silence now (its id or a unique prefix); who did it is recorded.
     Expire {

@@ -106,8 +106,12 @@ pub fn main() -> ExitCode {
             &mut out,
             &mut err,
         ),
-        Command::Nodes { output } => commands::query::nodes(config, output, &mut out, &mut err),
-        Command::Status { output } => commands::query::status(config, output, &mut out, &mut err),
+        Command::Nodes { output, utc } => {
+            commands::query::nodes(config, output, crate::clock::zone(utc), &mut out, &mut err)
+        }
+        Command::Status { output, utc } => {
+            commands::query::status(config, output, crate::clock::zone(utc), &mut out, &mut err)
+        }
         Command::TestEmail => commands::test_email::test_email(config, &mut out, &mut err),
         Command::Silence { action } => {
             commands::control::silence(config, action, &mut out, &mut err)

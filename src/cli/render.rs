@@ -17,7 +17,17 @@ pub(crate) fn incident(i: &IncidentOut, zone: Zone) -> String {
     report::details(i, zone)
 }
 
-pub(crate) fn nodes(list: &NodeList) -> String {
+/// An RFC 3339 time of an answer as people read it: the one human format,
+/// in `zone`, the zone said (what is not a time is shown as it is).
+fn when(t: &str, zone: Zone) -> String {
+    crate::time::parse_rfc3339(t).map_or_else(|| t.to_string(), |us| crate::time::human(us, zone))
+}
+
+fn when_opt(t: Option<&String>, zone: Zone) -> String {
+    t.map_or_else(|| "-".to_string(), |t| when(t, zone))
+}
+
+pub(crate) fn nodes(list: &NodeList, zone: Zone) -> String {
     let rows: Vec<Vec<String>> = list
         .nodes
         .iter()
@@ -28,7 +38,7 @@ pub(crate) fn nodes(list: &NodeList) -> String {
                 r.incidents.to_string(),
                 r.open.to_string(),
                 r.retries.to_string(),
-                r.last_trouble_at.clone().unwrap_or_default(),
+                when_opt(r.last_trouble_at.as_ref(), zone),
                 r.last_verdict.clone().unwrap_or_default(),
             ]
         })
@@ -47,7 +57,7 @@ pub(crate) fn nodes(list: &NodeList) -> String {
     )
 }
 
-pub(crate) fn silences(list: &SilenceList) -> String {
+pub(crate) fn silences(list: &SilenceList, zone: Zone) -> String {
     if list.silences.is_empty() {
         return "no silences\n".into();
     }
@@ -67,27 +77,20 @@ pub(crate) fn silences(list: &SilenceList) -> String {
                     Some(by) => format!("expired by {}", terminal_text(by, 30)),
                     None => s.state.to_string(),
                 },
-                s.ends_at.clone(),
+                when(&s.ends_at, zone),
                 terminal_text(&s.created_by, 30),
                 terminal_text(&s.comment, 60),
             ]
         })
         .collect();
     report::columns(
-        &[
-            "ID",
-            "NODE",
-            "CAUSE",
-            "STATE",
-            "ENDS (UTC)",
-            "BY",
-            "COMMENT",
-        ],
+        &["ID", "NODE", "CAUSE", "STATE", "ENDS", "BY", "COMMENT"],
         &rows,
     )
 }
 
 pub(crate) fn silence_added(s: &SilenceOut) -> String {
+    let zone = crate::clock::zone(false);
     format!(
         "silence {} added: node {}{} until {} (by {})\n",
         s.id,
@@ -100,7 +103,7 @@ pub(crate) fn silence_added(s: &SilenceOut) -> String {
                 .as_ref()
                 .map(|k| format!(", kind {k}"))
                 .unwrap_or_default(),
-        s.ends_at,
+        when(&s.ends_at, zone),
         terminal_text(&s.created_by, 30)
     )
 }
@@ -127,7 +130,7 @@ pub(crate) fn acknowledged(i: &IncidentOut) -> String {
 /// `status` as rows: a key and its value a line, a line a delivery channel
 /// and a line a silence (never a JSON blob in a table). The keys are the
 /// JSON's, in its order.
-pub(crate) fn status(s: &StatusOut) -> String {
+pub(crate) fn status(s: &StatusOut, zone: Zone) -> String {
     let mut out = String::new();
     let mut row = |k: &str, shown: &str| {
         out.push_str(&format!("{k:<22} {}\n", terminal_text(shown, 400)));
@@ -142,10 +145,10 @@ pub(crate) fn status(s: &StatusOut) -> String {
     };
     let secs = |v: Option<f64>| v.map_or_else(|| "-".into(), |x| format!("{x:.1}"));
     row("service", &s.service);
-    row("started_at", &opt(&s.started_at));
+    row("started_at", &when_opt(s.started_at.as_ref(), zone));
     row("journal", &opt(&s.journal));
     row("cursor", &opt(&s.cursor));
-    row("last_entry_at", &opt(&s.last_entry_at));
+    row("last_entry_at", &when_opt(s.last_entry_at.as_ref(), zone));
     row(
         "caught_up",
         &s.caught_up.map_or_else(|| "-".into(), |b| b.to_string()),
@@ -183,41 +186,21 @@ pub(crate) fn status(s: &StatusOut) -> String {
     row("mails_sent", &s.mails_sent.to_string());
     row("mails_failed", &s.mails_failed.to_string());
     row("last_delivery", &opt(&s.last_delivery));
-    row("last_delivery_at", &opt(&s.last_delivery_at));
+    row(
+        "last_delivery_at",
+        &when_opt(s.last_delivery_at.as_ref(), zone),
+    );
     if s.deliveries.is_empty() {
         row("deliveries", "-");
     }
     for d in &s.deliveries {
-        let mut line = format!(
-            "{}  {}  {}  outbox {}",
-            d.channel,
-            d.state,
-            if d.target.is_empty() { "-" } else { &d.target },
-            d.outbox
-        );
-        if let Some(w) = d.outbox_oldest_seconds {
-            line.push_str(&format!(" (oldest {w:.0}s)"));
-        }
-        line.push_str(&format!("  sent {}  failed {}", d.sent, d.failed));
-        if d.in_doubt > 0 {
-            line.push_str(&format!("  in doubt {}", d.in_doubt));
-        }
-        if let Some(r) = &d.last_result {
-            line.push_str(&format!(
-                "  last: {r}{}",
-                d.last_at
-                    .as_deref()
-                    .map(|t| format!(" at {t}"))
-                    .unwrap_or_default()
-            ));
-        }
-        if let Some(t) = &d.last_success_at {
-            line.push_str(&format!("  last success {t}"));
-        }
-        row("delivery", &line);
+        row("delivery", &delivery_line(d, zone));
     }
     row("config", &opt(&s.config));
-    row("config_applied_at", &opt(&s.config_applied_at));
+    row(
+        "config_applied_at",
+        &when_opt(s.config_applied_at.as_ref(), zone),
+    );
     row("restart_needed", &list(&s.restart_needed));
     row("config_error", &opt(&s.config_error));
     row("store", &s.store);
@@ -233,7 +216,7 @@ pub(crate) fn status(s: &StatusOut) -> String {
                 x.id,
                 x.node,
                 x.cause.map_or("any", |c| c.as_str()),
-                x.ends_at,
+                when(&x.ends_at, zone),
                 x.created_by,
                 if x.comment.is_empty() {
                     String::new()
@@ -245,6 +228,37 @@ pub(crate) fn status(s: &StatusOut) -> String {
     }
     row("deliveries_failing", &s.deliveries_failing.to_string());
     out
+}
+
+/// One delivery channel's state on one line.
+fn delivery_line(d: &crate::query::DeliveryOut, zone: Zone) -> String {
+    let mut line = format!(
+        "{}  {}  {}  outbox {}",
+        d.channel,
+        d.state,
+        if d.target.is_empty() { "-" } else { &d.target },
+        d.outbox
+    );
+    if let Some(w) = d.outbox_oldest_seconds {
+        line.push_str(&format!(" (oldest {w:.0}s)"));
+    }
+    line.push_str(&format!("  sent {}  failed {}", d.sent, d.failed));
+    if d.in_doubt > 0 {
+        line.push_str(&format!("  in doubt {}", d.in_doubt));
+    }
+    if let Some(r) = &d.last_result {
+        line.push_str(&format!(
+            "  last: {r}{}",
+            d.last_at
+                .as_deref()
+                .map(|t| format!(" at {}", when(t, zone)))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(t) = &d.last_success_at {
+        line.push_str(&format!("  last success {}", when(t, zone)));
+    }
+    line
 }
 
 #[cfg(test)]
@@ -263,7 +277,7 @@ mod tests {
             .keys()
             .map(String::as_str)
             .collect();
-        let table = status(&s);
+        let table = status(&s, crate::time::Zone::Utc);
         let rows: Vec<&str> = table
             .lines()
             .map(|l| l.split_whitespace().next().unwrap())

@@ -106,7 +106,7 @@ fn column_width(span_us: i64) -> String {
         format!("{}{unit}", t.strip_suffix(".0").unwrap_or(&t))
     };
     if us < 1_000.0 {
-        "1ms".to_string()
+        format!("{}µs", us.round().max(1.0))
     } else if us < 10_000.0 {
         tidy(us / 1_000.0, "ms")
     } else if us < 1_000_000.0 {
@@ -115,6 +115,18 @@ fn column_width(span_us: i64) -> String {
         tidy(us / 1_000_000.0, "s")
     } else {
         human_duration(us as i64)
+    }
+}
+
+/// A marker within the signals' buckets is drawn at its bucket's start,
+/// as the signals counted there are: the picture is no finer than its
+/// counts (a retry and the threshold it crossed 5 ms later, counted in one
+/// bucket, share a column, not 48 columns apart).
+fn snap(t: &crate::tracker::timeline::Timeline, at: Micros) -> Micros {
+    if t.width > 0 && at >= t.start && at < t.end() {
+        t.start + (at - t.start) / t.width * t.width
+    } else {
+        at
     }
 }
 
@@ -198,14 +210,15 @@ impl Picture {
             markers: markers
                 .into_iter()
                 .map(|(at, k)| Marker {
-                    at_ms: at.clamp(start, end) / 1000,
+                    at_ms: snap(t, at).clamp(start, end) / 1000,
                     kind: k,
                 })
                 .collect(),
         })
     }
 
-    fn column(&self, at_ms: i64) -> usize {
+    #[must_use]
+    pub fn column(&self, at_ms: i64) -> usize {
         column_of(at_ms - self.start_ms, self.end_ms - self.start_ms)
     }
 

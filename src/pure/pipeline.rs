@@ -148,7 +148,13 @@ pub struct Pipeline {
     /// before its first and before its latest entry (see [`Pipeline::live`]).
     hosts_read: BTreeMap<Text, (u64, u64)>,
     catch_ups: u64,
+    /// Hosts whose clock cannot be trusted (see [`Pipeline::clock_untrusted`]).
+    untrusted_clocks: BTreeSet<Text>,
 }
+
+/// No kubelet wrote before this (Kubernetes' first commit, June 2014): a
+/// line dated earlier comes from a host whose clock is wrong.
+pub const KUBELETS_BEGAN: Micros = 1_401_580_800_000_000;
 
 /// How far ahead of the machine's clock an entry may be dated (time zones,
 /// a skewed clock) before its time is not believed.
@@ -189,6 +195,7 @@ impl Pipeline {
             horizon: None,
             hosts_read: BTreeMap::new(),
             catch_ups: 0,
+            untrusted_clocks: BTreeSet::new(),
         }
     }
 
@@ -305,12 +312,34 @@ impl Pipeline {
             .is_some_and(|&(first, latest)| first < latest)
     }
 
+    /// Whether `host`'s clock cannot be trusted: the service read lines of
+    /// it dated more than [`FUTURE_SLACK`] after the machine's clock, or
+    /// before [`KUBELETS_BEGAN`]. Its alerts are judged by when they were
+    /// read, not by its times (which still place its lines).
+    #[must_use]
+    pub fn clock_untrusted(&self, host: &str) -> bool {
+        self.untrusted_clocks.contains(host)
+    }
+
+    fn distrust(&mut self, e: &Entry) {
+        let host = e.host.clone().unwrap_or_else(|| self.no_host.clone());
+        if !self.untrusted_clocks.contains(&host) {
+            self.untrusted_clocks.insert(host);
+        }
+    }
+
     /// Takes one entry.
     pub fn push(&mut self, mut entry: Entry, decisions: &mut Vec<Decision>) {
         self.summary.entries += 1;
         let mut future = false;
+        if let (Some(at), Some(_)) = (entry.at, self.horizon) {
+            if at < KUBELETS_BEGAN {
+                self.distrust(&entry);
+            }
+        }
         if let (Some(at), Some(horizon)) = (entry.at, self.horizon) {
             if at > horizon {
+                self.distrust(&entry);
                 future = true;
                 self.summary.damaged += 1;
                 self.summary.future_dated += 1;

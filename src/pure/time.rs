@@ -139,6 +139,8 @@ pub fn human(us: Micros, zone: Zone) -> String {
     };
     match zone {
         Zone::Utc => t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string(),
+        // A machine on UTC says so as a UTC one would: one spelling.
+        Zone::Of(_) if zone.offset_at(us) == 0 => t.format("%Y-%m-%d %H:%M:%S%.3f UTC").to_string(),
         Zone::Of(_) => match FixedOffset::east_opt(zone.offset_at(us)) {
             Some(off) => t
                 .with_timezone(&off)

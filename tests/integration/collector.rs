@@ -1296,3 +1296,52 @@ fn start_at_boot_is_one_rule_for_every_host_across_a_restart() {
     assert_eq!(nodes(&svc), ["new-1", "new-2"], "{log}");
     assert!(log.contains("a host with no cursor from"), "{log}");
 }
+
+/// Issue 28 (S14): hosts whose clocks are wrong (1971, 2150) upload their
+/// trouble once and nothing more; each is paged when its lines arrive, not
+/// at an upload that may never come (their times place their lines; their
+/// age is when they were read).
+#[test]
+fn hosts_with_wrong_clocks_are_paged_when_their_trouble_arrives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("remote");
+    std::fs::create_dir(&dir).unwrap();
+    let smtp =
+        crate::support::Smtpd::aiosmtpd(crate::support::free_port(), &tmp.path().join("md"), &[]);
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &crate::support::mail_to(smtp.port, "group_wait = \"0s\"\n"),
+    );
+    svc.start();
+    let y1971 = chrono::DateTime::parse_from_rfc3339("1971-03-01T10:00:00Z")
+        .unwrap()
+        .timestamp_micros();
+    let y2150 = chrono::DateTime::parse_from_rfc3339("2150-01-01T10:00:00Z")
+        .unwrap()
+        .timestamp_micros();
+    upload(
+        &dir,
+        "remote-h1971.journal",
+        "h1971",
+        &storm(y1971, "h1971", 8),
+    );
+    upload(
+        &dir,
+        "remote-h2150.journal",
+        "h2150",
+        &storm(y2150, "h2150", 8),
+    );
+    wait_for(
+        Duration::from_secs(30),
+        || {
+            let s: Vec<String> = smtp
+                .mails()
+                .iter()
+                .map(|m| crate::support::subject(m))
+                .collect();
+            s.iter().any(|s| s.contains("h1971")) && s.iter().any(|s| s.contains("h2150"))
+        },
+        "both wrong-clock hosts paged on their first and only upload",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+}

@@ -453,7 +453,7 @@ fn sync_guide_problematic_sequence_is_the_startup_race() {
     assert_eq!(i.opened_at, "2025-07-15T16:24:50.198Z");
     assert!(
         i.diagnosis
-            .contains("the lister missed the node 0 ms later"),
+            .contains("a status update found no Node in the lister 0 ms later"),
         "{}",
         i.diagnosis
     );

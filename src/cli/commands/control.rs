@@ -50,11 +50,12 @@ pub(crate) fn silence(
             ask_or_read::<SilenceOut>(&config, &req, |s| query::silences::add(s, None, &n))
                 .map(|a| show(&a, Output::Table, render::silence_added, out))
         }
-        SilenceCmd::List { output } => {
+        SilenceCmd::List { output, utc } => {
+            let zone = crate::clock::zone(utc);
             ask_or_read::<SilenceList>(&config, &Request::Silences, |s| {
                 query::silences::list(s, None)
             })
-            .map(|l| show(&l, output, render::silences, out))
+            .map(|l| show(&l, output, |l| render::silences(l, zone), out))
         }
         SilenceCmd::Expire { id } => {
             let req = Request::ExpireSilence(id.clone());

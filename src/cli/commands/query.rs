@@ -158,12 +158,13 @@ pub(crate) fn incident(
 pub(crate) fn nodes(
     config_path: Option<&PathBuf>,
     output: Output,
+    zone: Zone,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
     let config = load_for_query(config_path, err);
     match ask_or_read::<NodeList>(&config, &Request::Nodes, |s| query::nodes(s, None)) {
-        Ok(n) => show(&n, output, render::nodes, out),
+        Ok(n) => show(&n, output, |n| render::nodes(n, zone), out),
         Err(e) => e.report(err),
     }
 }
@@ -174,6 +175,7 @@ pub(crate) fn nodes(
 pub(crate) fn status(
     config_path: Option<&PathBuf>,
     output: Output,
+    zone: Zone,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
@@ -209,7 +211,7 @@ pub(crate) fn status(
             return Exit::Failure;
         }
     };
-    if show(&s, output, render::status, out) != Exit::Ok {
+    if show(&s, output, |s| render::status(s, zone), out) != Exit::Ok {
         return Exit::Failure;
     }
     if output == Output::Table

@@ -123,7 +123,11 @@ fn table(
     if !views.is_empty() {
         text.push_str(&report::table(&views, zone));
     }
-    text.push_str(&report::summary_line(&result.summary, &result.incidents));
+    text.push_str(&report::summary_line(
+        &result.summary,
+        &result.incidents,
+        zone,
+    ));
     // As the service judges them: against the newest entry read.
     let judged = crate::status::StatusSnapshot {
         hosts: result.hosts.clone(),

@@ -44,6 +44,10 @@ pub(super) struct Raised {
     /// Its host is written now (a host written now is live however its
     /// clock is set).
     pub live: bool,
+    /// Its host's clock cannot be trusted (lines dated in the future, or
+    /// before there were kubelets): its age is when its lines were read,
+    /// now, not what they say.
+    pub clock_untrusted: bool,
     pub at: Micros,
 }
 
@@ -56,7 +60,7 @@ pub(super) fn admit(channels: Vec<Channel>, a: Raised, now: Micros, max_age: Mic
         return Admit::Unannounced;
     }
     // Only what was already old when first read.
-    if !a.live && now - a.at > max_age {
+    if !a.live && !a.clock_untrusted && now - a.at > max_age {
         return Admit::TooOld {
             withhold: a.kind != AlertKind::Resolved,
         };
@@ -161,6 +165,7 @@ mod tests {
             kind,
             announced,
             live,
+            clock_untrusted: false,
             at: raised_at,
         }
     }
@@ -191,7 +196,20 @@ mod tests {
         );
         // A host written now is live, whatever its clock says.
         let live = raised(AlertKind::Repeat, true, true, 0);
-        assert_eq!(admit(both.clone(), live, now, HOUR), Admit::Queue(both));
+        assert_eq!(
+            admit(both.clone(), live, now, HOUR),
+            Admit::Queue(both.clone())
+        );
+        // A host whose clock cannot be trusted (1971, 2150): its trouble
+        // is as old as when it was read, now, on its first upload too.
+        let wrong_clock = Raised {
+            clock_untrusted: true,
+            ..raised(AlertKind::Opened, false, false, 0)
+        };
+        assert_eq!(
+            admit(both.clone(), wrong_clock, now, HOUR),
+            Admit::Queue(both)
+        );
     }
 
     #[test]

@@ -292,7 +292,9 @@ impl Ingest {
         // An endpoint incident has no host of its own: it is live when one
         // of its nodes' hosts is.
         let live = about.hosts.iter().any(|h| self.pipeline.live(h));
+        let clock_untrusted = about.hosts.iter().any(|h| self.pipeline.clock_untrusted(h));
         let raised = Raised {
+            clock_untrusted,
             kind,
             // Announced before it was raised, or by an alert queued since
             // (an opening and its end in one batch).
@@ -322,11 +324,17 @@ impl Ingest {
                 if withhold {
                     self.admission.withhold(id);
                 }
+                let next = if withhold {
+                    "it is announced when its host's trouble is read as it is written"
+                } else {
+                    "not delivered"
+                };
                 tracing::info!(
                     incident = %id,
                     node = %node,
                     host = %host,
-                    "{words} for node {node} is older than [alert] max_age ({}): recorded, not delivered",
+                    "{words} for node {node}: its trouble was already older than [alert] max_age \
+                     ({}) when it was read: recorded; {next}",
                     human_duration(max_age)
                 );
                 return;

@@ -747,8 +747,15 @@ impl Incident {
         let Some(a) = self.anchor else {
             return String::new();
         };
+        // Which line found no Node: the lister's own miss, or the status
+        // update whose error is the lister's (counted as a status retry, so
+        // `show`'s "lister misses" can be 0 above it).
+        let missed = match self.first_trouble {
+            SignalKind::ListerMiss => "the lister missed the node",
+            _ => "a status update found no Node in the lister",
+        };
         let mut s = format!(
-            "{} at {}; the lister missed the node {} ms later",
+            "{} at {}; {missed} {} ms later",
             match a.kind {
                 SignalKind::Registered => "Registered",
                 _ => "The kubelet started",

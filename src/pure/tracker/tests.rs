@@ -114,7 +114,9 @@ fn startup_race_is_recognised_and_never_alerts() {
     assert_eq!(i.resolved_at, Some(T0 + 198_000 + 60 * SECOND));
     let d = i.diagnosis(&r.settings);
     assert!(
-        d.contains("Registered at 16:24:50.198 UTC; the lister missed the node 0 ms later"),
+        d.contains(
+            "Registered at 16:24:50.198 UTC; a status update found no Node in the lister 0 ms later"
+        ),
         "{d}"
     );
     assert!(
@@ -451,6 +453,30 @@ fn the_race_picture_draws_the_retry_where_it_happened() {
     );
     let text = p.text(crate::time::Zone::Utc);
     assert!(text.contains("a column is 6.7ms"), "{text}");
+}
+
+/// Issue 28 (test-email's picture): six retries 1 ms apart cross the
+/// threshold 5 ms after the first; they are counted in one 50 ms bucket,
+/// so the threshold's marker is drawn with their block, not 48 columns to
+/// its right, and the column says what it stands for (not "1ms").
+#[test]
+fn a_marker_is_drawn_with_the_signals_counted_beside_it() {
+    let retry = r#"E0715 16:24:50.000000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w1\": Unauthorized""#;
+    let lines: Vec<Line<'_>> = (0..6).map(|k| (k, "w1", retry)).collect();
+    let r = replay(&lines, 1_000);
+    let i = &r.incidents[0];
+    assert!(i.over_threshold_at.is_some());
+    let p = crate::picture::Picture::of(i).unwrap();
+    let (_, cols) = p.lanes.iter().find(|(l, _)| l == "status-retry").unwrap();
+    let block = cols.iter().position(|&n| n > 0).unwrap();
+    let over = p
+        .markers
+        .iter()
+        .find(|m| m.kind == crate::picture::MarkerKind::OverThreshold)
+        .unwrap();
+    assert_eq!(p.column(over.at_ms), block, "{p:?}");
+    let text = p.text(crate::time::Zone::Utc);
+    assert!(text.contains("a column is 83µs"), "{text}");
 }
 
 /// F2: after a restart, markers (the last incident's registration and
