@@ -38,9 +38,10 @@ pub fn header_text(s: &str, max: usize) -> String {
 pub fn next_steps(i: &Incident) -> Vec<String> {
     match &i.detail {
         Detail::HostSilent(h) => silent_steps(i, h),
-        Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::NotReady(_) | Detail::Endpoint(_) => {
-            cause_steps(i)
-        }
+        Detail::NodeStatus(_)
+        | Detail::KubeletDown(_)
+        | Detail::NotReady(_)
+        | Detail::Endpoint(_) => cause_steps(i),
     }
 }
 

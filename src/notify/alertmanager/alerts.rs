@@ -241,6 +241,7 @@ mod tests {
             ALERTNAME_DOWN,
             ALERTNAME_SILENT,
             ALERTNAME_ENDPOINT,
+            ALERTNAME_NOT_READY,
             HEARTBEAT,
         ];
         let rules: Vec<&str> =
@@ -249,7 +250,7 @@ mod tests {
                 .filter_map(|l| l.trim().strip_prefix("- alert:"))
                 .map(str::trim)
                 .collect();
-        assert!(rules.len() >= 9, "{rules:?}");
+        assert!(rules.len() >= 10, "{rules:?}");
         let kube_prometheus = [
             "KubeletDown",
             "KubeNodeNotReady",

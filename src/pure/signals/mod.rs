@@ -220,8 +220,8 @@ pub struct Signal {
 
 mod readiness;
 mod table;
-pub use readiness::classify_not_ready;
 use SignalKind as K;
+pub use readiness::classify_not_ready;
 use table::matches;
 pub use table::{Row, TABLE};
 

@@ -339,7 +339,9 @@ pub(super) mod tests {
     #[test]
     fn within_a_line_the_first_cause_of_the_order_wins() {
         assert_eq!(
-            super::classify_text("[container runtime network not ready: networkready=false, container runtime is down, pleg is not healthy]"),
+            super::classify_text(
+                "[container runtime network not ready: networkready=false, container runtime is down, pleg is not healthy]"
+            ),
             Cause::Runtime
         );
         assert_eq!(

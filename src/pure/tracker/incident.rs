@@ -342,7 +342,10 @@ impl Incident {
     pub(super) fn down_mut(&mut self) -> Option<&mut Down> {
         match &mut self.detail {
             Detail::KubeletDown(d) => Some(d),
-            Detail::NodeStatus(_) | Detail::NotReady(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::NodeStatus(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
         }
     }
 
@@ -351,7 +354,10 @@ impl Incident {
     pub(super) fn down(&self) -> Option<&Down> {
         match &self.detail {
             Detail::KubeletDown(d) => Some(d),
-            Detail::NodeStatus(_) | Detail::NotReady(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::NodeStatus(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
         }
     }
 

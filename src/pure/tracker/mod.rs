@@ -242,9 +242,10 @@ fn open_key(kind: IncidentKind, node: &str) -> String {
 fn key_of(i: &Incident) -> String {
     match &i.detail {
         Detail::HostSilent(_) => open_key(i.kind(), i.host.as_deref().unwrap_or(&i.node)),
-        Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::NotReady(_) | Detail::Endpoint(_) => {
-            open_key(i.kind(), &i.node)
-        }
+        Detail::NodeStatus(_)
+        | Detail::KubeletDown(_)
+        | Detail::NotReady(_)
+        | Detail::Endpoint(_) => open_key(i.kind(), &i.node),
     }
 }
 

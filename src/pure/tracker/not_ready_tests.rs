@@ -140,7 +140,10 @@ fn a_runtime_down_five_minutes_is_persistent_then_resolved_on_quiet() {
     assert_eq!(i.cause(), Cause::Runtime);
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
     assert_eq!(i.resolution, Some(Resolution::Quiet));
-    assert_eq!(i.resolved_at, Some(T0 + (600_000 + 59 * 5_000 + 60_000) * 1000));
+    assert_eq!(
+        i.resolved_at,
+        Some(T0 + (600_000 + 59 * 5_000 + 60_000) * 1000)
+    );
     assert_eq!(r.alerts, vec![AlertKind::Opened, AlertKind::Resolved]);
 }
 
@@ -232,5 +235,9 @@ fn readiness_lines_never_open_a_node_status_incident() {
     l.extend(every_5s(DISK, 31_000, 3));
     let r = judged(&l, 600_000);
     assert_eq!(r.incidents.len(), 1);
-    assert!(r.incidents.iter().all(|i| i.kind() == IncidentKind::NotReady));
+    assert!(
+        r.incidents
+            .iter()
+            .all(|i| i.kind() == IncidentKind::NotReady)
+    );
 }
