@@ -597,9 +597,10 @@ fn alerts_older_than_max_age_are_recorded_not_mailed() {
         0,
         "mailed an alert older than max_age"
     );
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("older than [alert] max_age (1d): recorded, not delivered")
+        err.contains("older than [alert] max_age (1d) when it was read: recorded;"),
+        "{err}"
     );
 }
 

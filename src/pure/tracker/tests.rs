@@ -474,7 +474,12 @@ fn a_marker_is_drawn_with_the_signals_counted_beside_it() {
         .iter()
         .find(|m| m.kind == crate::picture::MarkerKind::OverThreshold)
         .unwrap();
-    assert_eq!(p.column(over.at_ms), block, "{p:?}");
+    assert_eq!(p.column(over.drawn()), block, "{p:?}");
+    assert_eq!(
+        over.at_ms,
+        i.over_threshold_at.unwrap() / 1000,
+        "the JSON keeps when"
+    );
     let text = p.text(crate::time::Zone::Utc);
     assert!(text.contains("a column is 83µs"), "{text}");
 }
