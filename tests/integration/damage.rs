@@ -301,7 +301,7 @@ fn an_entry_that_lost_its_host_to_damage_is_still_its_boots() {
     let dir = tempfile::tempdir().unwrap();
     let damaged = dir.path().join("remote-w1.journal");
     std::fs::write(&damaged, &b).unwrap();
-    let lost = journalctl(&[
+    let read_back = journalctl(&[
         "--file",
         damaged.to_str().unwrap(),
         "-o",
@@ -310,7 +310,7 @@ fn an_entry_that_lost_its_host_to_damage_is_still_its_boots() {
         "1",
     ]);
     assert!(
-        !String::from_utf8_lossy(&lost).contains("_HOSTNAME="),
+        !String::from_utf8_lossy(&read_back).contains("_HOSTNAME="),
         "the damage costs the entry its host"
     );
     let (got, err) = nodes(&damaged);
