@@ -398,12 +398,33 @@ pub(crate) fn mail_to(port: u16, alert: &str) -> String {
     )
 }
 
+/// A loopback port no other test of this run is given, free when asked.
+///
+/// Not a port-0 bind dropped before use: the kernel hands the same
+/// ephemeral ports out again (to the next port-0 bind and to every
+/// outgoing connection), so a server started on it a moment later could
+/// find it taken, and a "dead" port could come alive. These ports come
+/// from below the kernel's ephemeral range, each once per process (tests
+/// run as threads of one process), from a base that differs between
+/// processes.
 pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768)
+        .clamp(12_000, 61_000);
+    let span = low - 10_000;
+    let base = std::process::id() * 97 % span;
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        assert!(n < span, "no free loopback port left below {low}");
+        let port = 10_000 + (base + n) % span;
+        if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
 }
 
 /// A real SMTP server on loopback: Debian's aiosmtpd with the Maildir handler.
