@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use kubelet_sentinel::Pipeline;
+use kubelet_sentinel::Entry;
 use kubelet_sentinel::{AlertKind, Incident, Settings};
-use kubelet_sentinel::{Entry, EntryFilter};
 use kubelet_sentinel::{FULL, Rendered, render, render_with};
+use kubelet_sentinel_core::testing::{End, replay};
 
 use crate::support::{
     BadSmtp, Duration, Journald, Service, Smtpd, bin, fixture, free_port, run, subject,
@@ -26,26 +26,14 @@ fn incidents(lines: &[(i64, &str, String)], end_ms: i64) -> Vec<Incident> {
         fleet_min_nodes: usize::MAX,
         ..Settings::default()
     };
-    let mut p = Pipeline::new(EntryFilter::default(), settings);
-    let mut d = Vec::new();
-    for (ms, host, text) in lines {
-        p.push(
-            Entry {
-                at: Some(T0 + ms * 1000),
-                host: Some((*host).into()),
-                unit: Some("kubelet.service".into()),
-                message: text.as_bytes().to_vec(),
-                ..Entry::default()
-            },
-            &mut d,
-        );
-    }
-    p.flush(&mut d);
-    p.advance(T0 + end_ms * 1000, &mut d);
-    let mut all = p.tracker_mut().take_resolved();
-    all.extend(p.tracker().open_incidents().cloned());
-    all.sort_by_key(|i| i.opened_at);
-    all
+    let entries = lines.iter().map(|(ms, host, text)| Entry {
+        at: Some(T0 + ms * 1000),
+        host: Some((*host).into()),
+        unit: Some("kubelet.service".into()),
+        message: text.as_bytes().to_vec(),
+        ..Entry::default()
+    });
+    replay(entries, &settings, End::At(T0 + end_ms * 1000)).incidents
 }
 
 fn outage(
