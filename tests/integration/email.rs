@@ -421,7 +421,7 @@ fn an_outage_mails_once_the_race_never_and_resolution_follows() {
         subject(&smtp.mails()[1])
             .starts_with("[kubelet-sentinel] resolved: down-1, trouble lasted")
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    svc.settled();
     assert_eq!(smtp.mails().len(), 2);
     assert!(smtp.mails().iter().all(|m| !m.contains("race-1")));
     let st: serde_json::Value =
@@ -501,7 +501,7 @@ fn smtp_outage_and_a_restart_lose_no_alert() {
         || outbox(&svc) == 0,
         "the outbox emptied",
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    svc.settled();
     assert_eq!(smtp.mails().len(), 3, "no duplicates");
 }
 
@@ -703,7 +703,7 @@ fn a_mail_too_big_for_the_server_goes_shorter_not_again() {
         || smtp.mails().len() >= 2,
         "the shortened alert and the lone node's",
     );
-    std::thread::sleep(Duration::from_secs(2));
+    svc.settled();
     let mails = smtp.mails();
     assert_eq!(
         mails.len(),
@@ -837,7 +837,6 @@ fn an_endpoint_outage_is_one_mail_naming_the_endpoint() {
         || smtp.mails().len() >= 2,
         "the mails",
     );
-    std::thread::sleep(Duration::from_millis(500));
     let mails = smtp.mails();
     let subjects: Vec<String> = mails.iter().map(|m| subject(m)).collect();
     let outage: Vec<&String> = mails

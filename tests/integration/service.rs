@@ -139,7 +139,7 @@ fn restart_mid_stream_counts_every_line_once() {
         "every line",
     );
     // Settle, then check that nothing was counted twice.
-    std::thread::sleep(Duration::from_millis(1200));
+    svc.settled();
     assert_eq!(retries_of(&svc, "rs-1"), total);
     assert_eq!(svc.incidents().as_array().unwrap().len(), 1);
     assert!(svc.log().contains("from where it stopped"), "{}", svc.log());

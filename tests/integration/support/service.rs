@@ -172,6 +172,37 @@ impl Service {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// Waits until the service has nothing left to do with what it read:
+    /// caught up with its journal, every alert it decided delivered (what
+    /// stays in the outbox is held by a silence: `outbox_oldest_seconds`
+    /// counts only what waits to go), and `status` the same on three reads
+    /// in a row. What a test asserts next about mails is final for the
+    /// lines it wrote, without a fixed sleep.
+    pub(crate) fn settled(&self) {
+        let key = |s: &serde_json::Value| {
+            (
+                s["outbox"].as_u64(),
+                s["mails_sent"].as_u64(),
+                s["kubelet_lines"].as_u64(),
+                s["open_incidents"].as_u64(),
+                s["incidents"].as_u64(),
+            )
+        };
+        let (mut last, mut same) = (None, 0);
+        wait_for(
+            Duration::from_secs(30),
+            || {
+                let s = self.status();
+                let done = s["caught_up"] == true && s["outbox_oldest_seconds"].is_null();
+                let k = key(&s);
+                same = if done && last == Some(k) { same + 1 } else { 0 };
+                last = Some(k);
+                same >= 2
+            },
+            "the service to settle (caught up, its outbox delivered or held)",
+        );
+    }
+
     /// Resident memory, in KiB.
     pub(crate) fn rss_kib(&self) -> u64 {
         std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
