@@ -121,6 +121,8 @@ pub enum Cause {
     PortInUse,
     Exec,
     Killed,
+    /// The kernel's OOM killer killed the kubelet (its context says so).
+    Oom,
 }
 
 crate::kinds::spelling!(Cause {
@@ -140,6 +142,7 @@ crate::kinds::spelling!(Cause {
     PortInUse => "port-in-use",
     Exec => "exec",
     Killed => "killed",
+    Oom => "oom",
 });
 
 impl Cause {
@@ -164,7 +167,8 @@ impl Cause {
             | Cause::Runtime
             | Cause::PortInUse
             | Cause::Exec
-            | Cause::Killed => 0,
+            | Cause::Killed
+            | Cause::Oom => 0,
         }
     }
 }
