@@ -166,16 +166,27 @@ pub fn explain<'w>(
     window: &'w Window,
 ) -> Vec<&'w ContextLine> {
     let within = |l: &ContextLine, before: Micros| l.at >= from - before && l.at <= to + AFTER;
+    // A runtime that stopped or died long before and was not started again
+    // since is still down when the trouble begins.
+    let still_down = |l: &ContextLine| {
+        l.kind != ContextKind::RuntimeStarted
+            && l.at <= to + AFTER
+            && !window
+                .lines()
+                .any(|n| n.kind == ContextKind::RuntimeStarted && n.unit == l.unit && n.at >= l.at)
+    };
+    let runtime =
+        |l: &ContextLine| l.kind.is_runtime() && (within(l, RUNTIME_BEFORE) || still_down(l));
     window
         .lines()
         .filter(|l| match trouble {
             Trouble::KubeletDown { pid, names } => {
-                (l.kind.is_runtime() && within(l, RUNTIME_BEFORE))
+                runtime(l)
                     || (l.kind == ContextKind::OomKill
                         && within(l, OOM_BEFORE)
                         && kills_kubelet(l, pid, names))
             }
-            Trouble::Runtime => l.kind.is_runtime() && within(l, RUNTIME_BEFORE),
+            Trouble::Runtime => runtime(l),
             Trouble::Network => l.kind == ContextKind::LinkLost && within(l, LINK_BEFORE),
             Trouble::Clock => l.kind == ContextKind::ClockStep && within(l, CLOCK_BEFORE),
         })
@@ -569,6 +580,12 @@ mod tests {
         // Lines after the trouble's latest time, or long before it, do not.
         let early = -AFTER - SECOND;
         assert_eq!(explain(Trouble::Network, early, early, &w).len(), 0);
+        // A runtime stopped long before and not started since is still down;
+        // one started again since is not.
+        let long = RUNTIME_BEFORE * 2;
+        assert_eq!(explain(Trouble::Runtime, long, long, &w).len(), 1);
+        w.push(line(3 * SECOND, ContextKind::RuntimeStarted));
+        assert_eq!(explain(Trouble::Runtime, long, long, &w).len(), 0);
         let late = LINK_BEFORE + SECOND;
         assert_eq!(explain(Trouble::Network, late, late, &w).len(), 0);
     }

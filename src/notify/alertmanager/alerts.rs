@@ -196,6 +196,15 @@ pub(super) fn alert(
     if let Some(e) = i.last_evidence() {
         annotations.insert("last_evidence".into(), cut(&e.text).into());
     }
+    // The node's other units' lines that explain it, joined by " | " (design 5.4).
+    if !i.context.is_empty() {
+        let lines: Vec<String> = i
+            .context
+            .iter()
+            .map(|l| format!("{} {}: {}", rfc3339(l.at), l.unit, l.text))
+            .collect();
+        annotations.insert("context".into(), cut(&lines.join(" | ")).into());
+    }
     json!({
         "labels": labels(i, settings, &cfg.labels),
         "annotations": annotations,
