@@ -318,23 +318,15 @@ mod tests {
 
     /// The open incident of seven retries of one node whose error is `err`.
     fn retried(err: &str) -> crate::tracker::Incident {
-        let mut p = crate::pipeline::Pipeline::new(
-            crate::model::EntryFilter::default(),
-            Settings::default(),
+        use crate::testing::{End, kubelet, replay};
+        let s = crate::time::SECOND;
+        let retry = format!(
+            "E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": {err}\""
         );
-        let mut d = Vec::new();
-        for k in 0..7 {
-            p.push(
-                crate::model::Entry {
-                    at: Some(k * crate::time::SECOND),
-                    message: format!("E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": {err}\"").into_bytes(),
-                    ..crate::model::Entry::default()
-                },
-                &mut d,
-            );
-        }
-        p.flush(&mut d);
-        p.tracker().open_incidents().next().unwrap().clone()
+        let lines = (0..7).map(|k| kubelet(k * s, "worker-3", &retry));
+        replay(lines, &Settings::default(), End::At(7 * s))
+            .one()
+            .clone()
     }
 
     fn node_incident() -> crate::tracker::Incident {
