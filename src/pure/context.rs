@@ -204,7 +204,12 @@ pub fn kills_kubelet(l: &ContextLine, pid: Option<u32>, names: &[&str]) -> bool 
 /// The container runtimes' units (by name stem).
 const RUNTIMES: &[&str] = &["containerd", "docker", "crio", "cri-docker", "cri-o"];
 
-fn is_runtime_unit(unit: &str) -> bool {
+/// Whether `unit` is a container runtime's. The journal match takes only
+/// systemd's lines about those (their stop, failure, restart), not what
+/// they write: a runtime's own output is chatty (a third of a busy node's
+/// journal) and says nothing systemd's lines do not.
+#[must_use]
+pub fn is_runtime_unit(unit: &str) -> bool {
     let stem = unit.strip_suffix(".service").unwrap_or(unit);
     RUNTIMES.contains(&stem)
 }
