@@ -70,7 +70,7 @@
 #[cfg(test)]
 pub(crate) use kubelet_sentinel_core::testing;
 pub(crate) use kubelet_sentinel_core::{
-    advice, defaults, kinds, model, parse, picture, pipeline, signals, time, tracker,
+    advice, context, defaults, kinds, model, parse, picture, pipeline, signals, time, tracker,
 };
 
 mod api;

@@ -78,6 +78,16 @@ impl SummaryOut {
     }
 }
 
+/// A line of the node's other units that explains an incident (design
+/// 3.3 `context`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ContextOut {
+    pub at: String,
+    /// `containerd.service`, `kernel`, ...
+    pub unit: String,
+    pub text: String,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct EvidenceOut {
     pub at: String,
@@ -137,6 +147,9 @@ pub struct IncidentOut {
     pub next_steps: Vec<String>,
     pub alerted_at: Option<String>,
     pub diagnosis: String,
+    /// The node's other units' lines that explain it (design 5.4).
+    #[serde(default)]
+    pub context: Vec<ContextOut>,
     pub evidence: Vec<EvidenceOut>,
     /// Who acknowledged it (no reminders since).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -205,6 +218,15 @@ impl IncidentOut {
             next_steps,
             alerted_at: i.alerted_at.map(rfc3339),
             diagnosis: i.diagnosis(s),
+            context: i
+                .context
+                .iter()
+                .map(|l| ContextOut {
+                    at: rfc3339(l.at),
+                    unit: l.unit.clone(),
+                    text: l.text.clone(),
+                })
+                .collect(),
             evidence: i
                 .evidence()
                 .map(|e| EvidenceOut {
@@ -505,6 +527,8 @@ fn shell_word(s: &str) -> String {
 /// The diagnosis and the timeline of one incident, with millisecond deltas
 /// from its opening.
 #[must_use]
+// One incident's whole text, section by section; split further next.
+#[allow(clippy::too_many_lines)]
 pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -591,8 +615,22 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
         let _ = writeln!(out, "  signals over time:");
         out.push_str(&p.text(zone));
     }
-    let _ = writeln!(out, "  evidence:");
     let opened = micros(&o.opened_at);
+    if !o.context.is_empty() {
+        let _ = writeln!(out, "  context (the node's other units):");
+        for c in &o.context {
+            let at = micros(&c.at);
+            let _ = writeln!(
+                out,
+                "    {:>+9}ms  {}  {:<16}  {}",
+                (at - opened) / 1000,
+                human(at, zone),
+                one_line(&c.unit, 40),
+                one_line(&c.text, 240)
+            );
+        }
+    }
+    let _ = writeln!(out, "  evidence:");
     let mut last: Option<Micros> = None;
     for (n, e) in o.evidence.iter().enumerate() {
         let at = micros(&e.at);

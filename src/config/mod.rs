@@ -292,6 +292,8 @@ impl Config {
             containers: self.journal.containers.clone(),
             trusted_uids: self.journal.trusted_uids.clone(),
             trusted_units: self.journal.trusted_units.clone(),
+            context_units: self.journal.context_units.clone(),
+            kernel: self.journal.kernel,
         }
     }
 
@@ -323,6 +325,11 @@ impl Config {
                 "[journal] trusted_units",
                 j.trusted_units != n.trusted_units,
             ),
+            (
+                "[journal] context_units",
+                j.context_units != n.context_units,
+            ),
+            ("[journal] kernel", j.kernel != n.kernel),
             (
                 "[journal] directory",
                 j.target.directory() != n.target.directory(),

@@ -47,6 +47,8 @@ pub(super) struct RawJournal {
     pub(super) containers: S<Vec<String>>,
     pub(super) trusted_uids: S<Vec<u32>>,
     pub(super) trusted_units: S<Vec<String>>,
+    pub(super) context_units: S<Vec<String>>,
+    pub(super) kernel: S<bool>,
     pub(super) directory: S<String>,
     pub(super) namespace: S<String>,
     pub(super) start_at: S<StartAt>,

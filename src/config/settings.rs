@@ -121,6 +121,10 @@ pub struct JournalConfig {
     pub trusted_uids: Vec<u32>,
     /// Units whose identifier- or container-matched lines count.
     pub trusted_units: Vec<String>,
+    /// `[journal] context_units`: read for context (design 5.4).
+    pub context_units: Vec<String>,
+    /// `[journal] kernel`: the kernel's OOM-killer and link lines.
+    pub kernel: bool,
     /// `[journal] directory` / `namespace`.
     pub target: JournalTarget,
     pub start_at: StartAt,
@@ -136,6 +140,8 @@ impl Serialize for JournalConfig {
             containers: &'a [String],
             trusted_uids: &'a [u32],
             trusted_units: &'a [String],
+            context_units: &'a [String],
+            kernel: bool,
             directory: &'a Path,
             namespace: &'a str,
             start_at: StartAt,
@@ -146,6 +152,8 @@ impl Serialize for JournalConfig {
             containers: &self.containers,
             trusted_uids: &self.trusted_uids,
             trusted_units: &self.trusted_units,
+            context_units: &self.context_units,
+            kernel: self.kernel,
             directory: self
                 .target
                 .directory()

@@ -244,6 +244,8 @@ impl Validator<'_> {
                 .trusted_uids
                 .map_or_else(|| defaults::TRUSTED_UIDS.to_vec(), Spanned::into_inner),
             trusted_units: list(j.trusted_units, &[]),
+            context_units: list(j.context_units, defaults::CONTEXT_UNITS),
+            kernel: j.kernel.map_or(defaults::KERNEL, Spanned::into_inner),
             target,
             start_at: j.start_at.map(Spanned::into_inner).unwrap_or_default(),
         })

@@ -239,6 +239,7 @@ pub(crate) fn entry_from_fields<'a>(
                 pid1 = e.pid == Some(1);
             }
             b"_UID" => e.uid = text(v).trim().parse().ok(),
+            b"_TRANSPORT" => e.kernel = v == b"kernel",
             b"_STREAM_ID" => e.stream = Some(text(v).into()),
             b"UNIT" => e.about_unit = Some(text(v).into()),
             b"_LINE_BREAK" => e.cut = v == b"line-max",

@@ -205,6 +205,13 @@ pub(crate) fn in_match(f: &EntryFilter, e: &Entry) -> bool {
         || (e.pid == Some(1) && has(&f.units, &e.about_unit))
         || has(&f.identifiers, &e.identifier)
         || has(&f.containers, &e.container)
+        || (has(&f.context_units, &e.unit)
+            && !e
+                .unit
+                .as_deref()
+                .is_some_and(crate::context::is_runtime_unit))
+        || (e.pid == Some(1) && has(&f.context_units, &e.about_unit))
+        || (f.kernel && e.kernel)
 }
 
 /// Places `whole`, an unfiltered handle on the same files, after `pos` (the
@@ -277,6 +284,7 @@ pub(crate) fn present_only(j: &mut Journal, f: &EntryFilter) -> EntryFilter {
     units.extend(unique_values(j, "UNIT"));
     let idents = unique_values(j, "SYSLOG_IDENTIFIER");
     let containers = unique_values(j, "CONTAINER_NAME");
+    let kernel = f.kernel && unique_values(j, "_TRANSPORT").contains(&b"kernel"[..]);
     let keep = |v: &[String], there: &std::collections::HashSet<Vec<u8>>| -> Vec<String> {
         v.iter()
             .filter(|x| there.contains(x.as_bytes()))
@@ -289,9 +297,16 @@ pub(crate) fn present_only(j: &mut Journal, f: &EntryFilter) -> EntryFilter {
         containers: keep(&f.containers, &containers),
         trusted_uids: f.trusted_uids.clone(),
         trusted_units: f.trusted_units.clone(),
+        context_units: keep(&f.context_units, &units),
+        kernel,
     };
     // No term at all would match everything: keep one that matches nothing.
-    if pruned.units.is_empty() && pruned.identifiers.is_empty() && pruned.containers.is_empty() {
+    if pruned.units.is_empty()
+        && pruned.identifiers.is_empty()
+        && pruned.containers.is_empty()
+        && pruned.context_units.is_empty()
+        && !pruned.kernel
+    {
         pruned.units = f.units.iter().take(1).cloned().collect();
     }
     pruned
@@ -300,7 +315,14 @@ pub(crate) fn present_only(j: &mut Journal, f: &EntryFilter) -> EntryFilter {
 /// `_SYSTEMD_UNIT=u` OR (`_PID=1` AND `UNIT=u`) for each unit, OR
 /// `SYSLOG_IDENTIFIER=i` for each identifier, OR `CONTAINER_NAME=c` for
 /// each container: what `journalctl -u` does, so systemd's own
-/// start/stop/restart lines about the kubelet come along.
+/// start/stop/restart lines about the kubelet come along. The context
+/// units (design 5.4) are matched the same way as the kubelet's units
+/// (a container runtime's by systemd's lines about it only: see
+/// [`crate::context::is_runtime_unit`]), and the kernel's lines by
+/// `_TRANSPORT=kernel` (the core keeps only its OOM-killer and link
+/// lines): they are read in the same pass, so the
+/// one cursor (a collector: one per host) covers them and a resume after
+/// a crash reads none of them twice or never.
 pub(crate) fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
     let mut first = true;
     let mut or = |j: &mut Journal| -> systemd::Result<()> {
@@ -323,6 +345,19 @@ pub(crate) fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<(
     for c in &f.containers {
         or(j)?;
         j.match_add("CONTAINER_NAME", c.as_str())?;
+    }
+    for u in &f.context_units {
+        if !crate::context::is_runtime_unit(u) {
+            or(j)?;
+            j.match_add("_SYSTEMD_UNIT", u.as_str())?;
+        }
+        or(j)?;
+        j.match_add("_PID", "1")?;
+        j.match_add("UNIT", u.as_str())?;
+    }
+    if f.kernel {
+        or(j)?;
+        j.match_add("_TRANSPORT", "kernel")?;
     }
     Ok(())
 }
@@ -455,6 +490,7 @@ pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
             b"_LINE_BREAK" => e.cut = v == b"line-max",
             b"_PID" => e.pid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
             b"_UID" => e.uid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
+            b"_TRANSPORT" => e.kernel = v == b"kernel",
             b"_BOOT_ID" => boot = Some(v.to_vec()),
             _ => {}
         }
@@ -653,6 +689,56 @@ mod tests {
         assert!(may_be_evidence(b"E0101 00:00:00.000000 1 x.go:1] anything"));
         assert!(may_be_evidence(b"{\"ts\":1}"));
         assert!(!may_be_evidence(b"I"));
+    }
+
+    /// The match's terms as a damaged file's walk applies them: systemd's
+    /// lines about a context unit (pid 1 only), a network or time
+    /// daemon's own lines, the kernel's; not a runtime's own chatter, not
+    /// a look-alike from another writer.
+    #[test]
+    fn the_match_takes_the_context_units_and_the_kernel() {
+        let f = EntryFilter::default();
+        let e = |unit: Option<&str>, about: Option<&str>, pid: u32, kernel: bool| Entry {
+            unit: unit.map(Into::into),
+            about_unit: about.map(Into::into),
+            pid: Some(pid),
+            kernel,
+            ..Entry::default()
+        };
+        assert!(in_match(
+            &f,
+            &e(Some("init.scope"), Some("containerd.service"), 1, false)
+        ));
+        assert!(!in_match(
+            &f,
+            &e(
+                Some("session-3.scope"),
+                Some("containerd.service"),
+                77,
+                false
+            )
+        ));
+        assert!(in_match(&f, &e(Some("chronyd.service"), None, 600, false)));
+        assert!(in_match(
+            &f,
+            &e(Some("systemd-networkd.service"), None, 600, false)
+        ));
+        assert!(!in_match(
+            &f,
+            &e(Some("containerd.service"), None, 900, false)
+        ));
+        assert!(in_match(&f, &e(None, None, 0, true)));
+        assert!(!in_match(&f, &e(Some("session-3.scope"), None, 77, false)));
+        let off = EntryFilter {
+            context_units: Vec::new(),
+            kernel: false,
+            ..EntryFilter::default()
+        };
+        assert!(!in_match(&off, &e(None, None, 0, true)));
+        assert!(!in_match(
+            &off,
+            &e(Some("chronyd.service"), None, 600, false)
+        ));
     }
 
     #[test]

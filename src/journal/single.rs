@@ -57,6 +57,8 @@ impl Probe {
             units: Vec::new(),
             identifiers: Vec::new(),
             containers: Vec::new(),
+            context_units: Vec::new(),
+            kernel: false,
             ..EntryFilter::default()
         };
         handle::open(&spec.target, &unfiltered, &Start::Head, spec.mode.follows())

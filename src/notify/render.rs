@@ -728,6 +728,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
             html_escape(&one(&e.text))
         ));
     }
+    context_block(text, html, i);
     let _ = writeln!(text, "\n  What to check next:");
     html.push_str("<p><b>What to check next:</b></p>\n<ul>\n");
     for step in next_steps(i) {
@@ -736,6 +737,33 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     }
     html.push_str("</ul>\n");
     text.push('\n');
+}
+
+/// The node's other units' lines that explain it (design 5.4), with their
+/// time from its start.
+fn context_block(text: &mut String, html: &mut String, i: &Incident) {
+    if i.context.is_empty() {
+        return;
+    }
+    let _ = writeln!(text, "  Context (the node's other units):");
+    html.push_str("<p><b>Context</b> (the node's other units):</p>\n<ul>\n");
+    for l in &i.context {
+        let d = l.at - i.opened_at;
+        let delta = format!(
+            "{}{}",
+            if d < 0 { "-" } else { "+" },
+            human_duration(d.abs())
+        );
+        let line = format!(
+            "{} ({delta}) {}: {}",
+            clock(l.at),
+            header_text(&l.unit, 80),
+            one(&l.text)
+        );
+        let _ = writeln!(text, "    {line}");
+        html.push_str(&format!("<li>{}</li>\n", html_escape(&line)));
+    }
+    html.push_str("</ul>\n");
 }
 
 /// Evidence on one line, bounded.

@@ -128,6 +128,22 @@ fn cause_steps(i: &Incident) -> Vec<String> {
             steps.push("ps -e --no-headers | wc -l against cat /proc/sys/kernel/pid_max on the node; evictionHard pid.available".into());
             steps.push("the pods with the most processes: ps -eo pid,comm,cgroup --sort=cgroup".into());
         }
+        Cause::Oom => {
+            steps.push("the kubelet's memory against what is kept for it: kubeReserved and systemReserved in /var/lib/kubelet/config.yaml, and systemctl show kubelet -p MemoryCurrent -p MemoryMax".into());
+            steps.push("the node's memory and limits: free -m, kubectl describe node (Allocatable against Capacity, pods' requests and limits), evictionHard memory.available".into());
+        }
+    }
+    if i.context
+        .iter()
+        .any(|l| l.kind == crate::context::ContextKind::ClockStep)
+    {
+        steps.push("the node's clock: timedatectl; chronyc tracking (or timedatectl timesync-status): a stepped clock makes good certificates look expired or not yet valid".into());
+    }
+    if i.lost_link() {
+        steps.push("the node's own link: ip link; networkctl status (or nmcli device); the switch port and the cable or virtual NIC".into());
+    }
+    if i.context.iter().any(|l| l.kind.is_runtime()) {
+        steps.push("systemctl status containerd (or crio, docker); journalctl -u containerd around the stop: who stopped it, and is it running again".into());
     }
     steps
 }

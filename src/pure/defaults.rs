@@ -45,6 +45,26 @@ pub const IDENTIFIERS: &[&str] = &[
     "kubelite",
 ];
 
+/// `[journal] context_units` (design 3.2, 5.4): the container runtimes,
+/// the network daemons and the time daemons, whose lines explain the
+/// kubelet's trouble.
+pub const CONTEXT_UNITS: &[&str] = &[
+    "containerd.service",
+    "docker.service",
+    "crio.service",
+    "cri-docker.service",
+    "systemd-networkd.service",
+    "NetworkManager.service",
+    "chrony.service",
+    "chronyd.service",
+    "systemd-timesyncd.service",
+    "ntp.service",
+    "ntpd.service",
+];
+
+/// `[journal] kernel`: read the kernel's OOM-killer and link lines.
+pub const KERNEL: bool = true;
+
 /// A kubelet in a container, logged by Docker's journald driver.
 pub const CONTAINERS: &[&str] = &["kubelet"];
 

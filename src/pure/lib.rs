@@ -28,13 +28,15 @@
 //! `time` (µs, RFC 3339, the human format, placing wall times);
 //! `defaults` (every default); `kinds` (one spelling per kind) and `model`
 //! (entries, positions, globs); `parse` (bytes to lines with nom; total);
-//! `signals` (lines to signals: the one table of kubelet messages);
+//! `signals` (lines to signals: the one table of kubelet messages) and
+//! `context` (the node's other units' lines that explain trouble);
 //! `tracker` (signals and time to incidents and decisions); `pipeline`
 //! (joiner → parser → table → tracker, wired once), `picture` and `advice`
 //! (what an incident looks like, what to check next); `testing` (feature
 //! `testing`: entries and one `replay`, for every crate's tests).
 
 pub mod advice;
+pub mod context;
 pub mod defaults;
 pub mod kinds;
 pub mod model;

@@ -11,7 +11,10 @@ use crate::time::Micros;
 /// stream): shared, not copied per entry.
 pub type Text = std::sync::Arc<str>;
 
-/// One journal entry, or one line of a saved log.
+/// One journal entry, or one line of a saved log. Its flags are journal
+/// facts each (`_LINE_BREAK`, `_TRANSPORT`, pid 1 with `UNIT=`), not
+/// states of one machine.
+#[allow(clippy::struct_excessive_bools)]
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
     /// `__REALTIME_TIMESTAMP`, or the line's own time for text logs; `None`
@@ -55,6 +58,10 @@ pub struct Entry {
     /// one host): its cursor is that group's position.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<Text>,
+    /// `_TRANSPORT=kernel`: the kernel's own line, which journald marks
+    /// and no client can forge.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kernel: bool,
 }
 
 /// Which entries belong to the kubelet (design section 4).
@@ -71,6 +78,21 @@ pub struct EntryFilter {
     /// Units (`_SYSTEMD_UNIT`) whose entries count when they match by
     /// identifier or container name, whoever runs them.
     pub trusted_units: Vec<String>,
+    /// `[journal] context_units`: units read for context (design 5.4):
+    /// systemd's lines about them and their own lines, never the kubelet's.
+    pub context_units: Vec<String>,
+    /// `[journal] kernel`: the kernel's OOM-killer and link lines.
+    pub kernel: bool,
+}
+
+/// Where a context line comes from (design 5.4): the unit it is about or
+/// that wrote it, or the kernel, and whether it is systemd's own line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextSource {
+    /// The unit (`containerd.service`), or `kernel`.
+    pub unit: Text,
+    /// systemd's own line about the unit (`_PID=1`).
+    pub from_systemd: bool,
 }
 
 /// Identifiers a kubelet is known to log under when a saved text log has no
@@ -121,6 +143,8 @@ impl Default for EntryFilter {
             containers: strings(defaults::CONTAINERS),
             trusted_uids: defaults::TRUSTED_UIDS.to_vec(),
             trusted_units: Vec::new(),
+            context_units: strings(defaults::CONTEXT_UNITS),
+            kernel: defaults::KERNEL,
         }
     }
 }
@@ -144,6 +168,56 @@ impl EntryFilter {
             || unit_in(&self.units)
             || self.trusted_uids.contains(&uid)
             || unit_in(&self.trusted_units)
+    }
+
+    /// Whether an entry is a context line, and whose (design 5.4), by the
+    /// same trust rules as the kubelet's: systemd's own lines only from
+    /// pid 1 (`_PID=1` with `UNIT=`), a unit's lines only from that unit
+    /// (`_SYSTEMD_UNIT`, set by journald from the writer's cgroup), the
+    /// kernel's only from the kernel transport (`_TRANSPORT=kernel`).
+    /// `logger -t kernel` or `logger -t systemd` by anyone is none of
+    /// them. Saved text logs carry no such fields (no `_UID`): the
+    /// operator chose the file, and their tags count.
+    #[must_use]
+    pub fn context_source(&self, e: &Entry) -> Option<ContextSource> {
+        let listed = |u: &str| self.context_units.iter().any(|c| c == u);
+        let source = |unit: &Text, from_systemd| ContextSource {
+            unit: unit.clone(),
+            from_systemd,
+        };
+        if e.from_systemd {
+            return e
+                .about_unit
+                .as_ref()
+                .filter(|u| listed(u))
+                .map(|u| source(u, true));
+        }
+        if let Some(u) = e.unit.as_ref().filter(|u| listed(u)) {
+            return Some(source(u, false));
+        }
+        if self.kernel && e.kernel {
+            return Some(source(&Text::from("kernel"), false));
+        }
+        if e.uid.is_some() || e.unit.is_some() || e.pid == Some(1) {
+            return None;
+        }
+        // A saved text log: its tag says who wrote it.
+        let ident = e.identifier.as_deref()?;
+        if ident == "kernel" {
+            return self.kernel.then(|| source(&Text::from("kernel"), false));
+        }
+        if ident == "systemd" {
+            let msg = String::from_utf8_lossy(&e.message);
+            return self
+                .context_units
+                .iter()
+                .find(|u| msg.starts_with(&format!("{u}:")) || msg.contains(&format!(" {u} ")))
+                .map(|u| source(&Text::from(u.as_str()), true));
+        }
+        self.context_units
+            .iter()
+            .find(|u| u.strip_suffix(".service") == Some(ident))
+            .map(|u| source(&Text::from(u.as_str()), false))
     }
 
     /// The journal match: the unit, systemd's own lines about the unit, or a

@@ -82,6 +82,9 @@ pub struct Summary {
     /// read at their host's time before them (also counted as damaged).
     #[serde(default)]
     pub future_dated: u64,
+    /// Lines of the node's other units kept for context (design 5.4).
+    #[serde(default)]
+    pub context_lines: u64,
 }
 
 /// Bound on the nodes named in [`Summary::nodes`].
@@ -387,6 +390,7 @@ impl Pipeline {
             self.summary.untimed += u64::from(entry.at.is_none() && !foreign(&entry));
         }
         if !self.filter.matches(&entry) && !self.adopt(&entry) {
+            self.context(&entry, decisions);
             return;
         }
         if !self.filter.trusted(&entry) {
@@ -394,6 +398,11 @@ impl Pipeline {
             return;
         }
         let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
+        if let (Some(pid), false) = (entry.pid, entry.from_systemd) {
+            if entry.identifier.as_deref() != Some("systemd") {
+                self.tracker.kubelet_pid(&host, pid);
+            }
+        }
         match self.hosts_read.get_mut(&host) {
             Some((_, latest)) => *latest = self.catch_ups,
             None => {
@@ -444,6 +453,29 @@ impl Pipeline {
         if let Some(at) = at {
             self.tick(&host, at, decisions);
         }
+    }
+
+    /// An entry outside the kubelet's filter: a context line (design 5.4)
+    /// if its source is a context unit's or the kernel's and it says
+    /// something that can explain trouble; it never opens an incident.
+    /// Counted in [`Summary::context_lines`].
+    fn context(&mut self, entry: &Entry, decisions: &mut Vec<Decision>) {
+        let Some(source) = self.filter.context_source(entry) else {
+            return;
+        };
+        let Some(at) = entry.at else {
+            return;
+        };
+        let text = String::from_utf8_lossy(&entry.message);
+        let Some(mut line) = crate::context::classify(&source.unit, source.from_systemd, &text)
+        else {
+            return;
+        };
+        line.at = at;
+        self.summary.context_lines += 1;
+        let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
+        self.tracker.context(&host, line, decisions);
+        self.tick(&host, at, decisions);
     }
 
     /// An entry outside the filter that is the kubelet's by its content

@@ -54,7 +54,7 @@ const CORE_FLOORS: &[&[&str]] = &[
     &["defaults"],
     &["kinds", "model"],
     &["parse"],
-    &["signals"],
+    &["signals", "context"],
     &["tracker"],
     &["pipeline", "picture", "advice"],
     &["testing"],

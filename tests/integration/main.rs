@@ -8,6 +8,7 @@ mod architecture;
 mod auth;
 mod cli;
 mod collector;
+mod context;
 mod control;
 mod damage;
 mod down;

@@ -107,6 +107,8 @@ fn entry_filter(args: &ScanArgs) -> EntryFilter {
             .copied()
             .collect(),
         trusted_units: d.trusted_units,
+        context_units: d.context_units,
+        kernel: d.kernel,
     }
 }
 

@@ -74,12 +74,11 @@ const MAX_EVIDENCE: usize = 1000;
 fn severity(i: &Incident) -> &'static str {
     use crate::signals::Cause;
     match &i.detail {
-        // The kubelet is not running: the node is going NotReady.
-        Detail::KubeletDown(_) => "critical",
+        // The kubelet is not running (the node is going NotReady), or the
+        // node is NotReady, persistent by the time it alerts: no new pods.
+        Detail::KubeletDown(_) | Detail::NotReady(_) => "critical",
         // Nothing known of the node, good or bad: the operator should look.
         Detail::HostSilent(_) => "warning",
-        // Persistent by the time it alerts: the node runs no new pods.
-        Detail::NotReady(_) => "critical",
         Detail::NodeStatus(_) | Detail::Endpoint(_) => match i.cause() {
             Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
             _ => "warning",
@@ -209,6 +208,15 @@ pub(super) fn alert(
     }
     if let Some(e) = i.last_evidence() {
         annotations.insert("last_evidence".into(), cut(&e.text).into());
+    }
+    // The node's other units' lines that explain it, joined by " | " (design 5.4).
+    if !i.context.is_empty() {
+        let lines: Vec<String> = i
+            .context
+            .iter()
+            .map(|l| format!("{} {}: {}", rfc3339(l.at), l.unit, l.text))
+            .collect();
+        annotations.insert("context".into(), cut(&lines.join(" | ")).into());
     }
     json!({
         "labels": labels(i, settings, &cfg.labels),

@@ -145,6 +145,8 @@ pub enum Cause {
     MemoryPressure,
     DiskPressure,
     PidPressure,
+    /// The kernel's OOM killer killed the kubelet (its context says so).
+    Oom,
 }
 
 crate::kinds::spelling!(Cause {
@@ -169,6 +171,7 @@ crate::kinds::spelling!(Cause {
     MemoryPressure => "memory-pressure",
     DiskPressure => "disk-pressure",
     PidPressure => "pid-pressure",
+    Oom => "oom",
 });
 
 impl Cause {
@@ -198,7 +201,8 @@ impl Cause {
             | Cause::Pleg
             | Cause::MemoryPressure
             | Cause::DiskPressure
-            | Cause::PidPressure => 0,
+            | Cause::PidPressure
+            | Cause::Oom => 0,
         }
     }
 }

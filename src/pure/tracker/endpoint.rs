@@ -66,6 +66,10 @@ fn group_of(i: &Incident) -> Option<(String, Cause)> {
     let Detail::NodeStatus(n) = &i.detail else {
         return None;
     };
+    // A node that lost its own link is its own trouble (design 5.4).
+    if i.lost_link() {
+        return None;
+    }
     let cause = i.cause();
     let ep = n.api_endpoint.as_ref()?;
     FLEET_CAUSES.contains(&cause).then(|| (ep.clone(), cause))

@@ -11,6 +11,8 @@ pub use super::detail::{Counters, Detail, Down, NodeStatus, NotReady, Outage, Si
 use crate::signals::{Cause, Role, SignalKind};
 use crate::time::{Micros, clock, human_duration};
 
+pub use super::words::{cause_explanation, one_line};
+
 /// Evidence lines kept at the start and at the end of an incident: bounded,
 /// so a retry storm does not grow memory or the store. The first lines are
 /// never replaced, so what is quoted from them never moves: at most
@@ -201,6 +203,10 @@ pub struct Incident {
     /// Acknowledged by an operator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ack: Option<Ack>,
+    /// The node's other units' lines that explain it (design 5.4; at
+    /// most [`crate::context::INCIDENT_LINES`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<crate::context::ContextLine>,
     /// Its trouble and supporting signals over time (bounded).
     #[serde(default, skip_serializing_if = "super::timeline::Timeline::is_empty")]
     pub timeline: super::timeline::Timeline,
@@ -318,6 +324,7 @@ impl Incident {
             evidence_tail: std::collections::VecDeque::new(),
             evidence_dropped: 0,
             ack: None,
+            context: Vec::new(),
             timeline: super::timeline::Timeline::default(),
             detail: Detail::of(kind),
         }
@@ -480,7 +487,7 @@ impl Incident {
                     .filter(|(_, n)| **n == best && best > 0)
                     .map(|(c, _)| *c)
                     .collect();
-                match top.as_slice() {
+                let cause = match top.as_slice() {
                     [] => d.exit_cause.unwrap_or(Cause::Unknown),
                     [one] if *one == Cause::Unknown => d.exit_cause.unwrap_or(Cause::Unknown),
                     [one] => *one,
@@ -488,6 +495,12 @@ impl Incident {
                         .last_cause
                         .filter(|c| many.contains(c))
                         .unwrap_or(many[many.len() - 1]),
+                };
+                // Killed by a signal, and the OOM killer named the kubelet.
+                if cause == Cause::Killed && self.oom_killed() {
+                    Cause::Oom
+                } else {
+                    cause
                 }
             }
             Detail::NotReady(r) => self.not_ready_cause(r),
@@ -626,6 +639,7 @@ impl Incident {
             cause.as_str(),
             cause_explanation(cause)
         ));
+        parts.push(self.context_words());
         match verdict {
             Verdict::CrashLoop => parts.push(format!(
                 "A crash loop: more than {} restarts within {}.",
@@ -655,6 +669,7 @@ impl Incident {
             }
             None => {}
         }
+        parts.retain(|p| !p.is_empty());
         parts.join(" ")
     }
 
@@ -712,6 +727,7 @@ impl Incident {
             cause.as_str(),
             cause_explanation(cause)
         ));
+        parts.push(self.context_words());
         if let Some(at) = self.over_threshold_at {
             let limits = s.limits(self.kind(), &self.node, cause);
             parts.push(format!(
@@ -768,6 +784,7 @@ impl Incident {
         if let Some(e) = self.first_evidence() {
             parts.push(format!("First error: {}", one_line(&e.text, 300)));
         }
+        parts.retain(|p| !p.is_empty());
         parts.join(" ")
     }
 
@@ -821,72 +838,5 @@ fn anchor_words(kind: SignalKind) -> &'static str {
     match kind {
         SignalKind::Registered => "registered",
         _ => "started",
-    }
-}
-
-/// What a cause class means, in plain words.
-#[must_use]
-pub fn cause_explanation(c: Cause) -> &'static str {
-    match c {
-        Cause::ListerLag => {
-            "the kubelet's local node lister (its informer cache) did not have the Node yet"
-        }
-        Cause::NodeMissing => {
-            "the API server says the Node object does not exist: it was deleted or never registered, and a running kubelet does not re-register"
-        }
-        Cause::ApiUnreachable => {
-            "the kubelet cannot reach the API server (connection refused or reset, no route, lost connection)"
-        }
-        Cause::ApiTimeout => "requests to the API server time out",
-        Cause::Auth => {
-            "the API server rejects the kubelet's credentials (expired or invalid certificate, or RBAC)"
-        }
-        Cause::Conflict => "status updates conflict with concurrent writes to the Node",
-        Cause::Etcd => "the API server reports its etcd cluster unavailable",
-        Cause::Unknown => "no known error class; read the evidence lines",
-        Cause::Swap => "the kubelet refuses to run with swap on (failSwapOn)",
-        Cause::CgroupDriver => "the kubelet's cgroup driver differs from the container runtime's",
-        Cause::Config => "the kubelet's config file or flags are missing or invalid",
-        Cause::Credentials => {
-            "the kubelet's kubeconfig, bootstrap kubeconfig or client certificate is missing, unreadable or expired"
-        }
-        Cause::Runtime => {
-            "the container runtime is down, not reachable, or not compatible with the kubelet"
-        }
-        Cause::PortInUse => "a port the kubelet listens on is already in use",
-        Cause::Exec => "systemd could not run the kubelet binary (203/EXEC)",
-        Cause::Killed => {
-            "the kubelet was killed by a signal without a fatal line (OOM killer, SIGKILL, a panic)"
-        }
-        c @ (Cause::Cni
-        | Cause::Pleg
-        | Cause::MemoryPressure
-        | Cause::DiskPressure
-        | Cause::PidPressure) => super::not_ready::explanation(c),
-    }
-}
-
-/// Text on one line, at most `max` bytes.
-#[must_use]
-pub fn one_line(text: &str, max: usize) -> String {
-    // Control characters and the invisible format ones (bidirectional
-    // overrides, zero-width) cannot move the cursor, recolour or reorder
-    // what a terminal or a mail client shows.
-    let invisible = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
-    };
-    let flat: String = text
-        .chars()
-        .map(|c| if invisible(c) { ' ' } else { c })
-        .collect();
-    let mut end = flat.len().min(max);
-    while !flat.is_char_boundary(end) {
-        end -= 1;
-    }
-    if end < flat.len() {
-        format!("{}…", &flat[..end])
-    } else {
-        flat
     }
 }

@@ -23,6 +23,7 @@
 //! go: entry time always; wall time only for quiet the journal confirms.
 
 mod bounds;
+mod context;
 mod detail;
 mod down;
 mod endpoint;
@@ -31,6 +32,7 @@ mod not_ready;
 mod settings;
 mod silent;
 pub mod timeline;
+mod words;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -150,6 +152,12 @@ pub struct Origin {
     /// it): what its silence is judged by.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     last_entry_at: Option<Micros>,
+    /// The host's recent context lines (design 5.4), bounded.
+    #[serde(default, skip_serializing_if = "crate::context::Window::is_empty")]
+    context: crate::context::Window,
+    /// The pid its kubelet last wrote as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    kubelet_pid: Option<u32>,
 }
 
 const ORIGIN_MARKERS: usize = 8;
@@ -442,6 +450,14 @@ impl Tracker {
     pub fn observe(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) {
         let from = out.len();
         let node = self.observe_one(obs, out);
+        if self
+            .origins
+            .get(obs.host.unwrap_or(""))
+            .is_some_and(|o| !o.context.is_empty())
+        {
+            self.link(&node, out);
+            self.link(&open_key(IncidentKind::KubeletDown, &node), out);
+        }
         self.correlate(&[node], from, out);
     }
 
@@ -748,3 +764,6 @@ mod endpoint_tests;
 
 #[cfg(test)]
 mod not_ready_tests;
+
+#[cfg(test)]
+mod context_tests;

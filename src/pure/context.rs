@@ -1,0 +1,597 @@
+//! What the node's other units say (design 5.4): the container runtime's
+//! unit stopping, failing or restarting, the kernel's OOM killer, the
+//! host's own link going down, the clock being stepped. Such a line never
+//! opens an incident: [`classify`] says what it is, each host keeps a
+//! bounded [`Window`] of them (by journal time and by count), and
+//! [`explain`] picks the ones that explain a kind of trouble.
+//!
+//! Only the lines that can explain something are kept: a chatty
+//! containerd's own info lines are read and dropped here, so the window,
+//! and the store it is written to, stay as they are.
+
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
+use crate::time::{Micros, SECOND};
+
+/// How far back a host's window reaches from its newest context line.
+pub const WINDOW_SPAN: Micros = 30 * 60 * SECOND;
+/// Lines a host's window keeps at most (the newest).
+pub const WINDOW_LINES: usize = 32;
+/// Context lines an incident keeps at most (design 3.3: bounded).
+pub const INCIDENT_LINES: usize = 8;
+/// Longest context text kept, in bytes.
+pub const TEXT_MAX: usize = 500;
+
+/// How long before the kubelet's exit an OOM kill explains it.
+pub const OOM_BEFORE: Micros = 30 * SECOND;
+/// How long before trouble began a runtime's stop or failure explains it.
+pub const RUNTIME_BEFORE: Micros = 5 * 60 * SECOND;
+/// How long before trouble began a lost link explains it.
+pub const LINK_BEFORE: Micros = 5 * 60 * SECOND;
+/// How long before trouble began a clock step explains certificate errors.
+pub const CLOCK_BEFORE: Micros = 30 * 60 * SECOND;
+/// How long after the latest trouble a line still explains it (the
+/// kernel's and systemd's lines about one event may arrive in either
+/// order).
+pub const AFTER: Micros = 10 * SECOND;
+
+/// What a context line says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ContextKind {
+    /// systemd stops the runtime's unit as asked (`Stopping …`).
+    RuntimeStopping,
+    /// systemd says the runtime's unit stopped (`Stopped …`).
+    RuntimeStopped,
+    /// The runtime died: a failed exit, `Failed with result`, a fatal line.
+    RuntimeFailed,
+    /// systemd restarts the runtime after it died (`Scheduled restart job`).
+    RuntimeRestarting,
+    /// systemd started the runtime's unit.
+    RuntimeStarted,
+    /// The kernel's OOM killer killed a process.
+    OomKill,
+    /// A physical interface lost its link or carrier.
+    LinkLost,
+    /// The clock was stepped (or found that far off).
+    ClockStep,
+}
+
+crate::spelling!(ContextKind {
+    RuntimeStopping => "runtime-stopping",
+    RuntimeStopped => "runtime-stopped",
+    RuntimeFailed => "runtime-failed",
+    RuntimeRestarting => "runtime-restarting",
+    RuntimeStarted => "runtime-started",
+    OomKill => "oom-kill",
+    LinkLost => "link-lost",
+    ClockStep => "clock-step",
+});
+
+impl ContextKind {
+    /// A line about the container runtime's unit.
+    #[must_use]
+    pub fn is_runtime(self) -> bool {
+        matches!(
+            self,
+            ContextKind::RuntimeStopping
+                | ContextKind::RuntimeStopped
+                | ContextKind::RuntimeFailed
+                | ContextKind::RuntimeRestarting
+                | ContextKind::RuntimeStarted
+        )
+    }
+}
+
+/// One context line (design 3.3 `context`: `at`, `unit`, `text`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextLine {
+    pub at: Micros,
+    /// The unit it is about or that wrote it, or `kernel`.
+    pub unit: String,
+    pub text: String,
+    pub kind: ContextKind,
+    /// An OOM kill's victim: its pid and name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<String>,
+}
+
+/// A host's recent context lines, oldest first: at most [`WINDOW_LINES`],
+/// none more than [`WINDOW_SPAN`] older than the newest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    lines: VecDeque<ContextLine>,
+}
+
+impl Window {
+    /// Takes a line (journal order; a line older than the window's span
+    /// behind the newest is dropped as it would have expired).
+    pub fn push(&mut self, line: ContextLine) {
+        let newest = self.lines.back().map_or(line.at, |l| l.at.max(line.at));
+        self.lines.push_back(line);
+        while self.lines.len() > WINDOW_LINES
+            || self
+                .lines
+                .front()
+                .is_some_and(|l| newest - l.at > WINDOW_SPAN)
+        {
+            self.lines.pop_front();
+        }
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    pub fn lines(&self) -> impl Iterator<Item = &ContextLine> {
+        self.lines.iter()
+    }
+}
+
+/// What kind of trouble is being explained, with what [`explain`] needs
+/// of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Trouble<'a> {
+    /// The kubelet went down (kubelet-down): the runtime's unit around it,
+    /// and an OOM kill of the kubelet before an exit by signal.
+    KubeletDown {
+        /// The kubelet's pid on the host, when known.
+        pid: Option<u32>,
+        /// Names the kubelet runs under (its identifiers).
+        names: &'a [&'a str],
+    },
+    /// The container runtime is down or slow (a `runtime`/`pleg` not-ready
+    /// incident): the runtime's unit around it.
+    Runtime,
+    /// The kubelet cannot reach the API server (api-unreachable,
+    /// api-timeout): the host's own link lost.
+    Network,
+    /// Certificates look expired or not yet valid: a clock step before.
+    Clock,
+}
+
+/// The lines of `window` that explain `trouble` over `from..=to` (the
+/// incident's first and latest trouble), oldest first. Pure: the same
+/// window and span give the same lines. The not-ready kind calls it with
+/// [`Trouble::Runtime`].
+#[must_use]
+pub fn explain<'w>(
+    trouble: Trouble<'_>,
+    from: Micros,
+    to: Micros,
+    window: &'w Window,
+) -> Vec<&'w ContextLine> {
+    let within = |l: &ContextLine, before: Micros| l.at >= from - before && l.at <= to + AFTER;
+    // A runtime that stopped or died long before and was not started again
+    // since is still down when the trouble begins.
+    let still_down = |l: &ContextLine| {
+        l.kind != ContextKind::RuntimeStarted
+            && l.at <= to + AFTER
+            && !window
+                .lines()
+                .any(|n| n.kind == ContextKind::RuntimeStarted && n.unit == l.unit && n.at >= l.at)
+    };
+    let runtime =
+        |l: &ContextLine| l.kind.is_runtime() && (within(l, RUNTIME_BEFORE) || still_down(l));
+    window
+        .lines()
+        .filter(|l| match trouble {
+            Trouble::KubeletDown { pid, names } => {
+                runtime(l)
+                    || (l.kind == ContextKind::OomKill
+                        && within(l, OOM_BEFORE)
+                        && kills_kubelet(l, pid, names))
+            }
+            Trouble::Runtime => runtime(l),
+            Trouble::Network => l.kind == ContextKind::LinkLost && within(l, LINK_BEFORE),
+            Trouble::Clock => l.kind == ContextKind::ClockStep && within(l, CLOCK_BEFORE),
+        })
+        .collect()
+}
+
+/// Whether an OOM kill names the kubelet: its pid, or one of its names.
+#[must_use]
+pub fn kills_kubelet(l: &ContextLine, pid: Option<u32>, names: &[&str]) -> bool {
+    l.kind == ContextKind::OomKill
+        && ((pid.is_some() && l.pid == pid)
+            || l.process.as_deref().is_some_and(|p| names.contains(&p)))
+}
+
+/// The container runtimes' units (by name stem).
+const RUNTIMES: &[&str] = &["containerd", "docker", "crio", "cri-docker", "cri-o"];
+
+/// Whether `unit` is a container runtime's. The journal match takes only
+/// systemd's lines about those (their stop, failure, restart), not what
+/// they write: a runtime's own output is chatty (a third of a busy node's
+/// journal) and says nothing systemd's lines do not.
+#[must_use]
+pub fn is_runtime_unit(unit: &str) -> bool {
+    let stem = unit.strip_suffix(".service").unwrap_or(unit);
+    RUNTIMES.contains(&stem)
+}
+
+/// What a context line says, if it can explain anything: `unit` is the
+/// unit it is about or that wrote it (`kernel` for the kernel's),
+/// `from_systemd` whether it is systemd's own line about the unit.
+#[must_use]
+pub fn classify(unit: &str, from_systemd: bool, text: &str) -> Option<ContextLine> {
+    let (kind, pid, process) = if unit == "kernel" {
+        kernel(text)?
+    } else if from_systemd {
+        (
+            is_runtime_unit(unit).then(|| systemd_runtime(text))??,
+            None,
+            None,
+        )
+    } else if is_runtime_unit(unit) {
+        (runtime_own(text)?, None, None)
+    } else {
+        (daemon(text)?, None, None)
+    };
+    Some(ContextLine {
+        at: 0,
+        unit: unit.to_string(),
+        text: bounded(text),
+        kind,
+        pid,
+        process,
+    })
+}
+
+fn bounded(text: &str) -> String {
+    let mut end = text.len().min(TEXT_MAX);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut t = text[..end].trim_end().to_string();
+    if end < text.len() {
+        t.push('…');
+    }
+    t
+}
+
+/// systemd's words about a runtime's unit.
+fn systemd_runtime(text: &str) -> Option<ContextKind> {
+    // `containerd.service: Main process exited, code=exited, status=1/FAILURE`
+    let body = text.split_once(": ").map_or(text, |(_, b)| b);
+    if text.starts_with("Stopping ") {
+        Some(ContextKind::RuntimeStopping)
+    } else if text.starts_with("Stopped ") {
+        Some(ContextKind::RuntimeStopped)
+    } else if text.starts_with("Started ") {
+        Some(ContextKind::RuntimeStarted)
+    } else if body.starts_with("Scheduled restart job") {
+        Some(ContextKind::RuntimeRestarting)
+    } else if (body.starts_with("Main process exited")
+        && !body.contains("status=0/SUCCESS")
+        && !body.contains("status=15/TERM"))
+        || body.starts_with("Failed with result")
+        || text.starts_with("Failed to start ")
+        || body.starts_with("Start request repeated too quickly")
+    {
+        Some(ContextKind::RuntimeFailed)
+    } else {
+        None
+    }
+}
+
+/// A runtime's own words that it is dying (logrus' `level=fatal`).
+fn runtime_own(text: &str) -> Option<ContextKind> {
+    (text.contains("level=fatal") || text.contains("level=panic"))
+        .then_some(ContextKind::RuntimeFailed)
+}
+
+/// A network or time daemon's words: a lost link, a stepped clock.
+fn daemon(text: &str) -> Option<ContextKind> {
+    const STEPS: &[&str] = &[
+        // chronyd
+        "System clock wrong by ",
+        "System clock was stepped by ",
+        // systemd-timesyncd
+        "System clock time unset or jumped backwards",
+        "Initial clock synchronization to ",
+        // ntpd
+        "step time server ",
+        "time reset ",
+    ];
+    if STEPS.iter().any(|s| text.contains(s)) {
+        return Some(ContextKind::ClockStep);
+    }
+    // systemd-networkd: `eth0: Lost carrier`; NetworkManager:
+    // `device (eth0): state change: activated -> unavailable (reason
+    // 'carrier-changed' …)`, `device (eth0): carrier: link disconnected`.
+    let iface = if let Some(i) = text.find(": Lost carrier") {
+        Some(last_word(&text[..i]))
+    } else if text.contains("-> unavailable") || text.contains("link disconnected") {
+        text.split_once("device (")
+            .and_then(|(_, r)| r.split_once(')'))
+            .map(|(i, _)| i)
+    } else {
+        None
+    };
+    iface.filter(|i| physical(i)).map(|_| ContextKind::LinkLost)
+}
+
+/// The last whitespace-separated word of `s`, without a trailing `:`.
+fn last_word(s: &str) -> &str {
+    s.trim_end()
+        .rsplit(char::is_whitespace)
+        .next()
+        .unwrap_or("")
+        .trim_end_matches(':')
+}
+
+/// Whether an interface is the host's own link, not one of the virtual
+/// ones pods, bridges and tunnels come and go with.
+fn physical(iface: &str) -> bool {
+    const VIRTUAL: &[&str] = &[
+        "veth",
+        "cali",
+        "flannel",
+        "cni",
+        "docker",
+        "br-",
+        "virbr",
+        "vxlan",
+        "tunl",
+        "tun",
+        "tap",
+        "kube-",
+        "lxc",
+        "cilium",
+        "weave",
+        "vnet",
+        "genev",
+        "dummy",
+        "nodelocaldns",
+        "lo",
+    ];
+    !iface.is_empty() && !VIRTUAL.iter().any(|v| iface.starts_with(v))
+}
+
+/// The kernel's OOM-killer and link lines; every other kernel line is
+/// dropped by a cheap look at a few words first.
+fn kernel(text: &str) -> Option<(ContextKind, Option<u32>, Option<String>)> {
+    if let Some(i) = text.find("Killed process ") {
+        // `Out of memory: Killed process 4242 (kubelet) total-vm:…`,
+        // `Memory cgroup out of memory: Killed process 4242 (kubelet) …`
+        let rest = &text[i + "Killed process ".len()..];
+        let (pid, rest) = rest.split_once(' ')?;
+        let name = rest.strip_prefix('(')?.split_once(')')?.0;
+        return Some((
+            ContextKind::OomKill,
+            pid.parse().ok(),
+            Some(name.to_string()),
+        ));
+    }
+    if let Some(i) = text.find("oom-kill:") {
+        // `oom-kill:constraint=…,task_memcg=/system.slice/kubelet.service,task=kubelet,pid=4242,uid=0`
+        let fields = &text[i + "oom-kill:".len()..];
+        let field = |k: &str| {
+            fields
+                .split(',')
+                .find_map(|f| f.strip_prefix(k))
+                .map(str::to_string)
+        };
+        let pid = field("pid=").and_then(|p| p.parse().ok());
+        return Some((ContextKind::OomKill, pid, field("task=")));
+    }
+    let lower_at = [
+        "Link is Down",
+        "NIC Link is Down",
+        "Link is down",
+        "Link down",
+    ]
+    .iter()
+    .find_map(|p| text.find(p))?;
+    let before = text[..lower_at].trim_end();
+    let iface = last_word(before.trim_end_matches("NIC").trim_end());
+    physical(iface).then_some((ContextKind::LinkLost, None, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(unit: &str, systemd: bool, text: &str) -> Option<ContextKind> {
+        classify(unit, systemd, text).map(|l| l.kind)
+    }
+
+    #[test]
+    fn systemd_lines_about_the_runtime() {
+        let c = "containerd.service";
+        for (text, want) in [
+            (
+                "Stopping containerd.service - containerd container runtime...",
+                Some(ContextKind::RuntimeStopping),
+            ),
+            (
+                "Stopped containerd.service - containerd container runtime.",
+                Some(ContextKind::RuntimeStopped),
+            ),
+            (
+                "containerd.service: Main process exited, code=killed, status=9/KILL",
+                Some(ContextKind::RuntimeFailed),
+            ),
+            (
+                "containerd.service: Failed with result 'signal'.",
+                Some(ContextKind::RuntimeFailed),
+            ),
+            (
+                "containerd.service: Scheduled restart job, restart counter is at 1.",
+                Some(ContextKind::RuntimeRestarting),
+            ),
+            (
+                "Started containerd.service - containerd container runtime.",
+                Some(ContextKind::RuntimeStarted),
+            ),
+            ("containerd.service: Deactivated successfully.", None),
+            (
+                "containerd.service: Main process exited, code=exited, status=0/SUCCESS",
+                None,
+            ),
+        ] {
+            assert_eq!(kind(c, true, text), want, "{text}");
+        }
+        // systemd's lines about a time daemon are no runtime's.
+        assert_eq!(
+            kind("chronyd.service", true, "Stopping chronyd.service..."),
+            None
+        );
+        // The runtime's own chatter is dropped; its fatal line is kept.
+        assert_eq!(
+            kind(
+                c,
+                false,
+                "time=\"2026-12-02T10:00:00Z\" level=info msg=\"loading plugin\""
+            ),
+            None
+        );
+        assert_eq!(
+            kind(c, false, "time=\"x\" level=fatal msg=\"failed to load\""),
+            Some(ContextKind::RuntimeFailed)
+        );
+    }
+
+    #[test]
+    fn kernel_oom_and_link_lines_and_nothing_else() {
+        let l = classify(
+            "kernel",
+            false,
+            "Out of memory: Killed process 4242 (kubelet) total-vm:2048000kB, anon-rss:1536000kB, \
+             file-rss:0kB, shmem-rss:0kB, UID:0 pgtables:4000kB oom_score_adj:-999",
+        )
+        .unwrap();
+        assert_eq!(
+            (l.kind, l.pid, l.process.as_deref()),
+            (ContextKind::OomKill, Some(4242), Some("kubelet"))
+        );
+        let l = classify(
+            "kernel",
+            false,
+            "oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,\
+             global_oom,task_memcg=/system.slice/kubelet.service,task=kubelet,pid=4242,uid=0",
+        )
+        .unwrap();
+        assert_eq!((l.pid, l.process.as_deref()), (Some(4242), Some("kubelet")));
+        assert_eq!(
+            kind(
+                "kernel",
+                false,
+                "e1000e 0000:00:1f.6 eno1: NIC Link is Down"
+            ),
+            Some(ContextKind::LinkLost)
+        );
+        assert_eq!(
+            kind("kernel", false, "virtio_net virtio0 eth0: Link is Down"),
+            Some(ContextKind::LinkLost)
+        );
+        for other in [
+            "cni0: port 3(veth1a2b3c4d) entered disabled state",
+            "veth1a2b3c4d: Link is Down",
+            "IPv6: ADDRCONF(NETDEV_CHANGE): eth0: link becomes ready",
+            "EXT4-fs (sda1): mounted filesystem with ordered data mode.",
+            "java invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0",
+        ] {
+            assert_eq!(kind("kernel", false, other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn network_and_time_daemons() {
+        let n = "systemd-networkd.service";
+        assert_eq!(
+            kind(n, false, "eth0: Lost carrier"),
+            Some(ContextKind::LinkLost)
+        );
+        assert_eq!(kind(n, false, "veth9f8e7d6c: Lost carrier"), None);
+        assert_eq!(kind(n, false, "eth0: Gained carrier"), None);
+        assert_eq!(
+            kind(
+                "NetworkManager.service",
+                false,
+                "<info>  [1764669600.1234] device (ens3): state change: activated -> unavailable \
+                 (reason 'carrier-changed', sys-iface-state: 'managed')"
+            ),
+            Some(ContextKind::LinkLost)
+        );
+        let c = "chronyd.service";
+        assert_eq!(
+            kind(c, false, "System clock wrong by -7200.410000 seconds"),
+            Some(ContextKind::ClockStep)
+        );
+        assert_eq!(
+            kind(c, false, "System clock was stepped by -7200.410000 seconds"),
+            Some(ContextKind::ClockStep)
+        );
+        assert_eq!(
+            kind(c, false, "Selected source 192.0.2.1 (2.pool.ntp.org)"),
+            None
+        );
+    }
+
+    fn line(at: Micros, kind: ContextKind) -> ContextLine {
+        ContextLine {
+            at,
+            unit: "u".into(),
+            text: String::new(),
+            kind,
+            pid: None,
+            process: None,
+        }
+    }
+
+    #[test]
+    fn the_window_is_bounded_by_count_and_time() {
+        let mut w = Window::default();
+        for i in 0..100 {
+            w.push(line(i * SECOND, ContextKind::LinkLost));
+        }
+        assert_eq!(w.lines().count(), WINDOW_LINES);
+        w.push(line(100 * SECOND + WINDOW_SPAN, ContextKind::ClockStep));
+        assert_eq!(w.lines().count(), 1);
+    }
+
+    #[test]
+    fn explain_picks_by_kind_and_time() {
+        let mut w = Window::default();
+        w.push(line(0, ContextKind::LinkLost));
+        w.push(line(SECOND, ContextKind::RuntimeStopping));
+        let oom = ContextLine {
+            process: Some("java".into()),
+            pid: Some(7),
+            ..line(2 * SECOND, ContextKind::OomKill)
+        };
+        w.push(oom);
+        let t = 10 * SECOND;
+        assert_eq!(explain(Trouble::Network, t, t, &w).len(), 1);
+        assert_eq!(explain(Trouble::Clock, t, t, &w).len(), 0);
+        let names = ["kubelet"];
+        let down = Trouble::KubeletDown {
+            pid: Some(42),
+            names: &names,
+        };
+        // java's OOM kill does not explain the kubelet's exit.
+        assert_eq!(explain(down, t, t, &w).len(), 1);
+        let by_pid = Trouble::KubeletDown {
+            pid: Some(7),
+            names: &names,
+        };
+        assert_eq!(explain(by_pid, t, t, &w).len(), 2);
+        // Lines after the trouble's latest time, or long before it, do not.
+        let early = -AFTER - SECOND;
+        assert_eq!(explain(Trouble::Network, early, early, &w).len(), 0);
+        // A runtime stopped long before and not started since is still down;
+        // one started again since is not.
+        let long = RUNTIME_BEFORE * 2;
+        assert_eq!(explain(Trouble::Runtime, long, long, &w).len(), 1);
+        w.push(line(3 * SECOND, ContextKind::RuntimeStarted));
+        assert_eq!(explain(Trouble::Runtime, long, long, &w).len(), 0);
+        let late = LINK_BEFORE + SECOND;
+        assert_eq!(explain(Trouble::Network, late, late, &w).len(), 0);
+    }
+}
