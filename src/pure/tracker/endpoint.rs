@@ -634,11 +634,10 @@ impl Tracker {
     /// should speak for it: always while it is open; for its end, only
     /// when its own alert never went out.
     fn covering(&self, id: &str, kind: AlertKind) -> Option<&str> {
-        let i = self
-            .open
-            .values()
-            .chain(self.resolved.iter().rev())
-            .find(|i| i.id == id)?;
+        let i = match self.open.key_of_id(id) {
+            Some(k) => self.open.get(k),
+            None => self.resolved.iter().rev().find(|i| i.id == id),
+        }?;
         let cover = i.covered_by()?;
         (kind != AlertKind::Resolved || !i.announced).then_some(cover)
     }
