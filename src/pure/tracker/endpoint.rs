@@ -41,6 +41,9 @@ use super::{
 };
 use crate::time::SECOND;
 
+#[path = "endpoint_fast.rs"]
+mod fast;
+
 /// The cause classes an outage of one endpoint shows as.
 pub(crate) const FLEET_CAUSES: [Cause; 4] = [
     Cause::ApiUnreachable,
@@ -148,12 +151,19 @@ pub(crate) struct Group {
     /// sees an outage end and open again as each host's member comes).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     told_end: BTreeSet<String>,
+    /// Of each outage, the opening of the member at which it was first one
+    /// (enough hosts in trouble): a member in trouble past it cannot move
+    /// the outage's opening (see `fast.rs`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    confirmed: BTreeMap<String, Micros>,
 }
 
 /// What the rules make of a group's members: for each outage, its opening,
 /// its end (`None`: open) and its members (indices).
 struct Derived {
     opened_at: Micros,
+    /// The opening of the member at which it was first an outage.
+    confirmed: Micros,
     end: Option<Micros>,
     members: Vec<usize>,
 }
@@ -196,8 +206,9 @@ fn outage_of(
         }
         let with: Vec<&Member> = s[from..=k].iter().filter(|x| x.end() >= t).collect();
         let hosts: BTreeSet<&str> = with.iter().map(|x| x.host.as_str()).collect();
-        (hosts.len() >= min).then(|| with[0].opened_at)
+        (hosts.len() >= min).then(|| (with[0].opened_at, t))
     })?;
+    let (start, confirmed) = start;
     let members: Vec<usize> = seg.clone().filter(|&k| m[k].end() >= start).collect();
     // Resolved when the last of them is.
     let end = if s.iter().any(|x| x.open) {
@@ -207,6 +218,7 @@ fn outage_of(
     };
     Some(Derived {
         opened_at: start,
+        confirmed,
         end,
         members,
     })
@@ -408,9 +420,19 @@ impl Tracker {
         let groups = &mut self.fleet_groups;
         let after = self.settings.resolve_after;
         let mut uncover: Vec<Member> = Vec::new();
+        let mut moved: Vec<fast::Moved> = Vec::new();
         for k in keys {
             if let Some(i) = self.open.get(k) {
-                upsert_member(groups, i, after, &mut touched, &mut uncover);
+                let quick = (!self.long_way)
+                    .then(|| fast::shortcut(groups, i, after))
+                    .flatten();
+                match quick {
+                    Some(m) => {
+                        self.shortcuts += 1;
+                        moved.push(m);
+                    }
+                    None => upsert_member(groups, i, after, &mut touched, &mut uncover),
+                }
             }
         }
         for d in &out[from..] {
@@ -428,6 +450,16 @@ impl Tracker {
         }
         for m in uncover {
             self.cover(&m.node, &m.id, None, out);
+        }
+        for m in moved {
+            if m.changed {
+                out.push(Decision::UpdateIncident {
+                    id: m.outage.clone(),
+                });
+            }
+            if let Some((node, id)) = m.covered {
+                self.cover(&node, &id, Some(m.outage), out);
+            }
         }
         for g in &touched {
             self.rederive(g, out);
@@ -462,6 +494,7 @@ impl Tracker {
         let mut now: Vec<Incident> = Vec::new();
         let mut paged = g.paged.clone();
         let mut told_end = g.told_end.clone();
+        let mut confirmed = BTreeMap::new();
         // Each member's outage, as an index into `now`.
         let mut covers: Vec<Option<usize>> = vec![None; g.members.len()];
         for d in &derived {
@@ -487,6 +520,7 @@ impl Tracker {
             for &k in &d.members {
                 covers[k] = Some(now.len());
             }
+            confirmed.insert(inc.id.clone(), d.confirmed);
             now.push(inc);
         }
         let id_of = |c: Option<usize>| c.map(|j| now[j].id.clone());
@@ -513,6 +547,7 @@ impl Tracker {
             g.outages = now;
             g.paged = paged;
             g.told_end = told_end;
+            g.confirmed = confirmed;
             if g.members.is_empty() {
                 self.fleet_groups.remove(key);
             }

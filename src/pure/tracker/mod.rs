@@ -225,6 +225,13 @@ pub struct Tracker {
     /// by endpoint and cause (see `endpoint.rs`; bounded there).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     fleet_groups: BTreeMap<String, endpoint::Group>,
+    /// Endpoint groups derived again at every change, never by the
+    /// shortcuts (tests hold the shortcuts to the same answer).
+    #[serde(skip)]
+    long_way: bool,
+    /// Shortcuts taken, so far (tests count them).
+    #[serde(skip)]
+    shortcuts: u64,
 }
 
 /// Where an incident of `kind` for `node` is kept among the open ones: a
