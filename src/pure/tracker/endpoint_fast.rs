@@ -45,21 +45,18 @@ pub(super) fn shortcut(
     let key = group_key(&ep, cause);
     let total: usize = groups.values().map(|g| g.members.len()).sum();
     let m = Member::of(i, resolve_after);
-    let moved = match groups.get(&key)?.find(m.opened_at, &m.id) {
-        Some(k) => again(groups.get_mut(&key)?, k, m)?,
-        None => {
-            // A member of another group (its cause moved) leaves it first:
-            // the long way.
-            let elsewhere = groups
-                .values()
-                .any(|g| g.find(m.opened_at, &m.id).is_some());
-            if total >= MEMBERS_MAX || elsewhere {
-                return None;
-            }
-            join(groups.get_mut(&key)?, m)?
-        }
-    };
-    Some(moved)
+    if let Some(k) = groups.get(&key)?.find(m.opened_at, &m.id) {
+        return again(groups.get_mut(&key)?, k, m);
+    }
+    // A member of another group (its cause moved) leaves it first: the
+    // long way.
+    let elsewhere = groups
+        .values()
+        .any(|g| g.find(m.opened_at, &m.id).is_some());
+    if total >= MEMBERS_MAX || elsewhere {
+        return None;
+    }
+    join(groups.get_mut(&key)?, m)
 }
 
 /// The open outage `id` of `g`, and its place, if it needs no page.
@@ -71,6 +68,7 @@ fn open_outage(g: &Group, id: &str) -> Option<usize> {
 }
 
 /// Member `k` in trouble again.
+#[allow(clippy::many_single_char_names)]
 fn again(g: &mut Group, k: usize, m: Member) -> Option<Moved> {
     let x = &g.members[k];
     let cover = x.cover.clone()?;
@@ -78,7 +76,7 @@ fn again(g: &mut Group, k: usize, m: Member) -> Option<Moved> {
     // Its own threshold and alert may move on (the outage's are the
     // earliest and the latest of its members').
     let over = x.over == m.over || (x.over.is_none() && m.over.is_some());
-    let alerted = x.alerted == m.alerted || x.alerted < m.alerted;
+    let alerted = x.alerted <= m.alerted;
     if !(same && over && alerted && x.open && m.open && m.end >= x.end && m.last >= x.last) {
         return None;
     }

@@ -369,7 +369,7 @@ fn the_shortcuts_agree_with_deriving_again() {
                 "10.0.0.1:6443"
             };
             let mut at = rnd(120_000) as i64;
-            for _ in 0..1 + rnd(12) {
+            for _ in 0..=rnd(12) {
                 let text = if rnd(10) == 0 {
                     unauthorized(&host, ep)
                 } else {
