@@ -345,7 +345,7 @@ fn the_groups_kept_are_bounded() {
     assert!(p.tracker().fleet_groups.len() <= endpoint::GROUPS_MAX);
 }
 
-/// The shortcuts (`endpoint_fast.rs`) give what deriving every group again
+/// The shortcuts (`endpoint/fast.rs`) give what deriving every group again
 /// gives: the same incidents (endpoint ones, and each node's cover) and
 /// the same alerts, in order, over random fleets: nodes opening at random,
 /// retrying at random gaps (some past `resolve_after`, so they resolve and

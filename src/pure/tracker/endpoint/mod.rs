@@ -41,7 +41,6 @@ use super::{
 };
 use crate::time::SECOND;
 
-#[path = "endpoint_fast.rs"]
 mod fast;
 
 /// The cause classes an outage of one endpoint shows as.
