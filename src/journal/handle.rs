@@ -346,6 +346,14 @@ enum Slot {
 pub(crate) struct Interner {
     last: [Option<(Vec<u8>, Text)>; 6],
     values: std::collections::HashMap<Vec<u8>, Text>,
+    /// The host each boot (`_BOOT_ID`) was read from: journald writes
+    /// `_HOSTNAME` on every entry, so an entry without it has lost it to
+    /// damage (a flipped bit in its item list), and its boot still says
+    /// whose it is. Without this it would be read as a node `unknown`.
+    hosts_by_boot: std::collections::HashMap<Vec<u8>, Text>,
+    /// The last boot and host paired, compared first (entries mostly come
+    /// in runs of one boot).
+    last_boot: Option<(Vec<u8>, Text)>,
 }
 
 impl Interner {
@@ -369,6 +377,31 @@ impl Interner {
         };
         *last = Some((v.to_vec(), t.clone()));
         t
+    }
+
+    /// The host of `boot`: learnt from an entry that has one, or, for an
+    /// entry that lost its `_HOSTNAME`, what its boot's other entries said.
+    fn host_of_boot(&mut self, boot: &[u8], host: Option<Text>) -> Option<Text> {
+        if let (Some((b, lh)), Some(h)) = (&self.last_boot, &host)
+            && b.as_slice() == boot
+            && lh == h
+        {
+            return host;
+        }
+        match host {
+            Some(h) => {
+                self.last_boot = Some((boot.to_vec(), h.clone()));
+                if self.hosts_by_boot.get(boot) != Some(&h) {
+                    // Boots are few (one per host and restart): stay bounded.
+                    if self.hosts_by_boot.len() > 4096 {
+                        self.hosts_by_boot.clear();
+                    }
+                    self.hosts_by_boot.insert(boot.to_vec(), h.clone());
+                }
+                Some(h)
+            }
+            None => self.hosts_by_boot.get(boot).cloned(),
+        }
     }
 }
 
@@ -403,6 +436,7 @@ pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
         ..Entry::default()
     };
     let mut message = None;
+    let mut boot = None;
     j.restart_data();
     while let Some(field) = j.enumerate_data()? {
         let data = field.data();
@@ -421,8 +455,12 @@ pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
             b"_LINE_BREAK" => e.cut = v == b"line-max",
             b"_PID" => e.pid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
             b"_UID" => e.uid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
+            b"_BOOT_ID" => boot = Some(v.to_vec()),
             _ => {}
         }
+    }
+    if let Some(boot) = boot {
+        e.host = names.host_of_boot(&boot, e.host.take());
     }
     e.from_systemd = e.pid == Some(1) && e.about_unit.is_some();
     e.message = message.unwrap_or_default();

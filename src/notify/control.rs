@@ -265,23 +265,16 @@ mod tests {
     }
 
     fn incident() -> Incident {
-        let mut p = crate::pipeline::Pipeline::new(
-            crate::model::EntryFilter::default(),
-            crate::tracker::Settings::default(),
-        );
-        let mut d = Vec::new();
-        for k in 0..7 {
-            p.push(
-                crate::model::Entry {
-                    at: Some(k * SECOND),
-                    message: b"E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": Unauthorized\"".to_vec(),
-                    ..crate::model::Entry::default()
-                },
-                &mut d,
-            );
-        }
-        p.flush(&mut d);
-        p.tracker().open_incidents().next().unwrap().clone()
+        use crate::testing::{End, kubelet, replay};
+        let retry = "E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": Unauthorized\"";
+        let lines = (0..7).map(|k| kubelet(k * SECOND, "worker-3", retry));
+        replay(
+            lines,
+            &crate::tracker::Settings::default(),
+            End::At(7 * SECOND),
+        )
+        .one()
+        .clone()
     }
 
     fn silence(node: &str, cause: Option<&str>, ends_at: Micros) -> Silence {

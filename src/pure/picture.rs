@@ -78,6 +78,18 @@ pub struct Marker {
     /// Epoch milliseconds.
     pub at_ms: i64,
     pub kind: MarkerKind,
+    /// Where it is drawn, when not at `at_ms`: a marker within the
+    /// signals' buckets is drawn at its bucket's start, as the signals
+    /// counted there are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drawn_at_ms: Option<i64>,
+}
+
+impl Marker {
+    #[must_use]
+    pub fn drawn(&self) -> i64 {
+        self.drawn_at_ms.unwrap_or(self.at_ms)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -145,7 +157,10 @@ impl Picture {
         }
         let synced = match &i.detail {
             Detail::NodeStatus(n) => n.caches_synced_at,
-            Detail::KubeletDown(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
         };
         if let Some(c) = synced {
             markers.push((c, MarkerKind::CachesSynced));
@@ -209,9 +224,14 @@ impl Picture {
             lanes,
             markers: markers
                 .into_iter()
-                .map(|(at, k)| Marker {
-                    at_ms: snap(t, at).clamp(start, end) / 1000,
-                    kind: k,
+                .map(|(at, k)| {
+                    let at_ms = at.clamp(start, end) / 1000;
+                    let drawn = snap(t, at).clamp(start, end) / 1000;
+                    Marker {
+                        at_ms,
+                        kind: k,
+                        drawn_at_ms: (drawn != at_ms).then_some(drawn),
+                    }
                 })
                 .collect(),
         })
@@ -264,7 +284,7 @@ impl Picture {
         if !self.markers.is_empty() {
             let mut row = vec![' '; COLUMNS];
             for m in &self.markers {
-                row[self.column(m.at_ms)] = m.kind.symbol();
+                row[self.column(m.drawn())] = m.kind.symbol();
             }
             let row: String = row.into_iter().collect();
             let _ = writeln!(out, "  {:<17}│{row}│", "markers");
@@ -312,7 +332,7 @@ impl Picture {
         if !self.markers.is_empty() {
             let mut row = vec![String::new(); COLUMNS];
             for m in &self.markers {
-                row[self.column(m.at_ms)] = m.kind.symbol().to_string();
+                row[self.column(m.drawn())] = m.kind.symbol().to_string();
             }
             out.push_str("<tr><td style=\"padding-right:6px\">markers</td>");
             for s in row {

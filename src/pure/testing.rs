@@ -4,7 +4,7 @@
 //! injected (a day replays in a millisecond). Never in a release build.
 
 use crate::model::{Entry, EntryFilter};
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Pipeline, Summary};
 use crate::time::Micros;
 use crate::tracker::{AlertKind, Decision, Incident, Settings};
 
@@ -74,6 +74,8 @@ pub struct Replay {
     /// Every decision, in order.
     pub decisions: Vec<Decision>,
     pub settings: Settings,
+    /// What the pipeline counted.
+    pub summary: Summary,
 }
 
 impl Replay {
@@ -103,7 +105,21 @@ impl Replay {
 /// Pushes `entries` through a [`Pipeline`] with `settings`, in order, and
 /// ends as `end` says.
 pub fn replay(entries: impl IntoIterator<Item = Entry>, settings: &Settings, end: End) -> Replay {
-    let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
+    replay_through(
+        Pipeline::new(EntryFilter::default(), settings.clone()),
+        entries,
+        end,
+    )
+}
+
+/// [`replay`] through a pipeline set up by the caller (its clock, a
+/// collector's fleet mode, a filter).
+pub fn replay_through(
+    mut p: Pipeline,
+    entries: impl IntoIterator<Item = Entry>,
+    end: End,
+) -> Replay {
+    let settings = p.tracker().settings().clone();
     let mut decisions = Vec::new();
     for e in entries {
         p.push(e, &mut decisions);
@@ -121,7 +137,8 @@ pub fn replay(entries: impl IntoIterator<Item = Entry>, settings: &Settings, end
     Replay {
         incidents,
         decisions,
-        settings: settings.clone(),
+        settings,
+        summary: p.summary().clone(),
     }
 }
 

@@ -181,7 +181,7 @@ fn an_expired_silence_and_one_whose_incident_resolved_meanwhile() {
         || incident_of(&svc, "w4").is_some(),
         "w4 recorded",
     );
-    std::thread::sleep(Duration::from_secs(1));
+    svc.settled();
     assert!(subjects(&smtp).is_empty(), "{:?}", subjects(&smtp));
     let ended = cli(&svc, &["silence", "expire", &id[..6]]);
     assert!(ended.contains("ended"), "{ended}");
@@ -190,7 +190,7 @@ fn an_expired_silence_and_one_whose_incident_resolved_meanwhile() {
         || subjects(&smtp).iter().any(|s| s.contains("w4")),
         "w4's alert after the silence was expired",
     );
-    std::thread::sleep(Duration::from_secs(1));
+    svc.settled();
     assert!(
         !subjects(&smtp).iter().any(|s| s.contains("w3")),
         "{:?}",
@@ -325,7 +325,7 @@ fn routes_send_causes_and_node_pools_their_own_way() {
         || smtp.mails().len() >= 2,
         "the auth and the network alerts",
     );
-    std::thread::sleep(Duration::from_secs(2));
+    svc.settled();
     let mails = smtp.mails();
     let to_of = |node: &str| {
         mails
@@ -646,7 +646,7 @@ fn expiring_a_silence_early_announces_what_it_held_at_once() {
             "the incident recorded and silenced",
         );
         // The mailer has seen it and holds it.
-        std::thread::sleep(Duration::from_secs(1));
+        svc.settled();
         assert!(subjects(&smtp).is_empty(), "{:?}", subjects(&smtp));
     };
     let id = add("h2-*");
@@ -718,7 +718,7 @@ fn expiring_a_silence_early_announces_what_it_held_at_once() {
         },
         "h3-1 recorded and silenced",
     );
-    std::thread::sleep(Duration::from_secs(1));
+    svc.settled();
     assert_eq!(svc.signal("TERM"), Some(0));
     cli(&svc, &["silence", "expire", &id]);
     svc.start();

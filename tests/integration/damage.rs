@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::{Service, bin, export_entry, journal_remote, run};
+use crate::support::{Service, bin, export_entry, journal_remote, journalctl, run};
 
 const T0: u64 = 1_752_596_690_000_000;
 
@@ -201,4 +201,118 @@ fn the_service_counts_entries_damage_hid() {
         let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
         assert_eq!(status["entries_missing"], want, "{status:#}");
     }
+}
+
+/// The offsets of the items of the entry object at `e` (regular or compact
+/// file), each with the payload of the data object it points to.
+fn items(b: &[u8], e: usize) -> Vec<(usize, Vec<u8>)> {
+    let compact = u32::from_le_bytes(b[12..16].try_into().unwrap()) & (1 << 4) != 0;
+    let size = le64(b, e + 8) as usize;
+    let (width, payload_at) = if compact { (4, 72) } else { (16, 64) };
+    (e + 64..e + size)
+        .step_by(width)
+        .map(|p| {
+            let d = if compact {
+                u32::from_le_bytes(b[p..p + 4].try_into().unwrap()) as usize
+            } else {
+                le64(b, p) as usize
+            };
+            let end = d + le64(b, d + 8) as usize;
+            (p, b[d + payload_at..end].to_vec())
+        })
+        .collect()
+}
+
+/// M2 of the attack round: a flipped bit that costs an entry its
+/// `_HOSTNAME` item made a phantom incident for a node `unknown` (the
+/// line, "exceeds retry count", names no node). journald writes
+/// `_HOSTNAME` on every entry, and the entry's boot still says whose it
+/// is: the incident is the host's, as in the intact file.
+#[test]
+fn an_entry_that_lost_its_host_to_damage_is_still_its_boots() {
+    let src = tempfile::tempdir().unwrap();
+    let mut out = Vec::new();
+    let retry = "E0715 16:24:50.198000    2425 kubelet_node_status.go:535] \"Error updating node \
+                 status, will retry\" err=\"error getting node \\\"w1\\\": Get \
+                 \\\"https://10.0.0.1:6443/api/v1/nodes/w1\\\": dial tcp 10.0.0.1:6443: connect: \
+                 connection refused\"";
+    let exhausted = "E0715 16:25:00.000000    2425 kubelet_node_status.go:522] \"Unable to update \
+                     node status\" err=\"update node status exceeds retry count\"";
+    for i in 0..12u64 {
+        let at = (T0 + i * 1_000_000).to_string();
+        let msg = if i == 11 { exhausted } else { retry };
+        export_entry(
+            &mut out,
+            &[
+                ("__REALTIME_TIMESTAMP", &at),
+                ("_BOOT_ID", "6d1a4c0e2f3b4a5d8e9f0a1b2c3d4e5f"),
+                ("_HOSTNAME", "w1"),
+                ("_SYSTEMD_UNIT", "kubelet.service"),
+                ("SYSLOG_IDENTIFIER", "kubelet"),
+                ("_PID", "2425"),
+                ("MESSAGE", msg),
+            ],
+        );
+    }
+    // The same exhausted line again an hour later: a second incident
+    // of w1's, alone, whose only clue to its node is its host.
+    let later = (T0 + 3_600_000_000).to_string();
+    export_entry(
+        &mut out,
+        &[
+            ("__REALTIME_TIMESTAMP", &later),
+            ("_BOOT_ID", "6d1a4c0e2f3b4a5d8e9f0a1b2c3d4e5f"),
+            ("_HOSTNAME", "w1"),
+            ("_SYSTEMD_UNIT", "kubelet.service"),
+            ("SYSLOG_IDENTIFIER", "kubelet"),
+            ("_PID", "2425"),
+            ("MESSAGE", exhausted),
+        ],
+    );
+    let intact = src.path().join("remote-w1.journal");
+    journal_remote(&out, &intact);
+    let nodes = |path: &Path| {
+        let out = run(bin().args(["scan", "-q", "-o", "json"]).arg(path), None);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let mut nodes: Vec<String> = v["incidents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["node"].as_str().unwrap().to_string())
+            .collect();
+        nodes.sort();
+        (nodes, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (want, err) = nodes(&intact);
+    assert_eq!(want, ["w1", "w1"], "{err}");
+    let mut b = std::fs::read(&intact).unwrap();
+    let (entries, _) = objects(&b);
+    let last = entries
+        .iter()
+        .max_by_key(|(e, _)| le64(&b, e + 24))
+        .unwrap()
+        .0;
+    let (item, _) = items(&b, last)
+        .into_iter()
+        .find(|(_, payload)| payload.starts_with(b"_HOSTNAME="))
+        .expect("the entry has a _HOSTNAME item");
+    // Its offset now points past the end of the file.
+    b[item + 3] ^= 0x40;
+    let dir = tempfile::tempdir().unwrap();
+    let damaged = dir.path().join("remote-w1.journal");
+    std::fs::write(&damaged, &b).unwrap();
+    let read_back = journalctl(&[
+        "--file",
+        damaged.to_str().unwrap(),
+        "-o",
+        "export",
+        "-n",
+        "1",
+    ]);
+    assert!(
+        !String::from_utf8_lossy(&read_back).contains("_HOSTNAME="),
+        "the damage costs the entry its host"
+    );
+    let (got, err) = nodes(&damaged);
+    assert_eq!(got, want, "{err}");
 }

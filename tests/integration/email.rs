@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::time::Instant;
 
-use kubelet_sentinel::Pipeline;
+use kubelet_sentinel::Entry;
 use kubelet_sentinel::{AlertKind, Incident, Settings};
-use kubelet_sentinel::{Entry, EntryFilter};
 use kubelet_sentinel::{FULL, Rendered, render, render_with};
+use kubelet_sentinel_core::testing::{End, replay};
 
 use crate::support::{
     BadSmtp, Duration, Journald, Service, Smtpd, bin, fixture, free_port, run, subject,
@@ -26,26 +26,14 @@ fn incidents(lines: &[(i64, &str, String)], end_ms: i64) -> Vec<Incident> {
         fleet_min_nodes: usize::MAX,
         ..Settings::default()
     };
-    let mut p = Pipeline::new(EntryFilter::default(), settings);
-    let mut d = Vec::new();
-    for (ms, host, text) in lines {
-        p.push(
-            Entry {
-                at: Some(T0 + ms * 1000),
-                host: Some((*host).into()),
-                unit: Some("kubelet.service".into()),
-                message: text.as_bytes().to_vec(),
-                ..Entry::default()
-            },
-            &mut d,
-        );
-    }
-    p.flush(&mut d);
-    p.advance(T0 + end_ms * 1000, &mut d);
-    let mut all = p.tracker_mut().take_resolved();
-    all.extend(p.tracker().open_incidents().cloned());
-    all.sort_by_key(|i| i.opened_at);
-    all
+    let entries = lines.iter().map(|(ms, host, text)| Entry {
+        at: Some(T0 + ms * 1000),
+        host: Some((*host).into()),
+        unit: Some("kubelet.service".into()),
+        message: text.as_bytes().to_vec(),
+        ..Entry::default()
+    });
+    replay(entries, &settings, End::At(T0 + end_ms * 1000)).incidents
 }
 
 fn outage(
@@ -433,7 +421,7 @@ fn an_outage_mails_once_the_race_never_and_resolution_follows() {
         subject(&smtp.mails()[1])
             .starts_with("[kubelet-sentinel] resolved: down-1, trouble lasted")
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    svc.settled();
     assert_eq!(smtp.mails().len(), 2);
     assert!(smtp.mails().iter().all(|m| !m.contains("race-1")));
     let st: serde_json::Value =
@@ -513,7 +501,7 @@ fn smtp_outage_and_a_restart_lose_no_alert() {
         || outbox(&svc) == 0,
         "the outbox emptied",
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    svc.settled();
     assert_eq!(smtp.mails().len(), 3, "no duplicates");
 }
 
@@ -715,7 +703,7 @@ fn a_mail_too_big_for_the_server_goes_shorter_not_again() {
         || smtp.mails().len() >= 2,
         "the shortened alert and the lone node's",
     );
-    std::thread::sleep(Duration::from_secs(2));
+    svc.settled();
     let mails = smtp.mails();
     assert_eq!(
         mails.len(),
@@ -849,7 +837,6 @@ fn an_endpoint_outage_is_one_mail_naming_the_endpoint() {
         || smtp.mails().len() >= 2,
         "the mails",
     );
-    std::thread::sleep(Duration::from_millis(500));
     let mails = smtp.mails();
     let subjects: Vec<String> = mails.iter().map(|m| subject(m)).collect();
     let outage: Vec<&String> = mails

@@ -24,6 +24,7 @@ use kubelet_sentinel::{Entry, EntryFilter};
 use kubelet_sentinel::{Filter, Store, StoreError};
 use kubelet_sentinel::{Micros, SECOND};
 use kubelet_sentinel::{Reader, ReaderCtl, ReaderEvent};
+use kubelet_sentinel_core::testing::{End, replay, replay_through};
 use proptest::prelude::*;
 use tokio::sync::mpsc;
 
@@ -339,15 +340,10 @@ fn scenario(seed: u64) -> Vec<Written> {
 
 /// What `scan` finds: one pipeline over the journal, in its order.
 fn scanned(journal: &[Written]) -> Vec<serde_json::Value> {
-    let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
-    let mut d = Vec::new();
-    for w in journal {
-        p.push(w.entry.clone(), &mut d);
-    }
-    p.finish(&mut d);
-    let mut all = p.tracker_mut().take_resolved();
-    all.extend(p.tracker().open_incidents().cloned());
-    all.iter()
+    let entries = journal.iter().map(|w| w.entry.clone());
+    replay(entries, &Settings::default(), End::Finish)
+        .incidents
+        .iter()
         .map(|i| serde_json::to_value(i).unwrap())
         .collect()
 }
@@ -798,14 +794,10 @@ fn max_age_holds_back_catch_up_only_whatever_a_hosts_clock_says() {
     // scan (its clock: when the service started) finds the same incidents.
     let mut scan = Pipeline::new(EntryFilter::default(), Settings::default());
     scan.set_now(T0);
-    let mut decisions = Vec::new();
-    for w in &journal {
-        scan.push(w.entry.clone(), &mut decisions);
-    }
-    scan.finish(&mut decisions);
-    let mut reference = scan.tracker_mut().take_resolved();
-    reference.extend(scan.tracker().open_incidents().cloned());
-    let reference: Vec<serde_json::Value> = reference
+    let entries = journal.iter().map(|w| w.entry.clone());
+    let scanned = replay_through(scan, entries, End::Finish);
+    let reference: Vec<serde_json::Value> = scanned
+        .incidents
         .iter()
         .map(|i| serde_json::to_value(i).unwrap())
         .collect();
@@ -828,7 +820,7 @@ fn max_age_holds_back_catch_up_only_whatever_a_hosts_clock_says() {
         })
         .collect();
     assert!(differ.is_empty() && got.len() == want.len(), "{differ:#?}");
-    assert_eq!(scan.summary().future_dated, 20);
+    assert_eq!(scanned.summary.future_dated, 20);
     let mails_of = |node: &str| {
         served
             .mails
@@ -904,14 +896,9 @@ fn a_silent_host_is_one_incident_from_scan_once_and_follow() {
     };
     let mut scan = Pipeline::new(EntryFilter::default(), settings);
     scan.set_fleet(true);
-    let mut d = Vec::new();
-    for w in &journal {
-        scan.push(w.entry.clone(), &mut d);
-    }
-    scan.finish(&mut d);
-    let mut reference = scan.tracker_mut().take_resolved();
-    reference.extend(scan.tracker().open_incidents().cloned());
-    let reference: Vec<serde_json::Value> = reference
+    let entries = journal.iter().map(|w| w.entry.clone());
+    let reference: Vec<serde_json::Value> = replay_through(scan, entries, End::Finish)
+        .incidents
         .iter()
         .map(|i| serde_json::to_value(i).unwrap())
         .collect();

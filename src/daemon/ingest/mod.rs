@@ -292,9 +292,8 @@ impl Ingest {
         // An endpoint incident has no host of its own: it is live when one
         // of its nodes' hosts is.
         let live = about.hosts.iter().any(|h| self.pipeline.live(h));
-        let clock_untrusted = about.hosts.iter().any(|h| self.pipeline.clock_untrusted(h));
         let raised = Raised {
-            clock_untrusted,
+            clock_untrusted: about.hosts.iter().any(|h| self.pipeline.clock_untrusted(h)),
             kind,
             // Announced before it was raised, or by an alert queued since
             // (an opening and its end in one batch).
@@ -325,7 +324,7 @@ impl Ingest {
                     self.admission.withhold(id);
                 }
                 let next = if withhold {
-                    "it is announced when its host's trouble is read as it is written"
+                    "announced if its trouble goes on once its host is read as it writes"
                 } else {
                     "not delivered"
                 };

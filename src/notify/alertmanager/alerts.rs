@@ -61,6 +61,11 @@ pub(super) const ALERTNAME_SILENT: &str = "KubeletHostSilent";
 /// shipped Alertmanager example inhibits [`ALERTNAME`] alerts of equal
 /// `api_endpoint` and `cause` while it fires.
 pub(super) const ALERTNAME_ENDPOINT: &str = "KubeletAPIEndpointDown";
+/// Not-ready incidents (design 5.3): the node not ready while its kubelet
+/// runs, with labels `kind`, `cause` and `verdict`. Not kube-prometheus's
+/// `KubeNodeNotReady`; the shipped Alertmanager example inhibits it while
+/// the node's [`ALERTNAME_DOWN`] fires.
+pub(super) const ALERTNAME_NOT_READY: &str = "KubeletNodeNotReady";
 /// Evidence lines are cut to this in annotations.
 const MAX_EVIDENCE: usize = 1000;
 
@@ -73,6 +78,8 @@ fn severity(i: &Incident) -> &'static str {
         Detail::KubeletDown(_) => "critical",
         // Nothing known of the node, good or bad: the operator should look.
         Detail::HostSilent(_) => "warning",
+        // Persistent by the time it alerts: the node runs no new pods.
+        Detail::NotReady(_) => "critical",
         Detail::NodeStatus(_) | Detail::Endpoint(_) => match i.cause() {
             Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
             _ => "warning",
@@ -109,6 +116,7 @@ pub(crate) fn labels(
     let alertname = match &i.detail {
         Detail::NodeStatus(_) => ALERTNAME,
         Detail::KubeletDown(_) => ALERTNAME_DOWN,
+        Detail::NotReady(_) => ALERTNAME_NOT_READY,
         Detail::HostSilent(_) => ALERTNAME_SILENT,
         Detail::Endpoint(_) => ALERTNAME_ENDPOINT,
     };
@@ -155,6 +163,12 @@ pub(super) fn alert(
             crate::tracker::one_line(&i.node, 200),
             d.restarts,
             human_duration(span),
+            i.cause().as_str()
+        ),
+        Detail::NotReady(_) => format!(
+            "{}: not ready for {} ({})",
+            crate::tracker::one_line(&i.node, 200),
+            human_duration(i.last_trouble_at - i.opened_at),
             i.cause().as_str()
         ),
         Detail::NodeStatus(n) => format!(
@@ -227,6 +241,7 @@ mod tests {
             ALERTNAME_DOWN,
             ALERTNAME_SILENT,
             ALERTNAME_ENDPOINT,
+            ALERTNAME_NOT_READY,
             HEARTBEAT,
         ];
         let rules: Vec<&str> =
@@ -235,7 +250,7 @@ mod tests {
                 .filter_map(|l| l.trim().strip_prefix("- alert:"))
                 .map(str::trim)
                 .collect();
-        assert!(rules.len() >= 9, "{rules:?}");
+        assert!(rules.len() >= 10, "{rules:?}");
         let kube_prometheus = [
             "KubeletDown",
             "KubeNodeNotReady",
@@ -309,23 +324,15 @@ mod tests {
 
     /// The open incident of seven retries of one node whose error is `err`.
     fn retried(err: &str) -> crate::tracker::Incident {
-        let mut p = crate::pipeline::Pipeline::new(
-            crate::model::EntryFilter::default(),
-            Settings::default(),
+        use crate::testing::{End, kubelet, replay};
+        let s = crate::time::SECOND;
+        let retry = format!(
+            "E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": {err}\""
         );
-        let mut d = Vec::new();
-        for k in 0..7 {
-            p.push(
-                crate::model::Entry {
-                    at: Some(k * crate::time::SECOND),
-                    message: format!("E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": {err}\"").into_bytes(),
-                    ..crate::model::Entry::default()
-                },
-                &mut d,
-            );
-        }
-        p.flush(&mut d);
-        p.tracker().open_incidents().next().unwrap().clone()
+        let lines = (0..7).map(|k| kubelet(k * s, "worker-3", &retry));
+        replay(lines, &Settings::default(), End::At(7 * s))
+            .one()
+            .clone()
     }
 
     fn node_incident() -> crate::tracker::Incident {

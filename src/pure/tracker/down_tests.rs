@@ -2,9 +2,9 @@
 //! the kubelet's fatal lines replayed through the pipeline.
 
 use super::*;
-use crate::model::{Entry, EntryFilter};
-use crate::pipeline::Pipeline;
+use crate::model::Entry;
 use crate::signals::Cause;
+use crate::testing::End;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 
@@ -24,35 +24,21 @@ struct Replay {
 
 fn replay(lines: &[(i64, String)], end_ms: i64) -> Replay {
     let settings = Settings::default();
-    let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
-    let mut decisions = Vec::new();
-    for (ms, text) in lines {
+    let entries = lines.iter().map(|(ms, text)| {
         let systemd = !text.contains(".go:");
-        let e = Entry {
+        Entry {
             at: Some(T0 + ms * 1000),
             host: Some("w1".into()),
             unit: Some("kubelet.service".into()),
             identifier: Some(if systemd { "systemd" } else { "kubelet" }.into()),
             message: text.as_bytes().to_vec(),
             ..Entry::default()
-        };
-        p.push(e, &mut decisions);
-    }
-    p.flush(&mut decisions);
-    p.advance(T0 + end_ms * 1000, &mut decisions);
-    let alerts = decisions
-        .iter()
-        .filter_map(|d| match d {
-            Decision::QueueAlert { kind, .. } => Some(*kind),
-            _ => None,
-        })
-        .collect();
-    let mut incidents = p.tracker_mut().take_resolved();
-    incidents.extend(p.tracker().open_incidents().cloned());
-    incidents.sort_by_key(|i| (i.opened_at, i.node.clone()));
+        }
+    });
+    let r = crate::testing::replay(entries, &settings, End::At(T0 + end_ms * 1000));
     Replay {
-        incidents,
-        alerts,
+        alerts: r.alerts().into_iter().map(|(kind, _)| kind).collect(),
+        incidents: r.incidents,
         settings,
     }
 }

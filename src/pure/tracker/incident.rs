@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::Settings;
-pub use super::detail::{Counters, Detail, Down, NodeStatus, Outage, Silent};
+pub use super::detail::{Counters, Detail, Down, NodeStatus, NotReady, Outage, Silent};
 use crate::signals::{Cause, Role, SignalKind};
 use crate::time::{Micros, clock, human_duration};
 
@@ -44,6 +44,8 @@ pub enum IncidentKind {
     #[default]
     NodeStatus,
     KubeletDown,
+    /// The node not ready while its kubelet runs (design 5.3).
+    NotReady,
     HostSilent,
     /// Several nodes in trouble against one API endpoint at once: one
     /// outage (design 5.2); its nodes' incidents stay their own.
@@ -53,6 +55,7 @@ pub enum IncidentKind {
 crate::kinds::spelling!(IncidentKind {
     NodeStatus => "node-status",
     KubeletDown => "kubelet-down",
+    NotReady => "not-ready",
     HostSilent => "host-silent",
     Endpoint => "endpoint",
 });
@@ -252,7 +255,10 @@ impl Incident {
         let host = self.host.clone().unwrap_or_default();
         let hosts = match &self.detail {
             Detail::Endpoint(o) => o.hosts.clone(),
-            Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::HostSilent(_) => {
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_) => {
                 vec![host.clone()]
             }
         };
@@ -336,7 +342,10 @@ impl Incident {
     pub(super) fn down_mut(&mut self) -> Option<&mut Down> {
         match &mut self.detail {
             Detail::KubeletDown(d) => Some(d),
-            Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::NodeStatus(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
         }
     }
 
@@ -345,7 +354,10 @@ impl Incident {
     pub(super) fn down(&self) -> Option<&Down> {
         match &self.detail {
             Detail::KubeletDown(d) => Some(d),
-            Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::NodeStatus(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
         }
     }
 
@@ -355,9 +367,10 @@ impl Incident {
     pub fn counters(&self) -> Counters {
         match &self.detail {
             Detail::NodeStatus(n) => n.counters,
-            Detail::KubeletDown(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => {
-                Counters::default()
-            }
+            Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => Counters::default(),
         }
     }
 
@@ -374,7 +387,7 @@ impl Incident {
         match &self.detail {
             Detail::NodeStatus(n) => n.api_endpoint.as_deref(),
             Detail::Endpoint(o) => Some(&o.endpoint),
-            Detail::KubeletDown(_) | Detail::HostSilent(_) => None,
+            Detail::KubeletDown(_) | Detail::NotReady(_) | Detail::HostSilent(_) => None,
         }
     }
 
@@ -383,7 +396,10 @@ impl Incident {
     pub fn nodes(&self) -> &[String] {
         match &self.detail {
             Detail::Endpoint(o) => &o.nodes,
-            Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::HostSilent(_) => &[],
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_) => &[],
         }
     }
 
@@ -392,7 +408,10 @@ impl Incident {
     pub fn covered_by(&self) -> Option<&str> {
         match &self.detail {
             Detail::NodeStatus(n) => n.covered_by.as_deref(),
-            Detail::KubeletDown(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
         }
     }
 
@@ -426,9 +445,12 @@ impl Incident {
                     ended
                 }
             }
-            Detail::Endpoint(_) | Detail::NodeStatus(_) if self.over_threshold_at.is_some() => {
+            Detail::Endpoint(_) | Detail::NodeStatus(_) | Detail::NotReady(_)
+                if self.over_threshold_at.is_some() =>
+            {
                 Verdict::Persistent
             }
+            Detail::NotReady(_) => self.not_ready_verdict(s, ended),
             Detail::HostSilent(_) | Detail::Endpoint(_) => ended,
             Detail::NodeStatus(n) => {
                 let soon_after_start = self.anchor.is_some_and(|a| {
@@ -468,6 +490,7 @@ impl Incident {
                         .unwrap_or(many[many.len() - 1]),
                 }
             }
+            Detail::NotReady(r) => self.not_ready_cause(r),
             Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => self
                 .causes
                 .iter()
@@ -544,7 +567,10 @@ impl Incident {
     pub fn restarts(&self) -> u64 {
         match &self.detail {
             Detail::KubeletDown(d) => d.restarts,
-            Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => 0,
+            Detail::NodeStatus(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => 0,
         }
     }
 
@@ -557,6 +583,7 @@ impl Incident {
             // endpoint one ends with its last node's incident.
             Detail::HostSilent(_) | Detail::Endpoint(_) => None,
             Detail::NodeStatus(_) => Some(self.last_trouble_at + resolve_after),
+            Detail::NotReady(r) => Some(self.last_trouble_at.max(r.quiet_from) + resolve_after),
             Detail::KubeletDown(d) => match d.pending {
                 Some(_) if d.gave_up_at.is_some() => None,
                 Some(p) => Some(p + resolve_after),
@@ -638,6 +665,7 @@ impl Incident {
             Detail::HostSilent(h) => self.silent_diagnosis(h),
             Detail::Endpoint(o) => self.endpoint_diagnosis(o),
             Detail::KubeletDown(d) => self.down_diagnosis(d, s),
+            Detail::NotReady(r) => self.not_ready_diagnosis(r, s),
             Detail::NodeStatus(n) => self.status_diagnosis(n, s),
         }
     }
@@ -822,12 +850,19 @@ pub fn cause_explanation(c: Cause) -> &'static str {
         Cause::Credentials => {
             "the kubelet's kubeconfig, bootstrap kubeconfig or client certificate is missing, unreadable or expired"
         }
-        Cause::Runtime => "the container runtime is not reachable or not compatible at start",
+        Cause::Runtime => {
+            "the container runtime is down, not reachable, or not compatible with the kubelet"
+        }
         Cause::PortInUse => "a port the kubelet listens on is already in use",
         Cause::Exec => "systemd could not run the kubelet binary (203/EXEC)",
         Cause::Killed => {
             "the kubelet was killed by a signal without a fatal line (OOM killer, SIGKILL, a panic)"
         }
+        c @ (Cause::Cni
+        | Cause::Pleg
+        | Cause::MemoryPressure
+        | Cause::DiskPressure
+        | Cause::PidPressure) => super::not_ready::explanation(c),
     }
 }
 

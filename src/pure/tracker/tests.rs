@@ -5,6 +5,7 @@ use super::*;
 use crate::model::{Entry, EntryFilter};
 use crate::pipeline::Pipeline;
 use crate::signals::Cause;
+use crate::testing::End;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 
@@ -18,40 +19,24 @@ struct Replay {
 }
 
 fn replay_with(lines: &[Line<'_>], settings: Settings, end_ms: i64) -> Replay {
-    let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
-    let mut decisions = Vec::new();
-    for (ms, host, text) in lines {
-        let e = Entry {
-            at: Some(T0 + ms * 1000),
-            host: Some((*host).into()),
-            unit: Some("kubelet.service".into()),
-            identifier: Some(
-                if text.starts_with("kubelet.service") || text.starts_with("Started") {
-                    "systemd".into()
-                } else {
-                    "kubelet".into()
-                },
-            ),
-            message: text.as_bytes().to_vec(),
-            ..Entry::default()
-        };
-        p.push(e, &mut decisions);
-    }
-    p.flush(&mut decisions);
-    p.advance(T0 + end_ms * 1000, &mut decisions);
-    let alerts = decisions
-        .iter()
-        .filter_map(|d| match d {
-            Decision::QueueAlert { id, kind, .. } => Some((*kind, id.clone())),
-            _ => None,
-        })
-        .collect();
-    let mut incidents = p.tracker_mut().take_resolved();
-    incidents.extend(p.tracker().open_incidents().cloned());
-    incidents.sort_by_key(|i| (i.opened_at, i.node.clone()));
+    let entries = lines.iter().map(|(ms, host, text)| Entry {
+        at: Some(T0 + ms * 1000),
+        host: Some((*host).into()),
+        unit: Some("kubelet.service".into()),
+        identifier: Some(
+            if text.starts_with("kubelet.service") || text.starts_with("Started") {
+                "systemd".into()
+            } else {
+                "kubelet".into()
+            },
+        ),
+        message: text.as_bytes().to_vec(),
+        ..Entry::default()
+    });
+    let r = crate::testing::replay(entries, &settings, End::At(T0 + end_ms * 1000));
     Replay {
-        incidents,
-        alerts,
+        alerts: r.alerts(),
+        incidents: r.incidents,
         settings,
     }
 }
@@ -399,25 +384,20 @@ fn nodes_in_trouble_stay_within_the_bounds_quietest_evicted_first() {
 
 #[test]
 fn systemds_other_words_about_the_unit_are_not_unparsed_kubelet_lines() {
-    let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
-    let mut decisions = Vec::new();
-    for text in [
+    let texts = [
         "kubelet.service: Deactivated successfully.",
         "kubelet.service: Failed to kill control group /system.slice/kubelet.service, ignoring: Input/output error",
         "Started kubelet: The Kubernetes Node Agent.",
-    ] {
-        p.push(
-            Entry {
-                at: Some(T0),
-                host: Some("w1".into()),
-                identifier: Some("systemd".into()),
-                message: text.as_bytes().to_vec(),
-                ..Entry::default()
-            },
-            &mut decisions,
-        );
-    }
-    let s = p.summary();
+    ];
+    let entries = texts.iter().map(|text| Entry {
+        at: Some(T0),
+        host: Some("w1".into()),
+        identifier: Some("systemd".into()),
+        message: text.as_bytes().to_vec(),
+        ..Entry::default()
+    });
+    let r = crate::testing::replay(entries, &Settings::default(), End::Finish);
+    let s = &r.summary;
     assert_eq!((s.unparsed, s.foreign, s.recognized), (0, 2, 1), "{s:?}");
     assert_eq!(s.kubelet_lines, s.lines + s.continuations + s.unparsed);
 }
@@ -474,7 +454,12 @@ fn a_marker_is_drawn_with_the_signals_counted_beside_it() {
         .iter()
         .find(|m| m.kind == crate::picture::MarkerKind::OverThreshold)
         .unwrap();
-    assert_eq!(p.column(over.at_ms), block, "{p:?}");
+    assert_eq!(p.column(over.drawn()), block, "{p:?}");
+    assert_eq!(
+        over.at_ms,
+        i.over_threshold_at.unwrap() / 1000,
+        "the JSON keeps when"
+    );
     let text = p.text(crate::time::Zone::Utc);
     assert!(text.contains("a column is 83µs"), "{text}");
 }
