@@ -5,7 +5,7 @@ SCRATCH ?= $(CURDIR)/target/demo
 JOURNAL_REMOTE = $(firstword $(wildcard /lib/systemd/systemd-journal-remote /usr/lib/systemd/systemd-journal-remote))
 BIN := target/debug/kubelet-sentinel
 
-.PHONY: deps build demo test lint clean release assets deb rpm test-packages test-system test-fleet bench bench-deps bench-smoke bench-hosts
+.PHONY: deps build demo test lint clean release assets deb rpm test-packages test-system test-fleet bench bench-deps bench-smoke bench-hosts bench-scale
 
 deps:
 	@bash .ci/deps
@@ -107,6 +107,13 @@ bench: bench-deps
 bench-hosts: bench-deps
 	cargo build --release --locked --bin kubelet-sentinel --example gen_journal
 	bash benches/hosts.sh
+
+# Growth of `scan` with the work (issue 27): 4 000 vs 20 000 one-line hosts,
+# one endpoint lost by 1 000 vs 5 000 nodes; each row's ratio to the row
+# five times smaller (benches/scale.sh). Prints the table.
+bench-scale: bench-deps
+	cargo build --release --locked --bin kubelet-sentinel
+	bash benches/scale.sh
 
 # A bounded run of the generator and the benchmark table on a tiny journal
 # (part of `make test`): the harness keeps working; the figures mean nothing,

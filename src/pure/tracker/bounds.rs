@@ -29,23 +29,16 @@ impl Tracker {
     /// writer can grow stays bounded (the kubelet's own node is the one in
     /// trouble now, never the one evicted).
     pub(super) fn make_room(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
-        let of = |i: &Incident| i.host.as_deref().unwrap_or("") == host;
-        let oldest = |open: &BTreeMap<String, Incident>, of_host: bool| {
-            // An endpoint incident ends with its nodes', never to make room.
-            open.iter()
-                .filter(|(_, i)| i.kind() != IncidentKind::Endpoint)
-                .filter(|(_, i)| !of_host || of(i))
-                .min_by_key(|(_, i)| (i.last_signal_at, i.opened_at))
-                .map(|(n, _)| n.clone())
-        };
+        // From the index ordered by quiet time, with the hosts' counts kept
+        // (see `open.rs`): O(log n), however many are open.
         let per_host = self.settings.max_nodes_per_host.max(1);
-        if self.open.len() >= per_host && self.open.values().filter(|i| of(i)).count() >= per_host {
-            if let Some(n) = oldest(&self.open, true) {
+        if self.open.host_len(host) >= per_host {
+            if let Some(n) = self.open.quiet_longest(Some(host)) {
                 self.evict(&n, at, out);
             }
         }
         if self.open.len() >= self.settings.max_nodes.max(1) {
-            if let Some(n) = oldest(&self.open, false) {
+            if let Some(n) = self.open.quiet_longest(None) {
                 self.evict(&n, at, out);
             }
         }

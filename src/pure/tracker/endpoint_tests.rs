@@ -23,12 +23,30 @@ fn unauthorized(node: &str, ep: &str) -> String {
 struct Run {
     incidents: Vec<Incident>,
     alerts: Vec<(AlertKind, String)>,
+    /// After each line: the open incidents (endpoint ones, and each node's
+    /// with its cover), and the incidents the store was told of.
+    steps: Vec<(Vec<Incident>, BTreeSet<String>)>,
 }
 
 /// `(ms after T0, host, text)`: every host's node is its host name.
 fn run(lines: &[(i64, String, String)], settings: Settings, end_ms: i64) -> Run {
+    run_with(lines, settings, end_ms, false, false).0
+}
+
+/// As [`run`]; `long_way`: every group derived again at each change (no
+/// shortcut); `record`: the state after each line, in `steps`. Also
+/// gives how many shortcuts were taken.
+fn run_with(
+    lines: &[(i64, String, String)],
+    settings: Settings,
+    end_ms: i64,
+    long_way: bool,
+    record: bool,
+) -> (Run, u64) {
     let mut p = Pipeline::new(EntryFilter::default(), settings);
+    p.tracker_mut().long_way = long_way;
     let mut decisions = Vec::new();
+    let mut steps = Vec::new();
     for (ms, host, text) in lines {
         let e = Entry {
             at: Some(T0 + ms * MS),
@@ -38,7 +56,22 @@ fn run(lines: &[(i64, String, String)], settings: Settings, end_ms: i64) -> Run 
             message: text.as_bytes().to_vec(),
             ..Entry::default()
         };
+        let from = decisions.len();
         p.push(e, &mut decisions);
+        if record {
+            let told = decisions[from..]
+                .iter()
+                .filter_map(|d| match d {
+                    Decision::OpenIncident { id }
+                    | Decision::UpdateIncident { id }
+                    | Decision::ResolveIncident { id }
+                    | Decision::ForgetIncident { id } => Some(format!("{id} {d:?}")),
+                    Decision::CoverIncident { id, by } => Some(format!("{id} {by:?}")),
+                    Decision::QueueAlert { .. } => None,
+                })
+                .collect();
+            steps.push((p.tracker().open_incidents().cloned().collect(), told));
+        }
     }
     p.flush(&mut decisions);
     p.advance(T0 + end_ms * MS, &mut decisions);
@@ -52,7 +85,13 @@ fn run(lines: &[(i64, String, String)], settings: Settings, end_ms: i64) -> Run 
     let mut incidents = p.tracker_mut().take_resolved();
     incidents.extend(p.tracker().open_incidents().cloned());
     incidents.sort_by_key(|i| (i.opened_at, i.node.clone()));
-    Run { incidents, alerts }
+    let shortcuts = p.tracker().shortcuts;
+    let run = Run {
+        incidents,
+        alerts,
+        steps,
+    };
+    (run, shortcuts)
 }
 
 /// `hosts` each retrying every 10 s for `tries` tries, starting `gap_ms`
@@ -306,4 +345,71 @@ fn the_groups_kept_are_bounded() {
     }
     p.flush(&mut d);
     assert!(p.tracker().fleet_groups.len() <= endpoint::GROUPS_MAX);
+}
+
+/// The shortcuts (`endpoint/fast.rs`) give what deriving every group again
+/// gives: the same incidents (endpoint ones, and each node's cover) and
+/// the same alerts, in order, over random fleets: nodes opening at random,
+/// retrying at random gaps (some past `resolve_after`, so they resolve and
+/// open again), against two endpoints and two causes. And they are taken.
+#[test]
+fn the_shortcuts_agree_with_deriving_again() {
+    let mut seed: u64 = 11;
+    let mut rnd = move |n: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) % n
+    };
+    let mut taken = 0;
+    for round in 0..40 {
+        let nodes = 3 + rnd(30);
+        let mut lines = Vec::new();
+        for n in 0..nodes {
+            let host = format!("n{n:02}");
+            let ep = if rnd(5) == 0 {
+                "10.0.0.2:6443"
+            } else {
+                "10.0.0.1:6443"
+            };
+            let mut at = rnd(120_000) as i64;
+            for _ in 0..=rnd(12) {
+                let text = if rnd(10) == 0 {
+                    unauthorized(&host, ep)
+                } else {
+                    refused(&host, ep)
+                };
+                lines.push((at, host.clone(), text));
+                at += [1_000, 10_000, 30_000, 200_000][rnd(4) as usize];
+            }
+        }
+        lines.sort_by_key(|l| (l.0, l.1.clone()));
+        let s = Settings {
+            fleet_window: 60 * SECOND,
+            resolve_after: 120 * SECOND,
+            ..Settings::default()
+        };
+        let (quick, n) = run_with(&lines, s.clone(), 3_600_000, false, true);
+        let (slow, _) = run_with(&lines, s, 3_600_000, true, true);
+        assert_eq!(quick.incidents, slow.incidents, "round {round}");
+        for (k, (a, b)) in quick.steps.iter().zip(&slow.steps).enumerate() {
+            assert_eq!(a.0, b.0, "round {round}, line {k}");
+            assert_eq!(a.1, b.1, "round {round}, line {k}");
+        }
+        assert_eq!(quick.alerts, slow.alerts, "round {round}");
+        taken += n;
+    }
+    assert!(taken > 100, "shortcuts taken: {taken}");
+}
+
+/// One endpoint lost by many nodes: after the first few, each line of
+/// the outage is a shortcut, not a derivation of the whole group (counted,
+/// not timed).
+#[test]
+fn an_outage_of_many_nodes_is_not_derived_again_at_each_line() {
+    let hosts: Vec<String> = (0..200).map(|n| format!("node-{n:03}")).collect();
+    let refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let lines = outage(&refs, "10.0.0.1:6443", 10, 6);
+    let (r, shortcuts) = run_with(&lines, Settings::default(), 3_600_000, false, false);
+    assert_eq!(of_kind(&r, IncidentKind::Endpoint).len(), 1);
+    // 1 200 lines: all but the few before the outage is one.
+    assert!(shortcuts >= 1_190, "shortcuts: {shortcuts}");
 }

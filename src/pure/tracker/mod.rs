@@ -29,6 +29,7 @@ mod down;
 mod endpoint;
 mod incident;
 mod not_ready;
+mod open;
 mod settings;
 mod silent;
 pub mod timeline;
@@ -190,11 +191,16 @@ pub struct Tracker {
     /// registrations moved to [`Origin::registration`]; read, never written.
     #[serde(default, skip_serializing)]
     registered_at: BTreeMap<String, Micros>,
+    /// Who registered each node, and when: derived from the hosts'
+    /// [`Origin::registration`], so a new incident finds its node's without
+    /// a pass over every host.
+    #[serde(skip)]
+    registrations: BTreeMap<String, BTreeMap<String, Micros>>,
     /// Open incidents by node. Not in the serialized tracker: the store keeps
     /// them as incidents (and an index of the open ones), written when they
     /// change; read for states written before the split.
     #[serde(default, skip_serializing)]
-    open: BTreeMap<String, Incident>,
+    open: open::Open,
     /// Resolved and not yet taken by the caller.
     #[serde(skip)]
     resolved: Vec<Incident>,
@@ -228,6 +234,13 @@ pub struct Tracker {
     /// by endpoint and cause (see `endpoint.rs`; bounded there).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     fleet_groups: BTreeMap<String, endpoint::Group>,
+    /// Endpoint groups derived again at every change, never by the
+    /// shortcuts (tests hold the shortcuts to the same answer).
+    #[serde(skip)]
+    long_way: bool,
+    /// Shortcuts taken, so far (tests count them).
+    #[serde(skip)]
+    shortcuts: u64,
 }
 
 /// Where an incident of `kind` for `node` is kept among the open ones: a
@@ -295,6 +308,15 @@ impl Tracker {
             self.open.insert(key_of(&i), i);
         }
         self.origins.extend(origins);
+        self.registrations.clear();
+        for (h, o) in &self.origins {
+            if let Some((n, t)) = &o.registration {
+                self.registrations
+                    .entry(n.clone())
+                    .or_default()
+                    .insert(h.clone(), *t);
+            }
+        }
         self.fleet_newest = self
             .origins
             .values()
@@ -308,7 +330,7 @@ impl Tracker {
     /// Takes out what the store keeps apart (open incidents, per-host
     /// records): moving a store of the earlier layout to the current one.
     pub fn split_persisted(&mut self) -> (Vec<Incident>, Vec<(String, Origin)>) {
-        let open = std::mem::take(&mut self.open).into_values().collect();
+        let open = self.open.take_all();
         let origins = std::mem::take(&mut self.origins).into_iter().collect();
         (open, origins)
     }
@@ -331,8 +353,8 @@ impl Tracker {
 
     /// An open incident by id, of any kind, to change.
     fn open_mut(&mut self, id: &str) -> Option<&mut Incident> {
-        if self.open.values().any(|i| i.id == id) {
-            return self.open.values_mut().find(|i| i.id == id);
+        if let Some(k) = self.open.key_of_id(id).map(str::to_string) {
+            return self.open.get_mut(&k);
         }
         self.outage_mut(id).filter(|i| i.resolved_at.is_none())
     }
@@ -368,9 +390,9 @@ impl Tracker {
     pub fn latest_signal(&self, host: &str) -> Option<Micros> {
         // A host-silent incident's times are the fleet's, not its host's.
         self.open
-            .values()
-            .filter(|i| host_key(i) == host && i.kind() != IncidentKind::HostSilent)
-            .map(|i| i.last_signal_at)
+            .of_host(host)
+            .filter(|(_, i)| i.kind() != IncidentKind::HostSilent)
+            .map(|(_, i)| i.last_signal_at)
             .max()
     }
 
@@ -406,9 +428,11 @@ impl Tracker {
 
     #[must_use]
     pub fn incident(&self, id: &str) -> Option<&Incident> {
-        self.open
-            .values()
-            .chain(self.resolved.iter())
+        if let Some(i) = self.open.key_of_id(id).and_then(|k| self.open.get(k)) {
+            return Some(i);
+        }
+        self.resolved
+            .iter()
             .chain(self.outages())
             .find(|i| i.id == id)
     }
@@ -509,7 +533,18 @@ impl Tracker {
             SignalKind::RegisterAttempt => origin.registered_node = Some(node.to_string()),
             SignalKind::Registered => {
                 origin.registered_node = Some(node.to_string());
-                origin.registration = Some((node.to_string(), at));
+                if let Some((old, _)) = origin.registration.replace((node.to_string(), at)) {
+                    if let Some(by) = self.registrations.get_mut(&old) {
+                        by.remove(host);
+                        if by.is_empty() {
+                            self.registrations.remove(&old);
+                        }
+                    }
+                }
+                self.registrations
+                    .entry(node.to_string())
+                    .or_default()
+                    .insert(host.to_string(), at);
             }
             SignalKind::KubeletStarted => origin.started_at = Some(at),
             SignalKind::CachesSynced => origin.caches_synced_at = Some(at),
@@ -554,12 +589,9 @@ impl Tracker {
 
     /// When `node` last registered: the latest of the hosts that say so.
     fn registered(&self, node: &str) -> Option<Micros> {
-        self.origins
-            .values()
-            .filter_map(|o| o.registration.as_ref())
-            .filter(|(n, _)| n == node)
-            .map(|(_, t)| *t)
-            .max()
+        self.registrations
+            .get(node)
+            .and_then(|by| by.values().copied().max())
             .or_else(|| self.registered_at.get(node).copied())
     }
 
@@ -708,9 +740,9 @@ impl Tracker {
         while self.due.get(host).is_some_and(|&d| now >= d) {
             let quiet: Vec<String> = self
                 .open
-                .iter()
-                .filter(|(_, i)| host_key(i) == host && self.due_of(i).is_some_and(|d| now >= d))
-                .map(|(n, _)| n.clone())
+                .of_host(host)
+                .filter(|(_, i)| self.due_of(i).is_some_and(|d| now >= d))
+                .map(|(n, _)| n.to_string())
                 .collect();
             let from = out.len();
             for node in &quiet {
@@ -719,9 +751,8 @@ impl Tracker {
             self.correlate(&quiet, from, out);
             match self
                 .open
-                .values()
-                .filter(|i| host_key(i) == host)
-                .filter_map(|i| self.due_of(i))
+                .of_host(host)
+                .filter_map(|(_, i)| self.due_of(i))
                 .min()
             {
                 Some(d) => self.due.insert(host.to_string(), d),

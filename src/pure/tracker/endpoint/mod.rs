@@ -41,6 +41,8 @@ use super::{
 };
 use crate::time::SECOND;
 
+mod fast;
+
 /// The cause classes an outage of one endpoint shows as.
 pub(crate) const FLEET_CAUSES: [Cause; 4] = [
     Cause::ApiUnreachable,
@@ -152,12 +154,19 @@ pub(crate) struct Group {
     /// sees an outage end and open again as each host's member comes).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     told_end: BTreeSet<String>,
+    /// Of each outage, the opening of the member at which it was first one
+    /// (enough hosts in trouble): a member in trouble past it cannot move
+    /// the outage's opening (see `fast.rs`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    confirmed: BTreeMap<String, Micros>,
 }
 
 /// What the rules make of a group's members: for each outage, its opening,
 /// its end (`None`: open) and its members (indices).
 struct Derived {
     opened_at: Micros,
+    /// The opening of the member at which it was first an outage.
+    confirmed: Micros,
     end: Option<Micros>,
     members: Vec<usize>,
 }
@@ -200,8 +209,9 @@ fn outage_of(
         }
         let with: Vec<&Member> = s[from..=k].iter().filter(|x| x.end() >= t).collect();
         let hosts: BTreeSet<&str> = with.iter().map(|x| x.host.as_str()).collect();
-        (hosts.len() >= min).then(|| with[0].opened_at)
+        (hosts.len() >= min).then(|| (with[0].opened_at, t))
     })?;
+    let (start, confirmed) = start;
     let members: Vec<usize> = seg.clone().filter(|&k| m[k].end() >= start).collect();
     // Resolved when the last of them is.
     let end = if s.iter().any(|x| x.open) {
@@ -211,6 +221,7 @@ fn outage_of(
     };
     Some(Derived {
         opened_at: start,
+        confirmed,
         end,
         members,
     })
@@ -412,9 +423,19 @@ impl Tracker {
         let groups = &mut self.fleet_groups;
         let after = self.settings.resolve_after;
         let mut uncover: Vec<Member> = Vec::new();
+        let mut moved: Vec<fast::Moved> = Vec::new();
         for k in keys {
             if let Some(i) = self.open.get(k) {
-                upsert_member(groups, i, after, &mut touched, &mut uncover);
+                let quick = (!self.long_way)
+                    .then(|| fast::shortcut(groups, i, after))
+                    .flatten();
+                match quick {
+                    Some(m) => {
+                        self.shortcuts += 1;
+                        moved.push(m);
+                    }
+                    None => upsert_member(groups, i, after, &mut touched, &mut uncover),
+                }
             }
         }
         for d in &out[from..] {
@@ -432,6 +453,16 @@ impl Tracker {
         }
         for m in uncover {
             self.cover(&m.node, &m.id, None, out);
+        }
+        for m in moved {
+            if m.changed {
+                out.push(Decision::UpdateIncident {
+                    id: m.outage.clone(),
+                });
+            }
+            if let Some((node, id)) = m.covered {
+                self.cover(&node, &id, Some(m.outage), out);
+            }
         }
         for g in &touched {
             self.rederive(g, out);
@@ -466,6 +497,7 @@ impl Tracker {
         let mut now: Vec<Incident> = Vec::new();
         let mut paged = g.paged.clone();
         let mut told_end = g.told_end.clone();
+        let mut confirmed = BTreeMap::new();
         // Each member's outage, as an index into `now`.
         let mut covers: Vec<Option<usize>> = vec![None; g.members.len()];
         for d in &derived {
@@ -491,6 +523,7 @@ impl Tracker {
             for &k in &d.members {
                 covers[k] = Some(now.len());
             }
+            confirmed.insert(inc.id.clone(), d.confirmed);
             now.push(inc);
         }
         let id_of = |c: Option<usize>| c.map(|j| now[j].id.clone());
@@ -517,6 +550,7 @@ impl Tracker {
             g.outages = now;
             g.paged = paged;
             g.told_end = told_end;
+            g.confirmed = confirmed;
             if g.members.is_empty() {
                 self.fleet_groups.remove(key);
             }
@@ -638,11 +672,10 @@ impl Tracker {
     /// should speak for it: always while it is open; for its end, only
     /// when its own alert never went out.
     fn covering(&self, id: &str, kind: AlertKind) -> Option<&str> {
-        let i = self
-            .open
-            .values()
-            .chain(self.resolved.iter().rev())
-            .find(|i| i.id == id)?;
+        let i = match self.open.key_of_id(id) {
+            Some(k) => self.open.get(k),
+            None => self.resolved.iter().rev().find(|i| i.id == id),
+        }?;
         let cover = i.covered_by()?;
         (kind != AlertKind::Resolved || !i.announced).then_some(cover)
     }
