@@ -30,9 +30,8 @@ impl Tracker {
         self.dirty_origins.insert(host.to_string());
         let keys: Vec<String> = self
             .open
-            .iter()
-            .filter(|(_, i)| host_key(i) == host)
-            .map(|(k, _)| k.clone())
+            .of_host(host)
+            .map(|(k, _)| k.to_string())
             .collect();
         let from = out.len();
         for k in &keys {
