@@ -86,7 +86,7 @@ impl Tracker {
         }
         if !self.open.contains_key(&key) {
             self.make_room(host, at, out);
-            self.open_down(obs, node, &key, out);
+            self.open_anchored(obs, node, &key, IncidentKind::KubeletDown, out);
         }
         let Some(inc) = self.open.get_mut(&key) else {
             return;
@@ -145,11 +145,14 @@ impl Tracker {
         out.push(inc.raise(kind, at));
     }
 
-    pub(super) fn open_down(
+    /// Opens a `kind` incident (kubelet-down, not-ready) anchored at the
+    /// kubelet's start on its host, when that came before it.
+    pub(super) fn open_anchored(
         &mut self,
         obs: &Observation<'_>,
         node: &str,
         key: &str,
+        kind: IncidentKind,
         out: &mut Vec<Decision>,
     ) {
         let at = obs.at;
@@ -161,7 +164,7 @@ impl Tracker {
         });
         let mut inc = Incident {
             anchor,
-            ..Incident::opening(incident_id(key, at), IncidentKind::KubeletDown, node, obs)
+            ..Incident::opening(incident_id(key, at), kind, node, obs)
         };
         origin.mark(&mut inc, at, 60 * SECOND);
         out.push(Decision::OpenIncident { id: inc.id.clone() });

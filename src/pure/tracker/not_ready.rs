@@ -23,7 +23,7 @@ impl Tracker {
                 return;
             }
             self.make_room(host, at, out);
-            self.open_not_ready(obs, node, &key, out);
+            self.open_anchored(obs, node, &key, IncidentKind::NotReady, out);
         }
         let s = &self.settings;
         let Some(inc) = self.open.get_mut(&key) else {
@@ -60,29 +60,6 @@ impl Tracker {
             }
         }
         self.update_due(&key);
-    }
-
-    fn open_not_ready(
-        &mut self,
-        obs: &Observation<'_>,
-        node: &str,
-        key: &str,
-        out: &mut Vec<Decision>,
-    ) {
-        let at = obs.at;
-        let host = obs.host.unwrap_or("");
-        let origin = self.origins.get(host).cloned().unwrap_or_default();
-        let anchor = origin.started_at.filter(|&t| t <= at).map(|t| Anchor {
-            kind: SignalKind::KubeletStarted,
-            at: t,
-        });
-        let mut inc = Incident {
-            anchor,
-            ..Incident::opening(incident_id(key, at), IncidentKind::NotReady, node, obs)
-        };
-        origin.mark(&mut inc, at, 60 * SECOND);
-        out.push(Decision::OpenIncident { id: inc.id.clone() });
-        self.open.insert(key.to_string(), inc);
     }
 
     /// Whether the node's kubelet-down incident is open: its not-ready
