@@ -322,12 +322,7 @@ fn cases() -> Vec<(&'static str, Vec<Expect>, [u64; 6])> {
         (
             "superedge-superedge-90.txt",
             vec![
-                open(
-                    "11-22-00-ff-bb-cd",
-                    None,
-                    "lister-lag",
-                    [0, 0, 1, 0, 0, 0],
-                ),
+                open("11-22-00-ff-bb-cd", None, "lister-lag", [0, 0, 1, 0, 0, 0]),
                 not_ready("unknown", None, "runtime"),
             ],
             [9, 9, 2, 0, 0, 0],

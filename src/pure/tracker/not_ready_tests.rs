@@ -5,6 +5,7 @@ use super::*;
 use crate::model::{Entry, EntryFilter};
 use crate::pipeline::Pipeline;
 use crate::signals::Cause;
+use crate::testing::End;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 
@@ -25,46 +26,36 @@ struct Replay {
     settings: Settings,
 }
 
-/// The lines (ms after `T0`) as one host's journal; with `follow`, each
+/// The lines (ms after `T0`) as one host's journal; with `follow`, the
 /// host's clock is also moved to every entry's time as it arrives (a
 /// following service), else only at the end (`scan`).
 fn replay(lines: &[(i64, String)], end_ms: i64, follow: bool) -> Replay {
     let settings = Settings::default();
-    let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
-    let mut decisions = Vec::new();
-    for (ms, text) in lines {
-        let systemd = !text.contains(".go:");
-        let at = T0 + ms * 1000;
-        let e = Entry {
-            at: Some(at),
-            host: Some("w1".into()),
-            unit: Some("kubelet.service".into()),
-            identifier: Some(if systemd { "systemd" } else { "kubelet" }.into()),
-            pid: Some(if systemd { 1 } else { 2001 }),
-            message: text.as_bytes().to_vec(),
-            ..Entry::default()
-        };
-        p.push(e, &mut decisions);
-        if follow {
+    let entries: Vec<Entry> = lines
+        .iter()
+        .map(|(ms, text)| crate::testing::unit_line(T0 + ms * 1000, "w1", text))
+        .collect();
+    let end = End::At(T0 + end_ms * 1000);
+    let r = if follow {
+        let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
+        let mut decisions = Vec::new();
+        for e in entries {
+            let at = e.at.unwrap_or(0);
+            p.push(e, &mut decisions);
             p.flush(&mut decisions);
             p.advance(at, &mut decisions);
         }
-    }
-    p.flush(&mut decisions);
-    p.advance(T0 + end_ms * 1000, &mut decisions);
-    let alerts = decisions
-        .iter()
-        .filter_map(|d| match d {
-            Decision::QueueAlert { kind, .. } => Some(*kind),
-            _ => None,
-        })
-        .collect();
-    let mut incidents = p.tracker_mut().take_resolved();
-    incidents.extend(p.tracker().open_incidents().cloned());
-    incidents.sort_by_key(|i| (i.opened_at, i.node.clone()));
+        // What the moving clock decided, then the end as a scan's.
+        let mut r = crate::testing::replay_through(p, Vec::new(), end);
+        decisions.append(&mut r.decisions);
+        r.decisions = decisions;
+        r
+    } else {
+        crate::testing::replay(entries, &settings, end)
+    };
     Replay {
-        incidents,
-        alerts,
+        alerts: r.alerts().into_iter().map(|(kind, _)| kind).collect(),
+        incidents: r.incidents,
         settings,
     }
 }
