@@ -29,6 +29,7 @@ pub(super) const PERIODS: &[(&str, &str, Micros, Micros)] = &[
     ("incidents", "race_window", 0, HOUR),
     ("incidents", "retention", HOUR, 36_500 * DAY),
     ("alert", "window", SECOND, 30 * DAY),
+    ("alert", "not_ready_after", SECOND, DAY),
     ("alert", "group_wait", 0, HOUR),
     ("alert", "repeat_interval", SECOND, 365 * DAY),
     ("alert", "max_age", SECOND, 36_500 * DAY),
