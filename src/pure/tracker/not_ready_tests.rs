@@ -218,6 +218,26 @@ fn a_requested_stop_ends_it() {
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
 }
 
+/// Every kubelet writes the start-up aggregate once as it starts
+/// (fixtures/real-logs/kubernetes-kubernetes-21248.txt): it opens nothing;
+/// beside real trouble it joins and votes.
+const STARTING: &str = r#"E0610 02:55:28.384965   64201 kubelet.go:1870] "Skipping pod synchronization" err="[container runtime status check may not have completed yet, PLEG is not healthy: pleg has yet to be successful]""#;
+
+#[test]
+fn the_start_up_state_alone_opens_nothing() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(STARTING, 100, 3));
+    let r = judged(&l, 600_000);
+    assert!(r.incidents.is_empty(), "{:#?}", r.incidents);
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(CNI, 100, 1));
+    l.extend(every_5s(STARTING, 1_000, 3));
+    let r = judged(&l, 600_000);
+    let i = r.incidents.first().expect("the CNI's incident");
+    assert_eq!(i.not_ready_signals(), 4);
+    assert_eq!(i.cause(), Cause::Runtime);
+}
+
 #[test]
 fn readiness_lines_never_open_a_node_status_incident() {
     let mut l = lines(&[(0, STARTED)]);
