@@ -55,9 +55,8 @@ fn klog(sev: char, at: Micros, src: &str, body: &str) -> (Micros, String) {
 
 /// The kubelet going about its business: a line every 30 s.
 fn chatter(from: Micros, to: Micros) -> Vec<(Micros, String)> {
-    (0..)
-        .map(|k| from + k * 30 * SECOND)
-        .take_while(|&t| t < to)
+    (from..to)
+        .step_by(usize::try_from(30 * SECOND).unwrap())
         .map(|t| {
             klog(
                 'I',

@@ -74,12 +74,12 @@ const MAX_EVIDENCE: usize = 1000;
 fn severity(i: &Incident) -> &'static str {
     use crate::signals::Cause;
     match &i.detail {
-        // The kubelet is not running: the node is going NotReady.
-        Detail::KubeletDown(_) => "critical",
+        // The kubelet is not running: the node is going NotReady; or the
+        // node has been not ready past `not_ready_after`: it runs no new
+        // pods.
+        Detail::KubeletDown(_) | Detail::NotReady(_) => "critical",
         // Nothing known of the node, good or bad: the operator should look.
         Detail::HostSilent(_) => "warning",
-        // Persistent by the time it alerts: the node runs no new pods.
-        Detail::NotReady(_) => "critical",
         Detail::NodeStatus(_) | Detail::Endpoint(_) => match i.cause() {
             Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
             _ => "warning",
@@ -322,7 +322,7 @@ mod tests {
         assert_eq!(l["api_endpoint"], "10.0.0.1:6443");
     }
 
-    /// Issue 25: a persistent not-ready incident is KubeletNodeNotReady
+    /// Issue 25: a persistent not-ready incident is `KubeletNodeNotReady`
     /// with its kind, cause and verdict.
     #[test]
     fn a_not_ready_incident_is_kubelet_node_not_ready() {

@@ -31,6 +31,7 @@ mod not_ready;
 mod settings;
 mod silent;
 pub mod timeline;
+mod words;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 

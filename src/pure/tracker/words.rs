@@ -1,0 +1,71 @@
+//! What causes mean in plain words, and log text made safe for one line:
+//! shared by every kind's diagnosis, the mails and the tables.
+
+use crate::signals::Cause;
+
+/// What a cause class means, in plain words.
+#[must_use]
+pub fn cause_explanation(c: Cause) -> &'static str {
+    match c {
+        Cause::ListerLag => {
+            "the kubelet's local node lister (its informer cache) did not have the Node yet"
+        }
+        Cause::NodeMissing => {
+            "the API server says the Node object does not exist: it was deleted or never registered, and a running kubelet does not re-register"
+        }
+        Cause::ApiUnreachable => {
+            "the kubelet cannot reach the API server (connection refused or reset, no route, lost connection)"
+        }
+        Cause::ApiTimeout => "requests to the API server time out",
+        Cause::Auth => {
+            "the API server rejects the kubelet's credentials (expired or invalid certificate, or RBAC)"
+        }
+        Cause::Conflict => "status updates conflict with concurrent writes to the Node",
+        Cause::Etcd => "the API server reports its etcd cluster unavailable",
+        Cause::Unknown => "no known error class; read the evidence lines",
+        Cause::Swap => "the kubelet refuses to run with swap on (failSwapOn)",
+        Cause::CgroupDriver => "the kubelet's cgroup driver differs from the container runtime's",
+        Cause::Config => "the kubelet's config file or flags are missing or invalid",
+        Cause::Credentials => {
+            "the kubelet's kubeconfig, bootstrap kubeconfig or client certificate is missing, unreadable or expired"
+        }
+        Cause::Runtime => {
+            "the container runtime is down, not reachable, or not compatible with the kubelet"
+        }
+        Cause::PortInUse => "a port the kubelet listens on is already in use",
+        Cause::Exec => "systemd could not run the kubelet binary (203/EXEC)",
+        Cause::Killed => {
+            "the kubelet was killed by a signal without a fatal line (OOM killer, SIGKILL, a panic)"
+        }
+        c @ (Cause::Cni
+        | Cause::Pleg
+        | Cause::MemoryPressure
+        | Cause::DiskPressure
+        | Cause::PidPressure) => super::not_ready::explanation(c),
+    }
+}
+
+/// Text on one line, at most `max` bytes.
+#[must_use]
+pub fn one_line(text: &str, max: usize) -> String {
+    // Control characters and the invisible format ones (bidirectional
+    // overrides, zero-width) cannot move the cursor, recolour or reorder
+    // what a terminal or a mail client shows.
+    let invisible = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}')
+    };
+    let flat: String = text
+        .chars()
+        .map(|c| if invisible(c) { ' ' } else { c })
+        .collect();
+    let mut end = flat.len().min(max);
+    while !flat.is_char_boundary(end) {
+        end -= 1;
+    }
+    if end < flat.len() {
+        format!("{}…", &flat[..end])
+    } else {
+        flat
+    }
+}
