@@ -54,3 +54,57 @@ pub(super) fn persistent(s: &Settings) -> String {
         human_duration(s.not_ready_after)
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::{End, kubelet, systemd};
+    use crate::time::SECOND;
+    use crate::tracker::{AlertKind, Settings};
+
+    const T0: crate::time::Micros = 1_795_856_400_000_000;
+    const CNI: &str = r#"E1128 09:00:00.000000    2001 kubelet.go:2862] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized""#;
+
+    /// Ten nodes whose CNI is never ready, started together: one group
+    /// mail names a few and counts the rest, says the kind and the cause,
+    /// and stays bounded; one node's subject says how long and why.
+    #[test]
+    fn many_nodes_not_ready_with_one_cause_are_one_bounded_mail() {
+        let mut entries = Vec::new();
+        for n in 0..10 {
+            let host = format!("w{n:02}");
+            entries.push(systemd(
+                T0,
+                &host,
+                "Started kubelet: The Kubernetes Node Agent.",
+            ));
+            for k in 0..60 {
+                entries.push(kubelet(T0 + SECOND + k * 5 * SECOND, &host, CNI));
+            }
+        }
+        entries.sort_by_key(|e| e.at);
+        let s = Settings::default();
+        let r = crate::testing::replay(entries, &s, End::Finish);
+        assert_eq!(r.incidents.len(), 10);
+        let refs: Vec<&crate::tracker::Incident> = r.incidents.iter().collect();
+        let m = crate::notify::render::render(&refs, AlertKind::Opened, &s);
+        assert_eq!(
+            m.subject,
+            "[kubelet-sentinel] w00, w01, w02 +7 more: nodes not ready (cni)"
+        );
+        assert!(
+            m.text.contains("persistent: not ready longer than 3m"),
+            "{}",
+            m.text
+        );
+        assert!(m.text.contains("/etc/cni/net.d"), "{}", m.text);
+        assert!(m.text.len() < 200_000, "{}", m.text.len());
+        let one = crate::notify::render::render(&refs[..1], AlertKind::Opened, &s);
+        assert!(
+            one.subject.starts_with(
+                "[kubelet-sentinel] w00: not ready for 4m55s while its kubelet runs (cni)"
+            ),
+            "{}",
+            one.subject
+        );
+    }
+}

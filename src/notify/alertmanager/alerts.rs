@@ -74,8 +74,9 @@ const MAX_EVIDENCE: usize = 1000;
 fn severity(i: &Incident) -> &'static str {
     use crate::signals::Cause;
     match &i.detail {
-        // The kubelet is not running (the node is going NotReady), or the
-        // node is NotReady, persistent by the time it alerts: no new pods.
+        // The kubelet is not running: the node is going NotReady; or the
+        // node has been not ready past `not_ready_after`: it runs no new
+        // pods.
         Detail::KubeletDown(_) | Detail::NotReady(_) => "critical",
         // Nothing known of the node, good or bad: the operator should look.
         Detail::HostSilent(_) => "warning",
@@ -328,6 +329,25 @@ mod tests {
         let l = labels(&n, &Settings::default(), &std::collections::BTreeMap::new());
         assert_eq!(l["alertname"], ALERTNAME);
         assert_eq!(l["api_endpoint"], "10.0.0.1:6443");
+    }
+
+    /// Issue 25: a persistent not-ready incident is `KubeletNodeNotReady`
+    /// with its kind, cause and verdict.
+    #[test]
+    fn a_not_ready_incident_is_kubelet_node_not_ready() {
+        use crate::testing::{End, kubelet, replay};
+        let s = crate::time::SECOND;
+        let cni = r#"E0101 00:00:00.000000 1 kubelet.go:2862] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized""#;
+        let lines = (0..60).map(|k| kubelet(k * 5 * s, "worker-9", cni));
+        let i = replay(lines, &Settings::default(), End::Finish)
+            .one()
+            .clone();
+        let l = labels(&i, &Settings::default(), &std::collections::BTreeMap::new());
+        assert_eq!(l["alertname"], ALERTNAME_NOT_READY);
+        assert_eq!(l["kind"], "not-ready");
+        assert_eq!(l["cause"], "cni");
+        assert_eq!(l["verdict"], "persistent");
+        assert_eq!(l["severity"], "critical");
     }
 
     /// The open incident of seven retries of one node whose error is `err`.

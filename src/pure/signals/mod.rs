@@ -225,7 +225,7 @@ pub struct Signal {
 mod readiness;
 mod table;
 use SignalKind as K;
-pub use readiness::classify_not_ready;
+pub use readiness::{classify_not_ready, only_starting};
 use table::matches;
 pub use table::{Row, TABLE};
 
@@ -296,7 +296,11 @@ pub fn lookup(line: &Line<'_>) -> Option<&'static Row> {
 #[must_use]
 pub fn recognize(line: &Line<'_>) -> Option<Signal> {
     let row = lookup(line)?;
-    let kind = row.kind;
+    // The start-up state alone is no trouble (see `only_starting`).
+    let kind = match row.kind {
+        K::NotReady if only_starting(line) => K::NotReadySupport,
+        k => k,
+    };
     let error_text = line.value("err").unwrap_or_else(|| line.message());
     let (cause, endpoint) = match kind.role() {
         _ if kind == K::KubeletFatal => (Some(classify_fatal(error_text)), None),

@@ -68,12 +68,37 @@ fn eviction_cause(line: &Line<'_>) -> Option<Cause> {
     pressure(&msg[at + "reclaim ".len()..])
 }
 
-/// Why the node is not ready, by the line's message and values.
+/// What the kubelet says of every runtime-state check while it starts,
+/// before the first check ran (`pkg/kubelet/runtime.go`): not trouble.
+const STARTING: &[&str] = &[
+    "runtime status check may not have completed yet",
+    "pleg has yet to be successful",
+];
+
+/// What no kubelet says while it merely starts.
+const TROUBLE: &[&str] = &[
+    "runtime is down",
+    "runtimeready=false",
+    "networkready=false",
+    "network not ready",
+    "pleg was last seen active",
+    "reclaim",
+    "not becoming ready",
+];
+
+/// A not-ready line that says only the start-up state (`"Skipping pod
+/// synchronization" err="[container runtime status check may not have
+/// completed yet, PLEG is not healthy: pleg has yet to be successful]"`,
+/// which every kubelet writes once as it starts): it joins an open
+/// not-ready incident and votes, but never opens one alone.
 #[must_use]
-pub fn classify_not_ready(line: &Line<'_>) -> Cause {
-    if let Some(c) = eviction_cause(line) {
-        return c;
-    }
+pub fn only_starting(line: &Line<'_>) -> bool {
+    let text = lower_text(line);
+    STARTING.iter().any(|w| text.contains(w)) && !TROUBLE.iter().any(|w| text.contains(w))
+}
+
+/// The line's message and values, lower-cased.
+fn lower_text(line: &Line<'_>) -> String {
     let mut text = line.message().to_ascii_lowercase();
     if let crate::parse::Body::Structured { kv, .. } = &line.body {
         for (_, v) in kv {
@@ -81,7 +106,16 @@ pub fn classify_not_ready(line: &Line<'_>) -> Cause {
             text.push_str(&v.to_ascii_lowercase());
         }
     }
-    classify_text(&text)
+    text
+}
+
+/// Why the node is not ready, by the line's message and values.
+#[must_use]
+pub fn classify_not_ready(line: &Line<'_>) -> Cause {
+    if let Some(c) = eviction_cause(line) {
+        return c;
+    }
+    classify_text(&lower_text(line))
 }
 
 /// [`classify_not_ready`] for a text already lower-cased.
@@ -149,13 +183,28 @@ pub(super) mod tests {
             None,
             Cause::PidPressure,
         ),
-        // 1.21's startup aggregate: the runtime's, first in the order
-        // (fixtures/real-logs/kubernetes-kubernetes-21248.txt).
+        // 1.21's start-up aggregate, which every kubelet writes as it
+        // starts: supporting only (never opens an incident); the runtime's,
+        // first in the order (fixtures/real-logs/kubernetes-kubernetes-21248.txt).
         (
             r#"E0610 02:55:28.384965   64201 kubelet.go:1870] "Skipping pod synchronization" err="[container runtime status check may not have completed yet, PLEG is not healthy: pleg has yet to be successful]""#,
-            SignalKind::NotReady,
+            SignalKind::NotReadySupport,
             None,
             Cause::Runtime,
+        ),
+        // 1.18's legacy form of it (fixtures/real-logs/superedge-superedge-90.txt)
+        (
+            "I0421 15:53:58.700851    4744 kubelet.go:1826] skipping pod synchronization - [container runtime status check may not have completed yet., PLEG is not healthy: pleg has yet to be successful.]",
+            SignalKind::NotReadySupport,
+            None,
+            Cause::Runtime,
+        ),
+        // A start-up state beside real trouble is trouble.
+        (
+            r#"E0101 10:00:00.000000    2001 kubelet.go:2386] "Skipping pod synchronization" err="[container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized, PLEG is not healthy: pleg has yet to be successful]""#,
+            SignalKind::NotReady,
+            None,
+            Cause::Cni,
         ),
         // legacy printf, <=1.20
         (

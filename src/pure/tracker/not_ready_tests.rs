@@ -5,6 +5,7 @@ use super::*;
 use crate::model::{Entry, EntryFilter};
 use crate::pipeline::Pipeline;
 use crate::signals::Cause;
+use crate::testing::End;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 
@@ -25,46 +26,36 @@ struct Replay {
     settings: Settings,
 }
 
-/// The lines (ms after `T0`) as one host's journal; with `follow`, each
+/// The lines (ms after `T0`) as one host's journal; with `follow`, the
 /// host's clock is also moved to every entry's time as it arrives (a
 /// following service), else only at the end (`scan`).
 fn replay(lines: &[(i64, String)], end_ms: i64, follow: bool) -> Replay {
     let settings = Settings::default();
-    let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
-    let mut decisions = Vec::new();
-    for (ms, text) in lines {
-        let systemd = !text.contains(".go:");
-        let at = T0 + ms * 1000;
-        let e = Entry {
-            at: Some(at),
-            host: Some("w1".into()),
-            unit: Some("kubelet.service".into()),
-            identifier: Some(if systemd { "systemd" } else { "kubelet" }.into()),
-            pid: Some(if systemd { 1 } else { 2001 }),
-            message: text.as_bytes().to_vec(),
-            ..Entry::default()
-        };
-        p.push(e, &mut decisions);
-        if follow {
+    let entries: Vec<Entry> = lines
+        .iter()
+        .map(|(ms, text)| crate::testing::unit_line(T0 + ms * 1000, "w1", text))
+        .collect();
+    let end = End::At(T0 + end_ms * 1000);
+    let r = if follow {
+        let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
+        let mut decisions = Vec::new();
+        for e in entries {
+            let at = e.at.unwrap_or(0);
+            p.push(e, &mut decisions);
             p.flush(&mut decisions);
             p.advance(at, &mut decisions);
         }
-    }
-    p.flush(&mut decisions);
-    p.advance(T0 + end_ms * 1000, &mut decisions);
-    let alerts = decisions
-        .iter()
-        .filter_map(|d| match d {
-            Decision::QueueAlert { kind, .. } => Some(*kind),
-            _ => None,
-        })
-        .collect();
-    let mut incidents = p.tracker_mut().take_resolved();
-    incidents.extend(p.tracker().open_incidents().cloned());
-    incidents.sort_by_key(|i| (i.opened_at, i.node.clone()));
+        // What the moving clock decided, then the end as a scan's.
+        let mut r = crate::testing::replay_through(p, Vec::new(), end);
+        decisions.append(&mut r.decisions);
+        r.decisions = decisions;
+        r
+    } else {
+        crate::testing::replay(entries, &settings, end)
+    };
     Replay {
-        incidents,
-        alerts,
+        alerts: r.alerts().into_iter().map(|(kind, _)| kind).collect(),
+        incidents: r.incidents,
         settings,
     }
 }
@@ -225,6 +216,26 @@ fn a_requested_stop_ends_it() {
     assert_eq!(i.resolution, Some(Resolution::Stopped));
     assert_eq!(i.resolved_at, Some(T0 + 300_000_000));
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+}
+
+/// Every kubelet writes the start-up aggregate once as it starts
+/// (fixtures/real-logs/kubernetes-kubernetes-21248.txt): it opens nothing;
+/// beside real trouble it joins and votes.
+const STARTING: &str = r#"E0610 02:55:28.384965   64201 kubelet.go:1870] "Skipping pod synchronization" err="[container runtime status check may not have completed yet, PLEG is not healthy: pleg has yet to be successful]""#;
+
+#[test]
+fn the_start_up_state_alone_opens_nothing() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(STARTING, 100, 3));
+    let r = judged(&l, 600_000);
+    assert!(r.incidents.is_empty(), "{:#?}", r.incidents);
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(CNI, 100, 1));
+    l.extend(every_5s(STARTING, 1_000, 3));
+    let r = judged(&l, 600_000);
+    let i = r.incidents.first().expect("the CNI's incident");
+    assert_eq!(i.not_ready_signals(), 4);
+    assert_eq!(i.cause(), Cause::Runtime);
 }
 
 #[test]
