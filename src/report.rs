@@ -132,13 +132,17 @@ pub struct IncidentOut {
     /// kubelet-down: the starts after an unrequested exit.
     #[serde(default)]
     pub restarts: u64,
+    /// not-ready: its lines (trouble and supporting).
+    #[serde(default)]
+    pub not_ready_signals: u64,
     /// kubelet-down: systemd's last word on how the kubelet ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_exit: Option<String>,
     /// host-silent: the time its journal had reached when it stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_entry_at: Option<String>,
-    /// kubelet-down: what to check next for its cause (as the mail says).
+    /// kubelet-down, not-ready, host-silent: what to check next for its
+    /// cause (as the mail says).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub next_steps: Vec<String>,
     pub alerted_at: Option<String>,
@@ -183,6 +187,7 @@ impl IncidentOut {
     pub fn new(i: &Incident, s: &Settings) -> Self {
         let (last_exit, last_entry_at, next_steps) = match &i.detail {
             Detail::KubeletDown(d) => (d.last_exit.clone(), None, crate::advice::next_steps(i)),
+            Detail::NotReady(_) => (None, None, crate::advice::next_steps(i)),
             Detail::HostSilent(h) => (
                 None,
                 Some(rfc3339(h.last_entry_at)),
@@ -207,6 +212,7 @@ impl IncidentOut {
             resolution: i.resolution,
             counters: i.counters(),
             restarts: i.restarts(),
+            not_ready_signals: i.not_ready_signals(),
             last_exit,
             last_entry_at,
             next_steps,
@@ -332,6 +338,7 @@ fn duration_of(i: &IncidentOut) -> Micros {
         (
             IncidentKind::NodeStatus
             | IncidentKind::KubeletDown
+            | IncidentKind::NotReady
             | IncidentKind::HostSilent
             | IncidentKind::Endpoint,
             _,
@@ -386,6 +393,7 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
                 match o.kind {
                     IncidentKind::NodeStatus => o.verdict.to_string(),
                     IncidentKind::KubeletDown
+                    | IncidentKind::NotReady
                     | IncidentKind::HostSilent
                     | IncidentKind::Endpoint => {
                         format!("{} ({})", o.verdict, o.kind)
@@ -395,6 +403,7 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
                 match o.kind {
                     IncidentKind::NodeStatus => o.counters.counted_retries().to_string(),
                     IncidentKind::KubeletDown => format!("{} restarts", o.restarts),
+                    IncidentKind::NotReady => format!("{} lines", o.not_ready_signals),
                     IncidentKind::HostSilent => "-".to_string(),
                     IncidentKind::Endpoint => format!("{} nodes", o.nodes.len()),
                 },
@@ -677,6 +686,14 @@ fn counters_line(out: &mut String, o: &IncidentOut) {
                     .as_deref()
                     .map(|e| format!("  last exit: {}", terminal_text(e, 120)))
                     .unwrap_or_default()
+            );
+        }
+        IncidentKind::NotReady => {
+            let _ = writeln!(
+                out,
+                "  not-ready lines {}  not ready for {}",
+                o.not_ready_signals,
+                human_duration(duration_of(o))
             );
         }
         // Their own lines say theirs: the nodes, the host's last entry.

@@ -187,7 +187,8 @@ pub struct IncidentsArgs {
     pub utc: bool,
     /// Only incidents of this kind: node-status (the node's status updates),
     /// kubelet-down (the kubelet itself crashing, killed, or given up on by
-    /// systemd), host-silent (a collector's host that stopped writing) or
+    /// systemd), not-ready (the node not ready while its kubelet runs: the
+    /// CNI, the runtime, PLEG, pressure), host-silent (a collector's host that stopped writing) or
     /// endpoint (one API endpoint lost by several nodes at once).
     #[arg(long, value_parser = spelled::<IncidentKind>())]
     pub kind: Option<IncidentKind>,

@@ -251,6 +251,7 @@ impl Config {
             race_window: self.incidents.race_window.0,
             retries: self.alert.retries,
             restarts: self.alert.restarts,
+            not_ready_after: self.alert.not_ready_after.0,
             window: self.alert.window.0,
             repeat_interval: self.alert.repeat_interval.0,
             send_resolved: self.alert.send_resolved,

@@ -75,6 +75,7 @@ pub(super) struct RawIncidents {
 pub(super) struct RawAlert {
     pub(super) retries: S<u32>,
     pub(super) restarts: S<u32>,
+    pub(super) not_ready_after: S<Period>,
     pub(super) window: S<Period>,
     pub(super) group_wait: S<Period>,
     pub(super) repeat_interval: S<Period>,

@@ -306,6 +306,9 @@ pub struct AlertConfig {
     /// A kubelet restarted more often than this within `window` is in a
     /// crash loop (kubelet-down incidents).
     pub restarts: u32,
+    /// A node not ready longer than this is persistent (not-ready
+    /// incidents).
+    pub not_ready_after: Period,
     pub window: Period,
     pub group_wait: Period,
     pub repeat_interval: Period,

@@ -29,6 +29,7 @@ pub(super) const PERIODS: &[(&str, &str, Micros, Micros)] = &[
     ("incidents", "race_window", 0, HOUR),
     ("incidents", "retention", HOUR, 36_500 * DAY),
     ("alert", "window", SECOND, 30 * DAY),
+    ("alert", "not_ready_after", SECOND, DAY),
     ("alert", "group_wait", 0, HOUR),
     ("alert", "repeat_interval", SECOND, 365 * DAY),
     ("alert", "max_age", SECOND, 36_500 * DAY),
@@ -287,6 +288,12 @@ impl Validator<'_> {
         let retries = self.count(s, "retries", a.retries, (false, 10_000), "at most 10000")?;
         let restarts = self.count(s, "restarts", a.restarts, (false, 10_000), "at most 10000")?;
         let window = self.period(s, "window", a.window, defaults::WINDOW)?;
+        let not_ready_after = self.period(
+            s,
+            "not_ready_after",
+            a.not_ready_after,
+            defaults::NOT_READY_AFTER,
+        )?;
         let group_wait = self.period(s, "group_wait", a.group_wait, defaults::GROUP_WAIT)?;
         let repeat_interval = self.period(
             s,
@@ -317,6 +324,7 @@ impl Validator<'_> {
         Ok(AlertConfig {
             retries: retries.unwrap_or(defaults::RETRIES),
             restarts: restarts.unwrap_or(defaults::RESTARTS),
+            not_ready_after,
             window,
             group_wait,
             repeat_interval,

@@ -26,6 +26,7 @@ pub(crate) mod alertmanager;
 pub(crate) mod control;
 pub(crate) mod mailer;
 pub(crate) mod outbox;
+mod readiness;
 pub(crate) mod render;
 pub(crate) mod smtp;
 pub(crate) mod transport;

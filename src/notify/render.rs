@@ -44,8 +44,9 @@ pub(crate) fn html_escape(s: &str) -> String {
     out
 }
 
-fn verdict_words(v: Verdict, s: &Settings) -> String {
+fn verdict_words(v: Verdict, kind: IncidentKind, s: &Settings) -> String {
     match v {
+        Verdict::Persistent if kind == IncidentKind::NotReady => super::readiness::persistent(s),
         Verdict::StartupRace => "the harmless start-up race".into(),
         Verdict::Transient => "transient trouble that ended by itself".into(),
         Verdict::Persistent => format!(
@@ -88,6 +89,7 @@ fn counters(i: &Incident) -> String {
             parts.join(", ")
         }
         Detail::Endpoint(o) => format!("{} nodes", o.nodes.len()),
+        Detail::NotReady(r) => super::readiness::counters(i, r),
         Detail::NodeStatus(n) => {
             let c = &n.counters;
             let mut parts = Vec::new();
@@ -114,6 +116,7 @@ fn count_cell(i: &Incident) -> String {
     match &i.detail {
         Detail::NodeStatus(n) => n.counters.counted_retries().to_string(),
         Detail::KubeletDown(d) => d.restarts.to_string(),
+        Detail::NotReady(r) => r.not_ready_signals.to_string(),
         Detail::HostSilent(_) => "-".to_string(),
         Detail::Endpoint(o) => o.nodes.len().to_string(),
     }
@@ -130,6 +133,7 @@ fn count_header(incidents: &[&Incident]) -> &'static str {
     match kind {
         IncidentKind::NodeStatus => "retries",
         IncidentKind::KubeletDown => "restarts",
+        IncidentKind::NotReady => "lines",
         IncidentKind::HostSilent => "-",
         IncidentKind::Endpoint => "nodes",
     }
@@ -151,6 +155,7 @@ fn subject_one(i: &Incident, kind: AlertKind) -> String {
         Detail::HostSilent(h) => silent_subject(i, h.last_entry_at, kind),
         Detail::Endpoint(o) => endpoint_subject(i, &o.endpoint, o.nodes.len(), kind),
         Detail::KubeletDown(d) => down_subject(i, d, kind),
+        Detail::NotReady(_) => super::readiness::subject(i, kind),
         Detail::NodeStatus(_) => status_subject(i, kind),
     }
 }
@@ -271,6 +276,7 @@ fn group_words(incidents: &[&Incident]) -> &'static str {
     match kind {
         IncidentKind::NodeStatus => "node status retries",
         IncidentKind::KubeletDown => "kubelets down",
+        IncidentKind::NotReady => "nodes not ready",
         IncidentKind::HostSilent => "hosts silent",
         IncidentKind::Endpoint => "API endpoints failing",
     }
@@ -576,7 +582,10 @@ fn group_table(
 fn endpoint_nodes(text: &mut String, html: &mut String, i: &Incident, rows: usize) {
     let o = match &i.detail {
         Detail::Endpoint(o) => o,
-        Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::HostSilent(_) => return,
+        Detail::NodeStatus(_)
+        | Detail::KubeletDown(_)
+        | Detail::NotReady(_)
+        | Detail::HostSilent(_) => return,
     };
     let shown: Vec<String> = o
         .nodes
@@ -639,7 +648,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     );
     let _ = writeln!(text, "  time:     {times}");
     let _ = writeln!(text, "  status:   {}", status_word(i));
-    let _ = writeln!(text, "  verdict:  {}", verdict_words(v, s));
+    let _ = writeln!(text, "  verdict:  {}", verdict_words(v, i.kind(), s));
     let _ = writeln!(text, "  cause:    {}: {}", c.as_str(), cause_explanation(c));
     if let Some(e) = i.api_endpoint() {
         let _ = writeln!(text, "  endpoint: {}", header_text(e, 270));
@@ -669,7 +678,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     for (k, val) in [
         ("time", times.clone()),
         ("status", status_word(i).to_string()),
-        ("verdict", verdict_words(v, s)),
+        ("verdict", verdict_words(v, i.kind(), s)),
         ("cause", format!("{}: {}", c.as_str(), cause_explanation(c))),
         ("counters", counters(i)),
     ]

@@ -38,7 +38,10 @@ pub fn header_text(s: &str, max: usize) -> String {
 pub fn next_steps(i: &Incident) -> Vec<String> {
     match &i.detail {
         Detail::HostSilent(h) => silent_steps(i, h),
-        Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::Endpoint(_) => cause_steps(i),
+        Detail::NodeStatus(_)
+        | Detail::KubeletDown(_)
+        | Detail::NotReady(_)
+        | Detail::Endpoint(_) => cause_steps(i),
     }
 }
 
@@ -108,6 +111,26 @@ fn cause_steps(i: &Incident) -> Vec<String> {
         Cause::Oom => {
             steps.push("the kubelet's memory against what is kept for it: kubeReserved and systemReserved in /var/lib/kubelet/config.yaml, and systemctl show kubelet -p MemoryCurrent -p MemoryMax".into());
             steps.push("the node's memory and limits: free -m, kubectl describe node (Allocatable against Capacity, pods' requests and limits), evictionHard memory.available".into());
+        }
+        Cause::Cni => {
+            steps.push("ls -l /etc/cni/net.d /opt/cni/bin on the node: a network config and the plugin's binaries must be there".into());
+            steps.push(format!("kubectl get pods -A -o wide --field-selector spec.nodeName={node} (the CNI's pods on the node: calico, cilium, flannel, weave… running and ready?)"));
+        }
+        Cause::Pleg => {
+            steps.push("the runtime's latency: time crictl ps; time crictl pods (PLEG relists every second and needs an answer within 3 minutes)".into());
+            steps.push("systemctl status containerd (or crio, docker); the number of containers on the node (crictl ps -a | wc -l) and the disk's I/O wait".into());
+        }
+        Cause::MemoryPressure => {
+            steps.push("free -m on the node against the kubelet's eviction thresholds (evictionHard memory.available in /var/lib/kubelet/config.yaml)".into());
+            steps.push(format!("kubectl describe node {node} (MemoryPressure condition, evicted pods)"));
+        }
+        Cause::DiskPressure => {
+            steps.push("df -h and df -i on the node (/, /var/lib/kubelet, /var/lib/containerd) against evictionHard nodefs.available and imagefs.available".into());
+            steps.push("crictl rmi --prune; journalctl --vacuum-size; the pods' emptyDir and log usage".into());
+        }
+        Cause::PidPressure => {
+            steps.push("ps -e --no-headers | wc -l against cat /proc/sys/kernel/pid_max on the node; evictionHard pid.available".into());
+            steps.push("the pods with the most processes: ps -eo pid,comm,cgroup --sort=cgroup".into());
         }
     }
     if i.context

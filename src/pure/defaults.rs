@@ -92,6 +92,9 @@ pub const RETRIES: u32 = 5;
 /// `[alert] restarts`: more kubelet restarts than this within `window` is a
 /// crash loop.
 pub const RESTARTS: u32 = 3;
+/// `[alert] not_ready_after`: a node not ready longer than this is
+/// persistent (shorter, soon after the kubelet's start, the start-up race).
+pub const NOT_READY_AFTER: Micros = 180 * SECOND;
 /// `[alert] window` (and `scan --window`).
 pub const WINDOW: Micros = 600 * SECOND;
 /// [`WINDOW`] as `scan`'s flag spells it.

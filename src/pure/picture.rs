@@ -157,7 +157,10 @@ impl Picture {
         }
         let synced = match &i.detail {
             Detail::NodeStatus(n) => n.caches_synced_at,
-            Detail::KubeletDown(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
         };
         if let Some(c) = synced {
             markers.push((c, MarkerKind::CachesSynced));

@@ -371,3 +371,70 @@ fn the_shipped_alertmanager_example_pages_once_per_outage() {
     );
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+/// The shipped example inhibits a node's not-ready alert while its
+/// kubelet-down alert fires (a node cannot be ready without its kubelet:
+/// one page, the one that says why); another node's stays.
+#[test]
+fn the_shipped_example_inhibits_not_ready_while_the_kubelet_is_down() {
+    let tmp = tempfile::tempdir().unwrap();
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/packaging/alertmanager/kubelet-sentinel.alertmanager.yml"
+    ))
+    .unwrap();
+    let am = Alertmanager::with_config(free_port(), &tmp.path().join("am"), &example);
+    let add = |labels: &[&str]| {
+        let url = format!("--alertmanager.url={}", am.url());
+        let mut args = vec!["alert", "add"];
+        args.extend_from_slice(labels);
+        args.push(&url);
+        let out = crate::support::run(
+            std::process::Command::new("/usr/bin/amtool").args(&args),
+            None,
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    for node in ["n1", "n2"] {
+        add(&[
+            "alertname=KubeletNodeNotReady",
+            &format!("node={node}"),
+            "kind=not-ready",
+            "cause=runtime",
+        ]);
+    }
+    wait_for(
+        Duration::from_secs(10),
+        || nodes(&am.alerts()) == ["n1", "n2"],
+        "both not-ready alerts",
+    );
+    add(&[
+        "alertname=KubeletServiceDown",
+        "node=n1",
+        "kind=kubelet-down",
+        "cause=runtime",
+    ]);
+    wait_for(
+        Duration::from_secs(10),
+        || {
+            let names: Vec<(String, String)> = am
+                .alerts()
+                .iter()
+                .map(|a| {
+                    (
+                        a["labels"]["alertname"].as_str().unwrap_or("").to_string(),
+                        a["labels"]["node"].as_str().unwrap_or("").to_string(),
+                    )
+                })
+                .collect();
+            names.len() == 2
+                && names.contains(&("KubeletServiceDown".into(), "n1".into()))
+                && names.contains(&("KubeletNodeNotReady".into(), "n2".into()))
+        },
+        "n1's not-ready alert inhibited by its kubelet-down alert, n2's firing",
+    );
+}

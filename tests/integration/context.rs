@@ -354,8 +354,23 @@ fn the_nodes_other_units_explain_the_kubelets_trouble() {
     let v: serde_json::Value = serde_json::from_slice(&r.stdout).unwrap();
     let inc = v["incidents"].as_array().unwrap().clone();
 
-    // The runtime stop joins the kubelet-down incident; the diagnosis says
-    // it was asked for.
+    // The runtime stop joins the runtime not-ready incident and the
+    // kubelet-down one; the diagnosis says it was asked for.
+    let nr = by(&inc, "w-runtime", "not-ready");
+    assert_eq!(nr["cause"], "runtime", "{nr:#}");
+    assert_eq!(nr["context"][0]["unit"], "containerd.service", "{nr:#}");
+    assert_eq!(
+        nr["context"][0]["text"],
+        "Stopping containerd.service - containerd container runtime...",
+        "{nr:#}"
+    );
+    assert!(
+        nr["diagnosis"]
+            .as_str()
+            .unwrap()
+            .contains("containerd.service was stopped on request"),
+        "{nr:#}"
+    );
     let rt = by(&inc, "w-runtime", "kubelet-down");
     let units: Vec<&str> = rt["context"]
         .as_array()

@@ -14,6 +14,7 @@ mod damage;
 mod down;
 mod email;
 mod formats;
+mod not_ready;
 mod pastes;
 mod real_logs;
 mod robustness;

@@ -9,6 +9,7 @@ use kubelet_sentinel::Settings;
 use crate::support::{fixture, scan_path};
 
 struct Expect {
+    kind: &'static str,
     node: &'static str,
     host: Option<&'static str>,
     status: &'static str,
@@ -27,12 +28,22 @@ const fn open(
     // Each excerpt ends within a minute of its trouble: still open, and none
     // follows a registration or start marker closely enough to be the race.
     Expect {
+        kind: "node-status",
         node,
         host,
         status: "open",
         verdict: "undetermined",
         cause,
         counts,
+    }
+}
+
+/// A not-ready incident still open when the excerpt ends, with no kubelet
+/// start in it (so not the start-up race); no node-status counters.
+const fn not_ready(node: &'static str, host: Option<&'static str>, cause: &'static str) -> Expect {
+    Expect {
+        kind: "not-ready",
+        ..open(node, host, cause, [0; 6])
     }
 }
 
@@ -76,22 +87,34 @@ fn cases() -> Vec<(&'static str, Vec<Expect>, [u64; 6])> {
             )],
             [3, 3, 2, 0, 0, 0],
         ),
-        // Registration refused, and the pod reflector's list refused too.
+        // Registration refused, and the pod reflector's list refused too;
+        // the legacy `skipping pod synchronization - [container runtime is
+        // down]`: the node not ready, its runtime's.
         (
             "kubernetes-kubeadm-1082.txt",
-            vec![open(
-                "localhost.localdomain",
-                Some("localhost.localdomain"),
-                "api-unreachable",
-                [0, 0, 0, 1, 0, 1],
-            )],
-            [5, 5, 3, 0, 0, 0],
+            vec![
+                open(
+                    "localhost.localdomain",
+                    Some("localhost.localdomain"),
+                    "api-unreachable",
+                    [0, 0, 0, 1, 0, 1],
+                ),
+                not_ready(
+                    "localhost.localdomain",
+                    Some("localhost.localdomain"),
+                    "runtime",
+                ),
+            ],
+            [5, 5, 4, 0, 0, 0],
         ),
-        // No node-status trouble; a legacy line with a TAB continuation.
+        // No node-status trouble; a legacy line with a TAB continuation;
+        // 1.21's start-up aggregate (`container runtime status check may not
+        // have completed yet, PLEG is not healthy`): not ready, the
+        // runtime's (first in design 5.3's order). A raw paste: no host.
         (
             "kubernetes-kubernetes-21248.txt",
-            vec![],
-            [5, 5, 0, 0, 1, 0],
+            vec![not_ready("unknown", None, "runtime")],
+            [5, 5, 1, 0, 1, 0],
         ),
         // JSON format behind a collector's host prefix: "Kubelet version" only.
         (
@@ -292,15 +315,17 @@ fn cases() -> Vec<(&'static str, Vec<Expect>, [u64; 6])> {
             [5, 4, 4, 0, 0, 1],
         ),
         // Only 'kubelet[PID]: ' of the prefix: an identifier, not a host.
+        // The start-up aggregate of 1.18 (`skipping pod synchronization -
+        // [container runtime status check may not have completed yet., PLEG
+        // is not healthy: …]`) comes before any line names the node: a
+        // not-ready incident of the runtime's for a node nothing names yet.
         (
             "superedge-superedge-90.txt",
-            vec![open(
-                "11-22-00-ff-bb-cd",
-                None,
-                "lister-lag",
-                [0, 0, 1, 0, 0, 0],
-            )],
-            [9, 9, 1, 0, 0, 0],
+            vec![
+                open("11-22-00-ff-bb-cd", None, "lister-lag", [0, 0, 1, 0, 0, 0]),
+                not_ready("unknown", None, "runtime"),
+            ],
+            [9, 9, 2, 0, 0, 0],
         ),
         // Kubernetes 1.2: update conflicts, then 'exceeds retry count'.
         (
@@ -383,10 +408,11 @@ fn real_logs_give_the_expected_incidents() {
             .iter()
             .map(|i| IncidentOut::new(i, &settings))
             .collect();
-        got.sort_by(|a, b| a.node.cmp(&b.node));
+        got.sort_by(|a, b| (&a.node, a.kind).cmp(&(&b.node, b.kind)));
         assert_eq!(got.len(), expected.len(), "{file}: {got:#?}");
         for (g, e) in got.iter().zip(&expected) {
             assert_eq!(g.node, e.node, "{file}");
+            assert_eq!(g.kind.as_str(), e.kind, "{file} {}", e.node);
             assert_eq!(g.host.as_deref(), e.host, "{file} {}", e.node);
             assert_eq!(
                 (g.status.as_str(), g.verdict.as_str(), g.cause.as_str()),

@@ -61,6 +61,11 @@ pub(super) const ALERTNAME_SILENT: &str = "KubeletHostSilent";
 /// shipped Alertmanager example inhibits [`ALERTNAME`] alerts of equal
 /// `api_endpoint` and `cause` while it fires.
 pub(super) const ALERTNAME_ENDPOINT: &str = "KubeletAPIEndpointDown";
+/// Not-ready incidents (design 5.3): the node not ready while its kubelet
+/// runs, with labels `kind`, `cause` and `verdict`. Not kube-prometheus's
+/// `KubeNodeNotReady`; the shipped Alertmanager example inhibits it while
+/// the node's [`ALERTNAME_DOWN`] fires.
+pub(super) const ALERTNAME_NOT_READY: &str = "KubeletNodeNotReady";
 /// Evidence lines are cut to this in annotations.
 const MAX_EVIDENCE: usize = 1000;
 
@@ -73,6 +78,8 @@ fn severity(i: &Incident) -> &'static str {
         Detail::KubeletDown(_) => "critical",
         // Nothing known of the node, good or bad: the operator should look.
         Detail::HostSilent(_) => "warning",
+        // Persistent by the time it alerts: the node runs no new pods.
+        Detail::NotReady(_) => "critical",
         Detail::NodeStatus(_) | Detail::Endpoint(_) => match i.cause() {
             Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
             _ => "warning",
@@ -109,6 +116,7 @@ pub(crate) fn labels(
     let alertname = match &i.detail {
         Detail::NodeStatus(_) => ALERTNAME,
         Detail::KubeletDown(_) => ALERTNAME_DOWN,
+        Detail::NotReady(_) => ALERTNAME_NOT_READY,
         Detail::HostSilent(_) => ALERTNAME_SILENT,
         Detail::Endpoint(_) => ALERTNAME_ENDPOINT,
     };
@@ -155,6 +163,12 @@ pub(super) fn alert(
             crate::tracker::one_line(&i.node, 200),
             d.restarts,
             human_duration(span),
+            i.cause().as_str()
+        ),
+        Detail::NotReady(_) => format!(
+            "{}: not ready for {} ({})",
+            crate::tracker::one_line(&i.node, 200),
+            human_duration(i.last_trouble_at - i.opened_at),
             i.cause().as_str()
         ),
         Detail::NodeStatus(n) => format!(
@@ -236,6 +250,7 @@ mod tests {
             ALERTNAME_DOWN,
             ALERTNAME_SILENT,
             ALERTNAME_ENDPOINT,
+            ALERTNAME_NOT_READY,
             HEARTBEAT,
         ];
         let rules: Vec<&str> =
@@ -244,7 +259,7 @@ mod tests {
                 .filter_map(|l| l.trim().strip_prefix("- alert:"))
                 .map(str::trim)
                 .collect();
-        assert!(rules.len() >= 9, "{rules:?}");
+        assert!(rules.len() >= 10, "{rules:?}");
         let kube_prometheus = [
             "KubeletDown",
             "KubeNodeNotReady",

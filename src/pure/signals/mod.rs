@@ -41,6 +41,13 @@ pub enum SignalKind {
     /// systemd: `Stopping kubelet…` (asked for unless a failed exit came
     /// before).
     KubeletStopping,
+    // The node's readiness as its kubelet sees it (design 5.3).
+    /// The kubelet says the node is not ready: the runtime, the network,
+    /// PLEG, the eviction manager acting on a pressure signal.
+    NotReady,
+    /// Joins an open not-ready incident and votes for its cause: CNI config
+    /// errors, failed calls to the runtime, PLEG relist errors.
+    NotReadySupport,
 }
 
 crate::kinds::spelling!(SignalKind {
@@ -62,6 +69,8 @@ crate::kinds::spelling!(SignalKind {
     KubeletRestart => "kubelet-restart",
     KubeletGaveUp => "kubelet-gave-up",
     KubeletStopping => "kubelet-stopping",
+    NotReady => "not-ready",
+    NotReadySupport => "not-ready-support",
 });
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,13 +84,21 @@ impl SignalKind {
     #[must_use]
     pub fn role(self) -> Role {
         use SignalKind::{
-            LeaseFailed, ListerMiss, RegisterFailed, StatusExhausted, StatusRetry, WatchFailed,
+            LeaseFailed, ListerMiss, NotReady, NotReadySupport, RegisterFailed, StatusExhausted,
+            StatusRetry, WatchFailed,
         };
         match self {
-            StatusRetry | StatusExhausted | ListerMiss | RegisterFailed => Role::Trouble,
-            LeaseFailed | WatchFailed => Role::Supporting,
+            StatusRetry | StatusExhausted | ListerMiss | RegisterFailed | NotReady => Role::Trouble,
+            LeaseFailed | WatchFailed | NotReadySupport => Role::Supporting,
             _ => Role::Marker,
         }
+    }
+
+    /// A signal about the node's readiness (not-ready incidents, design 5.3):
+    /// it never opens or joins a node-status incident.
+    #[must_use]
+    pub fn is_not_ready(self) -> bool {
+        matches!(self, SignalKind::NotReady | SignalKind::NotReadySupport)
     }
 
     /// A signal about the kubelet's own life (kubelet-down incidents).
@@ -121,6 +138,13 @@ pub enum Cause {
     PortInUse,
     Exec,
     Killed,
+    // Why the node is not ready while its kubelet runs (not-ready
+    // incidents, design 5.3; `runtime` and `unknown` too).
+    Cni,
+    Pleg,
+    MemoryPressure,
+    DiskPressure,
+    PidPressure,
     /// The kernel's OOM killer killed the kubelet (its context says so).
     Oom,
 }
@@ -142,6 +166,11 @@ crate::kinds::spelling!(Cause {
     PortInUse => "port-in-use",
     Exec => "exec",
     Killed => "killed",
+    Cni => "cni",
+    Pleg => "pleg",
+    MemoryPressure => "memory-pressure",
+    DiskPressure => "disk-pressure",
+    PidPressure => "pid-pressure",
     Oom => "oom",
 });
 
@@ -168,6 +197,11 @@ impl Cause {
             | Cause::PortInUse
             | Cause::Exec
             | Cause::Killed
+            | Cause::Cni
+            | Cause::Pleg
+            | Cause::MemoryPressure
+            | Cause::DiskPressure
+            | Cause::PidPressure
             | Cause::Oom => 0,
         }
     }
@@ -188,8 +222,10 @@ pub struct Signal {
     pub exit: Option<String>,
 }
 
+mod readiness;
 mod table;
 use SignalKind as K;
+pub use readiness::classify_not_ready;
 use table::matches;
 pub use table::{Row, TABLE};
 
@@ -264,6 +300,7 @@ pub fn recognize(line: &Line<'_>) -> Option<Signal> {
     let error_text = line.value("err").unwrap_or_else(|| line.message());
     let (cause, endpoint) = match kind.role() {
         _ if kind == K::KubeletFatal => (Some(classify_fatal(error_text)), None),
+        _ if kind.is_not_ready() => (Some(classify_not_ready(line)), None),
         Role::Marker => (None, None),
         _ => (Some(classify(error_text)), api_endpoint(error_text)),
     };
@@ -1252,13 +1289,14 @@ mod tests {
             None,
             Some(Cause::PortInUse),
         ),
-        // Not signals.
+        // A not-ready line (design 5.3; more in `readiness.rs`).
         (
             r#"I0830 11:17:56.125521    2417 kubelet.go:1775] skipping pod synchronization - [container runtime is down]"#,
+            Some(K::NotReady),
             None,
-            None,
-            None,
+            Some(Cause::Runtime),
         ),
+        // Not signals.
         (
             r#"I0322 17:40:11.534568    1272 kubelet_node_status.go:280] Setting node annotation to enable volume controller attach/detach"#,
             None,
@@ -1291,7 +1329,8 @@ mod tests {
         // Each row of the table is exercised by at least one line above, so
         // a wording cannot be added without a line that shows it.
         let mut hit = vec![false; TABLE.len()];
-        for (text, ..) in CASES {
+        let texts = CASES.iter().map(|c| c.0).chain(readiness::tests::texts());
+        for text in texts {
             let line = parse_line(text);
             if let Some(r) = lookup(&line) {
                 let idx = TABLE.iter().position(|x| std::ptr::eq(x, r)).unwrap();

@@ -337,6 +337,115 @@ pub static TABLE: &[Row] = &[
         LegacyPrefix("Recording NodeReady event message for node "),
         "<=1.20",
     ),
+    // Legacy and structured event-broadcaster lines of the NodeReady event
+    // (`Node X status is now: NodeReady`).
+    row(
+        K::NodeReady,
+        StructuredWith("Event occurred", "reason", "NodeReady"),
+        "1.21+",
+    ),
+    row(
+        K::NodeReady,
+        LegacyContains("reason: 'NodeReady' "),
+        "<=1.20",
+    ),
+    // §8 not ready while the kubelet runs (design 5.3).
+    row(
+        K::NotReady,
+        Structured("Container runtime network not ready"),
+        "1.21+",
+    ),
+    row(
+        K::NotReady,
+        LegacyPrefix("Container runtime network not ready: "),
+        "<=1.20",
+    ),
+    row(
+        K::NotReady,
+        Structured("Container runtime not ready"),
+        "1.21+",
+    ),
+    row(
+        K::NotReady,
+        LegacyPrefix("Container runtime not ready: "),
+        "<=1.20",
+    ),
+    row(
+        K::NotReady,
+        Structured("Skipping pod synchronization"),
+        "1.21+",
+    ),
+    row(
+        K::NotReady,
+        LegacyPrefix("skipping pod synchronization - "),
+        "<=1.20",
+    ),
+    row(K::NotReady, Structured("Node became not ready"), "1.21+"),
+    row(
+        K::NotReady,
+        LegacyPrefix("Node became not ready: "),
+        "<=1.20",
+    ),
+    row(
+        K::NotReady,
+        Structured("Node not becoming ready in time after startup"),
+        "1.27+",
+    ),
+    row(
+        K::NotReady,
+        Structured("Eviction manager: attempting to reclaim"),
+        "1.21+",
+    ),
+    row(
+        K::NotReady,
+        LegacyPrefix("eviction manager: attempting to reclaim "),
+        "<=1.20",
+    ),
+    row(
+        K::NotReady,
+        Structured("Eviction manager: must evict pod(s) to reclaim"),
+        "1.21+",
+    ),
+    row(
+        K::NotReady,
+        LegacyPrefix("eviction manager: must evict pod(s) to reclaim "),
+        "<=1.20",
+    ),
+    row(
+        K::NotReadySupport,
+        Structured("Unable to update cni config"),
+        "1.21+",
+    ),
+    row(
+        K::NotReadySupport,
+        LegacyPrefix("Unable to update cni config: "),
+        "<=1.20",
+    ),
+    row(
+        K::NotReadySupport,
+        LegacyPrefix("Error validating CNI config "),
+        "<=1.23",
+    ),
+    row(
+        K::NotReadySupport,
+        Structured("Status from runtime service failed"),
+        "1.21+",
+    ),
+    row(
+        K::NotReadySupport,
+        LegacyPrefix("Status from runtime service failed: "),
+        "<=1.20",
+    ),
+    row(
+        K::NotReadySupport,
+        Structured("GenericPLEG: Unable to retrieve pods"),
+        "1.21+",
+    ),
+    row(
+        K::NotReadySupport,
+        LegacyPrefix("GenericPLEG: Unable to retrieve pods: "),
+        "<=1.20",
+    ),
     // §9 start-up.
     // The kubelet's fatal lines (design 5.1): it exits right after.
     row(K::KubeletFatal, Structured("command failed"), "1.21+"),

@@ -104,6 +104,10 @@ impl Incident {
                 Cause::Auth if self.certificate_time() => Some(Trouble::Clock),
                 _ => None,
             },
+            // The runtime's unit around a runtime or PLEG not-ready one.
+            Detail::NotReady(_) => {
+                matches!(self.cause(), Cause::Runtime | Cause::Pleg).then_some(Trouble::Runtime)
+            }
             Detail::HostSilent(_) | Detail::Endpoint(_) => None,
         }
     }

@@ -83,6 +83,21 @@ pub struct NodeStatus {
     pub covered_by: Option<String>,
 }
 
+/// A not-ready incident's own data: the node is not ready while its
+/// kubelet runs (design 5.3).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotReady {
+    /// Its lines, trouble and supporting.
+    pub not_ready_signals: u64,
+    /// The cause of its latest line: a tie between causes goes to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_cause: Option<Cause>,
+    /// Its quiet is counted from here: the end of the node's kubelet-down
+    /// incident that held it open (0: from its last trouble).
+    #[serde(default)]
+    pub quiet_from: Micros,
+}
+
 /// A host-silent incident's own data.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Silent {
@@ -110,6 +125,7 @@ pub struct Outage {
 pub enum Detail {
     NodeStatus(NodeStatus),
     KubeletDown(Down),
+    NotReady(NotReady),
     HostSilent(Silent),
     Endpoint(Outage),
 }
@@ -120,6 +136,7 @@ impl Detail {
         match self {
             Detail::NodeStatus(_) => IncidentKind::NodeStatus,
             Detail::KubeletDown(_) => IncidentKind::KubeletDown,
+            Detail::NotReady(_) => IncidentKind::NotReady,
             Detail::HostSilent(_) => IncidentKind::HostSilent,
             Detail::Endpoint(_) => IncidentKind::Endpoint,
         }
@@ -131,6 +148,7 @@ impl Detail {
         match kind {
             IncidentKind::NodeStatus => Detail::NodeStatus(NodeStatus::default()),
             IncidentKind::KubeletDown => Detail::KubeletDown(Down::default()),
+            IncidentKind::NotReady => Detail::NotReady(NotReady::default()),
             IncidentKind::HostSilent => Detail::HostSilent(Silent::default()),
             IncidentKind::Endpoint => Detail::Endpoint(Outage::default()),
         }

@@ -28,6 +28,14 @@ impl Tracker {
                     self.dirty_origins.insert(host.to_string());
                 }
                 if asked {
+                    // A stop that was asked for ends the node's not-ready
+                    // incident too: nothing is left to be not ready.
+                    let ready_key = open_key(IncidentKind::NotReady, node);
+                    self.expire(&ready_key, at, out);
+                    if let Some(inc) = self.open.get_mut(&ready_key) {
+                        inc.add_evidence(evidence.clone());
+                    }
+                    self.resolve(&ready_key, at, Resolution::Stopped, out);
                     if let Some(inc) = self.open.get_mut(&key) {
                         inc.add_evidence(evidence);
                     }

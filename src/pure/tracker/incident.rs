@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::Settings;
-pub use super::detail::{Counters, Detail, Down, NodeStatus, Outage, Silent};
+pub use super::detail::{Counters, Detail, Down, NodeStatus, NotReady, Outage, Silent};
 use crate::signals::{Cause, Role, SignalKind};
 use crate::time::{Micros, clock, human_duration};
 
@@ -46,6 +46,8 @@ pub enum IncidentKind {
     #[default]
     NodeStatus,
     KubeletDown,
+    /// The node not ready while its kubelet runs (design 5.3).
+    NotReady,
     HostSilent,
     /// Several nodes in trouble against one API endpoint at once: one
     /// outage (design 5.2); its nodes' incidents stay their own.
@@ -55,6 +57,7 @@ pub enum IncidentKind {
 crate::kinds::spelling!(IncidentKind {
     NodeStatus => "node-status",
     KubeletDown => "kubelet-down",
+    NotReady => "not-ready",
     HostSilent => "host-silent",
     Endpoint => "endpoint",
 });
@@ -258,7 +261,10 @@ impl Incident {
         let host = self.host.clone().unwrap_or_default();
         let hosts = match &self.detail {
             Detail::Endpoint(o) => o.hosts.clone(),
-            Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::HostSilent(_) => {
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_) => {
                 vec![host.clone()]
             }
         };
@@ -343,7 +349,10 @@ impl Incident {
     pub(super) fn down_mut(&mut self) -> Option<&mut Down> {
         match &mut self.detail {
             Detail::KubeletDown(d) => Some(d),
-            Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::NodeStatus(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
         }
     }
 
@@ -352,7 +361,10 @@ impl Incident {
     pub(super) fn down(&self) -> Option<&Down> {
         match &self.detail {
             Detail::KubeletDown(d) => Some(d),
-            Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::NodeStatus(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
         }
     }
 
@@ -362,9 +374,10 @@ impl Incident {
     pub fn counters(&self) -> Counters {
         match &self.detail {
             Detail::NodeStatus(n) => n.counters,
-            Detail::KubeletDown(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => {
-                Counters::default()
-            }
+            Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => Counters::default(),
         }
     }
 
@@ -381,7 +394,7 @@ impl Incident {
         match &self.detail {
             Detail::NodeStatus(n) => n.api_endpoint.as_deref(),
             Detail::Endpoint(o) => Some(&o.endpoint),
-            Detail::KubeletDown(_) | Detail::HostSilent(_) => None,
+            Detail::KubeletDown(_) | Detail::NotReady(_) | Detail::HostSilent(_) => None,
         }
     }
 
@@ -390,7 +403,10 @@ impl Incident {
     pub fn nodes(&self) -> &[String] {
         match &self.detail {
             Detail::Endpoint(o) => &o.nodes,
-            Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::HostSilent(_) => &[],
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_) => &[],
         }
     }
 
@@ -399,7 +415,10 @@ impl Incident {
     pub fn covered_by(&self) -> Option<&str> {
         match &self.detail {
             Detail::NodeStatus(n) => n.covered_by.as_deref(),
-            Detail::KubeletDown(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
         }
     }
 
@@ -433,9 +452,12 @@ impl Incident {
                     ended
                 }
             }
-            Detail::Endpoint(_) | Detail::NodeStatus(_) if self.over_threshold_at.is_some() => {
+            Detail::Endpoint(_) | Detail::NodeStatus(_) | Detail::NotReady(_)
+                if self.over_threshold_at.is_some() =>
+            {
                 Verdict::Persistent
             }
+            Detail::NotReady(_) => self.not_ready_verdict(s, ended),
             Detail::HostSilent(_) | Detail::Endpoint(_) => ended,
             Detail::NodeStatus(n) => {
                 let soon_after_start = self.anchor.is_some_and(|a| {
@@ -481,6 +503,7 @@ impl Incident {
                     cause
                 }
             }
+            Detail::NotReady(r) => self.not_ready_cause(r),
             Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => self
                 .causes
                 .iter()
@@ -557,7 +580,10 @@ impl Incident {
     pub fn restarts(&self) -> u64 {
         match &self.detail {
             Detail::KubeletDown(d) => d.restarts,
-            Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => 0,
+            Detail::NodeStatus(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => 0,
         }
     }
 
@@ -570,6 +596,7 @@ impl Incident {
             // endpoint one ends with its last node's incident.
             Detail::HostSilent(_) | Detail::Endpoint(_) => None,
             Detail::NodeStatus(_) => Some(self.last_trouble_at + resolve_after),
+            Detail::NotReady(r) => Some(self.last_trouble_at.max(r.quiet_from) + resolve_after),
             Detail::KubeletDown(d) => match d.pending {
                 Some(_) if d.gave_up_at.is_some() => None,
                 Some(p) => Some(p + resolve_after),
@@ -653,6 +680,7 @@ impl Incident {
             Detail::HostSilent(h) => self.silent_diagnosis(h),
             Detail::Endpoint(o) => self.endpoint_diagnosis(o),
             Detail::KubeletDown(d) => self.down_diagnosis(d, s),
+            Detail::NotReady(r) => self.not_ready_diagnosis(r, s),
             Detail::NodeStatus(n) => self.status_diagnosis(n, s),
         }
     }

@@ -28,6 +28,7 @@ mod detail;
 mod down;
 mod endpoint;
 mod incident;
+mod not_ready;
 mod settings;
 mod silent;
 pub mod timeline;
@@ -39,8 +40,8 @@ use serde::{Deserialize, Serialize};
 
 pub use incident::Incident;
 pub use incident::{
-    Ack, Anchor, Counters, Detail, Down, Evidence, IncidentKind, NodeStatus, Outage, Resolution,
-    Silent, Status, Verdict, cause_explanation, one_line,
+    Ack, Anchor, Counters, Detail, Down, Evidence, IncidentKind, NodeStatus, NotReady, Outage,
+    Resolution, Silent, Status, Verdict, cause_explanation, one_line,
 };
 pub use settings::Settings;
 pub use settings::{Limits, Threshold};
@@ -236,7 +237,10 @@ pub struct Tracker {
 fn open_key(kind: IncidentKind, node: &str) -> String {
     match kind {
         IncidentKind::NodeStatus => node.to_string(),
-        k @ (IncidentKind::KubeletDown | IncidentKind::HostSilent | IncidentKind::Endpoint) => {
+        k @ (IncidentKind::KubeletDown
+        | IncidentKind::NotReady
+        | IncidentKind::HostSilent
+        | IncidentKind::Endpoint) => {
             format!("{}:{node}", k.as_str())
         }
     }
@@ -246,9 +250,10 @@ fn open_key(kind: IncidentKind, node: &str) -> String {
 fn key_of(i: &Incident) -> String {
     match &i.detail {
         Detail::HostSilent(_) => open_key(i.kind(), i.host.as_deref().unwrap_or(&i.node)),
-        Detail::NodeStatus(_) | Detail::KubeletDown(_) | Detail::Endpoint(_) => {
-            open_key(i.kind(), &i.node)
-        }
+        Detail::NodeStatus(_)
+        | Detail::KubeletDown(_)
+        | Detail::NotReady(_)
+        | Detail::Endpoint(_) => open_key(i.kind(), &i.node),
     }
 }
 
@@ -382,14 +387,14 @@ impl Tracker {
     }
 
     fn recompute_due(&mut self) {
-        self.due.clear();
-        let after = self.settings.resolve_after;
+        let mut due: BTreeMap<String, Micros> = BTreeMap::new();
         for i in self.open.values() {
-            if let Some(due) = i.due(after) {
-                let d = self.due.entry(host_key(i)).or_insert(Micros::MAX);
-                *d = (*d).min(due);
+            if let Some(at) = self.due_of(i) {
+                let d = due.entry(host_key(i)).or_insert(Micros::MAX);
+                *d = (*d).min(at);
             }
         }
+        self.due = due;
     }
 
     /// Open incidents, by node.
@@ -452,6 +457,7 @@ impl Tracker {
         {
             self.link(&node, out);
             self.link(&open_key(IncidentKind::KubeletDown, &node), out);
+            self.link(&open_key(IncidentKind::NotReady, &node), out);
         }
         self.correlate(&[node], from, out);
     }
@@ -470,6 +476,10 @@ impl Tracker {
         }
         if sig.kind.is_life() {
             self.life(obs, &node, out);
+        }
+        if sig.kind.is_not_ready() {
+            self.not_ready(obs, &node, out);
+            return node;
         }
         match sig.kind.role() {
             Role::Marker => self.marker(obs, &node, out),
@@ -513,7 +523,7 @@ impl Tracker {
         }
         self.expire(node, at, out);
         if let Some(inc) = self.open.get_mut(node) {
-            inc.add_evidence(evidence);
+            inc.add_evidence(evidence.clone());
             inc.last_signal_at = inc.last_signal_at.max(at);
             if obs.signal.kind == SignalKind::NodeReady {
                 self.resolve(node, at, Resolution::NodeReady, out);
@@ -522,16 +532,21 @@ impl Tracker {
             }
         }
         if obs.signal.kind == SignalKind::NodeReady {
-            let key = open_key(IncidentKind::KubeletDown, node);
-            self.expire(&key, at, out);
-            self.resolve(&key, at, Resolution::NodeReady, out);
+            for kind in [IncidentKind::KubeletDown, IncidentKind::NotReady] {
+                let key = open_key(kind, node);
+                self.expire(&key, at, out);
+                if let Some(inc) = self.open.get_mut(&key) {
+                    inc.add_evidence(evidence.clone());
+                    inc.last_signal_at = inc.last_signal_at.max(at);
+                }
+                self.resolve(&key, at, Resolution::NodeReady, out);
+            }
         }
     }
 
     fn update_due(&mut self, key: &str) {
-        let after = self.settings.resolve_after;
         if let Some(inc) = self.open.get(key) {
-            if let Some(due) = inc.due(after) {
+            if let Some(due) = self.due_of(inc) {
                 let d = self.due.entry(host_key(inc)).or_insert(due);
                 *d = (*d).min(due);
             }
@@ -647,11 +662,10 @@ impl Tracker {
     /// A kubelet-down incident whose exit no restart followed for
     /// `resolve_after` is judged failed instead (it stays open).
     fn expire(&mut self, node: &str, now: Micros, out: &mut Vec<Decision>) {
-        let resolve_after = self.settings.resolve_after;
-        let Some(inc) = self.open.get_mut(node) else {
+        let Some(due) = self.open.get(node).and_then(|i| self.due_of(i)) else {
             return;
         };
-        let Some(due) = inc.due(resolve_after) else {
+        let Some(inc) = self.open.get_mut(node) else {
             return;
         };
         if now < due {
@@ -677,37 +691,47 @@ impl Tracker {
         if inc.over_threshold_at.is_some() && self.settings.send_resolved {
             out.push(inc.raise(AlertKind::Resolved, at));
         }
+        if inc.kind() == IncidentKind::KubeletDown {
+            let (node, end) = (inc.node.clone(), inc.resolved_at.unwrap_or(at));
+            self.resolved.push(inc);
+            self.release_not_ready(&node, end);
+            return;
+        }
         self.resolved.push(inc);
     }
 
     /// Moves `host`'s clock to `now`: resolves its incidents quiet for
     /// `resolve_after` by then.
     pub fn advance_host(&mut self, host: &str, now: Micros, out: &mut Vec<Decision>) {
-        if self.due.get(host).is_none_or(|&d| now < d) {
-            return;
+        // Each pass ends what is due; an end may make another due by `now`
+        // (a not-ready incident a kubelet-down one held open), so again
+        // until nothing is: every pass ends or settles at least one.
+        while self.due.get(host).is_some_and(|&d| now >= d) {
+            let quiet: Vec<String> = self
+                .open
+                .iter()
+                .filter(|(_, i)| host_key(i) == host && self.due_of(i).is_some_and(|d| now >= d))
+                .map(|(n, _)| n.clone())
+                .collect();
+            let from = out.len();
+            for node in &quiet {
+                self.expire(node, now, out);
+            }
+            self.correlate(&quiet, from, out);
+            match self
+                .open
+                .values()
+                .filter(|i| host_key(i) == host)
+                .filter_map(|i| self.due_of(i))
+                .min()
+            {
+                Some(d) => self.due.insert(host.to_string(), d),
+                None => self.due.remove(host),
+            };
+            if quiet.is_empty() {
+                break;
+            }
         }
-        let after = self.settings.resolve_after;
-        let quiet: Vec<String> = self
-            .open
-            .iter()
-            .filter(|(_, i)| host_key(i) == host && i.due(after).is_some_and(|d| now >= d))
-            .map(|(n, _)| n.clone())
-            .collect();
-        let from = out.len();
-        for node in &quiet {
-            self.expire(node, now, out);
-        }
-        self.correlate(&quiet, from, out);
-        match self
-            .open
-            .values()
-            .filter(|i| host_key(i) == host)
-            .filter_map(|i| i.due(after))
-            .min()
-        {
-            Some(d) => self.due.insert(host.to_string(), d),
-            None => self.due.remove(host),
-        };
     }
 
     /// Moves every host's clock to `now` (tests; a source with one clock).
@@ -738,6 +762,9 @@ mod down_tests;
 
 #[cfg(test)]
 mod endpoint_tests;
+
+#[cfg(test)]
+mod not_ready_tests;
 
 #[cfg(test)]
 mod context_tests;

@@ -18,6 +18,10 @@ pub struct Settings {
     /// `window` is in a crash loop.
     #[serde(default = "default_restarts")]
     pub restarts: u32,
+    /// `[alert] not_ready_after`: a not-ready incident whose trouble lasts
+    /// longer is persistent and alerts (design 5.3).
+    #[serde(default = "default_not_ready_after")]
+    pub not_ready_after: Micros,
     pub window: Micros,
     pub repeat_interval: Micros,
     pub send_resolved: bool,
@@ -63,6 +67,10 @@ fn default_fleet_window() -> Micros {
 
 fn default_max_nodes_per_host() -> usize {
     defaults::MAX_NODES_PER_HOST as usize
+}
+
+fn default_not_ready_after() -> Micros {
+    defaults::NOT_READY_AFTER
 }
 
 fn default_restarts() -> u32 {
@@ -131,6 +139,7 @@ impl Default for Settings {
             race_window: defaults::RACE_WINDOW,
             retries: defaults::RETRIES,
             restarts: defaults::RESTARTS,
+            not_ready_after: defaults::NOT_READY_AFTER,
             window: defaults::WINDOW,
             repeat_interval: defaults::REPEAT_INTERVAL,
             send_resolved: defaults::SEND_RESOLVED,

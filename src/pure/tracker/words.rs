@@ -29,7 +29,9 @@ pub fn cause_explanation(c: Cause) -> &'static str {
         Cause::Credentials => {
             "the kubelet's kubeconfig, bootstrap kubeconfig or client certificate is missing, unreadable or expired"
         }
-        Cause::Runtime => "the container runtime is not reachable or not compatible at start",
+        Cause::Runtime => {
+            "the container runtime is down, not reachable, or not compatible with the kubelet"
+        }
         Cause::PortInUse => "a port the kubelet listens on is already in use",
         Cause::Exec => "systemd could not run the kubelet binary (203/EXEC)",
         Cause::Killed => {
@@ -38,6 +40,11 @@ pub fn cause_explanation(c: Cause) -> &'static str {
         Cause::Oom => {
             "the kernel's OOM killer killed the kubelet: the node ran out of memory, or the kubelet's cgroup hit its limit"
         }
+        c @ (Cause::Cni
+        | Cause::Pleg
+        | Cause::MemoryPressure
+        | Cause::DiskPressure
+        | Cause::PidPressure) => super::not_ready::explanation(c),
     }
 }
 

@@ -1,0 +1,259 @@
+//! Not-ready incidents (design 5.3): the node is not ready while its
+//! kubelet runs — the container network, the runtime, PLEG, or the
+//! eviction manager under memory, disk or pid pressure. Judged on entry
+//! time alone, so `scan`, `run --once` and a following run agree.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+use crate::time::{clock, human_duration};
+
+impl Tracker {
+    /// A line about the node's readiness: a trouble line opens the node's
+    /// not-ready incident (one open a node) or joins it; a supporting line
+    /// joins an open one and votes for its cause.
+    pub(super) fn not_ready(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
+        let at = obs.at;
+        let host = obs.host.unwrap_or("");
+        let sig = obs.signal;
+        let key = open_key(IncidentKind::NotReady, node);
+        self.expire(&key, at, out);
+        let trouble = sig.kind == SignalKind::NotReady;
+        if !self.open.contains_key(&key) {
+            if !trouble {
+                return;
+            }
+            self.make_room(host, at, out);
+            self.open_not_ready(obs, node, &key, out);
+        }
+        let s = &self.settings;
+        let Some(inc) = self.open.get_mut(&key) else {
+            return;
+        };
+        let cause = sig.cause.unwrap_or(Cause::Unknown);
+        if let Detail::NotReady(r) = &mut inc.detail {
+            r.not_ready_signals += 1;
+            r.last_cause = Some(cause);
+        }
+        *inc.causes.entry(cause).or_default() += 1;
+        inc.last_signal_at = inc.last_signal_at.max(at);
+        if trouble {
+            inc.last_trouble_at = inc.last_trouble_at.max(at);
+        }
+        inc.timeline.add(at, sig.kind.as_str());
+        inc.add_evidence(Evidence::new(at, obs.cursor, sig.kind, obs.text).with_cause(sig.cause));
+        out.push(Decision::UpdateIncident { id: inc.id.clone() });
+        // Persistent once its trouble lasts longer than `not_ready_after`:
+        // the alert, then a reminder every `repeat_interval` while it goes on.
+        if trouble && inc.last_trouble_at - inc.opened_at > s.not_ready_after {
+            let limits = s.limits(inc.kind(), &inc.node, inc.cause());
+            let kind = match (inc.over_threshold_at, inc.last_alert_at) {
+                (None, _) => Some(AlertKind::Opened),
+                (Some(_), Some(last)) if at - last >= limits.repeat_interval => {
+                    Some(AlertKind::Repeat)
+                }
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                inc.over_threshold_at.get_or_insert(at);
+                inc.last_alert_at = Some(at);
+                out.push(inc.raise(kind, at));
+            }
+        }
+        self.update_due(&key);
+    }
+
+    fn open_not_ready(
+        &mut self,
+        obs: &Observation<'_>,
+        node: &str,
+        key: &str,
+        out: &mut Vec<Decision>,
+    ) {
+        let at = obs.at;
+        let host = obs.host.unwrap_or("");
+        let origin = self.origins.get(host).cloned().unwrap_or_default();
+        let anchor = origin.started_at.filter(|&t| t <= at).map(|t| Anchor {
+            kind: SignalKind::KubeletStarted,
+            at: t,
+        });
+        let mut inc = Incident {
+            anchor,
+            ..Incident::opening(incident_id(key, at), IncidentKind::NotReady, node, obs)
+        };
+        origin.mark(&mut inc, at, 60 * SECOND);
+        out.push(Decision::OpenIncident { id: inc.id.clone() });
+        self.open.insert(key.to_string(), inc);
+    }
+
+    /// Whether the node's kubelet-down incident is open: its not-ready
+    /// incident then stays open (the kubelet is not there to say).
+    pub(super) fn held_by_down(&self, i: &Incident) -> bool {
+        i.kind() == IncidentKind::NotReady
+            && self
+                .open
+                .contains_key(&open_key(IncidentKind::KubeletDown, &i.node))
+    }
+
+    /// When an open incident is due to resolve on quiet (see
+    /// [`Incident::due`]); never while a kubelet-down incident holds it.
+    pub(super) fn due_of(&self, i: &Incident) -> Option<Micros> {
+        if self.held_by_down(i) {
+            return None;
+        }
+        i.due(self.settings.resolve_after)
+    }
+
+    /// The node's kubelet-down incident ended at `at`: its not-ready
+    /// incident's quiet is counted from then.
+    pub(super) fn release_not_ready(&mut self, node: &str, at: Micros) {
+        let key = open_key(IncidentKind::NotReady, node);
+        if let Some(Detail::NotReady(r)) = self.open.get_mut(&key).map(|i| &mut i.detail) {
+            r.quiet_from = r.quiet_from.max(at);
+            self.update_due(&key);
+        }
+    }
+}
+
+impl Incident {
+    /// Design 5.3: the start-up race when it opened within
+    /// `not_ready_after` of the kubelet's start and ended before its trouble
+    /// lasted that long (persistent is decided before); transient when it
+    /// ended otherwise; undetermined while open.
+    pub(super) fn not_ready_verdict(&self, s: &Settings, ended: Verdict) -> Verdict {
+        let closed = matches!(
+            self.resolution,
+            Some(Resolution::Evicted | Resolution::SourceChanged)
+        );
+        let soon_after_start = self.anchor.is_some_and(|a| {
+            a.kind == SignalKind::KubeletStarted
+                && self.opened_at >= a.at
+                && self.opened_at - a.at <= s.not_ready_after
+        });
+        if ended == Verdict::Transient && soon_after_start && !closed {
+            Verdict::StartupRace
+        } else {
+            ended
+        }
+    }
+
+    /// The most frequent cause of its lines (`unknown` only when no line
+    /// said more), a tie to the latest line's.
+    pub(super) fn not_ready_cause(&self, r: &NotReady) -> Cause {
+        let votes = |c: &Cause| *c != Cause::Unknown;
+        let best = self
+            .causes
+            .iter()
+            .filter(|(c, _)| votes(c))
+            .map(|(_, n)| *n)
+            .max()
+            .unwrap_or(0);
+        let top: Vec<Cause> = self
+            .causes
+            .iter()
+            .filter(|(c, n)| votes(c) && **n == best && best > 0)
+            .map(|(c, _)| *c)
+            .collect();
+        match top.as_slice() {
+            [] => Cause::Unknown,
+            [one] => *one,
+            many => r
+                .last_cause
+                .filter(|c| many.contains(c))
+                .unwrap_or(many[many.len() - 1]),
+        }
+    }
+
+    /// Its counter: the lines it has.
+    #[must_use]
+    pub fn not_ready_signals(&self) -> u64 {
+        match &self.detail {
+            Detail::NotReady(r) => r.not_ready_signals,
+            _ => 0,
+        }
+    }
+
+    /// One paragraph: what the kubelet said, since when, the verdict in
+    /// words and how it ended.
+    pub(super) fn not_ready_diagnosis(&self, r: &NotReady, s: &Settings) -> String {
+        let cause = self.cause();
+        let verdict = self.verdict(s);
+        let span = self.last_trouble_at - self.opened_at;
+        let mut parts = vec![format!(
+            "Node {} not ready while its kubelet runs, from {} over {} ({} line{}).",
+            self.node,
+            clock(self.opened_at),
+            human_duration(span),
+            r.not_ready_signals,
+            if r.not_ready_signals == 1 { "" } else { "s" }
+        )];
+        if let Some(e) = self.first_evidence() {
+            parts.push(format!("The kubelet said: {}", one_line(&e.text, 300)));
+        }
+        parts.push(format!(
+            "Cause {}: {}.",
+            cause.as_str(),
+            cause_explanation(cause)
+        ));
+        parts.push(self.context_words());
+        parts.retain(|p| !p.is_empty());
+        match (verdict, self.anchor) {
+            (Verdict::StartupRace, Some(a)) => parts.push(format!(
+                "It began {} after the kubelet started ({}) and ended sooner than {}: \
+                 the start-up race (the network's pods or the runtime's first status check \
+                 arrive after the kubelet); nothing to do.",
+                human_duration(self.opened_at - a.at),
+                clock(a.at),
+                human_duration(s.not_ready_after)
+            )),
+            (Verdict::Persistent, _) => parts.push(format!(
+                "Persistent: not ready longer than {} (since {}).",
+                human_duration(s.not_ready_after),
+                clock(self.opened_at)
+            )),
+            _ => {}
+        }
+        match self.resolution {
+            Some(Resolution::NodeReady) => parts.push(format!(
+                "Resolved at {} when the node became ready.",
+                clock(self.resolved_at.unwrap_or(self.last_signal_at))
+            )),
+            Some(Resolution::Quiet) => parts.push(format!(
+                "Resolved after {} without a not-ready line (last at {}).",
+                human_duration(s.resolve_after),
+                clock(self.last_trouble_at)
+            )),
+            Some(Resolution::Stopped) => parts.push(format!(
+                "Ended at {} by a stop of the kubelet that was asked for.",
+                clock(self.resolved_at.unwrap_or(self.last_signal_at))
+            )),
+            Some(Resolution::Evicted | Resolution::SourceChanged | Resolution::Wrote) => {
+                parts.push("Closed without confirmation that it ended.".into());
+            }
+            None => {}
+        }
+        parts.join(" ")
+    }
+}
+
+/// What a not-ready cause means, in plain words.
+#[must_use]
+pub(super) fn explanation(c: Cause) -> &'static str {
+    match c {
+        Cause::Cni => {
+            "the container network is not ready: the CNI plugin is not installed, not configured in /etc/cni/net.d, or its pods are not running on the node"
+        }
+        Cause::Pleg => {
+            "the kubelet's pod lifecycle event generator (PLEG) is not healthy: the container runtime answers too slowly or not at all"
+        }
+        Cause::MemoryPressure => {
+            "the node is under memory pressure: the eviction manager is reclaiming memory by evicting pods"
+        }
+        Cause::DiskPressure => {
+            "the node is under disk pressure: the eviction manager is reclaiming the node's or the images' file system"
+        }
+        Cause::PidPressure => {
+            "the node is running out of process ids: the eviction manager is evicting pods to reclaim them"
+        }
+        _ => "no known class; read the evidence lines",
+    }
+}

@@ -1,0 +1,243 @@
+//! not-ready incidents (design 5.3): the kubelet's readiness lines
+//! replayed through the pipeline.
+
+use super::*;
+use crate::model::{Entry, EntryFilter};
+use crate::pipeline::Pipeline;
+use crate::signals::Cause;
+
+const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
+
+const STARTED: &str = "Started kubelet: The Kubernetes Node Agent.";
+const STOPPING: &str = "Stopping kubelet: The Kubernetes Node Agent...";
+const STOPPED: &str = "Stopped kubelet: The Kubernetes Node Agent.";
+const EXITED: &str = "kubelet.service: Main process exited, code=exited, status=1/FAILURE";
+const CNI: &str = r#"E0715 16:24:50.000000    2001 kubelet.go:2862] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized""#;
+const RUNTIME: &str = r#"E0715 16:24:50.000000    2001 kubelet.go:2386] "Skipping pod synchronization" err="container runtime is down""#;
+const PLEG: &str = r#"E0715 16:24:50.000000    2001 kubelet.go:2386] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 3m0.5s ago; threshold is 3m0s""#;
+const DISK: &str = r#"W0715 16:24:50.000000    2001 eviction_manager.go:369] "Eviction manager: attempting to reclaim" resourceName="ephemeral-storage""#;
+const READY: &str = r#"I0715 16:24:50.000000    2001 kubelet_node_status.go:493] "Fast updating node status as it just became ready""#;
+const REGISTERED: &str = r#"I0715 16:24:50.000000    2001 kubelet_node_status.go:78] "Successfully registered node" node="w1""#;
+
+struct Replay {
+    incidents: Vec<Incident>,
+    alerts: Vec<AlertKind>,
+    settings: Settings,
+}
+
+/// The lines (ms after `T0`) as one host's journal; with `follow`, each
+/// host's clock is also moved to every entry's time as it arrives (a
+/// following service), else only at the end (`scan`).
+fn replay(lines: &[(i64, String)], end_ms: i64, follow: bool) -> Replay {
+    let settings = Settings::default();
+    let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
+    let mut decisions = Vec::new();
+    for (ms, text) in lines {
+        let systemd = !text.contains(".go:");
+        let at = T0 + ms * 1000;
+        let e = Entry {
+            at: Some(at),
+            host: Some("w1".into()),
+            unit: Some("kubelet.service".into()),
+            identifier: Some(if systemd { "systemd" } else { "kubelet" }.into()),
+            pid: Some(if systemd { 1 } else { 2001 }),
+            message: text.as_bytes().to_vec(),
+            ..Entry::default()
+        };
+        p.push(e, &mut decisions);
+        if follow {
+            p.flush(&mut decisions);
+            p.advance(at, &mut decisions);
+        }
+    }
+    p.flush(&mut decisions);
+    p.advance(T0 + end_ms * 1000, &mut decisions);
+    let alerts = decisions
+        .iter()
+        .filter_map(|d| match d {
+            Decision::QueueAlert { kind, .. } => Some(*kind),
+            _ => None,
+        })
+        .collect();
+    let mut incidents = p.tracker_mut().take_resolved();
+    incidents.extend(p.tracker().open_incidents().cloned());
+    incidents.sort_by_key(|i| (i.opened_at, i.node.clone()));
+    Replay {
+        incidents,
+        alerts,
+        settings,
+    }
+}
+
+/// Both ways, which must agree; the scan's.
+fn judged(lines: &[(i64, String)], end_ms: i64) -> Replay {
+    let scan = replay(lines, end_ms, false);
+    let follow = replay(lines, end_ms, true);
+    assert_eq!(scan.incidents, follow.incidents);
+    assert_eq!(scan.alerts, follow.alerts);
+    scan
+}
+
+/// `line` every 5 s from `from` ms for `count` times.
+fn every_5s(line: &str, from: i64, count: i64) -> Vec<(i64, String)> {
+    (0..count)
+        .map(|k| (from + k * 5_000, line.to_string()))
+        .collect()
+}
+
+fn lines(v: &[(i64, &str)]) -> Vec<(i64, String)> {
+    v.iter().map(|(t, s)| (*t, (*s).to_string())).collect()
+}
+
+#[test]
+fn a_network_ready_40s_after_the_start_is_the_startup_race() {
+    let mut l = lines(&[(0, STARTED), (1_000, REGISTERED)]);
+    l.extend(every_5s(CNI, 2_000, 8));
+    l.push((42_000, READY.to_string()));
+    let r = judged(&l, 600_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.kind(), IncidentKind::NotReady);
+    assert_eq!(i.node, "w1");
+    assert_eq!(i.cause(), Cause::Cni);
+    assert_eq!(i.not_ready_signals(), 8);
+    assert_eq!(i.resolution, Some(Resolution::NodeReady));
+    assert_eq!(i.resolved_at, Some(T0 + 42_000_000));
+    assert_eq!(i.verdict(&r.settings), Verdict::StartupRace);
+    assert!(r.alerts.is_empty(), "{:?}", r.alerts);
+    let d = i.diagnosis(&r.settings);
+    assert!(d.contains("start-up race"), "{d}");
+    assert!(d.contains("cni plugin not initialized"), "{d}");
+}
+
+#[test]
+fn a_network_never_ready_is_persistent_and_alerts_once() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(CNI, 2_000, 14 * 12));
+    let r = judged(&l, 14 * 60_000 + 2_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.cause(), Cause::Cni);
+    assert_eq!(i.status(), Status::Open);
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+    // Over 3 min of trouble: the first line after 2 s + 180 s.
+    assert_eq!(i.over_threshold_at, Some(T0 + 187_000_000));
+    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    assert_eq!(i.counters(), Counters::default());
+    let d = i.diagnosis(&r.settings);
+    assert!(d.contains("Persistent"), "{d}");
+}
+
+#[test]
+fn a_runtime_down_five_minutes_is_persistent_then_resolved_on_quiet() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(RUNTIME, 600_000, 60));
+    // The kubelet still writes after the runtime came back.
+    l.push((1_000_000, REGISTERED.to_string()));
+    let r = judged(&l, 1_000_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.cause(), Cause::Runtime);
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+    assert_eq!(i.resolution, Some(Resolution::Quiet));
+    assert_eq!(
+        i.resolved_at,
+        Some(T0 + (600_000 + 59 * 5_000 + 60_000) * 1000)
+    );
+    assert_eq!(r.alerts, vec![AlertKind::Opened, AlertKind::Resolved]);
+}
+
+#[test]
+fn trouble_that_ends_sooner_long_after_the_start_is_transient() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(DISK, 600_000, 12));
+    l.push((800_000, REGISTERED.to_string()));
+    let r = judged(&l, 800_000);
+    let i = &r.incidents[0];
+    assert_eq!(i.cause(), Cause::DiskPressure);
+    assert_eq!(i.verdict(&r.settings), Verdict::Transient);
+    assert!(r.alerts.is_empty());
+}
+
+#[test]
+fn the_most_frequent_cause_wins_and_a_tie_goes_to_the_latest() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(PLEG, 1_000, 3));
+    l.extend(every_5s(RUNTIME, 16_000, 2));
+    let r = judged(&l, 30_000);
+    assert_eq!(r.incidents[0].cause(), Cause::Pleg);
+    assert_eq!(r.incidents[0].not_ready_signals(), 5);
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(PLEG, 1_000, 2));
+    l.extend(every_5s(RUNTIME, 11_000, 2));
+    let r = judged(&l, 30_000);
+    assert_eq!(r.incidents[0].cause(), Cause::Runtime);
+    l.extend(every_5s(PLEG, 21_000, 1));
+    l.extend(every_5s(RUNTIME, 26_000, 1));
+    l.extend(every_5s(PLEG, 31_000, 1));
+    let r = judged(&l, 40_000);
+    assert_eq!(r.incidents[0].cause(), Cause::Pleg);
+}
+
+#[test]
+fn it_stays_open_while_the_kubelet_is_down() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(RUNTIME, 1_000, 4));
+    // The kubelet dies and stays dead for 10 min; the not-ready incident
+    // must not resolve on quiet meanwhile.
+    l.push((20_000, EXITED.to_string()));
+    let r = judged(&l, 400_000);
+    let nr: Vec<&Incident> = r
+        .incidents
+        .iter()
+        .filter(|i| i.kind() == IncidentKind::NotReady)
+        .collect();
+    assert_eq!(nr.len(), 1);
+    assert_eq!(nr[0].status(), Status::Open, "{:#?}", nr[0]);
+    // Once the kubelet runs again (kubelet-down resolved after 60 s), its
+    // quiet counts from then.
+    l.push((620_000, STARTED.to_string()));
+    let r = judged(&l, 900_000);
+    let down = r
+        .incidents
+        .iter()
+        .find(|i| i.kind() == IncidentKind::KubeletDown)
+        .unwrap();
+    let nr = r
+        .incidents
+        .iter()
+        .find(|i| i.kind() == IncidentKind::NotReady)
+        .unwrap();
+    let down_end = down.resolved_at.unwrap();
+    assert_eq!(nr.resolution, Some(Resolution::Quiet));
+    assert_eq!(nr.resolved_at, Some(down_end + 60 * SECOND));
+}
+
+#[test]
+fn a_requested_stop_ends_it() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(CNI, 1_000, 60));
+    l.push((300_000, STOPPING.to_string()));
+    l.push((300_100, STOPPED.to_string()));
+    let r = judged(&l, 300_100);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.resolution, Some(Resolution::Stopped));
+    assert_eq!(i.resolved_at, Some(T0 + 300_000_000));
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+}
+
+#[test]
+fn readiness_lines_never_open_a_node_status_incident() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(CNI, 1_000, 3));
+    l.extend(every_5s(PLEG, 16_000, 3));
+    l.extend(every_5s(DISK, 31_000, 3));
+    let r = judged(&l, 600_000);
+    assert_eq!(r.incidents.len(), 1);
+    assert!(
+        r.incidents
+            .iter()
+            .all(|i| i.kind() == IncidentKind::NotReady)
+    );
+}
