@@ -135,6 +135,12 @@ const OOM: &str = "Out of memory: Killed process 4242 (kubelet) total-vm:2145132
 /// The issue's journal.
 fn journal() -> Vec<u8> {
     let mut j = J { out: Vec::new() };
+    runtime_and_oom(&mut j);
+    link_clock_bystander_forged(&mut j);
+    j.out
+}
+
+fn runtime_and_oom(j: &mut J) {
     // w-runtime: containerd stopped on request, then the kubelet says the
     // runtime is down for 5 min (no incident kind of its own yet), then
     // dies on its restart because the runtime's socket is gone.
@@ -218,6 +224,9 @@ fn journal() -> Vec<u8> {
     for k in 0..20 {
         j.healthy(21.0 + f64::from(k) * 10.0, h);
     }
+}
+
+fn link_clock_bystander_forged(j: &mut J) {
     // w-net: networkd loses the carrier, the status updates fail for 3 min.
     let h = "w-net";
     j.unit(
@@ -313,7 +322,6 @@ fn journal() -> Vec<u8> {
             "dial tcp 10.0.0.1:6443: connect: network is unreachable",
         );
     }
-    j.out
 }
 
 fn by<'a>(v: &'a [serde_json::Value], host: &str, kind: &str) -> &'a serde_json::Value {
@@ -360,8 +368,7 @@ fn the_nodes_other_units_explain_the_kubelets_trouble() {
     assert_eq!(nr["cause"], "runtime", "{nr:#}");
     assert_eq!(nr["context"][0]["unit"], "containerd.service", "{nr:#}");
     assert_eq!(
-        nr["context"][0]["text"],
-        "Stopping containerd.service - containerd container runtime...",
+        nr["context"][0]["text"], "Stopping containerd.service - containerd container runtime...",
         "{nr:#}"
     );
     assert!(

@@ -55,7 +55,7 @@ fn klog(sev: char, at: Micros, src: &str, body: &str) -> (Micros, String) {
 
 /// The kubelet going about its business: a line every 30 s.
 fn chatter(from: Micros, to: Micros) -> Vec<(Micros, String)> {
-    (0..)
+    (0..=(to - from) / (30 * SECOND))
         .map(|k| from + k * 30 * SECOND)
         .take_while(|&t| t < to)
         .map(|t| {

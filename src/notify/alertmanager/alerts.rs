@@ -74,12 +74,12 @@ const MAX_EVIDENCE: usize = 1000;
 fn severity(i: &Incident) -> &'static str {
     use crate::signals::Cause;
     match &i.detail {
-        // The kubelet is not running: the node is going NotReady.
-        Detail::KubeletDown(_) => "critical",
+        // The kubelet is not running: the node is going NotReady; a
+        // not-ready one is persistent by the time it alerts: the node runs
+        // no new pods.
+        Detail::KubeletDown(_) | Detail::NotReady(_) => "critical",
         // Nothing known of the node, good or bad: the operator should look.
         Detail::HostSilent(_) => "warning",
-        // Persistent by the time it alerts: the node runs no new pods.
-        Detail::NotReady(_) => "critical",
         Detail::NodeStatus(_) | Detail::Endpoint(_) => match i.cause() {
             Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
             _ => "warning",
