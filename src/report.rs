@@ -616,20 +616,7 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
         out.push_str(&p.text(zone));
     }
     let opened = micros(&o.opened_at);
-    if !o.context.is_empty() {
-        let _ = writeln!(out, "  context (the node's other units):");
-        for c in &o.context {
-            let at = micros(&c.at);
-            let _ = writeln!(
-                out,
-                "    {:>+9}ms  {}  {:<16}  {}",
-                (at - opened) / 1000,
-                human(at, zone),
-                one_line(&c.unit, 40),
-                one_line(&c.text, 240)
-            );
-        }
-    }
+    context_block(&mut out, o, zone);
     let _ = writeln!(out, "  evidence:");
     let mut last: Option<Micros> = None;
     for (n, e) in o.evidence.iter().enumerate() {
@@ -660,6 +647,27 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
         );
     }
     out
+}
+
+/// The node's other units' lines that explain it, with their delta to
+/// its start (design 5.4).
+fn context_block(out: &mut String, o: &IncidentOut, zone: Zone) {
+    if o.context.is_empty() {
+        return;
+    }
+    let opened = micros(&o.opened_at);
+    let _ = writeln!(out, "  context (the node's other units):");
+    for c in &o.context {
+        let at = micros(&c.at);
+        let _ = writeln!(
+            out,
+            "    {:>+9}ms  {}  {:<16}  {}",
+            (at - opened) / 1000,
+            human(at, zone),
+            one_line(&c.unit, 40),
+            one_line(&c.text, 240)
+        );
+    }
 }
 
 /// What was counted, in the kind's own words: a kubelet-down incident's

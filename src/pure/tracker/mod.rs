@@ -481,6 +481,7 @@ impl Tracker {
         {
             self.link(&node, out);
             self.link(&open_key(IncidentKind::KubeletDown, &node), out);
+            self.link(&open_key(IncidentKind::NotReady, &node), out);
         }
         self.correlate(&[node], from, out);
     }

@@ -171,6 +171,8 @@ impl Incident {
             cause.as_str(),
             cause_explanation(cause)
         ));
+        parts.push(self.context_words());
+        parts.retain(|p| !p.is_empty());
         match (verdict, self.anchor) {
             (Verdict::StartupRace, Some(a)) => parts.push(format!(
                 "It began {} after the kubelet started ({}) and ended sooner than {}: \
