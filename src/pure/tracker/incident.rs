@@ -8,7 +8,6 @@ use serde::{Deserialize, Serialize};
 
 use super::Settings;
 pub use super::detail::{Counters, Detail, Down, NodeStatus, NotReady, Outage, Silent};
-pub use super::words::{cause_explanation, one_line};
 use crate::signals::{Cause, Role, SignalKind};
 use crate::time::{Micros, clock, human_duration};
 
