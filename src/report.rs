@@ -49,9 +49,17 @@ pub(crate) struct SummaryOut {
     pub adopted: std::collections::BTreeMap<String, u64>,
     /// klog lines of other sources, by identifier.
     pub other_klog: std::collections::BTreeMap<String, u64>,
+    /// Lines of the node's other units and the kernel kept for context
+    /// (design 5.4): they explain incidents, never open one.
+    pub context_lines: u64,
+    /// Entries with no time of their own and none before them to take.
+    pub untimed: u64,
     pub first_at: Option<String>,
     pub last_at: Option<String>,
+    /// The nodes named, at most [`crate::pipeline::NODES_LISTED`] ...
     pub nodes: Vec<String>,
+    /// ... and how many more were seen.
+    pub nodes_unlisted: u64,
 }
 
 impl SummaryOut {
@@ -71,9 +79,12 @@ impl SummaryOut {
             untrusted_sources: s.untrusted_sources.clone(),
             adopted: s.adopted.clone(),
             other_klog: s.other_klog.clone(),
+            context_lines: s.context_lines,
+            untimed: s.untimed,
             first_at: s.first_at.map(rfc3339),
             last_at: s.last_at.map(rfc3339),
             nodes: s.nodes.iter().cloned().collect(),
+            nodes_unlisted: s.nodes_unlisted,
         }
     }
 }
@@ -527,10 +538,30 @@ fn shell_word(s: &str) -> String {
 /// The diagnosis and the timeline of one incident, with millisecond deltas
 /// from its opening.
 #[must_use]
-// One incident's whole text, section by section; split further next.
-#[allow(clippy::too_many_lines)]
 pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
     let mut out = String::new();
+    identity_block(&mut out, o);
+    times_block(&mut out, o, zone);
+    counters_line(&mut out, o);
+    let _ = writeln!(out, "  diagnosis: {}", terminal_text(&o.diagnosis, 4000));
+    if !o.next_steps.is_empty() {
+        let _ = writeln!(out, "  what to check next:");
+        for step in &o.next_steps {
+            let _ = writeln!(out, "    - {}", terminal_text(step, 500));
+        }
+    }
+    if let Some(p) = &o.timeline {
+        let _ = writeln!(out, "  signals over time:");
+        out.push_str(&p.text(zone));
+    }
+    context_block(&mut out, o, zone);
+    evidence_block(&mut out, o, zone);
+    out
+}
+
+/// Which incident: its node and host, status, verdict, cause, endpoint,
+/// the nodes an endpoint incident stands for, or the one that stands for it.
+fn identity_block(out: &mut String, o: &IncidentOut) {
     let _ = writeln!(
         out,
         "incident {}  node {}  host {}",
@@ -570,6 +601,11 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
             "  part of endpoint incident {c} (its alert stands for this one's)"
         );
     }
+}
+
+/// When: opened, for how long, resolved, a silent host's last entry; and
+/// who acknowledged or silenced it.
+fn times_block(out: &mut String, o: &IncidentOut, zone: Zone) {
     let _ = writeln!(
         out,
         "  opened {}; trouble lasted {} (first to last signal){}",
@@ -603,20 +639,12 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
     if !o.silenced_by.is_empty() {
         let _ = writeln!(out, "  silenced by {}", o.silenced_by.join(", "));
     }
-    counters_line(&mut out, o);
-    let _ = writeln!(out, "  diagnosis: {}", terminal_text(&o.diagnosis, 4000));
-    if !o.next_steps.is_empty() {
-        let _ = writeln!(out, "  what to check next:");
-        for step in &o.next_steps {
-            let _ = writeln!(out, "    - {}", terminal_text(step, 500));
-        }
-    }
-    if let Some(p) = &o.timeline {
-        let _ = writeln!(out, "  signals over time:");
-        out.push_str(&p.text(zone));
-    }
+}
+
+/// The evidence kept, with its delta to the opening, and where lines were
+/// not kept.
+fn evidence_block(out: &mut String, o: &IncidentOut, zone: Zone) {
     let opened = micros(&o.opened_at);
-    context_block(&mut out, o, zone);
     let _ = writeln!(out, "  evidence:");
     let mut last: Option<Micros> = None;
     for (n, e) in o.evidence.iter().enumerate() {
@@ -646,7 +674,6 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
             one_line(&e.text, 240)
         );
     }
-    out
 }
 
 /// The node's other units' lines that explain it, with their delta to

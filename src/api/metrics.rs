@@ -132,6 +132,13 @@ impl Snapshot {
         )?;
         Self::counter(
             enc,
+            "context_lines",
+            "Lines of the node's other units and the kernel kept for context: they explain \
+             incidents, never open one.",
+            &one(sum.context_lines),
+        )?;
+        Self::counter(
+            enc,
             "untrusted_lines",
             "Entries that look like the kubelet's (identifier or container name) from a writer \
              that is not trusted: ignored.",
