@@ -66,6 +66,8 @@ use crate::tracker::{AlertKind, Alerted, Decision, Incident};
 
 /// A batch commits after this many entries…
 const BATCH_ENTRIES: u64 = 20_000;
+/// Entries pushed between two looks at the shutdown token.
+const SHUTDOWN_CHECK: u64 = 64;
 /// …or this long after the previous commit, whichever comes first.
 const BATCH_INTERVAL: Duration = Duration::from_millis(500);
 
@@ -201,10 +203,19 @@ impl Ingest {
     }
 
     /// Takes one batch of entries from the reader.
-    fn entries(&mut self, entries: Vec<crate::model::Entry>) {
-        let n = entries.len() as u64;
+    ///
+    /// A shutdown stops it between entries (every [`SHUTDOWN_CHECK`]): what
+    /// was pushed is committed with its cursor, the rest is read again at
+    /// the next start, so a slow batch (a large outage) never holds the
+    /// exit.
+    fn entries(&mut self, entries: Vec<crate::model::Entry>, shutdown: &CancellationToken) {
         self.pipeline.set_now((self.now)());
+        let mut n = 0;
         for e in entries {
+            if n % SHUTDOWN_CHECK == 0 && n > 0 && shutdown.is_cancelled() {
+                break;
+            }
+            n += 1;
             if let Some(c) = &e.cursor {
                 self.cursor = Some(c.clone());
                 if let Some(g) = self.position.advance(&e) {
@@ -697,7 +708,7 @@ impl Ingest {
             tokio::select! {
                 biased;
                 () = shutdown.cancelled() => break,
-                ev = reader.events.recv() => match self.event(ev, mode) {
+                ev = reader.events.recv() => match self.event(ev, mode, &shutdown) {
                     Flow::Continue => {}
                     Flow::Finished => break,
                     Flow::Restart => {
@@ -743,10 +754,10 @@ impl Ingest {
     }
 
     /// One event from the reader (`None`: it ended).
-    fn event(&mut self, ev: Option<ReaderEvent>, mode: Mode) -> Flow {
+    fn event(&mut self, ev: Option<ReaderEvent>, mode: Mode, shutdown: &CancellationToken) -> Flow {
         match ev {
             Some(ReaderEvent::Entries(v)) => {
-                self.entries(v);
+                self.entries(v, shutdown);
                 self.supervisor.healthy();
             }
             Some(ReaderEvent::Tail { sync }) => {
