@@ -578,6 +578,16 @@ fn comparable(
                 for k in ["resolved_at", "resolution"] {
                     o.remove(k);
                 }
+                // A not-ready incident's quiet counts from its node's
+                // kubelet-down end, which a following service may also
+                // decide on quiet at the journal's end.
+                if let Some(r) = o
+                    .get_mut("detail")
+                    .and_then(|d| d.get_mut("not-ready"))
+                    .and_then(|r| r.as_object_mut())
+                {
+                    r.remove("quiet_from");
+                }
             }
             (id, i)
         })
@@ -682,7 +692,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 10, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 16, ..ProptestConfig::default() })]
     /// Issues 25 and 26: the same with not-ready episodes and context
     /// lines (the node's other units, the kernel) among the others, on the
     /// same hosts, in any batches and with any pauses.
@@ -694,6 +704,33 @@ proptest! {
         max_pause_s in 1i64..400,
     ) {
         check_of(seed, ALL_EPISODES, Reading { seed, max_batch, pause_every, max_pause: max_pause_s * SECOND });
+    }
+}
+
+/// Readings of the not-ready and context property pinned: one entry a
+/// batch (a context line linked when it arrives, whatever else the batch
+/// decided; found with a link made only in a batch that had decided
+/// nothing yet), larger batches with long pauses, and a not-ready
+/// incident whose quiet was over before an OOM kill opened a kubelet-down
+/// incident (scan held it until the next stop; a following service
+/// resolved it on quiet).
+#[test]
+fn readiness_readings_that_once_differed_are_the_same() {
+    for (seed, max_batch, pause_every, max_pause) in [
+        (16_608_599_124_218_840_065, 1, 1, 1),
+        (16_608_599_194_429_128_536, 76, 18, 333),
+        (14_322_475_372_458_916_910, 76, 11, 172),
+    ] {
+        check_of(
+            seed,
+            ALL_EPISODES,
+            Reading {
+                seed,
+                max_batch,
+                pause_every,
+                max_pause: max_pause * SECOND,
+            },
+        );
     }
 }
 
