@@ -339,6 +339,128 @@ fn the_six_nodes_of_the_issue() {
     assert_eq!(nodes["nodes"].as_array().unwrap().len(), 5, "{nodes:#}");
 }
 
+/// One host's journal entries in export form, with their times.
+type HostEntries = (&'static str, Vec<(Micros, Vec<u8>)>);
+
+/// The six nodes, the runtime-down host's containerd stopped on request
+/// 20 s before its kubelet says the runtime is down.
+fn six_nodes_with_a_containerd_stop(t0: Micros) -> Vec<HostEntries> {
+    let stop = t0 + 10 * 60 * SECOND - 20 * SECOND;
+    let c = "containerd.service";
+    six_node_lines(t0)
+        .into_iter()
+        .map(|(name, lines)| {
+            let others = if name == "runtime-down" {
+                vec![
+                    about(
+                        name,
+                        stop,
+                        c,
+                        "Stopping containerd.service - containerd container runtime...",
+                    ),
+                    about(
+                        name,
+                        stop + 200_000,
+                        c,
+                        "containerd.service: Deactivated successfully.",
+                    ),
+                    about(
+                        name,
+                        stop + 200_000,
+                        c,
+                        "Stopped containerd.service - containerd container runtime.",
+                    ),
+                ]
+            } else {
+                Vec::new()
+            };
+            (name, entries(name, t0, &lines, others))
+        })
+        .collect()
+}
+
+/// Appends each host's entries to its file in `dir` in pieces of 1 to 90
+/// entries, the hosts taking turns (a splitmix of the turn picks the
+/// sizes), a pause now and then.
+fn write_in_pieces(dir: &Path, hosts: &[HostEntries]) {
+    let mut next: Vec<usize> = vec![0; hosts.len()];
+    let mut turn = 0u64;
+    while next.iter().zip(hosts).any(|(n, (_, e))| *n < e.len()) {
+        for (h, (name, e)) in hosts.iter().enumerate() {
+            if next[h] >= e.len() {
+                continue;
+            }
+            turn += 1;
+            let mut z = turn.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            z = (z ^ (z >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            let end = (next[h] + 1 + (z % 90) as usize).min(e.len());
+            let piece: Vec<u8> = e[next[h]..end]
+                .iter()
+                .flat_map(|(_, b)| b.clone())
+                .collect();
+            journal_remote(&piece, &file_of(dir, name));
+            next[h] = end;
+            if z % 3 == 0 {
+                std::thread::sleep(std::time::Duration::from_millis(60));
+            }
+        }
+    }
+}
+
+/// Each incident's node and not-ready lines, by node.
+fn signals(v: &serde_json::Value) -> Vec<(String, u64)> {
+    let mut n: Vec<(String, u64)> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["node"].as_str().unwrap().to_string(),
+                i["not_ready_signals"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    n.sort();
+    n
+}
+
+/// [`judged`], without the evidence's cursors (they name the file), and
+/// for the nodes in `open` without how they ended.
+fn comparable(v: &serde_json::Value, open: &[String]) -> Vec<serde_json::Value> {
+    judged(v)
+        .into_iter()
+        .map(|mut i| {
+            for e in i["evidence"].as_array_mut().into_iter().flatten() {
+                e.as_object_mut().unwrap().remove("cursor");
+            }
+            if open.iter().any(|n| i["node"] == n.as_str()) {
+                let o = i.as_object_mut().unwrap();
+                for k in [
+                    "status",
+                    "resolved_at",
+                    "resolution",
+                    "verdict",
+                    "diagnosis",
+                    "next_step",
+                ] {
+                    o.remove(k);
+                }
+            }
+            i
+        })
+        .collect()
+}
+
+/// The mails in `dir`, quoted-printable's soft breaks undone.
+fn mails_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .map(|m| m.replace("=\r\n", "").replace("=3D", "="))
+        .collect()
+}
+
 /// Issues 25 and 26: a following `run` over the six nodes' journal as it
 /// grows (each host's file appended to in pieces, hosts interleaved,
 /// pauses between; the runtime-down host's containerd stopped on request
@@ -353,39 +475,7 @@ fn a_following_run_gives_the_incidents_scan_gives_as_the_journal_grows() {
     let (whole, growing) = (tmp.path().join("whole"), tmp.path().join("remote"));
     std::fs::create_dir(&whole).unwrap();
     std::fs::create_dir(&growing).unwrap();
-    let t0 = kubelet_sentinel::now() - 3600 * SECOND;
-    let stop = t0 + 10 * 60 * SECOND - 20 * SECOND;
-    let containerd = "containerd.service";
-    let hosts: Vec<(&str, Vec<(Micros, Vec<u8>)>)> = six_node_lines(t0)
-        .into_iter()
-        .map(|(name, lines)| {
-            let others = if name == "runtime-down" {
-                vec![
-                    about(
-                        name,
-                        stop,
-                        containerd,
-                        "Stopping containerd.service - containerd container runtime...",
-                    ),
-                    about(
-                        name,
-                        stop + 200_000,
-                        containerd,
-                        "containerd.service: Deactivated successfully.",
-                    ),
-                    about(
-                        name,
-                        stop + 200_000,
-                        containerd,
-                        "Stopped containerd.service - containerd container runtime.",
-                    ),
-                ]
-            } else {
-                Vec::new()
-            };
-            (name, entries(name, t0, &lines, others))
-        })
-        .collect();
+    let hosts = six_nodes_with_a_containerd_stop(kubelet_sentinel::now() - 3600 * SECOND);
     for (name, e) in &hosts {
         let out: Vec<u8> = e.iter().flat_map(|(_, b)| b.clone()).collect();
         journal_remote(&out, &file_of(&whole, name));
@@ -428,31 +518,7 @@ fn a_following_run_gives_the_incidents_scan_gives_as_the_journal_grows() {
         .replace("MAILDIR", &maildir.display().to_string());
     std::fs::write(svc.config(), &config).unwrap();
     svc.start();
-    // Each host's entries in pieces of 1 to 90 entries, the hosts taking
-    // turns (a splitmix of the round picks the sizes), a pause now and then.
-    let mut next: Vec<usize> = vec![0; hosts.len()];
-    let mut round = 0u64;
-    while next.iter().zip(&hosts).any(|(n, (_, e))| *n < e.len()) {
-        for (h, (name, e)) in hosts.iter().enumerate() {
-            if next[h] >= e.len() {
-                continue;
-            }
-            round += 1;
-            let mut z = round.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-            z = (z ^ (z >> 31)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            let take = 1 + (z % 90) as usize;
-            let end = (next[h] + take).min(e.len());
-            let piece: Vec<u8> = e[next[h]..end]
-                .iter()
-                .flat_map(|(_, b)| b.clone())
-                .collect();
-            journal_remote(&piece, &file_of(&growing, name));
-            next[h] = end;
-            if z % 3 == 0 {
-                std::thread::sleep(std::time::Duration::from_millis(60));
-            }
-        }
-    }
+    write_in_pieces(&growing, &hosts);
     let lines = scanned["summary"]["kubelet_lines"]
         .as_u64()
         .expect("scan's kubelet_lines");
@@ -465,29 +531,12 @@ fn a_following_run_gives_the_incidents_scan_gives_as_the_journal_grows() {
     // A host's last line is held for continuations until its stream has
     // been quiet for a moment of wall time (the reader's caught-up
     // confirmation hands it on): scan's end hands it on at once.
-    let signals = |v: &serde_json::Value| -> Vec<(String, u64)> {
-        let mut n: Vec<(String, u64)> = v
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| {
-                (
-                    i["node"].as_str().unwrap().to_string(),
-                    i["not_ready_signals"].as_u64().unwrap(),
-                )
-            })
-            .collect();
-        n.sort();
-        n
-    };
     let want_signals = signals(&scanned["incidents"]);
-    let started = std::time::Instant::now();
     crate::support::wait_for(
         std::time::Duration::from_secs(20),
         || signals(&svc.incidents()) == want_signals,
         "the held last lines to be handed on",
     );
-    eprintln!("held lines handed on after {:?}", started.elapsed());
     let stored = svc.incidents();
     // The open ones at the journal's end, apart from how they ended.
     let open: Vec<String> = scanned["incidents"]
@@ -498,32 +547,10 @@ fn a_following_run_gives_the_incidents_scan_gives_as_the_journal_grows() {
         .map(|i| i["node"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(open, ["cni-never"], "{:#}", scanned["incidents"]);
-    let comparable = |v: &serde_json::Value| -> Vec<serde_json::Value> {
-        judged(v)
-            .into_iter()
-            .map(|mut i| {
-                // Cursors name the file: the two journals are two files.
-                for e in i["evidence"].as_array_mut().into_iter().flatten() {
-                    e.as_object_mut().unwrap().remove("cursor");
-                }
-                if open.iter().any(|n| i["node"] == n.as_str()) {
-                    let o = i.as_object_mut().unwrap();
-                    for k in [
-                        "status",
-                        "resolved_at",
-                        "resolution",
-                        "verdict",
-                        "diagnosis",
-                        "next_step",
-                    ] {
-                        o.remove(k);
-                    }
-                }
-                i
-            })
-            .collect()
-    };
-    let (want, got) = (comparable(&scanned["incidents"]), comparable(&stored));
+    let (want, got) = (
+        comparable(&scanned["incidents"], &open),
+        comparable(&stored, &open),
+    );
     for (w, g) in want.iter().zip(&got) {
         let differ: Vec<String> = w
             .as_object()
@@ -535,21 +562,15 @@ fn a_following_run_gives_the_incidents_scan_gives_as_the_journal_grows() {
         assert!(differ.is_empty(), "{} differs: {differ:#?}", w["node"]);
     }
     assert_eq!(want.len(), got.len(), "{stored:#}");
-    let mails: Vec<String> = std::fs::read_dir(&maildir)
-        .unwrap()
-        .flatten()
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
-        .map(|m| m.replace("=\r\n", "").replace("=3D", "="))
-        .collect();
+    let mails = mails_in(&maildir);
     assert!(
         !mails.iter().any(|m| m.contains("cni-late")),
         "the race was mailed"
     );
     for node in ["cni-never", "runtime-down", "pleg-stuck", "disk-full"] {
+        let subject = format!("Subject: [kubelet-sentinel] {node}: not ready for");
         assert!(
-            mails.iter().any(|m| m.contains(&format!(
-                "Subject: [kubelet-sentinel] {node}: not ready for"
-            ))),
+            mails.iter().any(|m| m.contains(&subject)),
             "no alert for {node}"
         );
     }

@@ -221,7 +221,7 @@ pub(super) fn not_ready(host: &mut Host, r: &mut Rng) {
         host.t += SECOND;
     }
     let step = (1 + r.below(10)) as Micros * SECOND;
-    for k in 0..(1 + r.below(60)) {
+    for k in 0..=r.below(60) {
         let c = if r.below(8) == 0 { r.below(6) } else { cause };
         trouble(host, c, k);
         if r.below(4) == 0 {
@@ -265,7 +265,7 @@ pub(super) fn explained(host: &mut Host, r: &mut Rng) {
                 host.about(CONTAINERD, &format!("Stopped {CONTAINERD_UNIT}."));
             }
             host.t += (1 + r.below(30)) as Micros * SECOND;
-            for k in 0..(1 + r.below(50)) {
+            for k in 0..=r.below(50) {
                 trouble(host, 1, k);
                 host.t += 5 * SECOND;
             }
@@ -306,7 +306,7 @@ pub(super) fn explained(host: &mut Host, r: &mut Rng) {
                 host.kernel("e1000e 0000:00:1f.6 eth0: NIC Link is Down");
             }
             host.t += (1 + r.below(10)) as Micros * SECOND;
-            for _ in 0..(1 + r.below(20)) {
+            for _ in 0..=r.below(20) {
                 host.status_cycle("dial tcp 10.0.0.1:6443: connect: network is unreachable");
                 host.t += 10 * SECOND;
             }
@@ -328,7 +328,7 @@ pub(super) fn explained(host: &mut Host, r: &mut Rng) {
                 "System clock was stepped by -7200.410278 seconds",
             );
             host.t += (1 + r.below(10)) as Micros * SECOND;
-            for _ in 0..(1 + r.below(20)) {
+            for _ in 0..=r.below(20) {
                 host.status_cycle(
                     "tls: failed to verify certificate: x509: certificate has expired or is not yet valid: current time 2026-11-28T07:00:01Z is before 2026-11-28T08:30:00Z",
                 );
@@ -343,7 +343,7 @@ pub(super) fn explained(host: &mut Host, r: &mut Rng) {
 /// the clock is slewed; the kubelet goes on with its chatter. Nothing of
 /// it opens anything, and it stays in the host's window for what follows.
 pub(super) fn bystander(host: &mut Host, r: &mut Rng) {
-    for _ in 0..(1 + r.below(6)) {
+    for _ in 0..=r.below(6) {
         match r.below(5) {
             0 => {
                 host.about(
@@ -370,7 +370,7 @@ pub(super) fn bystander(host: &mut Host, r: &mut Rng) {
                 "Selected source 10.0.0.53 (ntp.example.com)",
             ),
             _ => {
-                for _ in 0..(1 + r.below(20)) {
+                for _ in 0..=r.below(20) {
                     host.unit_says(
                         CONTAINERD,
                         "containerd",
