@@ -13,6 +13,10 @@ impl Tracker {
         let sig = obs.signal;
         let key = open_key(IncidentKind::KubeletDown, node);
         self.expire(&key, at, out);
+        // The node's not-ready incident whose quiet was over by now ends
+        // before a kubelet-down incident can open and hold it: a following
+        // service, whose clock moves on between entries, ends it then too.
+        self.expire(&open_key(IncidentKind::NotReady, node), at, out);
         let down = self.open.get(&key).and_then(Incident::down);
         let pending = down.and_then(|d| d.pending);
         let restarting = down.is_some_and(|d| d.restarting);

@@ -204,6 +204,27 @@ fn it_stays_open_while_the_kubelet_is_down() {
     assert_eq!(nr.resolved_at, Some(down_end + 60 * SECOND));
 }
 
+/// Its quiet was over before the kubelet died: it resolved then, as a
+/// following service's moving clock decides it, and the kubelet-down
+/// incident that opens later does not hold it (found by the time
+/// property: scan held it to the next stop).
+#[test]
+fn a_quiet_over_before_the_kubelet_dies_resolves_it_then() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(CNI, 1_000, 4));
+    // 16 s: the last line; quiet from then; the kubelet dies at 140 s.
+    l.push((140_000, EXITED.to_string()));
+    l.push((150_000, STARTED.to_string()));
+    let r = judged(&l, 400_000);
+    let nr = r
+        .incidents
+        .iter()
+        .find(|i| i.kind() == IncidentKind::NotReady)
+        .unwrap();
+    assert_eq!(nr.resolution, Some(Resolution::Quiet), "{nr:#?}");
+    assert_eq!(nr.resolved_at, Some(T0 + 76_000_000));
+}
+
 #[test]
 fn a_requested_stop_ends_it() {
     let mut l = lines(&[(0, STARTED)]);
