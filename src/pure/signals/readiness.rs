@@ -93,8 +93,13 @@ const TROUBLE: &[&str] = &[
 /// not-ready incident and votes, but never opens one alone.
 #[must_use]
 pub fn only_starting(line: &Line<'_>) -> bool {
-    let text = lower_text(line);
-    STARTING.iter().any(|w| text.contains(w)) && !TROUBLE.iter().any(|w| text.contains(w))
+    says_only_starting(&lower_text(line))
+}
+
+/// [`only_starting`] for a line's whole text, lower-cased.
+#[must_use]
+pub fn says_only_starting(lower: &str) -> bool {
+    STARTING.iter().any(|w| lower.contains(w)) && !TROUBLE.iter().any(|w| lower.contains(w))
 }
 
 /// The line's message and values, lower-cased.

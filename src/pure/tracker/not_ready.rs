@@ -17,13 +17,19 @@ impl Tracker {
         let sig = obs.signal;
         let key = open_key(IncidentKind::NotReady, node);
         self.expire(&key, at, out);
-        let trouble = sig.kind == SignalKind::NotReady;
+        let stuck = self.stuck_starting(obs);
+        let trouble = sig.kind == SignalKind::NotReady || stuck.is_some();
         if !self.open.contains_key(&key) {
             if !trouble {
                 return;
             }
             self.make_room(host, at, out);
             self.open_anchored(obs, node, &key, IncidentKind::NotReady, out);
+            if let (Some(since), Some(inc)) = (stuck, self.open.get_mut(&key)) {
+                // Not ready since its first start-up line.
+                inc.opened_at = since;
+                inc.first_trouble = SignalKind::NotReady;
+            }
         }
         let s = &self.settings;
         let Some(inc) = self.open.get_mut(&key) else {
@@ -39,8 +45,14 @@ impl Tracker {
         if trouble {
             inc.last_trouble_at = inc.last_trouble_at.max(at);
         }
-        inc.timeline.add(at, sig.kind.as_str());
-        inc.add_evidence(Evidence::new(at, obs.cursor, sig.kind, obs.text).with_cause(sig.cause));
+        // A start-up line past its time is trouble, and kept as such.
+        let kind = if trouble {
+            SignalKind::NotReady
+        } else {
+            sig.kind
+        };
+        inc.timeline.add(at, kind.as_str());
+        inc.add_evidence(Evidence::new(at, obs.cursor, kind, obs.text).with_cause(sig.cause));
         out.push(Decision::UpdateIncident { id: inc.id.clone() });
         // Persistent once its trouble lasts longer than `not_ready_after`:
         // the alert, then a reminder every `repeat_interval` while it goes on.
@@ -60,6 +72,31 @@ impl Tracker {
             }
         }
         self.update_due(&key);
+    }
+
+    /// A line of the kubelet's start-up state alone (see
+    /// [`crate::signals::only_starting`]) is no trouble while it starts;
+    /// once the host's kubelet has said nothing else for longer than
+    /// `not_ready_after` since its last start or ready marker, it never
+    /// finished starting: trouble, since its first such line (returned).
+    fn stuck_starting(&mut self, obs: &Observation<'_>) -> Option<Micros> {
+        if obs.signal.kind != SignalKind::NotReadySupport
+            || !crate::signals::says_only_starting(&obs.text.to_ascii_lowercase())
+        {
+            return None;
+        }
+        let host = obs.host.unwrap_or("");
+        let origin = self.origins.entry(host.to_string()).or_default();
+        match origin.starting_since {
+            Some(since) if since <= obs.at => {
+                (obs.at - since > self.settings.not_ready_after).then_some(since)
+            }
+            _ => {
+                origin.starting_since = Some(obs.at);
+                self.dirty_origins.insert(host.to_string());
+                None
+            }
+        }
     }
 
     /// Whether the node's kubelet-down incident is open: its not-ready
@@ -165,6 +202,15 @@ impl Incident {
         )];
         if let Some(e) = self.first_evidence() {
             parts.push(format!("The kubelet said: {}", one_line(&e.text, 300)));
+            if crate::signals::says_only_starting(&e.text.to_ascii_lowercase()) {
+                parts.push(format!(
+                    "It has said only its start-up state since {}, longer than {}: it never \
+                     finished starting (the runtime's first status check or PLEG's first relist \
+                     did not succeed).",
+                    clock(self.opened_at),
+                    human_duration(s.not_ready_after)
+                ));
+            }
         }
         parts.push(format!(
             "Cause {}: {}.",

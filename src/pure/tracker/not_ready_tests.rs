@@ -252,3 +252,42 @@ fn readiness_lines_never_open_a_node_status_incident() {
             .all(|i| i.kind() == IncidentKind::NotReady)
     );
 }
+
+/// `kubernetes/kubernetes#61117` (fixtures/real-logs/kubernetes-kubernetes-61117-c.txt):
+/// a kubelet that says only its start-up state every 5 s for longer than
+/// `not_ready_after` never finished starting: a persistent not-ready
+/// incident since its first such line, the runtime's, alerted once.
+#[test]
+fn the_start_up_state_past_not_ready_after_is_persistent() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(STARTING, 1_000, 60));
+    let r = judged(&l, 300_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.kind(), IncidentKind::NotReady);
+    assert_eq!(i.opened_at, T0 + 1_000_000);
+    assert_eq!(i.cause(), Cause::Runtime);
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+    // The first line more than 180 s after the first one: 1 s + 185 s.
+    assert_eq!(i.over_threshold_at, Some(T0 + 186_000_000));
+    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    // Its lines from then on: 60 in all, 37 before.
+    assert_eq!(i.not_ready_signals(), 23);
+    let d = i.diagnosis(&r.settings);
+    assert!(d.contains("never finished starting"), "{d}");
+    assert!(d.contains("may not have completed yet"), "{d}");
+}
+
+/// The start-up state's time counts from the kubelet's last start or
+/// ready marker: a restart, or the node becoming ready, begins it anew.
+#[test]
+fn a_start_or_ready_marker_begins_the_start_up_state_anew() {
+    for marker in [STARTED, READY] {
+        let mut l = lines(&[(0, STARTED)]);
+        l.extend(every_5s(STARTING, 1_000, 30));
+        l.push((151_000, marker.to_string()));
+        l.extend(every_5s(STARTING, 152_000, 30));
+        let r = judged(&l, 400_000);
+        assert!(r.incidents.is_empty(), "{marker}: {:#?}", r.incidents);
+    }
+}
