@@ -25,8 +25,10 @@ impl Tracker {
             }
             self.make_room(host, at, out);
             self.open_anchored(obs, node, &key, IncidentKind::NotReady, out);
-            if let (Some(since), Some(inc)) = (stuck, self.open.get_mut(&key)) {
-                // Not ready since its first start-up line.
+            let since = stuck.or_else(|| self.pleg_since(obs));
+            if let (Some(since), Some(inc)) = (since, self.open.get_mut(&key)) {
+                // Not ready since its first start-up line, or since PLEG
+                // stalled by the kubelet's own count.
                 inc.opened_at = since;
                 inc.first_trouble = SignalKind::NotReady;
             }
@@ -97,6 +99,23 @@ impl Tracker {
                 None
             }
         }
+    }
+
+    /// When PLEG became unhealthy by the kubelet's own count on a trouble
+    /// line (`pleg was last seen active 2h33m12s ago; threshold is 3m0s`),
+    /// if before the line: not before the kubelet's last start.
+    fn pleg_since(&self, obs: &Observation<'_>) -> Option<Micros> {
+        if obs.signal.kind != SignalKind::NotReady {
+            return None;
+        }
+        let stalled = crate::signals::pleg_unhealthy_for(&obs.text.to_ascii_lowercase())?;
+        let started = self
+            .origins
+            .get(obs.host.unwrap_or(""))
+            .and_then(|o| o.started_at)
+            .filter(|&t| t <= obs.at);
+        let since = obs.at.saturating_sub(stalled);
+        Some(started.map_or(since, |t| since.max(t))).filter(|&t| t < obs.at)
     }
 
     /// Whether the node's kubelet-down incident is open: its not-ready
@@ -209,6 +228,13 @@ impl Incident {
                      did not succeed).",
                     clock(self.opened_at),
                     human_duration(s.not_ready_after)
+                ));
+            } else if e.at > self.opened_at {
+                parts.push(format!(
+                    "By the kubelet's own count (PLEG's last relist less its threshold) it was \
+                     not ready from {} on, {} before that line.",
+                    clock(self.opened_at),
+                    human_duration(e.at - self.opened_at)
                 ));
             }
         }

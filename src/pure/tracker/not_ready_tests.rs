@@ -291,3 +291,29 @@ fn a_start_or_ready_marker_begins_the_start_up_state_anew() {
         assert!(r.incidents.is_empty(), "{marker}: {:#?}", r.incidents);
     }
 }
+
+/// `aws-samples/eks-workshop-v2#447` (fixtures/real-logs/aws-samples-eks-workshop-v2-447.txt):
+/// two PLEG lines 5 s apart that say PLEG last relisted 2h33m before: not
+/// ready since 2h30m before the first, by the kubelet's own count, so
+/// persistent and alerted at once; never before the kubelet's last start.
+#[test]
+fn pleg_s_own_count_dates_the_incident() {
+    const OLD: &str = r#"E0715 16:24:50.000000    2001 kubelet.go:2055] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 2h33m12.5s ago; threshold is 3m0s""#;
+    let r = judged(&every_5s(OLD, 10_000_000, 2), 10_010_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.cause(), Cause::Pleg);
+    assert_eq!(i.opened_at, T0 + 10_000_000_000 - 9_012_500_000);
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    let d = i.diagnosis(&r.settings);
+    assert!(d.contains("By the kubelet's own count"), "{d}");
+    // A start 10 min before: not ready since the start at the earliest.
+    let mut l = lines(&[(9_400_000, STARTED)]);
+    l.extend(every_5s(OLD, 10_000_000, 2));
+    let r = judged(&l, 10_010_000);
+    assert_eq!(r.incidents[0].opened_at, T0 + 9_400_000_000);
+    // The issue's PLEG line (3m0.5s, threshold 3m0s): half a second before.
+    let r = judged(&every_5s(PLEG, 1_000, 2), 600_000);
+    assert_eq!(r.incidents[0].opened_at, T0 + 500_000);
+}
