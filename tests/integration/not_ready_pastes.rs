@@ -64,6 +64,35 @@ fn cases() -> Vec<Case> {
             [5, 5, 4, 1, 0, 0],
             1,
         ),
+        // kind's node container, legacy 1.14: the supporting `Unable to
+        // update cni config` 2 ms before the first trouble line joins
+        // nothing (supporting lines never open); the network's line opens.
+        (
+            "kubernetes-sigs-kind-440.txt",
+            vec![open(
+                "test-control-plane",
+                Some("test-control-plane"),
+                "cni",
+                1,
+                "2025-04-11T17:36:04.494Z",
+            )],
+            [3, 3, 2, 0, 0, 0],
+            0,
+        ),
+        // kindnet crash-looping on a VM, structured 1.24; the stray `"` line
+        // is not understood; CrashLoopBackOff is no readiness line.
+        (
+            "kubermatic-machine-controller-1304.txt",
+            vec![open(
+                "ip-172-31-8-126",
+                Some("ip-172-31-8-126"),
+                "cni",
+                1,
+                "2025-06-01T13:18:23.556Z",
+            )],
+            [4, 4, 1, 1, 0, 0],
+            0,
+        ),
         // Legacy `skipping pod synchronization - [PLEG is not healthy: …]`.
         // PLEG's own count (last relisted 3m5.3s before, threshold 3m0s) dates
         // it 5.3 s before its first line.
