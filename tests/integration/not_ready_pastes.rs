@@ -304,6 +304,36 @@ fn cases() -> Vec<Case> {
             [5, 5, 4, 0, 0, 0],
             3,
         ),
+        // Kubernetes 1.1's wording (`Skipping pod synchronization, container
+        // runtime is not up.`), quoted in prose: the runtime's.
+        (
+            "kubernetes-kubernetes-18190.txt",
+            vec![open(
+                "unknown",
+                None,
+                "runtime",
+                1,
+                "2025-12-04T06:26:09.828Z",
+            )],
+            [1, 1, 1, 0, 0, 0],
+            0,
+        ),
+        // 1.5's `[network state unknown]` (no network plugin, no pod CIDR):
+        // the network's.
+        (
+            "kubernetes-kubernetes-36137.txt",
+            vec![open("unknown", None, "cni", 5, "2025-11-03T05:35:07.258Z")],
+            [7, 7, 5, 0, 0, 0],
+            0,
+        ),
+        // k3s in a syslog file: the start-up aggregate once as the kubelet
+        // inside k3s starts: no incident.
+        (
+            "vitobotta-hetzner-k3s-397.txt",
+            vec![],
+            [8, 8, 1, 0, 0, 0],
+            0,
+        ),
         // A wrapper script's identifier; the start-up aggregate and its
         // single-error form only: no incident.
         (

@@ -17,6 +17,7 @@ const ORDER: &[(Cause, &[&str])] = &[
             "runtimeready=false",
             "runtime status check may not have completed",
             "container runtime not ready",
+            "runtime is not up",
             "runtime service",
             "containerd.sock",
             "crio.sock",
@@ -31,6 +32,8 @@ const ORDER: &[(Cause, &[&str])] = &[
             "network not ready",
             "networkpluginnotready",
             "network plugin",
+            "network state unknown",
+            "network is not configured",
             "cni",
         ],
     ),
@@ -261,6 +264,27 @@ pub(super) mod tests {
         // A start-up state beside real trouble is trouble.
         (
             r#"E0101 10:00:00.000000    2001 kubelet.go:2386] "Skipping pod synchronization" err="[container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized, PLEG is not healthy: pleg has yet to be successful]""#,
+            SignalKind::NotReady,
+            None,
+            Cause::Cni,
+        ),
+        // 1.1–1.2 (fixtures/real-logs/kubernetes-kubernetes-18190.txt)
+        (
+            "I1204 06:26:09.828470   29219 kubelet.go:1735] Skipping pod synchronization, container runtime is not up.",
+            SignalKind::NotReady,
+            None,
+            Cause::Runtime,
+        ),
+        (
+            "I1204 06:26:09.828470   29219 kubelet.go:1739] Skipping pod synchronization, network is not configured",
+            SignalKind::NotReady,
+            None,
+            Cause::Cni,
+        ),
+        // 1.3–1.5 with no network plugin and no pod CIDR
+        // (fixtures/real-logs/kubernetes-kubernetes-36137.txt)
+        (
+            "I1103 05:35:07.258534   13249 kubelet.go:1609] skipping pod synchronization - [network state unknown]",
             SignalKind::NotReady,
             None,
             Cause::Cni,
