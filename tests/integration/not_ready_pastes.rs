@@ -373,6 +373,53 @@ fn cases() -> Vec<Case> {
             [4, 4, 2, 0, 0, 0],
             0,
         ),
+        // `"Node not becoming ready in time after startup"` (no cause of its
+        // own), then the network's lines: the network's by their votes.
+        (
+            "kubernetes-kubernetes-127563.txt",
+            vec![open(
+                "lincom-desktop",
+                Some("lincom-desktop"),
+                "cni",
+                5,
+                "2025-09-23T19:22:45.353Z",
+            )],
+            [5, 5, 5, 0, 0, 0],
+            1,
+        ),
+        // A kubelet in a container of a `docker run` unit: its lines are
+        // docker's, adopted by content (the static-pod path warning is no
+        // signal and stays docker's). PLEG last seen 17h23m48.9s before the
+        // first line: persistent since 04:34:56 by the kubelet's own count.
+        (
+            "kubernetes-retired-kubernetes-anywhere-500.txt",
+            vec![Expect {
+                verdict: "persistent",
+                ..open(
+                    "kubernetes-node5",
+                    Some("kubernetes-node5"),
+                    "pleg",
+                    5,
+                    "2025-12-12T04:34:56.213Z",
+                )
+            }],
+            [6, 5, 5, 0, 0, 0],
+            0,
+        ),
+        // 1.20's `%+v` condition with a monotonic clock, then the single
+        // error without brackets: PLEG, 0.35 s before the condition line.
+        (
+            "kubernetes-kubernetes-103765.txt",
+            vec![open(
+                "node1",
+                Some("node1"),
+                "pleg",
+                3,
+                "2025-07-21T10:13:09.527Z",
+            )],
+            [4, 4, 3, 0, 0, 0],
+            0,
+        ),
         // A wrapper script's identifier; the start-up aggregate and its
         // single-error form only: no incident.
         (
