@@ -420,6 +420,23 @@ fn cases() -> Vec<Case> {
             [4, 4, 3, 0, 0, 0],
             0,
         ),
+        // k3s in a syslog file that got its lines six minutes late, in one
+        // burst: the syslog stamp is the entry's time (design 4.1), so all
+        // four PLEG lines are at 16:29:51; PLEG's own count (4m51.8s, less
+        // the 3m threshold) dates it 1m51.8s before: under 3m, undetermined.
+        // The runtime's ListContainers timeout is no readiness line.
+        (
+            "k3s-io-k3s-2370.txt",
+            vec![open(
+                "worker9",
+                Some("worker9"),
+                "pleg",
+                4,
+                "2025-10-08T16:27:59.236Z",
+            )],
+            [6, 6, 4, 0, 0, 0],
+            0,
+        ),
         // A wrapper script's identifier; the start-up aggregate and its
         // single-error form only: no incident.
         (
