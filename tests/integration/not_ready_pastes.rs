@@ -437,6 +437,37 @@ fn cases() -> Vec<Case> {
             [6, 6, 4, 0, 0, 0],
             0,
         ),
+        // `journalctl -r`: newest first, each line cut by the pager. Lines are
+        // placed at their own time: not ready since the oldest network line
+        // (13:12:52.751); the supporting `Unable to update cni config` lines
+        // join it; the cut pod sync error is not understood.
+        (
+            "kubernetes-kubernetes-71692.txt",
+            vec![open(
+                "Test-LPAR-Ubuntu",
+                Some("Test-LPAR-Ubuntu"),
+                "cni",
+                4,
+                "2025-12-04T13:12:52.751Z",
+            )],
+            [6, 6, 4, 1, 0, 0],
+            1,
+        ),
+        // kubeadm before weave, legacy 1.9: each network line with its
+        // supporting `Unable to update cni config` (the first, before any
+        // trouble, joins nothing).
+        (
+            "kubernetes-kubeadm-491.txt",
+            vec![open(
+                "ip-10-0-10-187",
+                Some("ip-10-0-10-187"),
+                "cni",
+                5,
+                "2025-03-23T03:33:39.290Z",
+            )],
+            [6, 6, 6, 0, 0, 0],
+            0,
+        ),
         // A wrapper script's identifier; the start-up aggregate and its
         // single-error form only: no incident.
         (

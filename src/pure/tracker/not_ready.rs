@@ -46,6 +46,9 @@ impl Tracker {
         inc.last_signal_at = inc.last_signal_at.max(at);
         if trouble {
             inc.last_trouble_at = inc.last_trouble_at.max(at);
+            // A line older than its opening (a late one, a paste newest
+            // first) is placed at its own time: not ready since then.
+            inc.opened_at = inc.opened_at.min(at);
         }
         // A start-up line past its time is trouble, and kept as such.
         let kind = if trouble {
@@ -229,7 +232,9 @@ impl Incident {
                     clock(self.opened_at),
                     human_duration(s.not_ready_after)
                 ));
-            } else if e.at > self.opened_at {
+            } else if e.at > self.opened_at
+                && crate::signals::pleg_unhealthy_for(&e.text.to_ascii_lowercase()).is_some()
+            {
                 parts.push(format!(
                     "By the kubelet's own count (PLEG's last relist less its threshold) it was \
                      not ready from {} on, {} before that line.",

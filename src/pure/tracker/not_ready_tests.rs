@@ -317,3 +317,22 @@ fn pleg_s_own_count_dates_the_incident() {
     let r = judged(&every_5s(PLEG, 1_000, 2), 600_000);
     assert_eq!(r.incidents[0].opened_at, T0 + 500_000);
 }
+
+/// `kubernetes/kubernetes#71692` (fixtures/real-logs/kubernetes-kubernetes-71692.txt,
+/// `journalctl -r`): lines newest first are placed at their own time; the
+/// incident is not ready since the oldest, persistent over 295 s of them.
+#[test]
+fn lines_newest_first_date_the_incident_from_the_oldest() {
+    let mut l = every_5s(CNI, 1_000, 60);
+    l.reverse();
+    let r = judged(&l, 300_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.opened_at, T0 + 1_000_000);
+    assert_eq!(i.last_trouble_at, T0 + 296_000_000);
+    assert_eq!(i.not_ready_signals(), 60);
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    let d = i.diagnosis(&r.settings);
+    assert!(!d.contains("own count"), "{d}");
+}
