@@ -15,6 +15,7 @@ mod down;
 mod email;
 mod formats;
 mod not_ready;
+mod not_ready_pastes;
 mod pastes;
 mod real_logs;
 mod robustness;

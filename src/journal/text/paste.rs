@@ -14,6 +14,18 @@ pub(super) fn is_banner(t: &str) -> bool {
         || (t.starts_with("-- ") && t.ends_with(" --"))
         || t.starts_with("-- No entries --")
         || t.starts_with("-- Reboot --")
+        || glog_file_header(t)
+}
+
+/// The four lines glog writes at the top of every log file (the kubelet's
+/// `--log-dir`/`--log-file`, a Windows node's `kubelet.log`): `Log file
+/// created at: …`, `Running on machine: …`, `Binary: Built with gc …`,
+/// `Log line format: [IWEF]mmdd hh:mm:ss.uuuuuu threadid file:line] msg`.
+fn glog_file_header(t: &str) -> bool {
+    t.starts_with("Log file created at: ")
+        || t.starts_with("Running on machine: ")
+        || t.starts_with("Binary: Built with ")
+        || t.starts_with("Log line format: [IWEF]")
 }
 
 /// Whitespace a paste or an editor damaged: carriage returns, no-break and

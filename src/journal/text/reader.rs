@@ -701,6 +701,21 @@ mod tests {
         assert_eq!(es[2].at, Some(1_753_121_331_919_762));
     }
 
+    /// glog's file header (fixtures/real-logs/kubernetes-sigs-sig-windows-tools-76.txt)
+    /// is a banner like journalctl's, not four lines not understood.
+    #[test]
+    fn glog_file_headers_are_banners() {
+        let es = read(concat!(
+            "Log file created at: 2020/05/03 13:38:35\n",
+            "Running on machine: w1\n",
+            "Binary: Built with gc go1.13.9 for windows/amd64\n",
+            "Log line format: [IWEF]mmdd hh:mm:ss.uuuuuu threadid file:line] msg\n",
+            "E0503 13:38:35.969115    5324 server.go:754] kubelet needs to run as uid `0`\n",
+        ));
+        assert_eq!(es.len(), 1, "{es:?}");
+        assert_eq!(rfc3339(es[0].at.unwrap()), "2026-05-03T13:38:35.969Z");
+    }
+
     #[test]
     fn indented_lines_continue_the_prefixed_line() {
         let es =

@@ -225,7 +225,7 @@ pub struct Signal {
 mod readiness;
 mod table;
 use SignalKind as K;
-pub use readiness::{classify_not_ready, only_starting};
+pub use readiness::{classify_not_ready, only_starting, pleg_unhealthy_for, says_only_starting};
 use table::matches;
 pub use table::{Row, TABLE};
 

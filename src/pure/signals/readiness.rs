@@ -6,6 +6,7 @@
 
 use super::Cause;
 use crate::parse::Line;
+use crate::time::Micros;
 
 /// The words of each cause, in the order a line is judged by.
 const ORDER: &[(Cause, &[&str])] = &[
@@ -16,6 +17,7 @@ const ORDER: &[(Cause, &[&str])] = &[
             "runtimeready=false",
             "runtime status check may not have completed",
             "container runtime not ready",
+            "runtime is not up",
             "runtime service",
             "containerd.sock",
             "crio.sock",
@@ -30,6 +32,8 @@ const ORDER: &[(Cause, &[&str])] = &[
             "network not ready",
             "networkpluginnotready",
             "network plugin",
+            "network state unknown",
+            "network is not configured",
             "cni",
         ],
     ),
@@ -93,8 +97,66 @@ const TROUBLE: &[&str] = &[
 /// not-ready incident and votes, but never opens one alone.
 #[must_use]
 pub fn only_starting(line: &Line<'_>) -> bool {
-    let text = lower_text(line);
-    STARTING.iter().any(|w| text.contains(w)) && !TROUBLE.iter().any(|w| text.contains(w))
+    says_only_starting(&lower_text(line))
+}
+
+/// [`only_starting`] for a line's whole text, lower-cased.
+#[must_use]
+pub fn says_only_starting(lower: &str) -> bool {
+    STARTING.iter().any(|w| lower.contains(w)) && !TROUBLE.iter().any(|w| lower.contains(w))
+}
+
+/// Ages of a century and more: PLEG never relisted, not an age.
+const NEVER: Micros = 100_000 * 3_600 * 1_000_000;
+
+/// How long PLEG has been unhealthy by the kubelet's own count, from a
+/// line's lower-cased text (`pleg was last seen active 2h33m12.7s ago;
+/// threshold is 3m0s`): the time since its last relist less the threshold.
+/// None for a PLEG that never relisted (Go's largest duration,
+/// `2562047h47m16.854775807s`: the start-up state of kubelets before 1.13)
+/// or a text without both durations.
+#[must_use]
+pub fn pleg_unhealthy_for(lower: &str) -> Option<Micros> {
+    let after = |w: &str| lower.find(w).map(|i| &lower[i + w.len()..]);
+    let age = go_duration(after("pleg was last seen active ")?.split(' ').next()?)?;
+    let threshold = go_duration(
+        after("threshold is ")?
+            .split(|c: char| c.is_whitespace() || matches!(c, ']' | '"' | ',' | '}' | ';'))
+            .next()?,
+    )?;
+    (age < NEVER && age > threshold).then(|| age - threshold)
+}
+
+/// A Go `time.Duration` as `String()` writes it (`2h33m12.704970756s`,
+/// `3m0s`, `1.5ms`), in microseconds; None for anything else.
+fn go_duration(text: &str) -> Option<Micros> {
+    const UNITS: &[(&str, f64)] = &[
+        ("h", 3_600e6),
+        ("ms", 1e3),
+        ("m", 60e6),
+        ("s", 1e6),
+        ("us", 1.0),
+        ("\u{b5}s", 1.0),
+        ("ns", 1e-3),
+    ];
+    let mut rest = text;
+    let mut total = 0.0_f64;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .filter(|&n| n > 0)?;
+        let value: f64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let (unit, scale) = UNITS.iter().find(|(u, _)| rest.starts_with(u))?;
+        rest = &rest[unit.len()..];
+        total += value * scale;
+    }
+    // Whole microseconds; Go's durations are far below i64's range here.
+    #[allow(clippy::cast_possible_truncation)]
+    Some(total.min(9.0e18) as Micros)
 }
 
 /// The line's message and values, lower-cased.
@@ -202,6 +264,27 @@ pub(super) mod tests {
         // A start-up state beside real trouble is trouble.
         (
             r#"E0101 10:00:00.000000    2001 kubelet.go:2386] "Skipping pod synchronization" err="[container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized, PLEG is not healthy: pleg has yet to be successful]""#,
+            SignalKind::NotReady,
+            None,
+            Cause::Cni,
+        ),
+        // 1.1–1.2 (fixtures/real-logs/kubernetes-kubernetes-18190.txt)
+        (
+            "I1204 06:26:09.828470   29219 kubelet.go:1735] Skipping pod synchronization, container runtime is not up.",
+            SignalKind::NotReady,
+            None,
+            Cause::Runtime,
+        ),
+        (
+            "I1204 06:26:09.828470   29219 kubelet.go:1739] Skipping pod synchronization, network is not configured",
+            SignalKind::NotReady,
+            None,
+            Cause::Cni,
+        ),
+        // 1.3–1.5 with no network plugin and no pod CIDR
+        // (fixtures/real-logs/kubernetes-kubernetes-36137.txt)
+        (
+            "I1103 05:35:07.258534   13249 kubelet.go:1609] skipping pod synchronization - [network state unknown]",
             SignalKind::NotReady,
             None,
             Cause::Cni,
@@ -382,6 +465,46 @@ pub(super) mod tests {
                 kind.is_none_or(|k| !k.is_not_ready() && k != SignalKind::NodeReady),
                 "{text}: {kind:?}"
             );
+        }
+    }
+
+    /// The kubelet's own count of PLEG's stall: the last relist's age less
+    /// the threshold, in every form of the words; none for the never-relisted
+    /// sentinel of kubelets before 1.13, nor for text without it.
+    #[test]
+    fn pleg_says_how_long_it_has_been_unhealthy() {
+        use super::pleg_unhealthy_for as f;
+        const S: i64 = 1_000_000;
+        for (text, want) in [
+            // fixtures/real-logs/aws-samples-eks-workshop-v2-447.txt
+            (
+                r#"e0413 "skipping pod synchronization" err="pleg is not healthy: pleg was last seen active 2h33m12.704970756s ago; threshold is 3m0s""#,
+                Some(2 * 3600 * S + 30 * 60 * S + 12 * S + 704_970),
+            ),
+            (
+                "skipping pod synchronization - [pleg is not healthy: pleg was last seen active 3m5.30015447s ago; threshold is 3m0s]",
+                Some(5 * S + 300_154),
+            ),
+            (
+                "node became not ready: {type:ready status:false reason:kubeletnotready message:pleg is not healthy: pleg was last seen active 16h17m50.791825508s ago; threshold is 3m0s}",
+                Some(16 * 3600 * S + 14 * 60 * S + 50 * S + 791_825),
+            ),
+            (
+                "pleg is not healthy: pleg was last seen active 3m0.5s ago; threshold is 3m0s",
+                Some(S / 2),
+            ),
+            (
+                "[container runtime is down pleg is not healthy: pleg was last seen active 2562047h47m16.854775807s ago; threshold is 3m0s]",
+                None,
+            ),
+            ("pleg is not healthy: pleg has yet to be successful", None),
+            ("pleg was last seen active 2m ago; threshold is 3m0s", None),
+            (
+                "pleg was last seen active soon ago; threshold is 3m0s",
+                None,
+            ),
+        ] {
+            assert_eq!(f(text), want, "{text}");
         }
     }
 

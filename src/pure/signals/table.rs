@@ -380,6 +380,13 @@ pub static TABLE: &[Row] = &[
         LegacyPrefix("skipping pod synchronization - "),
         "<=1.20",
     ),
+    // 1.1–1.2: `Skipping pod synchronization, container runtime is not
+    // up.` and `…, network is not configured`.
+    row(
+        K::NotReady,
+        LegacyPrefix("Skipping pod synchronization, "),
+        "<=1.2",
+    ),
     row(K::NotReady, Structured("Node became not ready"), "1.21+"),
     row(
         K::NotReady,

@@ -159,6 +159,12 @@ pub struct Origin {
     /// The pid its kubelet last wrote as.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kubelet_pid: Option<u32>,
+    /// Since when its kubelet has said only its start-up state (`container
+    /// runtime status check may not have completed yet`, `pleg has yet to
+    /// be successful`), since its last start or ready marker: trouble once
+    /// that outlasts `not_ready_after` (it never finished starting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    starting_since: Option<Micros>,
 }
 
 const ORIGIN_MARKERS: usize = 8;
@@ -547,7 +553,11 @@ impl Tracker {
                     .or_default()
                     .insert(host.to_string(), at);
             }
-            SignalKind::KubeletStarted => origin.started_at = Some(at),
+            SignalKind::KubeletStarted => {
+                origin.started_at = Some(at);
+                origin.starting_since = None;
+            }
+            SignalKind::NodeReady => origin.starting_since = None,
             SignalKind::CachesSynced => origin.caches_synced_at = Some(at),
             _ => {}
         }

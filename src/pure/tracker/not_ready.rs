@@ -17,13 +17,21 @@ impl Tracker {
         let sig = obs.signal;
         let key = open_key(IncidentKind::NotReady, node);
         self.expire(&key, at, out);
-        let trouble = sig.kind == SignalKind::NotReady;
+        let stuck = self.stuck_starting(obs);
+        let trouble = sig.kind == SignalKind::NotReady || stuck.is_some();
         if !self.open.contains_key(&key) {
             if !trouble {
                 return;
             }
             self.make_room(host, at, out);
             self.open_anchored(obs, node, &key, IncidentKind::NotReady, out);
+            let since = stuck.or_else(|| self.pleg_since(obs));
+            if let (Some(since), Some(inc)) = (since, self.open.get_mut(&key)) {
+                // Not ready since its first start-up line, or since PLEG
+                // stalled by the kubelet's own count.
+                inc.opened_at = since;
+                inc.first_trouble = SignalKind::NotReady;
+            }
         }
         let s = &self.settings;
         let Some(inc) = self.open.get_mut(&key) else {
@@ -38,9 +46,18 @@ impl Tracker {
         inc.last_signal_at = inc.last_signal_at.max(at);
         if trouble {
             inc.last_trouble_at = inc.last_trouble_at.max(at);
+            // A line older than its opening (a late one, a paste newest
+            // first) is placed at its own time: not ready since then.
+            inc.opened_at = inc.opened_at.min(at);
         }
-        inc.timeline.add(at, sig.kind.as_str());
-        inc.add_evidence(Evidence::new(at, obs.cursor, sig.kind, obs.text).with_cause(sig.cause));
+        // A start-up line past its time is trouble, and kept as such.
+        let kind = if trouble {
+            SignalKind::NotReady
+        } else {
+            sig.kind
+        };
+        inc.timeline.add(at, kind.as_str());
+        inc.add_evidence(Evidence::new(at, obs.cursor, kind, obs.text).with_cause(sig.cause));
         out.push(Decision::UpdateIncident { id: inc.id.clone() });
         // Persistent once its trouble lasts longer than `not_ready_after`:
         // the alert, then a reminder every `repeat_interval` while it goes on.
@@ -60,6 +77,48 @@ impl Tracker {
             }
         }
         self.update_due(&key);
+    }
+
+    /// A line of the kubelet's start-up state alone (see
+    /// [`crate::signals::only_starting`]) is no trouble while it starts;
+    /// once the host's kubelet has said nothing else for longer than
+    /// `not_ready_after` since its last start or ready marker, it never
+    /// finished starting: trouble, since its first such line (returned).
+    fn stuck_starting(&mut self, obs: &Observation<'_>) -> Option<Micros> {
+        if obs.signal.kind != SignalKind::NotReadySupport
+            || !crate::signals::says_only_starting(&obs.text.to_ascii_lowercase())
+        {
+            return None;
+        }
+        let host = obs.host.unwrap_or("");
+        let origin = self.origins.entry(host.to_string()).or_default();
+        match origin.starting_since {
+            Some(since) if since <= obs.at => {
+                (obs.at - since > self.settings.not_ready_after).then_some(since)
+            }
+            _ => {
+                origin.starting_since = Some(obs.at);
+                self.dirty_origins.insert(host.to_string());
+                None
+            }
+        }
+    }
+
+    /// When PLEG became unhealthy by the kubelet's own count on a trouble
+    /// line (`pleg was last seen active 2h33m12s ago; threshold is 3m0s`),
+    /// if before the line: not before the kubelet's last start.
+    fn pleg_since(&self, obs: &Observation<'_>) -> Option<Micros> {
+        if obs.signal.kind != SignalKind::NotReady {
+            return None;
+        }
+        let stalled = crate::signals::pleg_unhealthy_for(&obs.text.to_ascii_lowercase())?;
+        let started = self
+            .origins
+            .get(obs.host.unwrap_or(""))
+            .and_then(|o| o.started_at)
+            .filter(|&t| t <= obs.at);
+        let since = obs.at.saturating_sub(stalled);
+        Some(started.map_or(since, |t| since.max(t))).filter(|&t| t < obs.at)
     }
 
     /// Whether the node's kubelet-down incident is open: its not-ready
@@ -165,6 +224,24 @@ impl Incident {
         )];
         if let Some(e) = self.first_evidence() {
             parts.push(format!("The kubelet said: {}", one_line(&e.text, 300)));
+            if crate::signals::says_only_starting(&e.text.to_ascii_lowercase()) {
+                parts.push(format!(
+                    "It has said only its start-up state since {}, longer than {}: it never \
+                     finished starting (the runtime's first status check or PLEG's first relist \
+                     did not succeed).",
+                    clock(self.opened_at),
+                    human_duration(s.not_ready_after)
+                ));
+            } else if e.at > self.opened_at
+                && crate::signals::pleg_unhealthy_for(&e.text.to_ascii_lowercase()).is_some()
+            {
+                parts.push(format!(
+                    "By the kubelet's own count (PLEG's last relist less its threshold) it was \
+                     not ready from {} on, {} before that line.",
+                    clock(self.opened_at),
+                    human_duration(e.at - self.opened_at)
+                ));
+            }
         }
         parts.push(format!(
             "Cause {}: {}.",

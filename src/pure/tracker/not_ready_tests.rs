@@ -273,3 +273,87 @@ fn readiness_lines_never_open_a_node_status_incident() {
             .all(|i| i.kind() == IncidentKind::NotReady)
     );
 }
+
+/// `kubernetes/kubernetes#61117` (fixtures/real-logs/kubernetes-kubernetes-61117-c.txt):
+/// a kubelet that says only its start-up state every 5 s for longer than
+/// `not_ready_after` never finished starting: a persistent not-ready
+/// incident since its first such line, the runtime's, alerted once.
+#[test]
+fn the_start_up_state_past_not_ready_after_is_persistent() {
+    let mut l = lines(&[(0, STARTED)]);
+    l.extend(every_5s(STARTING, 1_000, 60));
+    let r = judged(&l, 300_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.kind(), IncidentKind::NotReady);
+    assert_eq!(i.opened_at, T0 + 1_000_000);
+    assert_eq!(i.cause(), Cause::Runtime);
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+    // The first line more than 180 s after the first one: 1 s + 185 s.
+    assert_eq!(i.over_threshold_at, Some(T0 + 186_000_000));
+    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    // Its lines from then on: 60 in all, 37 before.
+    assert_eq!(i.not_ready_signals(), 23);
+    let d = i.diagnosis(&r.settings);
+    assert!(d.contains("never finished starting"), "{d}");
+    assert!(d.contains("may not have completed yet"), "{d}");
+}
+
+/// The start-up state's time counts from the kubelet's last start or
+/// ready marker: a restart, or the node becoming ready, begins it anew.
+#[test]
+fn a_start_or_ready_marker_begins_the_start_up_state_anew() {
+    for marker in [STARTED, READY] {
+        let mut l = lines(&[(0, STARTED)]);
+        l.extend(every_5s(STARTING, 1_000, 30));
+        l.push((151_000, marker.to_string()));
+        l.extend(every_5s(STARTING, 152_000, 30));
+        let r = judged(&l, 400_000);
+        assert!(r.incidents.is_empty(), "{marker}: {:#?}", r.incidents);
+    }
+}
+
+/// `aws-samples/eks-workshop-v2#447` (fixtures/real-logs/aws-samples-eks-workshop-v2-447.txt):
+/// two PLEG lines 5 s apart that say PLEG last relisted 2h33m before: not
+/// ready since 2h30m before the first, by the kubelet's own count, so
+/// persistent and alerted at once; never before the kubelet's last start.
+#[test]
+fn pleg_s_own_count_dates_the_incident() {
+    const OLD: &str = r#"E0715 16:24:50.000000    2001 kubelet.go:2055] "Skipping pod synchronization" err="PLEG is not healthy: pleg was last seen active 2h33m12.5s ago; threshold is 3m0s""#;
+    let r = judged(&every_5s(OLD, 10_000_000, 2), 10_010_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.cause(), Cause::Pleg);
+    assert_eq!(i.opened_at, T0 + 10_000_000_000 - 9_012_500_000);
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    let d = i.diagnosis(&r.settings);
+    assert!(d.contains("By the kubelet's own count"), "{d}");
+    // A start 10 min before: not ready since the start at the earliest.
+    let mut l = lines(&[(9_400_000, STARTED)]);
+    l.extend(every_5s(OLD, 10_000_000, 2));
+    let r = judged(&l, 10_010_000);
+    assert_eq!(r.incidents[0].opened_at, T0 + 9_400_000_000);
+    // The issue's PLEG line (3m0.5s, threshold 3m0s): half a second before.
+    let r = judged(&every_5s(PLEG, 1_000, 2), 600_000);
+    assert_eq!(r.incidents[0].opened_at, T0 + 500_000);
+}
+
+/// `kubernetes/kubernetes#71692` (fixtures/real-logs/kubernetes-kubernetes-71692.txt,
+/// `journalctl -r`): lines newest first are placed at their own time; the
+/// incident is not ready since the oldest, persistent over 295 s of them.
+#[test]
+fn lines_newest_first_date_the_incident_from_the_oldest() {
+    let mut l = every_5s(CNI, 1_000, 60);
+    l.reverse();
+    let r = judged(&l, 300_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.opened_at, T0 + 1_000_000);
+    assert_eq!(i.last_trouble_at, T0 + 296_000_000);
+    assert_eq!(i.not_ready_signals(), 60);
+    assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
+    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    let d = i.diagnosis(&r.settings);
+    assert!(!d.contains("own count"), "{d}");
+}
