@@ -503,7 +503,7 @@ impl Ingest {
         for i in &incidents {
             self.pending.stats.resolved.push(i.verdict(&settings));
         }
-        log_closed_to_make_room(&incidents, &forget, &settings);
+        prune::log_closed_to_make_room(&incidents, &forget, &settings);
         for id in &self.changed {
             if resolved.contains(id) {
                 continue;
@@ -842,31 +842,5 @@ impl Ingest {
         self.supervisor
             .restart(source, &self.position, shutdown)
             .await
-    }
-}
-
-/// One line a commit however many were closed: a flood of names must not
-/// become a flood of log lines.
-fn log_closed_to_make_room(
-    resolved: &[Incident],
-    forget: &[Incident],
-    settings: &crate::tracker::Settings,
-) {
-    let mut evicted = resolved
-        .iter()
-        .filter(|i| i.resolution == Some(crate::tracker::Resolution::Evicted))
-        .chain(forget);
-    if let Some(first) = evicted.next() {
-        tracing::warn!(
-            incident = %first.id,
-            node = %crate::tracker::one_line(&first.node, 253),
-            more = evicted.count(),
-            forgotten = forget.len(),
-            "incidents closed to make room: more nodes in trouble than [incidents] \
-             max_nodes_per_host ({}) or max_nodes ({}); the quietest go first (kubelet-sentinel \
-             status counts them)",
-            settings.max_nodes_per_host,
-            settings.max_nodes
-        );
     }
 }

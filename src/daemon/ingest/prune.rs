@@ -112,6 +112,32 @@ impl Pruner {
     }
 }
 
+/// One line a commit however many were closed: a flood of names must not
+/// become a flood of log lines.
+pub(super) fn log_closed_to_make_room(
+    resolved: &[crate::tracker::Incident],
+    forget: &[crate::tracker::Incident],
+    settings: &crate::tracker::Settings,
+) {
+    let mut evicted = resolved
+        .iter()
+        .filter(|i| i.resolution == Some(crate::tracker::Resolution::Evicted))
+        .chain(forget);
+    if let Some(first) = evicted.next() {
+        tracing::warn!(
+            incident = %first.id,
+            node = %crate::tracker::one_line(&first.node, 253),
+            more = evicted.count(),
+            forgotten = forget.len(),
+            "incidents closed to make room: more nodes in trouble than [incidents] \
+             max_nodes_per_host ({}) or max_nodes ({}); the quietest go first (kubelet-sentinel \
+             status counts them)",
+            settings.max_nodes_per_host,
+            settings.max_nodes
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
