@@ -204,10 +204,13 @@ impl<R: BufRead> TextReader<R> {
                 message: s,
             });
         }
-        // A journal prefix behind junk (`journal.log: Feb 09 …` from grep).
-        for (n, _) in s.char_indices().filter(|(n, c)| {
-            *n > 0 && *n < 96 && !c.is_whitespace() && s[..*n].ends_with([' ', '\t'])
-        }) {
+        // A journal prefix behind junk: `journal.log: Feb 09 …`, and grep's
+        // `FILE:` and `-n` line numbers glued to it (`104233:Mar  3 …`, a
+        // context line `104234-Mar  3 …`).
+        for (n, _) in s
+            .char_indices()
+            .filter(|(n, c)| *n > 0 && *n < 96 && !c.is_whitespace() && behind_junk(&s[..*n]))
+        {
             if let Ok((msg, p)) = prefix(&s[n..]) {
                 return self.prefixed(msg, p);
             }
@@ -443,6 +446,16 @@ impl<R: BufRead> TextReader<R> {
 
 /// The message as bytes: invalid UTF-8 kept as it was written where the
 /// message is the raw line's tail (the prefix is ASCII).
+/// Whether `junk` can stand before a journal prefix: it ends in a space,
+/// in grep's `:` after a file name or line number, or in its `-` after the
+/// line number of a context line.
+fn behind_junk(junk: &str) -> bool {
+    junk.ends_with([' ', '\t', ':'])
+        || junk
+            .strip_suffix('-')
+            .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+}
+
 fn keep_bytes(raw: &[u8], lossy: &str, text: &str, msg: String) -> Vec<u8> {
     if std::str::from_utf8(raw).is_ok() || text.len() != lossy.trim_end().len() {
         return msg.into_bytes();
@@ -659,6 +672,25 @@ mod tests {
             );
             assert_eq!(es[0].host.as_deref(), host, "{junk:?}");
             assert!(es[0].at.is_some(), "{junk:?}");
+        }
+    }
+
+    #[test]
+    fn grep_line_numbers_and_file_names_before_the_prefix() {
+        let line = "Mar  3 10:00:00 node-3 kubelet[812]: E0303 10:00:00.125000     812 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"x\"";
+        for junk in [
+            "104233:",
+            "104234-",
+            "messages:",
+            "/var/log/messages:104233:",
+            "messages-20260303:",
+        ] {
+            let es = read(&format!("{junk}{line}\n"));
+            assert_eq!(es.len(), 1, "{junk:?}");
+            assert_eq!(es[0].host.as_deref(), Some("node-3"), "{junk:?}");
+            assert_eq!(es[0].identifier.as_deref(), Some("kubelet"), "{junk:?}");
+            assert_eq!(es[0].pid, Some(812), "{junk:?}");
+            assert!(msg(&es[0]).starts_with("E0303 10:00:00.125000"), "{junk:?}");
         }
     }
 
