@@ -468,6 +468,35 @@ fn cases() -> Vec<Case> {
             [6, 6, 6, 0, 0, 0],
             0,
         ),
+        // A control plane that never boots: node-status trouble (the
+        // eviction manager's lister miss, the refused Service list: the API
+        // server unreachable) beside the network's not-ready incident; the
+        // `> ` quote marker on the first line only.
+        (
+            "puppetlabs-puppetlabs-kubernetes-97.txt",
+            vec![
+                Expect {
+                    kind: "node-status",
+                    not_ready_signals: 0,
+                    ..open(
+                        "k8s-ctl-01.poc.local",
+                        Some("k8s-ctl-01.poc.local"),
+                        "api-unreachable",
+                        0,
+                        "2025-05-04T23:13:16.067Z",
+                    )
+                },
+                open(
+                    "k8s-ctl-01.poc.local",
+                    Some("k8s-ctl-01.poc.local"),
+                    "cni",
+                    1,
+                    "2025-05-04T23:13:16.524Z",
+                ),
+            ],
+            [4, 4, 4, 0, 0, 0],
+            0,
+        ),
         // A wrapper script's identifier; the start-up aggregate and its
         // single-error form only: no incident.
         (
