@@ -95,6 +95,32 @@ pub struct ContextSource {
     pub from_systemd: bool,
 }
 
+/// The `Description=` of the kubelet's units as packages ship them:
+/// `/var/log/messages` and old systemd name a unit only by it (`Stopping
+/// Kubernetes Kubelet Server...`, `Started kubelet: The Kubernetes Node
+/// Agent.`). Read in saved text logs only, where systemd's lines carry no
+/// `UNIT=`.
+pub const KUBELET_DESCRIPTIONS: &[&str] = &[
+    "kubelet: The Kubernetes Node Agent",
+    "Kubernetes Kubelet Server",
+    "Kubernetes Kubelet",
+    "Kubernetes systemd kubelet",
+    "Lightweight Kubernetes",
+    "Rancher Kubernetes Engine v2",
+    "Service for snap application microk8s.daemon-kubelite",
+    "Service for snap application microk8s.daemon-kubelet",
+];
+
+/// Whether systemd's `msg` is a start, stop or failure line of the unit
+/// described as `description` (the whole description, then its end).
+fn names_description(msg: &str, description: &str) -> bool {
+    ["Started ", "Stopping ", "Stopped ", "Failed to start "]
+        .iter()
+        .filter_map(|verb| msg.strip_prefix(verb))
+        .filter_map(|rest| rest.strip_prefix(description))
+        .any(|end| end.is_empty() || end.starts_with('.') || end.starts_with(" ("))
+}
+
 /// Identifiers a kubelet is known to log under when a saved text log has no
 /// unit to go by (`klog-format.md`, `SYSLOG_IDENTIFIER` row).
 pub const KNOWN_KUBELET_IDENTIFIERS: &[&str] = &[
@@ -262,7 +288,9 @@ impl EntryFilter {
                     || msg.starts_with(&format!("Started {stem}"))
                     || msg.starts_with(&format!("Stopped {stem}"))
                     || msg.starts_with(&format!("Stopping {stem}"))
-            });
+            }) || KUBELET_DESCRIPTIONS
+                .iter()
+                .any(|d| names_description(&msg, d));
         }
         KNOWN_KUBELET_IDENTIFIERS.contains(&&**ident)
             || self

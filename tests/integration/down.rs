@@ -495,3 +495,63 @@ fn a_journal_with_systemds_entries_gives_the_crash_loop() {
     );
     assert_eq!(inc[0]["node"], "w-journal");
 }
+
+/// Issue 25's classes of old systemd and `/var/log/messages` (made-up
+/// pastes: no real one was found with all of it): the unit named only by
+/// its description, a `holdoff time over` that no start followed before
+/// systemd refused, the unit gone under a restart job, and the same paste
+/// through `grep -n`.
+#[test]
+fn old_systemd_and_description_named_units() {
+    let settings = Settings::default();
+    let one = |r: &kubelet_sentinel::ScanResult| -> Vec<IncidentOut> {
+        r.incidents
+            .iter()
+            .map(|i| IncidentOut::new(i, &settings))
+            .collect()
+    };
+    let path = fixture("kubelet-down/made-up-old-systemd-gives-up.txt");
+    let r = scan_path(&path, Format::Auto);
+    // Every line of the paste is recognised, systemd's by description too
+    // (the fixture's two header lines are banners).
+    assert_eq!((r.summary.kubelet_lines, r.summary.recognized), (19, 19));
+    let got = one(&r);
+    assert_eq!(got.len(), 1, "{got:#?}");
+    assert_eq!(
+        (
+            got[0].verdict.as_str(),
+            got[0].cause.as_str(),
+            got[0].restarts
+        ),
+        ("failed", "credentials", 2),
+        "{}",
+        got[0].diagnosis
+    );
+    // Through `grep -n`: the same.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let numbered = text
+        .lines()
+        .enumerate()
+        .fold(String::new(), |mut out, (n, l)| {
+            out.push_str(&format!("{}:{l}\n", 104_233 + n));
+            out
+        });
+    let dir = tempfile::tempdir().unwrap();
+    let grep = dir.path().join("grep-n.txt");
+    std::fs::write(&grep, numbered).unwrap();
+    let r = scan_path(&grep, Format::Auto);
+    // Numbered, the header lines are text nobody can read: counted, not
+    // recognised.
+    assert_eq!((r.summary.kubelet_lines, r.summary.recognized), (21, 19));
+    let again = one(&r);
+    assert_eq!(
+        (again.len(), again[0].restarts, again[0].verdict.as_str()),
+        (1, 2, "failed")
+    );
+    // A stop named by description: the exit inside it was asked for.
+    let r = scan_path(
+        &fixture("kubelet-down/made-up-stop-by-description.txt"),
+        Format::Auto,
+    );
+    assert!(r.incidents.is_empty(), "{:#?}", one(&r));
+}

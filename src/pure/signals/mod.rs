@@ -511,6 +511,9 @@ pub fn recognize_systemd(message: &str) -> Option<Signal> {
     }
     if m.starts_with("Failed to start ")
         || lower.contains("start request repeated too quickly")
+        // Old systemd when the unit file went away under it: no restart
+        // will come.
+        || lower.contains("failed to schedule restart job")
         || m.contains("'start-limit-hit'")
         || m.contains("'start-limit'")
     {

@@ -216,6 +216,12 @@ fn record_life(inc: &mut Incident, sig: &Signal, evidence: &Evidence, at: Micros
             d.pending.get_or_insert(at);
         }
         SignalKind::KubeletGaveUp => {
+            // Old systemd says `holdoff time over, scheduling restart.`
+            // and then refuses to start: that restart never was.
+            if d.restarting {
+                d.restarting = false;
+                d.restarts = d.restarts.saturating_sub(1);
+            }
             d.pending.get_or_insert(at);
             if d.gave_up_at.is_none() {
                 d.gave_up_at = Some(at);
