@@ -555,3 +555,45 @@ fn old_systemd_and_description_named_units() {
     );
     assert!(r.incidents.is_empty(), "{:#?}", one(&r));
 }
+
+/// Issue 25's classes: the kubelet's fatal word with no klog header and no
+/// time of its own (cobra's `Error: failed to run Kubelet: …` after a klog
+/// line in a raw paste) is a line of its own, its cause, dated by its
+/// neighbour; a Go panic with no fatal word is `killed` (design 5.1).
+#[test]
+fn headerless_fatal_words_and_go_panics() {
+    let raw = scan_text(
+        "I0303 12:00:00.000000     400 server.go:484] \"Kubelet version\" kubeletVersion=\"v1.31.0\"\n\
+         Error: failed to run Kubelet: running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false.\n",
+    );
+    let i = &raw["incidents"][0];
+    assert_eq!(
+        (&i["kind"], &i["cause"]),
+        (&"kubelet-down".into(), &"swap".into()),
+        "{raw:#}"
+    );
+    assert_eq!(i["opened_at"], "2025-03-03T12:00:00.000Z", "{raw:#}");
+    assert_eq!(raw["summary"]["recognized"], 2, "{raw:#}");
+    let panic = scan_text(
+        "Mar  3 13:00:00 node-5 systemd[1]: Started kubelet: The Kubernetes Node Agent.\n\
+         Mar  3 13:00:01 node-5 kubelet[500]: I0303 13:00:01.000000     500 server.go:484] \"Kubelet version\" kubeletVersion=\"v1.31.0\"\n\
+         Mar  3 13:00:05 node-5 kubelet[500]: panic: runtime error: invalid memory address or nil pointer dereference\n\
+         Mar  3 13:00:05 node-5 kubelet[500]: [signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x1234567]\n\
+         Mar  3 13:00:05 node-5 kubelet[500]: goroutine 1 [running]:\n\
+         Mar  3 13:00:05 node-5 systemd[1]: kubelet.service: Main process exited, code=exited, status=2/INVALIDARGUMENT\n\
+         Mar  3 13:00:05 node-5 systemd[1]: kubelet.service: Failed with result 'exit-code'.\n\
+         Mar  3 13:00:15 node-5 systemd[1]: kubelet.service: Scheduled restart job, restart counter is at 1.\n\
+         Mar  3 13:00:15 node-5 systemd[1]: Started kubelet: The Kubernetes Node Agent.\n",
+    );
+    let i = &panic["incidents"][0];
+    assert_eq!(
+        (&i["kind"], &i["node"], &i["cause"], &i["restarts"]),
+        (
+            &"kubelet-down".into(),
+            &"node-5".into(),
+            &"killed".into(),
+            &1.into()
+        ),
+        "{panic:#}"
+    );
+}

@@ -198,7 +198,13 @@ impl<R: BufRead> TextReader<R> {
             });
         }
         // k3s's and rke2's own logrus lines start a record of their own.
-        if s.starts_with("time=\"") || s.starts_with("WARNING: ") || s.starts_with("Flag --") {
+        // So do the kubelet's last words with no header (`Error: failed to
+        // run Kubelet: …`, a Go `panic: …`).
+        if s.starts_with("time=\"")
+            || s.starts_with("WARNING: ")
+            || s.starts_with("Flag --")
+            || crate::parse::join::is_bare_word(s.as_bytes())
+        {
             return Ok(Physical::Record {
                 entry: Entry::default(),
                 message: s,

@@ -143,6 +143,18 @@ fn stream_key(e: &Entry) -> String {
     )
 }
 
+/// The kubelet's own last words with no klog header, which start a record
+/// of their own rather than continue the line before: cobra's `Error:
+/// failed to run Kubelet: …` and the Go runtime's `panic: …`, `fatal
+/// error: …` (see [`crate::signals::recognize_bare`]).
+#[must_use]
+pub fn is_bare_word(m: &[u8]) -> bool {
+    m.starts_with(b"panic: ")
+        || m.starts_with(b"fatal error: ")
+        || ((m.starts_with(b"Error: ") || m.starts_with(b"error: "))
+            && crate::signals::recognize_bare(&String::from_utf8_lossy(m)).is_some())
+}
+
 /// Lines that start a record of their own although they carry no klog header:
 /// logrus (k3s), gRPC warnings, flag deprecation notices.
 #[must_use]
@@ -256,7 +268,7 @@ impl Joiner {
             self.hold(key, joined);
             return;
         }
-        if m.starts_with(b"{") || is_foreign(m) {
+        if m.starts_with(b"{") || is_foreign(m) || is_bare_word(m) {
             if let Some(done) = self.unhold(&key) {
                 out.push(Out::Line(done));
             }

@@ -323,6 +323,18 @@ pub fn recognize(line: &Line<'_>) -> Option<Signal> {
 #[must_use]
 pub fn recognize_bare(text: &str) -> Option<Signal> {
     let t = text.trim();
+    // The Go runtime's: a panic or a fatal runtime error (a fault, a
+    // concurrent map write), then a goroutine dump and exit status 2. No
+    // fatal word of the kubelet's: design 5.1 calls it `killed`.
+    if t.starts_with("panic: ") || t.starts_with("fatal error: ") {
+        return Some(Signal {
+            kind: K::KubeletFatal,
+            node: None,
+            cause: Some(Cause::Killed),
+            endpoint: None,
+            exit: None,
+        });
+    }
     let t = t
         .strip_prefix("Error: ")
         .or_else(|| t.strip_prefix("error: "))
