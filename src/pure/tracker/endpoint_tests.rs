@@ -347,6 +347,26 @@ fn the_groups_kept_are_bounded() {
     assert!(p.tracker().fleet_groups.len() <= endpoint::GROUPS_MAX);
 }
 
+/// Past [`endpoint::MEMBERS_MAX`] members, all of them open, a node new to
+/// the groups stays out of them: the bound holds, and the outage keeps the
+/// nodes it had (the others are incidents of their own).
+#[test]
+fn the_members_kept_are_bounded_when_all_are_open() {
+    let n = endpoint::MEMBERS_MAX + 50;
+    let hosts: Vec<String> = (0..n).map(|k| format!("m{k:05}")).collect();
+    let names: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let lines = outage(&names, "10.0.0.1:6443", 1, 1);
+    let r = run(&lines, Settings::default(), 60_000);
+    let eps = of_kind(&r, IncidentKind::Endpoint);
+    assert_eq!(eps.len(), 1);
+    assert_eq!(eps[0].nodes().len(), endpoint::MEMBERS_MAX);
+    let alone = of_kind(&r, IncidentKind::NodeStatus)
+        .iter()
+        .filter(|i| i.covered_by().is_none())
+        .count();
+    assert_eq!(alone, 50);
+}
+
 /// The shortcuts (`endpoint/fast.rs`) give what deriving every group again
 /// gives: the same incidents (endpoint ones, and each node's cover) and
 /// the same alerts, in order, over random fleets: nodes opening at random,

@@ -351,7 +351,15 @@ fn upsert_member(
     }
     let mut m = m;
     // A member that changed group keeps its cover until derived again.
-    m.cover = remove_member(groups, &i.id, Some(i.opened_at), touched).and_then(|old| old.cover);
+    let old = remove_member(groups, &i.id, Some(i.opened_at), touched);
+    let total: usize = groups.values().map(|g| g.members.len()).sum();
+    if old.is_none() && total >= MEMBERS_MAX {
+        // The bound, with every member kept still open or recent: a node
+        // new to the groups stays out of them (its own incident and
+        // alert), so no line past the bound derives a group again.
+        return;
+    }
+    m.cover = old.and_then(|old| old.cover);
     if !groups.contains_key(&key) && !room_for_group(groups) {
         if m.cover.is_some() {
             uncover.push(m);
