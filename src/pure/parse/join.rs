@@ -143,16 +143,38 @@ fn stream_key(e: &Entry) -> String {
     )
 }
 
+/// The starts of the kubelet's fatal words as cobra prints them with no
+/// klog header, after `Error: ` or alone: `failed to run Kubelet: …`,
+/// `unknown flag: --x`.
+pub const BARE_FATAL: [&str; 6] = [
+    "failed to run Kubelet: ",
+    "failed to load Kubelet config file",
+    "failed to load kubelet config file",
+    "failed to validate kubelet flags",
+    "unknown flag: ",
+    "unknown shorthand flag: ",
+];
+
+/// The text of a fatal word of [`BARE_FATAL`], with its `Error: ` taken off.
+#[must_use]
+pub fn bare_fatal(t: &str) -> Option<&str> {
+    let t = t
+        .strip_prefix("Error: ")
+        .or_else(|| t.strip_prefix("error: "))
+        .unwrap_or(t);
+    BARE_FATAL.iter().any(|p| t.starts_with(p)).then_some(t)
+}
+
 /// The kubelet's own last words with no klog header, which start a record
 /// of their own rather than continue the line before: cobra's `Error:
 /// failed to run Kubelet: …` and the Go runtime's `panic: …`, `fatal
-/// error: …` (see [`crate::signals::recognize_bare`]).
+/// error: …`.
 #[must_use]
 pub fn is_bare_word(m: &[u8]) -> bool {
     m.starts_with(b"panic: ")
         || m.starts_with(b"fatal error: ")
         || ((m.starts_with(b"Error: ") || m.starts_with(b"error: "))
-            && crate::signals::recognize_bare(&String::from_utf8_lossy(m)).is_some())
+            && bare_fatal(&String::from_utf8_lossy(m)).is_some())
 }
 
 /// Lines that start a record of their own although they carry no klog header:

@@ -335,19 +335,7 @@ pub fn recognize_bare(text: &str) -> Option<Signal> {
             exit: None,
         });
     }
-    let t = t
-        .strip_prefix("Error: ")
-        .or_else(|| t.strip_prefix("error: "))
-        .unwrap_or(t);
-    let fatal = [
-        "failed to run Kubelet: ",
-        "failed to load Kubelet config file",
-        "failed to load kubelet config file",
-        "failed to validate kubelet flags",
-        "unknown flag: ",
-        "unknown shorthand flag: ",
-    ];
-    fatal.iter().any(|p| t.starts_with(p)).then(|| Signal {
+    crate::parse::join::bare_fatal(t).map(|t| Signal {
         kind: K::KubeletFatal,
         node: None,
         cause: Some(classify_fatal(t)),
