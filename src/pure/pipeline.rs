@@ -641,7 +641,7 @@ impl Pipeline {
         for (h, at) in clocks {
             self.tracker.advance_host(&h, at, decisions);
         }
-        self.judge_silence(decisions);
+        self.tracker.judge_silence(decisions);
     }
 
     /// The source is a collector's directory: its hosts are judged silent.
@@ -649,11 +649,12 @@ impl Pipeline {
         self.tracker.set_fleet(collector);
     }
 
-    /// The reader has read everything there is (the end of a one-shot
-    /// read, a following reader's `Tail`): the hosts whose journal is
-    /// `[fleet] silent_after` behind the newest are silent (design 5.2).
-    pub fn judge_silence(&mut self, decisions: &mut Vec<Decision>) {
-        self.tracker.judge_silence(decisions);
+    /// A following reader's `Tail`, where it has read everything there is
+    /// so far: the hosts whose journal is `[fleet] silent_after` behind the
+    /// newest, and did not move since the last tail, are silent (design
+    /// 5.2; [`Pipeline::finish`] judges every host at a one-shot read's end).
+    pub fn judge_silence_at_tail(&mut self, decisions: &mut Vec<Decision>) {
+        self.tracker.judge_silence_at_tail(decisions);
     }
 
     fn note_unparsed(&mut self, m: &[u8]) {

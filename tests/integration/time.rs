@@ -1075,6 +1075,113 @@ fn a_silent_host_is_one_incident_from_scan_once_and_follow() {
     }
 }
 
+/// Issue 27: a host's journal of an hour ago arrives late, 1 000 entries
+/// 200 ms apart, while three hosts write on (`[fleet] silent_after` 1m).
+/// scan gives one host-silent incident, open, silent since the upload's
+/// last entry; `run --once` the same, and a following service, which reads
+/// the upload as it is written and judges at every tail, one too (77 at
+/// 502b51b: each tail between its entries opened one and the next entry
+/// ended it), with one mail.
+#[test]
+fn a_late_upload_is_one_host_silent_incident_followed_or_scanned() {
+    const MIN: Micros = 60 * SECOND;
+    let mut journal = Vec::new();
+    for name in ["busy-0", "busy-1", "busy-2"] {
+        let mut h = Host::new(name, 0, T0);
+        while h.t <= T0 + 40 * MIN {
+            let t = h.t;
+            h.line(klog(
+                'I',
+                t,
+                "kubelet.go:2400",
+                r#""SyncLoop (PLEG): event for pod" pod="default/p""#,
+            ));
+            h.t += 30 * SECOND;
+        }
+        journal.extend(h.out);
+    }
+    // Dated from an hour before T0, written from T0 + 20 min.
+    let mut late = Host::new("late-upload", 80 * MIN, T0 - 60 * MIN);
+    for _ in 0..1000 {
+        let t = late.t;
+        late.line(klog(
+            'I',
+            t,
+            "kubelet.go:2400",
+            r#""SyncLoop (PLEG): event for pod" pod="default/q""#,
+        ));
+        late.t += 200_000;
+    }
+    let last = late.t - 200_000;
+    journal.extend(late.out);
+    journal.sort_by_key(|w| w.written_at);
+    let settings = Settings {
+        silent_after: MIN,
+        ..Settings::default()
+    };
+    let mut scan = Pipeline::new(EntryFilter::default(), settings);
+    scan.set_fleet(true);
+    let entries = journal.iter().map(|w| w.entry.clone());
+    let reference: Vec<serde_json::Value> = replay_through(scan, entries, End::Finish)
+        .incidents
+        .iter()
+        .map(|i| serde_json::to_value(i).unwrap())
+        .collect();
+    let silent = |incidents: &[serde_json::Value]| -> Vec<(String, bool, i64)> {
+        incidents
+            .iter()
+            .map(|i| {
+                assert_eq!(kind_of(i), "host-silent", "{i:#}");
+                (
+                    i["host"].as_str().unwrap().to_string(),
+                    i["resolved_at"].is_null(),
+                    i["detail"]["host-silent"]["last_entry_at"]
+                        .as_i64()
+                        .unwrap(),
+                )
+            })
+            .collect()
+    };
+    let want = vec![("late-upload".to_string(), true, last)];
+    assert_eq!(silent(&reference), want, "{reference:#?}");
+    let dir = tempfile::tempdir().unwrap();
+    let collector = format!(
+        "max_age = \"3650d\"\n[fleet]\nsilent_incidents = true\nsilent_after = \"1m\"\n\
+         [journal]\ndirectory = \"{}\"\n",
+        dir.path().display()
+    );
+    for (seed, max_batch, pause_every, max_pause) in [(1, 1, 3, 1), (2, 7, 5, 2), (3, 50, 2, 1)] {
+        let reading = Reading {
+            seed,
+            max_batch,
+            pause_every,
+            max_pause: max_pause * SECOND,
+        };
+        for once in [true, false] {
+            let s = served_with(&journal, reading, once, &collector);
+            assert_eq!(
+                silent(&s.incidents),
+                want,
+                "once {once}, {reading:?}: {:#?}",
+                s.incidents
+            );
+            if once {
+                assert_eq!(
+                    comparable(&s.incidents, &reference),
+                    comparable(&reference, &reference),
+                    "{reading:?}"
+                );
+            }
+            let about = s
+                .mails
+                .iter()
+                .filter(|m| m.contains("host late-upload"))
+                .count();
+            assert_eq!(about, 1, "once {once} {reading:?}");
+        }
+    }
+}
+
 /// Issue 19: four hosts lose one API endpoint within seconds, their lines
 /// reaching the journal with different lags (0, 20 s, 60 s, 5 min), one
 /// more fails alone against another endpoint: one endpoint incident naming

@@ -763,7 +763,8 @@ impl Ingest {
             Some(ReaderEvent::Tail { sync }) => {
                 self.caught_up = true;
                 self.pipeline.caught_up();
-                self.pipeline.judge_silence(&mut self.pending.decisions);
+                self.pipeline
+                    .judge_silence_at_tail(&mut self.pending.decisions);
                 if let Some(wall) = self.supervisor.tail(sync) {
                     self.pipeline
                         .advance_quiet(wall, self.started, &mut self.pending.decisions);

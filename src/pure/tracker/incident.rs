@@ -677,7 +677,7 @@ impl Incident {
     #[must_use]
     pub fn diagnosis(&self, s: &Settings) -> String {
         match &self.detail {
-            Detail::HostSilent(h) => self.silent_diagnosis(h),
+            Detail::HostSilent(h) => self.silent_diagnosis(h, s),
             Detail::Endpoint(o) => self.endpoint_diagnosis(o),
             Detail::KubeletDown(d) => self.down_diagnosis(d, s),
             Detail::NotReady(r) => self.not_ready_diagnosis(r, s),

@@ -217,6 +217,10 @@ pub struct Tracker {
     /// Hosts whose [`Origin`] changed since [`Tracker::take_dirty_origins`].
     #[serde(skip)]
     dirty_origins: BTreeSet<String>,
+    /// Hosts whose journal moved since silence was last judged at a tail
+    /// (see `silent.rs`): not judged there, their upload may go on.
+    #[serde(skip)]
+    moved: BTreeSet<String>,
     /// Incidents closed to stay within the node bounds
     /// ([`Resolution::Evicted`]).
     #[serde(default)]

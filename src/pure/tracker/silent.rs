@@ -13,7 +13,17 @@
 //!   ([`Tracker::judge_silence`]: the end of a one-shot read, each `Tail`
 //!   of a following one), so hosts read in parallel at different speeds
 //!   do not look silent to each other mid-read;
-//! - it resolves at the host's next entry, read late or not; a host that
+//! - at a following reader's tail, a host whose journal moved since the
+//!   last tail is not judged yet: its files are still arriving (a late
+//!   upload, read as it is written), and the tail after its last entry
+//!   judges it from that entry, as a one-shot read judges every host at
+//!   its end ([`Tracker::judge_silence_at_tail`]);
+//! - an entry that continues a silent host's journal (less than
+//!   `silent_after` after its last) while it is still `silent_after`
+//!   behind the fleet is more of a late upload: the incident stays open,
+//!   silent since that entry, instead of ending and opening again at the
+//!   next judgement;
+//! - otherwise it resolves at the host's next entry, read late or not; a host that
 //!   comes back before it was judged, after a gap of `silent_after` or
 //!   more of its own that the fleet's time passed, still gets its
 //!   (resolved) incident, as a following service that judged it in the
@@ -94,6 +104,9 @@ impl Tracker {
         if !self.dirty_origins.contains(host) {
             self.dirty_origins.insert(host.to_string());
         }
+        if !self.moved.contains(host) {
+            self.moved.insert(host.to_string());
+        }
         let after = self.settings.silent_after;
         let fleet = self.fleet_newest;
         // Only a host that kept writing moves the fleet's time on: one
@@ -120,14 +133,38 @@ impl Tracker {
                 }
                 _ => return,
             }
+        } else if previous.is_some_and(|p| at.saturating_sub(p) < after)
+            && self.fleet_newest.saturating_sub(at) >= after
+        {
+            // More of a late upload, still behind: silent since this entry.
+            if let Some(inc) = self.open.get_mut(&key) {
+                if let Detail::HostSilent(s) = &mut inc.detail {
+                    s.last_entry_at = at;
+                }
+                out.push(Decision::UpdateIncident { id: inc.id.clone() });
+            }
+            return;
         }
         self.resolve(&key, at, Resolution::Wrote, out);
     }
 
     /// Opens a host-silent incident for every host whose journal's time
     /// is `silent_after` or more behind the newest of any host's; call it
-    /// where the reader has read everything there is.
+    /// at the end of a one-shot read, where the reader has read everything
+    /// there will be.
     pub fn judge_silence(&mut self, out: &mut Vec<Decision>) {
+        self.moved.clear();
+        self.judge(&BTreeSet::new(), out);
+    }
+
+    /// As [`Tracker::judge_silence`], at a following reader's tail: a host
+    /// whose journal moved since the last tail is judged at the next one.
+    pub fn judge_silence_at_tail(&mut self, out: &mut Vec<Decision>) {
+        let moved = std::mem::take(&mut self.moved);
+        self.judge(&moved, out);
+    }
+
+    fn judge(&mut self, moved: &BTreeSet<String>, out: &mut Vec<Decision>) {
         let after = self.settings.silent_after;
         let newest = self.fleet_newest;
         if after <= 0 || !self.fleet {
@@ -139,6 +176,7 @@ impl Tracker {
             .filter_map(|(h, o)| o.last_entry_at.map(|t| (h, t)))
             .filter(|(h, t)| {
                 newest.saturating_sub(*t) >= after
+                    && !moved.contains(h.as_str())
                     && !self
                         .open
                         .contains_key(&open_key(IncidentKind::HostSilent, h))
@@ -187,23 +225,34 @@ impl Tracker {
 
 impl Incident {
     /// One paragraph for a person: which host, since when, its last node.
-    pub(super) fn silent_diagnosis(&self, h: &Silent) -> String {
+    pub(super) fn silent_diagnosis(&self, h: &Silent, settings: &Settings) -> String {
         let host = self.host.as_deref().unwrap_or(&self.node);
         let last = h.last_entry_at;
+        // Opened `silent_after` past its last entry; a late upload that
+        // went on while it was behind moved its last entry, not the
+        // opening.
+        let after = (self.opened_at - last).max(settings.silent_after);
         let mut s = format!(
             "Host {host} (last node {}) has written nothing since {}: silent for {} or more \
              while the other hosts' journals went on. The host may be down, cut off from the \
              collector, or its journal upload (systemd-journal-upload) stopped.",
             self.node,
             clock(last),
-            human_duration(self.opened_at - last),
+            human_duration(after),
         );
-        if let (Some(Resolution::Wrote), Some(r)) = (self.resolution, self.resolved_at) {
-            s.push_str(&format!(
-                " Resolved at {}: the host wrote again after {} of silence.",
-                clock(r),
-                human_duration(r - last)
-            ));
+        match (self.resolution, self.resolved_at) {
+            (Some(Resolution::Wrote), Some(r)) if r - last >= settings.silent_after => {
+                s.push_str(&format!(
+                    " Resolved at {}: the host wrote again after {} of silence.",
+                    clock(r),
+                    human_duration(r - last)
+                ));
+            }
+            (Some(Resolution::Wrote), Some(r)) => s.push_str(&format!(
+                " Resolved at {}: its journal, uploaded late, caught up with the other hosts'.",
+                clock(r)
+            )),
+            _ => {}
         }
         s
     }
@@ -298,6 +347,89 @@ mod tests {
         // Back before silent_after: nothing.
         let (mut short, _) = run(Some(39), 1);
         assert!(silent(&mut short).is_empty());
+    }
+
+    /// Hosts `a` and `b` write once a minute for two hours; then `c`'s
+    /// journal of its first 30 minutes arrives, an entry every 10 s, read
+    /// as it is written: a tail after each entry, and after every
+    /// `extra`-th one a second tail that finds nothing new of it.
+    fn late_upload(extra: Option<usize>, to: i64) -> (Tracker, Vec<Decision>) {
+        let mut t = Tracker::new(on());
+        t.set_fleet(true);
+        let mut out = Vec::new();
+        for m in 0..=120 {
+            for h in ["a", "b"] {
+                t.activity(h, T0 + m * MIN, &mut out);
+            }
+            t.judge_silence_at_tail(&mut out);
+        }
+        for (n, s) in (0..=to * 6).enumerate() {
+            t.activity("c", T0 + s * 10 * SECOND, &mut out);
+            t.judge_silence_at_tail(&mut out);
+            if extra.is_some_and(|e| n % e == 0) {
+                t.judge_silence_at_tail(&mut out);
+            }
+        }
+        t.judge_silence_at_tail(&mut out);
+        (t, out)
+    }
+
+    #[test]
+    fn a_late_upload_read_as_it_arrives_is_one_incident_as_read_at_once() {
+        // Read at once: c's journal ends 90 min behind the others'.
+        let mut once = Tracker::new(on());
+        once.set_fleet(true);
+        let mut out = Vec::new();
+        for m in 0..=120 {
+            for h in ["a", "b"] {
+                once.activity(h, T0 + m * MIN, &mut out);
+            }
+        }
+        for s in 0..=180 {
+            once.activity("c", T0 + s * 10 * SECOND, &mut out);
+        }
+        once.judge_silence(&mut out);
+        let want = silent(&mut once);
+        assert_eq!(want.len(), 1, "{want:#?}");
+        assert_eq!(
+            want[0].detail,
+            Detail::HostSilent(Silent {
+                last_entry_at: T0 + 30 * MIN
+            })
+        );
+        // A tail after each entry: judged from its last entry, the same
+        // incident.
+        let (mut follow, _) = late_upload(None, 30);
+        assert_eq!(silent(&mut follow), want);
+        // Tails that find nothing new of c judge it mid-upload: still one
+        // incident, open, silent since the upload's last entry (181
+        // without the rule: one for each tail between its entries).
+        let (mut judged, out) = late_upload(Some(1), 30);
+        let got = silent(&mut judged);
+        assert_eq!(got.len(), 1, "{got:#?}");
+        assert_eq!(got[0].status(), Status::Open);
+        assert_eq!(got[0].detail, want[0].detail);
+        let alerts = out
+            .iter()
+            .filter(|d| matches!(d, Decision::QueueAlert { .. }))
+            .count();
+        assert_eq!(alerts, 1, "one page");
+        let d = got[0].diagnosis(&on());
+        assert!(d.contains("silent for 10m or more"), "{d}");
+    }
+
+    #[test]
+    fn a_late_upload_that_catches_up_ends_its_incident() {
+        let (mut t, _) = late_upload(Some(1), 120);
+        let got = silent(&mut t);
+        assert_eq!(got.len(), 1, "{got:#?}");
+        assert_eq!(got[0].resolution, Some(Resolution::Wrote));
+        let d = got[0].diagnosis(&on());
+        assert!(d.contains("caught up with the other hosts'"), "{d}");
+        // Read as it arrives with no empty tails: judged at its end, where
+        // it is not behind: nothing, as read at once.
+        let (mut t, _) = late_upload(None, 120);
+        assert!(silent(&mut t).is_empty());
     }
 
     #[test]
