@@ -60,6 +60,8 @@ pub(crate) struct SummaryOut {
     pub nodes: Vec<String>,
     /// ... and how many more were seen.
     pub nodes_unlisted: u64,
+    /// Entries of hosts new past `[fleet] max_hosts`: not read.
+    pub hosts_refused: u64,
 }
 
 impl SummaryOut {
@@ -85,6 +87,7 @@ impl SummaryOut {
             last_at: s.last_at.map(rfc3339),
             nodes: s.nodes.iter().cloned().collect(),
             nodes_unlisted: s.nodes_unlisted,
+            hosts_refused: s.hosts_refused,
         }
     }
 }

@@ -139,6 +139,12 @@ impl Snapshot {
         )?;
         Self::counter(
             enc,
+            "hosts_refused",
+            "Entries of hosts new past [fleet] max_hosts: not read.",
+            &one(sum.hosts_refused),
+        )?;
+        Self::counter(
+            enc,
             "untrusted_lines",
             "Entries that look like the kubelet's (identifier or container name) from a writer \
              that is not trusted: ignored.",

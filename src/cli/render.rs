@@ -167,6 +167,7 @@ pub(crate) fn status(s: &StatusOut, zone: Zone) -> String {
         ("evicted", s.evicted),
         ("evicted_forgotten", s.evicted_forgotten),
         ("hosts", s.hosts),
+        ("hosts_refused", s.hosts_refused),
     ] {
         row(k, &v.to_string());
     }

@@ -258,6 +258,7 @@ impl Config {
             node_name: self.node.name.clone(),
             max_nodes_per_host: self.incidents.max_nodes_per_host as usize,
             max_nodes: self.incidents.max_nodes as usize,
+            max_hosts: self.fleet.max_hosts as usize,
             silent_after: if self.fleet.silent_incidents {
                 self.fleet.silent_after.0
             } else {
@@ -548,6 +549,9 @@ mod tests {
         let c = Config::parse("[fleet]\nmin_nodes = 5\nwindow = \"30s\"\n", "c.toml").unwrap();
         assert_eq!(c.tracker_settings().fleet_min_nodes, 5);
         assert_eq!(c.tracker_settings().fleet_window, 30 * crate::time::SECOND);
+        assert_eq!(c.tracker_settings().max_hosts, 20_000);
+        let c = Config::parse("[fleet]\nmax_hosts = 40\n", "c.toml").unwrap();
+        assert_eq!(c.tracker_settings().max_hosts, 40);
         assert!(
             c.needs_restart(&Config::parse("", "c.toml").unwrap())
                 .is_empty()
@@ -558,6 +562,7 @@ mod tests {
             ("[fleet]\nmin_nodes = 100001\n", 2),
             ("[fleet]\nwindow = \"0s\"\n", 2),
             ("[fleet]\nwindow = \"2d\"\n", 2),
+            ("[fleet]\nmax_hosts = 0\n", 2),
         ] {
             let e = Config::parse(text, "c.toml").unwrap_err().to_string();
             assert!(

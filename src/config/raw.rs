@@ -37,6 +37,7 @@ pub(super) struct RawFleet {
     pub(super) silent_incidents: S<bool>,
     pub(super) min_nodes: S<u32>,
     pub(super) window: S<Period>,
+    pub(super) max_hosts: S<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]

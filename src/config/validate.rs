@@ -586,8 +586,18 @@ impl Validator<'_> {
                 message,
             )?
             .unwrap_or(defaults::FLEET_MIN_NODES);
+        let max_hosts = self
+            .count(
+                "fleet",
+                "max_hosts",
+                fleet.max_hosts,
+                (true, 1_000_000),
+                "between 1 and 1000000",
+            )?
+            .unwrap_or(defaults::MAX_HOSTS);
         Ok(FleetConfig {
             min_nodes,
+            max_hosts,
             window: self.period("fleet", "window", fleet.window, defaults::FLEET_WINDOW)?,
             silent_after: self.period(
                 "fleet",

@@ -84,6 +84,11 @@ pub const RETENTION: Micros = 90 * DAY;
 pub const MAX_NODES_PER_HOST: u32 = 64;
 /// Ten times a large collector's fleet of nodes in trouble at once.
 pub const MAX_NODES: u32 = 20_000;
+/// `[fleet] max_hosts`: hosts a journal's entries may name (a collector's
+/// hosts; a single node's journal names one or two). Entries of a host new
+/// past it are counted (`hosts_refused`), not read: one upload can carry any
+/// number of `_HOSTNAME`s. Four times Kubernetes' largest cluster.
+pub const MAX_HOSTS: u32 = 20_000;
 
 // [alert]
 

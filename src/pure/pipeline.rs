@@ -85,6 +85,12 @@ pub struct Summary {
     /// Lines of the node's other units kept for context (design 5.4).
     #[serde(default)]
     pub context_lines: u64,
+    /// Entries of hosts new past `[fleet] max_hosts`: not read.
+    #[serde(default)]
+    pub hosts_refused: u64,
+    /// The first such host (cut to 200 bytes).
+    #[serde(default)]
+    pub first_refused_host: Option<String>,
 }
 
 /// Bound on the nodes named in [`Summary::nodes`].
@@ -277,7 +283,7 @@ impl Pipeline {
     /// state at every commit, until the end (a collector's catch-up would
     /// otherwise hold one line per host).
     pub fn activity(&mut self, host: &str, at: Micros, decisions: &mut Vec<Decision>) {
-        if self.horizon.is_none_or(|h| at <= h) {
+        if self.horizon.is_none_or(|h| at <= h) && self.within_hosts(host) {
             self.tracker.journal_reaches(host, at, decisions);
             if self.joiner.earliest_held(host).is_some_and(|e| e <= at) {
                 let mut out = std::mem::take(&mut self.out);
@@ -286,6 +292,27 @@ impl Pipeline {
                 self.out = out;
             }
         }
+    }
+
+    /// Whether entries of `host` are read: a host already read, or one more
+    /// within `[fleet] max_hosts`. Counts (and names the first of) those
+    /// that are not.
+    fn admits(&mut self, host: &str) -> bool {
+        if self.within_hosts(host) {
+            return true;
+        }
+        self.summary.hosts_refused += 1;
+        if self.summary.first_refused_host.is_none() {
+            self.summary.first_refused_host = Some(crate::tracker::one_line(host, 200));
+        }
+        false
+    }
+
+    /// A host already read, or one more within `[fleet] max_hosts`.
+    fn within_hosts(&self, host: &str) -> bool {
+        self.tracker.knows_host(host)
+            || self.hosts_read.contains_key(host)
+            || self.tracker.hosts().max(self.hosts_read.len()) < self.tracker.settings().max_hosts
     }
 
     /// The machine's clock, given by the caller (the core reads none): an
@@ -334,6 +361,11 @@ impl Pipeline {
     /// Takes one entry.
     pub fn push(&mut self, mut entry: Entry, decisions: &mut Vec<Decision>) {
         self.summary.entries += 1;
+        if let Some(host) = entry.host.as_deref() {
+            if !self.admits(host) {
+                return;
+            }
+        }
         let mut future = false;
         if let (Some(at), Some(_)) = (entry.at, self.horizon) {
             if at < KUBELETS_BEGAN {
@@ -924,6 +956,48 @@ mod tests {
         // Not the other host's time: worker-01 had none.
         let i = p.tracker().open_incidents().next().unwrap();
         assert_ne!(i.opened_at, T0 - 5 * SECOND);
+    }
+
+    /// `[fleet] max_hosts`: hosts past the bound are counted, not read; a
+    /// host read before goes on being read, and its trouble still opens.
+    #[test]
+    fn hosts_past_max_hosts_are_counted_not_read() {
+        let settings = Settings {
+            max_hosts: 3,
+            ..Settings::default()
+        };
+        let mut p = Pipeline::new(EntryFilter::default(), settings);
+        let mut d = Vec::new();
+        let retry = |node: &str| {
+            format!(
+                r#""Error updating node status, will retry" err="error getting node \"{node}\": node \"{node}\" not found""#
+            )
+        };
+        for round in 0..4 {
+            for n in 0..10 {
+                let host = format!("h{n}");
+                let mut e = kubelet(1, T0 + round * SECOND + n, &retry(&host));
+                e.host = Some(host.as_str().into());
+                p.push(e, &mut d);
+            }
+            p.activity("h9", T0 + round * SECOND, &mut d);
+        }
+        p.finish(&mut d);
+        assert_eq!(p.summary().hosts_refused, 7 * 4);
+        assert_eq!(p.summary().first_refused_host.as_deref(), Some("h3"));
+        assert_eq!(p.tracker().hosts(), 3);
+        let mut nodes: Vec<String> = p
+            .tracker()
+            .open_incidents()
+            .map(|i| i.node.clone())
+            .collect();
+        nodes.sort();
+        assert_eq!(nodes, ["h0", "h1", "h2"]);
+        assert!(
+            p.tracker()
+                .open_incidents()
+                .all(|i| i.counted_retries() == 4)
+        );
     }
 
     #[test]

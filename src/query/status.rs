@@ -61,6 +61,12 @@ pub(crate) struct StatusOut {
     /// Hosts the reader has entries of (a collector's hosts).
     #[serde(default)]
     pub hosts: u64,
+    /// Entries of hosts new past `[fleet] max_hosts`: not read.
+    #[serde(default)]
+    pub hosts_refused: u64,
+    /// `[fleet] max_hosts` as the service runs (null while stopped).
+    #[serde(default)]
+    pub max_hosts: Option<u64>,
     /// Hosts with no entry for `[fleet] silent_after` while others' moved on:
     /// `host (last entry at …)`.
     #[serde(default)]
@@ -178,6 +184,8 @@ pub(crate) fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, Qu
         evicted: live.map_or(0, |l| l.status.evicted),
         evicted_forgotten: live.map_or(0, |l| l.status.forgotten),
         hosts: live.map_or(0, |l| l.status.hosts.len() as u64),
+        hosts_refused: summary.hosts_refused,
+        max_hosts: live.map(|l| l.status.settings.max_hosts as u64),
         silent_hosts: live.map(silent_hosts).unwrap_or_default(),
         silent_incidents: live.map(|l| l.status.settings.silent_after > 0),
         future_dated: summary.future_dated,

@@ -292,6 +292,56 @@ fn a_collector_directory_that_appears_later_is_read() {
     assert_eq!(svc.signal("TERM"), Some(0));
 }
 
+/// `[fleet] max_hosts` (issue 27): a collector of five hosts with a bound
+/// of three reads three; the other two's entries are counted in `status`
+/// and the metric and logged, their trouble not read.
+#[test]
+fn hosts_past_max_hosts_are_counted_and_logged() {
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let now = kubelet_sentinel::now();
+    let mut total = 0;
+    for n in 0..5 {
+        let lines = storm(now - 300 * SECOND, &format!("host-{n}"), 7);
+        total += lines.len() as u64;
+        upload(
+            dir,
+            &format!("remote-10.0.0.{n}.journal"),
+            &format!("host-{n}"),
+            &lines,
+        );
+    }
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        "[fleet]\nmax_hosts = 3\n",
+    );
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || {
+            let s = svc.status();
+            s["kubelet_lines"].as_u64().unwrap_or(0) + s["hosts_refused"].as_u64().unwrap_or(0)
+                == total
+        },
+        "the service to read or refuse every entry",
+    );
+    let status = svc.status();
+    assert_eq!(status["hosts_refused"].as_u64(), Some(2 * 8), "{status:#}");
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    assert!(log.contains("past [fleet] max_hosts (3) not read"), "{log}");
+    // The three read lose one endpoint: their incidents and the outage's.
+    let nodes: Vec<String> = incidents_of(&svc.incidents())
+        .into_iter()
+        .map(|(n, ..)| n)
+        .collect();
+    assert_eq!(
+        nodes,
+        ["10.0.0.1:6443", "host-0", "host-1", "host-2"],
+        "{log}"
+    );
+}
+
 /// A host's journals copied in under names of their own are one host: read
 /// in order through one handle (grouped by the machine ID in their
 /// headers), so the incidents are those of reading the files in one go.

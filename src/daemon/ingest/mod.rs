@@ -210,6 +210,7 @@ impl Ingest {
     /// exit.
     fn entries(&mut self, entries: Vec<crate::model::Entry>, shutdown: &CancellationToken) {
         self.pipeline.set_now((self.now)());
+        let refused = self.pipeline.summary().hosts_refused;
         let mut n = 0;
         for e in entries {
             if n % SHUTDOWN_CHECK == 0 && n > 0 && shutdown.is_cancelled() {
@@ -227,6 +228,7 @@ impl Ingest {
             self.pipeline.push(e, &mut self.pending.decisions);
         }
         self.log_future_dated();
+        self.log_refused(refused);
         self.pipeline.stamp_arrivals((self.now)());
         self.pending.entries += n;
         self.caught_up = false;
@@ -440,6 +442,21 @@ impl Ingest {
             if self.future_logged.is_power_of_two() {
                 tracing::warn!("{}: {} ({n} so far)", m.place, m.reason);
             }
+        }
+    }
+
+    /// Entries of hosts past `[fleet] max_hosts`, logged at the first and
+    /// as their count doubles.
+    fn log_refused(&self, before: u64) {
+        let s = self.pipeline.summary();
+        let now = s.hosts_refused;
+        if now > before && (before == 0 || now.ilog2() > before.ilog2()) {
+            tracing::warn!(
+                "{now} entries of hosts past [fleet] max_hosts ({}) not read, the first of host {}; \
+                 raise max_hosts to read them",
+                self.pipeline.tracker().settings().max_hosts,
+                s.first_refused_host.as_deref().unwrap_or("?")
+            );
         }
     }
 

@@ -346,6 +346,18 @@ impl Tracker {
     }
 
     /// The per-host records changed since the last call, to persist.
+    /// Whether `host` has a record here.
+    #[must_use]
+    pub fn knows_host(&self, host: &str) -> bool {
+        self.origins.contains_key(host)
+    }
+
+    /// The hosts with a record here.
+    #[must_use]
+    pub fn hosts(&self) -> usize {
+        self.origins.len()
+    }
+
     pub fn take_dirty_origins(&mut self) -> Vec<(String, Origin)> {
         std::mem::take(&mut self.dirty_origins)
             .into_iter()

@@ -39,6 +39,10 @@ pub struct Settings {
     /// Bound on nodes with an open incident in all (`[incidents] max_nodes`).
     #[serde(default = "default_max_nodes")]
     pub max_nodes: usize,
+    /// Bound on the hosts read (`[fleet] max_hosts`): entries of a host new
+    /// past it are counted, not read.
+    #[serde(default = "default_max_hosts")]
+    pub max_hosts: usize,
     /// `[fleet] silent_after` with `silent_incidents`: a host whose journal
     /// is this far behind the newest of any host's is a host-silent
     /// incident (0: never).
@@ -75,6 +79,10 @@ fn default_not_ready_after() -> Micros {
 
 fn default_restarts() -> u32 {
     defaults::RESTARTS
+}
+
+fn default_max_hosts() -> usize {
+    defaults::MAX_HOSTS as usize
 }
 
 fn default_max_nodes() -> usize {
@@ -147,6 +155,7 @@ impl Default for Settings {
             overrides: Vec::new(),
             max_nodes_per_host: default_max_nodes_per_host(),
             max_nodes: default_max_nodes(),
+            max_hosts: default_max_hosts(),
             silent_after: if defaults::SILENT_INCIDENTS {
                 defaults::SILENT_AFTER
             } else {
