@@ -1182,6 +1182,143 @@ fn a_late_upload_is_one_host_silent_incident_followed_or_scanned() {
     }
 }
 
+/// Issue 27's D27: a collector of 40 hosts, the journals dated from half
+/// an hour ago: 30 lose 10.0.0.1:6443 at +10 min (12 retries), `lone-0`
+/// alone gets `Unauthorized` from another endpoint, `gone-0` stops at +5
+/// min, eight are calm. Fifteen hosts' journals are there when the service
+/// starts; the other 25 (fleet hosts 5 to 29) arrive one at a time, 400 ms
+/// apart, in reverse order, past `group_wait` (5 s). The history equals
+/// scan's, and the mails are the outage's page and its end, the lone node's page and
+/// its end, and the silent host's once: no late node is paged on its own
+/// or as a group of its own, no end goes out while members remain, the
+/// endpoint is never listed as a node.
+#[test]
+fn late_hosts_join_the_outage_and_page_once() {
+    const MIN: Micros = 60 * SECOND;
+    let from = T0 - 30 * MIN;
+    let chatter = |h: &mut Host, until: Micros| {
+        while h.t <= until {
+            let t = h.t;
+            h.line(klog(
+                'I',
+                t,
+                "kubelet.go:2400",
+                r#""SyncLoop (PLEG): event for pod" pod="default/p""#,
+            ));
+            h.t += 30 * SECOND;
+        }
+    };
+    let mut all = Vec::new();
+    for n in 0..30 {
+        let mut h = Host::new(&format!("fleet-{n:04}"), 0, from);
+        chatter(&mut h, from + 10 * MIN - SECOND);
+        h.t = from + 10 * MIN + n * 150_000;
+        for _ in 0..12 {
+            h.retry(0);
+            h.t += 10 * SECOND;
+        }
+        h.t += 3 * MIN;
+        chatter(&mut h, T0);
+        if n >= 5 {
+            // Renamed in one at a time, in reverse order.
+            let arrives = T0 + 2 * SECOND + (29 - n) * 400_000;
+            for w in &mut h.out {
+                w.written_at = arrives;
+            }
+        }
+        all.extend(h.out);
+    }
+    let mut lone = Host::new("lone-0", 0, from + 10 * MIN + SECOND);
+    for _ in 0..12 {
+        let t = lone.t;
+        lone.line(klog(
+            'E',
+            t,
+            "kubelet_node_status.go:535",
+            r#""Error updating node status, will retry" err="error getting node \"lone-0\": Get \"https://10.0.0.2:6443/api/v1/nodes/lone-0?timeout=10s\": Unauthorized""#,
+        ));
+        lone.t += 10 * SECOND;
+    }
+    lone.t += 3 * MIN;
+    chatter(&mut lone, T0);
+    all.extend(lone.out);
+    let mut gone = Host::new("gone-0", 0, from);
+    chatter(&mut gone, from + 5 * MIN);
+    all.extend(gone.out);
+    for n in 0..8 {
+        let mut h = Host::new(&format!("calm-{n}"), 0, from);
+        chatter(&mut h, T0);
+        all.extend(h.out);
+    }
+    all.sort_by_key(|w| w.written_at);
+    let mut scan = Pipeline::new(
+        EntryFilter::default(),
+        Settings {
+            silent_after: 10 * MIN,
+            ..Settings::default()
+        },
+    );
+    scan.set_fleet(true);
+    let reference: Vec<serde_json::Value> =
+        replay_through(scan, all.iter().map(|w| w.entry.clone()), End::Finish)
+            .incidents
+            .iter()
+            .map(|i| serde_json::to_value(i).unwrap())
+            .collect();
+    let kinds = |incidents: &[serde_json::Value]| -> Vec<String> {
+        let mut k: Vec<String> = incidents.iter().map(|i| kind_of(i).to_string()).collect();
+        k.sort();
+        k.dedup();
+        k
+    };
+    assert_eq!(
+        kinds(&reference),
+        ["endpoint", "host-silent", "node-status"]
+    );
+    assert_eq!(reference.len(), 33, "{reference:#?}");
+    let want = comparable(&reference, &reference);
+    let dir = tempfile::tempdir().unwrap();
+    let collector = format!(
+        "max_age = \"3650d\"\ngroup_wait = \"5s\"\n[fleet]\nsilent_incidents = true\n[journal]\ndirectory = \"{}\"\n",
+        dir.path().display()
+    );
+    for (seed, max_batch, pause_every, max_pause) in [(1, 40, 5, 1), (2, 300, 3, 2)] {
+        let reading = Reading {
+            seed,
+            max_batch,
+            pause_every,
+            max_pause: max_pause * SECOND,
+        };
+        let s = served_with(&all, reading, false, &collector);
+        assert_eq!(comparable(&s.incidents, &reference), want, "{reading:?}");
+        let subjects: Vec<String> = s
+            .mails
+            .iter()
+            .filter_map(|m| m.lines().find(|l| l.starts_with("Subject:")))
+            .map(str::to_string)
+            .collect();
+        let count = |what: &str| subjects.iter().filter(|s| s.contains(what)).count();
+        // Paged with the members known at group_wait (5 s: the 15 hosts
+        // there and those arrived by then); the others join silently.
+        assert_eq!(
+            count("] 10.0.0.1:6443 unreachable from"),
+            1,
+            "{reading:?} {subjects:#?}"
+        );
+        assert_eq!(count("10.0.0.1:6443"), 2, "{reading:?} {subjects:#?}");
+        assert_eq!(
+            count("resolved: 10.0.0.1:6443"),
+            1,
+            "{reading:?} {subjects:#?}"
+        );
+        assert_eq!(count("fleet-00"), 0, "{reading:?} {subjects:#?}");
+        assert_eq!(count("lone-0"), 2, "{reading:?} {subjects:#?}");
+        let silent = s.mails.iter().filter(|m| m.contains("host gone-0")).count();
+        assert_eq!(silent, 1, "{reading:?} {subjects:#?}");
+        assert_eq!(subjects.len(), 5, "{reading:?} {subjects:#?}");
+    }
+}
+
 /// Issue 19: four hosts lose one API endpoint within seconds, their lines
 /// reaching the journal with different lags (0, 20 s, 60 s, 5 min), one
 /// more fails alone against another endpoint: one endpoint incident naming

@@ -787,6 +787,9 @@ impl Ingest {
                         .advance_quiet(wall, self.started, &mut self.pending.decisions);
                 }
                 if self.admission.first_catch_up() {
+                    // What this tail decided is queued first, so the
+                    // incidents it alerted are not announced once more.
+                    self.apply_decisions();
                     self.announce();
                 }
             }

@@ -433,3 +433,60 @@ fn an_outage_of_many_nodes_is_not_derived_again_at_each_line() {
     // 1 200 lines: all but the few before the outage is one.
     assert!(shortcuts >= 1_190, "shortcuts: {shortcuts}");
 }
+
+/// An outage's page delivered after the outage ended (an old one read in a
+/// catch-up, mailed after `group_wait`) is recorded on it; a late member
+/// whose trouble began earlier (the outage starts earlier: another id)
+/// does not page it again.
+#[test]
+fn a_page_delivered_after_the_outage_ended_is_recorded() {
+    let ep = "10.0.0.1:6443";
+    let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+    let mut d = Vec::new();
+    let push = |p: &mut Pipeline, d: &mut Vec<Decision>, ms: i64, host: &str| {
+        let e = Entry {
+            at: Some(T0 + ms * MS),
+            host: Some(host.into()),
+            unit: Some("kubelet.service".into()),
+            identifier: Some("kubelet".into()),
+            message: refused(host, ep).into_bytes(),
+            ..Entry::default()
+        };
+        p.push(e, d);
+    };
+    for (ms, host, _) in outage(&["n1", "n2", "n3"], ep, 1000, 12) {
+        push(&mut p, &mut d, ms, &host);
+    }
+    p.flush(&mut d);
+    p.advance(T0 + 3_600_000 * MS, &mut d);
+    let paged = |d: &[Decision]| -> Vec<String> {
+        d.iter()
+            .filter_map(|x| match x {
+                Decision::QueueAlert {
+                    kind: AlertKind::Opened,
+                    id,
+                    about,
+                    ..
+                } if about.host.is_empty() => Some(id.clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    let first = paged(&d);
+    assert_eq!(first.len(), 1, "{d:?}");
+    let id = &first[0];
+    assert!(p.tracker().incident(id).unwrap().resolved_at.is_some());
+    // As ingest does: queued, committed, then delivered.
+    p.tracker_mut().mark_announced(id);
+    p.tracker_mut().take_resolved();
+    assert!(p.tracker_mut().mark_alerted(id, T0 + 3_700_000 * MS));
+    assert!(p.tracker().incident(id).unwrap().alerted_at.is_some());
+    // A late host's trouble from before the others'.
+    let mut late = Vec::new();
+    for t in 0..12 {
+        push(&mut p, &mut late, -30_000 + t * 10_000, "n0");
+    }
+    p.flush(&mut late);
+    p.advance(T0 + 3_600_000 * MS, &mut late);
+    assert!(paged(&late).is_empty(), "paged again: {late:?}");
+}

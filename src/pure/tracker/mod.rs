@@ -465,9 +465,17 @@ impl Tracker {
     }
 
     /// Records that the first alert for an incident was delivered; true
-    /// when an open incident of the tracker's changed.
+    /// when an incident of the tracker's changed: an open one, or an
+    /// endpoint incident it keeps after its end (an outage read in a
+    /// catch-up ends before its page is delivered; unrecorded, a late
+    /// member that moves its start would page it again).
     pub fn mark_alerted(&mut self, id: &str, at: Micros) -> bool {
-        match self.open_mut(id) {
+        let kept = if self.open.key_of_id(id).is_some() {
+            self.open_mut(id)
+        } else {
+            self.outage_mut(id)
+        };
+        match kept {
             Some(i) if i.alerted_at.is_none() => {
                 i.alerted_at = Some(at);
                 true
