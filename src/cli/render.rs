@@ -171,6 +171,10 @@ pub(crate) fn status(s: &StatusOut, zone: Zone) -> String {
     ] {
         row(k, &v.to_string());
     }
+    row(
+        "max_hosts",
+        &s.max_hosts.map_or_else(|| "-".into(), |n| n.to_string()),
+    );
     row("silent_hosts", &list(&s.silent_hosts));
     row(
         "silent_incidents",

@@ -785,6 +785,7 @@ impl Pipeline {
             host,
             cursor: cursor.or(entry.cursor.as_deref()),
             text,
+            clock_untrusted: host.is_some_and(|h| self.clock_untrusted(h)),
         };
         self.tracker.observe(&obs, decisions);
     }

@@ -490,3 +490,84 @@ fn a_page_delivered_after_the_outage_ended_is_recorded() {
     p.advance(T0 + 3_600_000 * MS, &mut late);
     assert!(paged(&late).is_empty(), "paged again: {late:?}");
 }
+
+/// Issue 27 (D29): members whose host's clock cannot be trusted (lines
+/// dated 1971, or 2150: past the reader's clock, read at no time of
+/// their own) are no members of an outage: three trusted hosts make one
+/// without them; with two trusted hosts there is none, and every node
+/// keeps its own incident and alert.
+#[test]
+fn a_host_whose_clock_is_wrong_neither_makes_nor_swells_an_outage() {
+    let ep = "10.0.0.1:6443";
+    let y1971: Micros = 36_000_000_000_000; // 1971-02-21
+    let y2150: Micros = 5_680_000_000_000_000; // 2149-12-28
+    let run = |trusted: &[&str]| {
+        let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+        p.set_now(T0 + 3_600_000 * MS);
+        let mut d = Vec::new();
+        let mut lines: Vec<(Micros, String)> = Vec::new();
+        for (n, h) in trusted.iter().enumerate() {
+            for t in 0..12 {
+                lines.push((T0 + (n as i64 * 1000 + t * 10_000) * MS, (*h).to_string()));
+            }
+        }
+        for t in 0..12 {
+            lines.push((y1971 + t * 10_000 * MS, "h1971".into()));
+            lines.push((y2150 + t * 10_000 * MS, "h2150".into()));
+            lines.push((T0 + (3 * 86_400_000 + t * 10_000) * MS, "hlate".into()));
+        }
+        for (at, host) in lines {
+            let e = Entry {
+                at: Some(at),
+                host: Some(host.as_str().into()),
+                unit: Some("kubelet.service".into()),
+                identifier: Some("kubelet".into()),
+                message: refused(&host, ep).into_bytes(),
+                ..Entry::default()
+            };
+            p.push(e, &mut d);
+        }
+        p.finish(&mut d);
+        let mut all = p.tracker_mut().take_resolved();
+        all.extend(p.tracker().open_incidents().cloned());
+        all.extend(p.tracker().outages().cloned());
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+        all.dedup_by(|a, b| a.id == b.id);
+        (all, d)
+    };
+    let (all, _) = run(&["n1", "n2", "n3"]);
+    let eps: Vec<&Incident> = all
+        .iter()
+        .filter(|i| i.kind() == IncidentKind::Endpoint)
+        .collect();
+    assert_eq!(eps.len(), 1, "{all:#?}");
+    assert_eq!(eps[0].nodes(), ["n1", "n2", "n3"]);
+    let wrong = all.iter().find(|i| i.node == "h1971").unwrap();
+    assert!(wrong.covered_by().is_none(), "{wrong:#?}");
+    let (all, d) = run(&["n1", "n2"]);
+    assert!(
+        all.iter().all(|i| i.kind() != IncidentKind::Endpoint),
+        "{all:#?}"
+    );
+    let paged: BTreeSet<&str> = d
+        .iter()
+        .filter_map(|x| match x {
+            Decision::QueueAlert {
+                kind: AlertKind::Opened,
+                about,
+                ..
+            } => Some(about.node.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        paged,
+        BTreeSet::from(["h1971", "h2150", "hlate", "n1", "n2"])
+    );
+    // The wrong clocks alone: no outage either.
+    let (all, _) = run(&[]);
+    assert!(
+        all.iter().all(|i| i.kind() != IncidentKind::Endpoint),
+        "{all:#?}"
+    );
+}

@@ -59,6 +59,9 @@ pub struct Observation<'a> {
     pub cursor: Option<&'a str>,
     /// The line's text, kept as evidence when the incident keeps it.
     pub text: &'a str,
+    /// Its host's clock cannot be trusted (see the pipeline's
+    /// `clock_untrusted`).
+    pub clock_untrusted: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -504,6 +507,16 @@ impl Tracker {
     pub fn observe(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) {
         let from = out.len();
         let node = self.observe_one(obs, out);
+        if obs.clock_untrusted {
+            if let Some(i) = self.open.get_mut(&node) {
+                if let Detail::NodeStatus(n) = &mut i.detail {
+                    if !n.clock_untrusted {
+                        n.clock_untrusted = true;
+                        out.push(Decision::UpdateIncident { id: i.id.clone() });
+                    }
+                }
+            }
+        }
         if self
             .origins
             .get(obs.host.unwrap_or(""))

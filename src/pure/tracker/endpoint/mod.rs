@@ -68,8 +68,9 @@ fn group_of(i: &Incident) -> Option<(String, Cause)> {
     let Detail::NodeStatus(n) = &i.detail else {
         return None;
     };
-    // A node that lost its own link is its own trouble (design 5.4).
-    if i.lost_link() {
+    // A node that lost its own link is its own trouble (design 5.4), and
+    // one whose host's clock is wrong cannot be placed beside the others.
+    if i.lost_link() || n.clock_untrusted {
         return None;
     }
     let cause = i.cause();
