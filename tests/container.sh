@@ -11,6 +11,10 @@ mkdir -p "$KS_CACHE"
 ks_root_tar() {
   local tar
   tar="$KS_CACHE/bookworm-$(printf %s "$KS_INCLUDE" | md5sum | cut -c1-8).tar"
+  # The system and fleet tests run side by side: one makes it, the other
+  # waits for it (fd 9, held until this function returns).
+  exec 9>"$KS_CACHE/root.lock"
+  flock 9
   if [ ! -f "$tar" ]; then
     local tmp
     tmp=$(mktemp -d /var/tmp/ks-root.XXXXXX)
@@ -22,6 +26,8 @@ ks_root_tar() {
     tar -cf "$tar.part" -C "$tmp" . && mv "$tar.part" "$tar"
     rm -rf "$tmp"
   fi
+  flock -u 9
+  exec 9>&-
   echo "$tar"
 }
 
