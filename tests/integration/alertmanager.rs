@@ -147,7 +147,18 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
         "n3",
         &storm(later, "n3", 8),
     );
-    std::thread::sleep(Duration::from_secs(3));
+    // Until the service has tried to post n3's alert and failed.
+    wait_for(
+        Duration::from_secs(20),
+        || {
+            a.status()["deliveries"].as_array().is_some_and(|d| {
+                d.iter().any(|c| {
+                    c["channel"] == "alertmanager" && c["failing_attempts"].as_u64() >= Some(1)
+                })
+            })
+        },
+        "a post refused while Alertmanager is down",
+    );
     am.restart();
     wait_for(
         Duration::from_secs(20),

@@ -818,6 +818,78 @@ fn an_unreadable_file_is_read_once_it_can_be() {
     assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
 }
 
+/// Issue 27 (D28) with real files: while a collector follows two hosts
+/// that are up to date, a third host's backlog of an hour ago (1 000
+/// entries 200 ms apart) arrives in pieces of 50. Following gives
+/// one host-silent incident, open, silent since the backlog's last entry,
+/// as `scan` of the same directory does (77 at 502b51b).
+#[test]
+fn a_late_backlog_is_one_host_silent_incident_followed_or_scanned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("journals");
+    std::fs::create_dir_all(&dir).unwrap();
+    let now = kubelet_sentinel::now();
+    let mut lines = 0;
+    for host in ["busy-1", "busy-2"] {
+        let l: Vec<(Micros, String)> = (0..24)
+            .map(|k| chatter(now - (23 - k) * 5 * SECOND))
+            .collect();
+        lines += l.len() as u64;
+        upload(&dir, &format!("remote-{host}.journal"), host, &l);
+    }
+    let backlog: Vec<(Micros, String)> = (0..1000)
+        .map(|k| chatter(now - 3600 * SECOND + k * 200_000))
+        .collect();
+    let last = now - 3600 * SECOND + 999 * 200_000;
+    lines += backlog.len() as u64;
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        "[fleet]\nsilent_incidents = true\nsilent_after = \"1m\"\n",
+    );
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["hosts"] == 2,
+        "the two hosts read",
+    );
+    // As systemd-journal-upload sends a backlog: in pieces, appended to
+    // the host's one file while the service follows.
+    for piece in backlog.chunks(50) {
+        upload(&dir, "remote-late.journal", "late", piece);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines),
+        "the backlog read",
+    );
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let silent = |all: &serde_json::Value| -> Vec<(String, bool, Option<i64>)> {
+        all.as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["kind"] == "host-silent")
+            .map(|i| {
+                (
+                    i["host"].as_str().unwrap().to_string(),
+                    i["status"] == "open",
+                    i["last_entry_at"]
+                        .as_str()
+                        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                        .map(|t| t.timestamp_micros()),
+                )
+            })
+            .collect()
+    };
+    let followed = silent(&svc.incidents());
+    // To the millisecond, as the JSON says times.
+    let last = last / 1000 * 1000;
+    assert_eq!(followed, [("late".to_string(), true, Some(last))], "{log}");
+    let scanned = scan_json(&["--silent-after", "1m", &dir.display().to_string()]);
+    assert_eq!(silent(&scanned["incidents"]), followed);
+}
+
 #[test]
 fn a_host_gone_silent_is_named_against_the_newest_entry() {
     let tmp = tempfile::tempdir().unwrap();

@@ -337,13 +337,14 @@ fn auth_right_and_wrong_password() {
 fn a_server_that_never_answers_does_not_stall() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
+    let (done, held_until) = std::sync::mpsc::channel::<()>();
     let held = std::thread::spawn(move || {
-        // Accept and hold connections without a word.
+        // Accept and hold connections without a word, until the test ends.
         let mut conns = Vec::new();
         for c in listener.incoming().take(2) {
             conns.push(c);
         }
-        std::thread::sleep(Duration::from_secs(20));
+        let _ = held_until.recv();
     });
     let dir = tempfile::tempdir().unwrap();
     let cfg = mail_config(port, dir.path(), "timeout = \"1s\"", "");
@@ -356,6 +357,7 @@ fn a_server_that_never_answers_does_not_stall() {
         "took {:?}",
         start.elapsed()
     );
+    drop(done);
     drop(held);
 }
 
