@@ -178,6 +178,37 @@ mod tests {
         let mail = crate::notify::render(&[&i], crate::tracker::AlertKind::Opened, &settings);
         assert!(mail.text.contains("(10s; a column is"), "{}", mail.text);
     }
+
+    /// Issue 27 (M1): a 1 MB node and host name (a collector's host can
+    /// claim any `_HOSTNAME`) make a mail of a few KB, the names cut with
+    /// an ellipsis, in the subject, the text and the HTML, alone and among
+    /// others.
+    #[test]
+    fn huge_names_are_cut_in_mails() {
+        let settings = crate::tracker::Settings::default();
+        let at = 1_764_600_000_000_000;
+        let mut i = sample_incident(at, &settings);
+        let huge = "h".repeat(1 << 20);
+        i.node.clone_from(&huge);
+        i.host = Some(huge.clone());
+        let other = sample_incident(at, &settings);
+        for group in [vec![&i], vec![&i, &other]] {
+            let mail = crate::notify::render(&group, crate::tracker::AlertKind::Opened, &settings);
+            let size = mail.subject.len() + mail.text.len() + mail.html.len();
+
+            assert!(
+                size < 64 << 10,
+                "{size} bytes for {} incident(s)",
+                group.len()
+            );
+            assert!(
+                mail.text.contains(&format!("{}…", "h".repeat(253))),
+                "{}",
+                mail.text
+            );
+        }
+    }
+
     use crate::store::{Channel, OutboxEntry};
     use crate::time::SECOND;
     use crate::tracker::AlertKind;

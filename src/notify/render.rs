@@ -25,6 +25,11 @@ pub struct Rendered {
     pub to: Vec<String>,
 }
 
+/// Longest node or host name a mail shows (a DNS name's bound; a
+/// collector's host can claim a 1 MB `_HOSTNAME`): longer ones are cut
+/// with an ellipsis.
+const NAME_SHOWN: usize = 253;
+
 /// Escapes text for HTML element content and attribute values.
 #[must_use]
 pub(crate) fn html_escape(s: &str) -> String {
@@ -542,8 +547,8 @@ fn group_table(
         );
         html.push_str(&format!(
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td align=\"right\">{}</td><td>{}</td></tr>\n",
-            html_escape(&i.node),
-            html_escape(i.host.as_deref().unwrap_or("-")),
+            html_escape(&header_text(&i.node, NAME_SHOWN)),
+            html_escape(&header_text(i.host.as_deref().unwrap_or("-"), NAME_SHOWN)),
             status_word(i),
             v.as_str(),
             i.cause().as_str(),
@@ -642,8 +647,8 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     let _ = writeln!(
         text,
         "Node {} (host {}), incident {}",
-        header_text(&i.node, 253),
-        header_text(host, 253),
+        header_text(&i.node, NAME_SHOWN),
+        header_text(host, NAME_SHOWN),
         i.id
     );
     let _ = writeln!(text, "  time:     {times}");
@@ -671,8 +676,8 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     );
     html.push_str(&format!(
         "<h3>Node {} <small>(host {}, incident {})</small></h3>\n<table cellpadding=\"2\">\n",
-        html_escape(&i.node),
-        html_escape(host),
+        html_escape(&header_text(&i.node, NAME_SHOWN)),
+        html_escape(&header_text(host, NAME_SHOWN)),
         html_escape(&i.id)
     ));
     for (k, val) in [
@@ -694,7 +699,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     html.push_str("</table>\n");
     html.push_str(&format!(
         "<p><b>Diagnosis:</b> {}</p>\n",
-        html_escape(&i.diagnosis(s))
+        html_escape(&crate::tracker::one_line(&i.diagnosis(s), 4000))
     ));
     if let Some(p) = crate::picture::Picture::of(i) {
         let _ = writeln!(text, "  Signals over time:");
@@ -732,6 +737,8 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     let _ = writeln!(text, "\n  What to check next:");
     html.push_str("<p><b>What to check next:</b></p>\n<ul>\n");
     for step in next_steps(i) {
+        // A step names the node: bounded like the names themselves.
+        let step = crate::tracker::one_line(&step, 2 * NAME_SHOWN + 200);
         let _ = writeln!(text, "  - {step}");
         html.push_str(&format!("<li><code>{}</code></li>\n", html_escape(&step)));
     }
