@@ -69,6 +69,9 @@ fn suppressing<'a>(i: &Incident, q: Queued, silences: &'a [Silence]) -> Option<&
     })
 }
 
+/// How often a resolved notice whose incident is open again looks again.
+const REOPENED_RECHECK: Micros = 30 * crate::time::SECOND;
+
 /// What to do with one outbox entry now; `q`: when its incident's entries
 /// in the same outbox were queued.
 #[must_use]
@@ -85,6 +88,15 @@ pub(crate) fn decide(
         if e.kind != AlertKind::Resolved || i.alerted_at.is_none() {
             return Action::Drop(format!("endpoint incident {cover} stands for it"));
         }
+    }
+    if e.kind == AlertKind::Resolved && i.resolved_at.is_none() {
+        // Open again since the notice was queued (an endpoint incident a
+        // late member's trouble reopened): it waits for the real end, and
+        // then tells it with the nodes it ended with. No silence holds it.
+        return Action::Hold(Hold {
+            until: now.saturating_add(REOPENED_RECHECK),
+            silences: Vec::new(),
+        });
     }
     if e.kind == AlertKind::Repeat {
         if let Some(a) = &i.ack {
@@ -212,7 +224,12 @@ pub(crate) fn apply(
         let q = queued.get(&e.incident).copied().unwrap_or_default();
         match decide(&e, i, &silences, now, q) {
             Action::Deliver => {
-                if let Some(h) = e.hold.as_mut().filter(|h| h.until > now) {
+                if e.hold.as_ref().is_some_and(|h| h.silences.is_empty()) {
+                    // Waited for its incident's end, held by no silence:
+                    // nothing for the mail to say about a hold.
+                    e.hold = None;
+                    changed.push(e.clone());
+                } else if let Some(h) = e.hold.as_mut().filter(|h| h.until > now) {
                     // Held for a silence that has ended early: due now,
                     // and after a restart too.
                     h.until = now;
@@ -318,6 +335,7 @@ mod tests {
         }
         // Its own page went out before the outage was known: so does its end.
         i.alerted_at = Some(SECOND);
+        i.resolved_at = Some(SECOND);
         assert_eq!(
             decide(&entry(AlertKind::Resolved), &i, &[], SECOND, q),
             Action::Deliver
@@ -497,10 +515,30 @@ mod tests {
         assert!(
             matches!(decide(&entry(AlertKind::Repeat), &i, &[], 0, Queued::default()), Action::Drop(w) if w.contains("bob"))
         );
+        i.resolved_at = Some(0);
         assert_eq!(
             decide(&entry(AlertKind::Resolved), &i, &[], 0, Queued::default()),
             Action::Deliver
         );
+    }
+
+    /// Issue 27 (D27): a resolved notice whose incident is open again (an
+    /// outage a late member reopened) waits, held by no silence, and goes
+    /// out once the incident has ended, with nothing said of a hold.
+    #[test]
+    fn a_resolved_notice_waits_while_its_incident_is_open_again() {
+        let mut i = incident();
+        let q = queued(SECOND, Some(2 * SECOND));
+        let e = entry(AlertKind::Resolved);
+        assert_eq!(
+            decide(&e, &i, &[], 10 * SECOND, q),
+            Action::Hold(Hold {
+                until: 10 * SECOND + REOPENED_RECHECK,
+                silences: Vec::new()
+            })
+        );
+        i.resolved_at = Some(60 * SECOND);
+        assert_eq!(decide(&e, &i, &[], 70 * SECOND, q), Action::Deliver);
     }
 
     #[test]

@@ -1319,6 +1319,90 @@ fn late_hosts_join_the_outage_and_page_once() {
     }
 }
 
+/// Issue 27 (D27), the end: five hosts' outage of half an hour ago is read
+/// (and ends) at the start; then hosts whose trouble with the endpoint
+/// began with it and still goes on arrive one by one, 400 ms apart, and
+/// reopen it. The resolved notice queued at the start does not go out
+/// while the outage is open again: one end is mailed, when the last node
+/// recovers, naming all of them.
+#[test]
+fn an_outage_reopened_by_late_hosts_ends_once_at_its_real_end() {
+    const MIN: Micros = 60 * SECOND;
+    let from = T0 - 30 * MIN;
+    let mut all = Vec::new();
+    for n in 0..12 {
+        let mut h = Host::new(&format!("fleet-{n:04}"), 0, from);
+        h.t = from + 10 * MIN + n * 150_000;
+        let until = if n < 5 {
+            from + 12 * MIN
+        } else {
+            T0 + 30 * SECOND
+        };
+        while h.t <= until {
+            h.retry(0);
+            h.t += 10 * SECOND;
+        }
+        h.t += 3 * MIN;
+        let t = h.t;
+        h.line(klog(
+            'I',
+            t,
+            "kubelet.go:2400",
+            r#""SyncLoop (PLEG): event for pod" pod="default/p""#,
+        ));
+        if n >= 5 {
+            // Its file appears at `arrives` with everything written by
+            // then; the rest is written as it happens.
+            let arrives = T0 + 2 * SECOND + (11 - n) * 400_000;
+            for w in &mut h.out {
+                w.written_at = w.written_at.max(arrives);
+            }
+        }
+        all.extend(h.out);
+    }
+    all.sort_by_key(|w| w.written_at);
+    let reference = scanned(&all);
+    let eps: Vec<&serde_json::Value> = reference
+        .iter()
+        .filter(|i| kind_of(i) == "endpoint")
+        .collect();
+    assert_eq!(eps.len(), 1, "{reference:#?}");
+    assert_eq!(own(eps[0])["nodes"].as_array().unwrap().len(), 12);
+    for (seed, max_batch) in [(1, 40), (2, 300)] {
+        let reading = Reading {
+            seed,
+            max_batch,
+            pause_every: 4,
+            max_pause: SECOND,
+        };
+        let s = served_with(
+            &all,
+            reading,
+            false,
+            "max_age = \"3650d\"\ngroup_wait = \"5s\"\n",
+        );
+        assert_eq!(
+            comparable(&s.incidents, &reference),
+            comparable(&reference, &reference),
+            "{reading:?}"
+        );
+        let subjects: Vec<&str> = s
+            .mails
+            .iter()
+            .filter_map(|m| m.lines().find(|l| l.starts_with("Subject:")))
+            .collect();
+        let ends: Vec<&&str> = subjects
+            .iter()
+            .filter(|s| s.contains("resolved: 10.0.0.1:6443"))
+            .collect();
+        assert_eq!(ends.len(), 1, "{reading:?} {subjects:#?}");
+        assert!(
+            ends[0].contains("for 12 nodes"),
+            "{reading:?} {subjects:#?}"
+        );
+    }
+}
+
 /// Issue 19: four hosts lose one API endpoint within seconds, their lines
 /// reaching the journal with different lags (0, 20 s, 60 s, 5 min), one
 /// more fails alone against another endpoint: one endpoint incident naming
