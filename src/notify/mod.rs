@@ -230,6 +230,30 @@ mod tests {
         }
     }
 
+    /// A resolved notice held while its incident is open again (a hold of
+    /// no silence) holds back the reminder queued after it, lets other
+    /// incidents' alerts go, and never makes a group of nothing: the mail
+    /// pass would look again at once, for ever.
+    #[test]
+    fn a_notice_waiting_for_its_incidents_end_holds_only_its_own() {
+        let s = SECOND;
+        let mut held = entry(1, AlertKind::Resolved, 0);
+        held.hold = Some(crate::store::Hold {
+            until: 0,
+            silences: Vec::new(),
+        });
+        let mut reminder = entry(2, AlertKind::Repeat, s);
+        reminder.incident = held.incident.clone();
+        let other = entry(3, AlertKind::Opened, 2 * s);
+        assert!(held.held_at(100 * s), "held past its look-again time");
+        let alone = [held.clone(), reminder.clone()];
+        assert_eq!(next_group(&alone, 0, 100 * s), None);
+        assert_eq!(outbox::next_due(&alone, 0, 100 * s), None);
+        let all = [held, reminder, other];
+        let g = next_group(&all, 0, 100 * s).unwrap();
+        assert_eq!(g.iter().map(|e| e.seq).collect::<Vec<_>>(), [3]);
+    }
+
     #[test]
     fn grouping_waits_then_takes_what_came_together() {
         let s = SECOND;

@@ -17,14 +17,18 @@ fn head<'a>(
     now: Micros,
     firsts: &Firsts<'_>,
 ) -> Option<&'a OutboxEntry> {
-    let mut ready = entries.iter().filter(|e| !held(e, now));
+    // An entry behind a held one of its incident waits with it: never the
+    // head, or a pass would find an empty group and look again at once.
+    let mut ready = entries
+        .iter()
+        .filter(|e| !held(e, now) && !behind_own(e, firsts));
     let oldest = ready.next()?;
     if oldest.attempts < HEAD_OF_LINE_ATTEMPTS {
         return (oldest.next_attempt_at <= now).then_some(oldest);
     }
     std::iter::once(oldest)
         .chain(ready)
-        .find(|e| e.next_attempt_at <= now && !behind_own(e, firsts))
+        .find(|e| e.next_attempt_at <= now)
 }
 
 /// The oldest waiting entry of each incident (by `seq`).
@@ -66,20 +70,19 @@ pub(crate) fn next_group(
         return None;
     }
     let resolved = first.kind == AlertKind::Resolved;
-    Some(
-        entries
-            .iter()
-            .filter(|e| {
-                e.next_attempt_at <= now
-                    && !held(e, now)
-                    && !behind_own(e, &firsts)
-                    && (e.kind == AlertKind::Resolved) == resolved
-                    && e.queued_at >= first.queued_at
-                    && e.queued_at - first.queued_at <= group_wait
-            })
-            .cloned()
-            .collect(),
-    )
+    let group: Vec<OutboxEntry> = entries
+        .iter()
+        .filter(|e| {
+            e.next_attempt_at <= now
+                && !held(e, now)
+                && !behind_own(e, &firsts)
+                && (e.kind == AlertKind::Resolved) == resolved
+                && e.queued_at >= first.queued_at
+                && e.queued_at - first.queued_at <= group_wait
+        })
+        .cloned()
+        .collect();
+    (!group.is_empty()).then_some(group)
 }
 
 /// When the outbox next needs looking at: when the entry that goes next
@@ -100,7 +103,11 @@ pub(crate) fn next_due(entries: &[OutboxEntry], group_wait: Micros, now: Micros)
         .filter_map(|e| e.hold.as_ref().map(|h| h.until))
         .filter(|&h| h > now)
         .min();
-    let ready: Vec<&OutboxEntry> = entries.iter().filter(|e| !held(e, now)).collect();
+    let firsts = firsts(entries);
+    let ready: Vec<&OutboxEntry> = entries
+        .iter()
+        .filter(|e| !held(e, now) && !behind_own(e, &firsts))
+        .collect();
     let next = match ready.first() {
         None => None,
         Some(oldest) if oldest.attempts < HEAD_OF_LINE_ATTEMPTS => Some(due(oldest)),

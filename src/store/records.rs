@@ -50,10 +50,15 @@ pub struct OutboxEntry {
 }
 
 impl OutboxEntry {
-    /// Held back by a silence at `now`.
+    /// Held back at `now`: by a silence until its end, or (a hold of no
+    /// silence: a resolved notice whose incident is open again) until the
+    /// controls release it at a pass that finds the incident ended; its
+    /// `until` is only when to look again.
     #[must_use]
     pub fn held_at(&self, now: Micros) -> bool {
-        self.hold.as_ref().is_some_and(|h| h.until > now)
+        self.hold
+            .as_ref()
+            .is_some_and(|h| h.until > now || h.silences.is_empty())
     }
 }
 
