@@ -159,7 +159,16 @@ pub struct Pipeline {
     catch_ups: u64,
     /// Hosts whose clock cannot be trusted (see [`Pipeline::clock_untrusted`]).
     untrusted_clocks: BTreeSet<Text>,
+    /// Past `[fleet] max_hosts` by records: the hosts active lately, as
+    /// counted at (the fleet's time, the records then) — counted again
+    /// when either moved, not at every refused entry.
+    active_hosts: Option<(Micros, usize, usize)>,
 }
+
+/// A host with no entry for this long (of the fleet's time) and no open
+/// incident no longer counts toward `[fleet] max_hosts`: a fleet whose
+/// nodes come and go under new names keeps reading the new ones.
+pub const HOST_IDLE: Micros = 24 * 3600 * crate::time::SECOND;
 
 /// No kubelet wrote before this (Kubernetes' first commit, June 2014): a
 /// line dated earlier comes from a host whose clock is wrong.
@@ -205,6 +214,7 @@ impl Pipeline {
             hosts_read: BTreeMap::new(),
             catch_ups: 0,
             untrusted_clocks: BTreeSet::new(),
+            active_hosts: None,
         }
     }
 
@@ -283,7 +293,7 @@ impl Pipeline {
     /// state at every commit, until the end (a collector's catch-up would
     /// otherwise hold one line per host).
     pub fn activity(&mut self, host: &str, at: Micros, decisions: &mut Vec<Decision>) {
-        if self.horizon.is_none_or(|h| at <= h) && self.within_hosts(host) {
+        if self.horizon.is_none_or(|h| at <= h) && self.within_hosts(host, Some(at)) {
             self.tracker.journal_reaches(host, at, decisions);
             if self.joiner.earliest_held(host).is_some_and(|e| e <= at) {
                 let mut out = std::mem::take(&mut self.out);
@@ -297,8 +307,8 @@ impl Pipeline {
     /// Whether entries of `host` are read: a host already read, or one more
     /// within `[fleet] max_hosts`. Counts (and names the first of) those
     /// that are not.
-    fn admits(&mut self, host: &str) -> bool {
-        if self.within_hosts(host) {
+    fn admits(&mut self, host: &str, at: Option<Micros>) -> bool {
+        if self.within_hosts(host, at) {
             return true;
         }
         self.summary.hosts_refused += 1;
@@ -308,11 +318,32 @@ impl Pipeline {
         false
     }
 
-    /// A host already read, or one more within `[fleet] max_hosts`.
-    fn within_hosts(&self, host: &str) -> bool {
-        self.tracker.knows_host(host)
+    /// A host already read, or one more within `[fleet] max_hosts` of the
+    /// hosts active lately (see [`HOST_IDLE`]).
+    fn within_hosts(&mut self, host: &str, at: Option<Micros>) -> bool {
+        let most = self.tracker.settings().max_hosts;
+        if self.tracker.knows_host(host)
             || self.hosts_read.contains_key(host)
-            || self.tracker.hosts().max(self.hosts_read.len()) < self.tracker.settings().max_hosts
+            || self.tracker.hosts().max(self.hosts_read.len()) < most
+        {
+            return true;
+        }
+        // The fleet's time, or this entry's when later: a refused host's
+        // entries move no clock, yet say how late it is.
+        let fleet = self.tracker.fleet_newest().unwrap_or(0).max(
+            at.filter(|&t| self.horizon.is_none_or(|h| t <= h))
+                .unwrap_or(0),
+        );
+        let records = self.tracker.hosts();
+        let active = match self.active_hosts {
+            Some((at, n, count)) if n == records && fleet - at < 60 * crate::time::SECOND => count,
+            _ => {
+                let count = self.tracker.active_hosts(fleet.saturating_sub(HOST_IDLE));
+                self.active_hosts = Some((fleet, records, count));
+                count
+            }
+        };
+        active < most
     }
 
     /// The machine's clock, given by the caller (the core reads none): an
@@ -362,7 +393,7 @@ impl Pipeline {
     pub fn push(&mut self, mut entry: Entry, decisions: &mut Vec<Decision>) {
         self.summary.entries += 1;
         if let Some(host) = entry.host.as_deref() {
-            if !self.admits(host) {
+            if !self.admits(host, entry.at) {
                 return;
             }
         }
@@ -785,7 +816,10 @@ impl Pipeline {
             host,
             cursor: cursor.or(entry.cursor.as_deref()),
             text,
-            clock_untrusted: host.is_some_and(|h| self.clock_untrusted(h)),
+            // This line's own time, not its host's history: one damaged
+            // record does not shut a host out for the rest of a run, and a
+            // restarted service judges the line as `scan` does.
+            clock_untrusted: at < KUBELETS_BEGAN || self.horizon.is_some_and(|h| at > h),
         };
         self.tracker.observe(&obs, decisions);
     }
@@ -999,6 +1033,36 @@ mod tests {
                 .open_incidents()
                 .all(|i| i.counted_retries() == 4)
         );
+    }
+
+    /// Hosts idle for [`HOST_IDLE`] with no open incident no longer count
+    /// toward `[fleet] max_hosts`: nodes that come and go under new names
+    /// are read, whatever hosts the records remember.
+    #[test]
+    fn hosts_idle_for_a_day_make_room_under_max_hosts() {
+        let settings = Settings {
+            max_hosts: 3,
+            ..Settings::default()
+        };
+        let mut p = Pipeline::new(EntryFilter::default(), settings);
+        let mut d = Vec::new();
+        let chatter = |host: &str, at: Micros| {
+            let mut e = kubelet(1, at, r#""SyncLoop (PLEG): event for pod" pod="default/p""#);
+            e.host = Some(host.into());
+            e
+        };
+        for h in ["old-0", "old-1", "old-2"] {
+            p.push(chatter(h, T0), &mut d);
+        }
+        p.push(chatter("new-0", T0 + SECOND), &mut d);
+        assert_eq!(p.summary().hosts_refused, 1, "all three active");
+        let later = T0 + HOST_IDLE + 60 * SECOND;
+        for (n, h) in ["new-0", "new-1", "new-2"].iter().enumerate() {
+            p.push(chatter(h, later + n as Micros), &mut d);
+        }
+        assert_eq!(p.summary().hosts_refused, 1, "{:?}", p.summary());
+        p.push(chatter("new-3", later + 10), &mut d);
+        assert_eq!(p.summary().hosts_refused, 2, "three active again");
     }
 
     #[test]

@@ -81,8 +81,8 @@ pub struct NodeStatus {
     /// incident's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covered_by: Option<String>,
-    /// Its host's clock cannot be trusted (dated before any kubelet, or
-    /// more than a day past the reader's clock): its times say nothing of
+    /// A line of it was dated by a clock that cannot be trusted (before any
+    /// kubelet, or more than a day past the reader's clock): its times say nothing of
     /// when the others' trouble was, so it is no member of an outage.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub clock_untrusted: bool,

@@ -59,8 +59,8 @@ pub struct Observation<'a> {
     pub cursor: Option<&'a str>,
     /// The line's text, kept as evidence when the incident keeps it.
     pub text: &'a str,
-    /// Its host's clock cannot be trusted (see the pipeline's
-    /// `clock_untrusted`).
+    /// The line's own time cannot be trusted (before any kubelet, or more
+    /// than a day past the reader's clock).
     pub clock_untrusted: bool,
 }
 
@@ -359,6 +359,17 @@ impl Tracker {
     #[must_use]
     pub fn hosts(&self) -> usize {
         self.origins.len()
+    }
+
+    /// The hosts with an entry since `since`, or an open incident.
+    #[must_use]
+    pub fn active_hosts(&self, since: Micros) -> usize {
+        self.origins
+            .iter()
+            .filter(|(h, o)| {
+                o.last_entry_at.is_some_and(|t| t >= since) || self.open.host_len(h) > 0
+            })
+            .count()
     }
 
     pub fn take_dirty_origins(&mut self) -> Vec<(String, Origin)> {
