@@ -33,7 +33,9 @@ ks_root_tar() {
 
 # ks_new_root DIR: a fresh copy of the root in DIR.
 ks_new_root() {
-  tar -xf "$(ks_root_tar)" -C "$1"
+  local tar
+  tar=$(ks_root_tar) || return 1
+  tar -xf "$tar" -C "$1" || return 1
   # mktemp (and the tar's own root) make "/" 0700: no other user could
   # traverse it, and a dynamic user fails at CHDIR.
   chmod 755 "$1"
