@@ -60,7 +60,16 @@ fail() {
 }
 pass=0
 ok() { echo "ok - $*"; pass=$((pass + 1)); }
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# serve_on ADDRESS NAME COMMAND...: COMMAND serves on a listener at a port the
+# kernel picked, handed over (never free in between); port_of NAME waits for
+# that port and prints it.
+servers="$here/integration/support"
+serve_on() {
+  local address=$1 name=$2
+  shift 2
+  "$servers/serve-on.py" "$address" "$work/$name.port" "$@" >/dev/null 2>&1 &
+}
+port_of() { wait_until 20 test -s "$work/$1.port" && cat "$work/$1.port"; }
 # wait_until SECONDS CMD...: polls CMD every 0.5 s.
 wait_until() {
   local t=$1
@@ -70,11 +79,10 @@ wait_until() {
 }
 
 # --- the host side: Alertmanager mailing to aiosmtpd ----------------------------
-smtp_port=$(free_port)
-am_port=$(free_port)
 mkdir -p "$work/am"   # not $work/mail: aiosmtpd makes the Maildir
-/usr/bin/aiosmtpd -n -l "127.0.0.1:$smtp_port" -c aiosmtpd.handlers.Mailbox "$work/mail" >/dev/null 2>&1 &
+serve_on 127.0.0.1 smtp /usr/bin/python3 "$servers/aiosmtpd-on-stdin.py" "$work/mail"
 smtp_pid=$!
+smtp_port=$(port_of smtp) || fail "aiosmtpd did not start"
 cat > "$work/am/alertmanager.yml" <<YML
 global:
   smtp_smarthost: '127.0.0.1:$smtp_port'
@@ -98,9 +106,11 @@ receivers:
 - name: deadman
 YML
 # On every address: the nodes reach it through their links' host ends.
-/usr/bin/prometheus-alertmanager --config.file="$work/am/alertmanager.yml" --storage.path="$work/am/data" \
-  --web.listen-address="0.0.0.0:$am_port" --cluster.listen-address= --log.level=warn 2>"$work/am/alertmanager.log" &
+"$servers/serve-on.py" 0.0.0.0 "$work/am.port" /usr/bin/prometheus-alertmanager \
+  --config.file="$work/am/alertmanager.yml" --storage.path="$work/am/data" \
+  --web.systemd-socket --cluster.listen-address= --log.level=warn 2>"$work/am/alertmanager.log" &
 am_pid=$!
+am_port=$(port_of am) || fail "Alertmanager did not start"
 amtool_all() { amtool alert query -o json --alertmanager.url="http://127.0.0.1:$am_port"; }
 # The incidents' alerts; heartbeats apart.
 amtool_alerts() { amtool_all | /usr/bin/python3 -c "import json,sys; print(json.dumps([a for a in json.load(sys.stdin) if a['labels']['alertname'] != 'KubeletSentinelHeartbeat']))"; }

@@ -376,6 +376,8 @@ async fn listen(
                 addr: addr.to_string(),
                 source,
             })?;
+        // Port 0 asks the kernel for one: say the one it gave.
+        let addr = l.local_addr().unwrap_or(addr);
         tracing::info!(addr = %addr, "serving /metrics on http://{addr}/metrics");
         Some(l)
     } else {

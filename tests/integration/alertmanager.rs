@@ -10,7 +10,7 @@
 use kubelet_sentinel::Micros;
 
 use crate::collector::{retry, upload};
-use crate::support::{Alertmanager, Duration, Service, Smtpd, free_port, subject, wait_for};
+use crate::support::{Alertmanager, Duration, Service, Smtpd, subject, wait_for};
 
 fn storm(start: Micros, node: &str, n: i64) -> Vec<(Micros, String)> {
     (0..n).map(|k| retry(start + k * 200_000, node)).collect()
@@ -30,8 +30,8 @@ fn nodes(alerts: &[serde_json::Value]) -> Vec<String> {
 fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
     let tmp = tempfile::tempdir().unwrap();
     let maildir = tmp.path().join("mail");
-    let smtp = Smtpd::aiosmtpd(free_port(), &maildir, &[]);
-    let mut am = Alertmanager::start(free_port(), smtp.port, &tmp.path().join("am"));
+    let smtp = Smtpd::aiosmtpd(&maildir, &[]);
+    let mut am = Alertmanager::start(smtp.port, &tmp.path().join("am"));
     let journals = tmp.path().join("journals");
     std::fs::create_dir_all(&journals).unwrap();
     let now = kubelet_sentinel::now();
@@ -93,20 +93,18 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
             .contains("Error updating node status")
     );
     // Four posts (two nodes, two instances), one mail: Alertmanager grouped
-    // them by cause.
+    // them by cause. The mail holds the group's whole set of alerts, both
+    // already in Alertmanager: it notifies again only when that set
+    // changes, so no second mail can follow (none is waited for).
     wait_for(
         Duration::from_secs(15),
         || !smtp.mails().is_empty(),
         "Alertmanager's notification mail",
     );
-    std::thread::sleep(Duration::from_secs(3));
     let mails = smtp.mails();
-    assert_eq!(
-        mails.len(),
-        1,
-        "{:?}",
-        mails.iter().map(|m| subject(m)).collect::<Vec<_>>()
-    );
+    let subjects: Vec<String> = mails.iter().map(|m| subject(m)).collect();
+    assert_eq!(mails.len(), 1, "{subjects:?}");
+    assert!(subjects[0].contains("[FIRING:2]"), "{subjects:?}");
     assert!(mails[0].contains("n1") && mails[0].contains("n2"));
     // An acknowledgement shows in Alertmanager at the next resend.
     let id = a
@@ -224,8 +222,8 @@ fn alerts_reach_alertmanager_once_survive_its_outage_and_resolve() {
 fn a_hung_instance_delays_no_other() {
     let tmp = tempfile::tempdir().unwrap();
     let maildir = tmp.path().join("mail");
-    let smtp = Smtpd::aiosmtpd(free_port(), &maildir, &[]);
-    let am = Alertmanager::start(free_port(), smtp.port, &tmp.path().join("am"));
+    let smtp = Smtpd::aiosmtpd(&maildir, &[]);
+    let am = Alertmanager::start(smtp.port, &tmp.path().join("am"));
     // Never accepted, never answered: the kernel completes the handshakes.
     let hung = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let hung_url = format!("http://{}", hung.local_addr().unwrap());
@@ -267,7 +265,7 @@ fn a_hung_instance_delays_no_other() {
 #[test]
 fn the_shipped_alertmanager_example_pages_once_per_outage() {
     let tmp = tempfile::tempdir().unwrap();
-    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
+    let smtp = Smtpd::aiosmtpd(&tmp.path().join("mail"), &[]);
     let example = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/packaging/alertmanager/kubelet-sentinel.alertmanager.yml"
@@ -278,7 +276,7 @@ fn the_shipped_alertmanager_example_pages_once_per_outage() {
         .replace("localhost:25", &format!("127.0.0.1:{}", smtp.port))
         .replace("group_wait: 30s", "group_wait: 3s")
         .replace("group_interval: 5m", "group_interval: 2s");
-    let am = Alertmanager::with_config(free_port(), &tmp.path().join("am"), &yml);
+    let am = Alertmanager::with_config(&tmp.path().join("am"), &yml);
     let journals = tmp.path().join("journals");
     std::fs::create_dir_all(&journals).unwrap();
     let now = kubelet_sentinel::now();
@@ -336,12 +334,13 @@ fn the_shipped_alertmanager_example_pages_once_per_outage() {
         3,
         "{endpoints:?}"
     );
+    // Each group's mail holds its whole set (three and one, all in
+    // Alertmanager above): no later mail can follow for either.
     wait_for(
         Duration::from_secs(20),
         || smtp.mails().len() >= 2,
         "the notifications",
     );
-    std::thread::sleep(Duration::from_secs(4));
     let subjects: Vec<String> = smtp.mails().iter().map(|m| subject(m)).collect();
     assert_eq!(subjects.len(), 2, "{subjects:?}");
     assert!(
@@ -394,7 +393,7 @@ fn the_shipped_example_inhibits_not_ready_while_the_kubelet_is_down() {
         "/packaging/alertmanager/kubelet-sentinel.alertmanager.yml"
     ))
     .unwrap();
-    let am = Alertmanager::with_config(free_port(), &tmp.path().join("am"), &example);
+    let am = Alertmanager::with_config(&tmp.path().join("am"), &example);
     let add = |labels: &[&str]| {
         let url = format!("--alertmanager.url={}", am.url());
         let mut args = vec!["alert", "add"];

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use proptest::prelude::*;
 
-use crate::support::{Duration, Journald, Service, free_port, wait_for};
+use crate::support::{Duration, Journald, Service, wait_for};
 
 /// Writes `req` and reads until the server closes: the status line, or
 /// "closed" when it closed without one.
@@ -34,18 +34,12 @@ fn tcp(port: u16) -> std::net::TcpStream {
     s
 }
 
-fn service(j: &Journald, port: u16) -> Service {
+fn service(j: &Journald) -> Service {
     let svc = Service::new(
         &format!("namespace = \"{}\"\nidentifiers = [\"kubelet\"]", j.name),
         "",
     );
-    // Merge metrics_listen into the helper's [api] section.
-    let text = std::fs::read_to_string(svc.config()).unwrap().replacen(
-        "[api]\n",
-        &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
-        1,
-    );
-    std::fs::write(svc.config(), text).unwrap();
+    svc.serve_metrics();
     svc
 }
 
@@ -65,9 +59,9 @@ fn timed_incidents(svc: &Service) -> Duration {
 #[test]
 fn hostile_requests_and_slow_clients() {
     let j = Journald::start("api");
-    let port = free_port();
-    let mut svc = service(&j, port);
+    let mut svc = service(&j);
     svc.start();
+    let port = svc.metrics_port();
     let sock = svc.dir.path().join("query.sock");
     let mut big = b"GET /incidents HTTP/1.1\r\nX-Big: ".to_vec();
     big.extend(std::iter::repeat_n(b'a', 1 << 20));
@@ -201,9 +195,9 @@ proptest! {
         )
     ) {
         let j = Journald::start("fuzz");
-        let port = free_port();
-        let mut svc = service(&j, port);
+        let mut svc = service(&j);
         svc.start();
+        let port = svc.metrics_port();
         let sock = svc.dir.path().join("query.sock");
         for req in &requests {
             let a = exchange(unix(&sock), req);
@@ -244,24 +238,19 @@ fn idle_and_trickling_crowds_hold_up_nobody() {
         },
     );
     let journals = tempfile::tempdir().unwrap();
-    let port = free_port();
     let mut svc = Service::new(
         &format!("directory = \"{}\"", journals.path().display()),
         "",
     );
-    let text = std::fs::read_to_string(svc.config()).unwrap().replacen(
-        "[api]\n",
-        &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
-        1,
-    );
-    std::fs::write(svc.config(), text).unwrap();
+    svc.serve_metrics();
     svc.start();
+    let port = svc.metrics_port();
     let sock = svc.dir.path().join("query.sock");
 
     let stop = Arc::new(AtomicBool::new(false));
-    let reopened = Arc::new(AtomicU64::new(0));
+    let (opened, reopened) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let idle = {
-        let (stop, reopened) = (stop.clone(), reopened.clone());
+        let (stop, opened, reopened) = (stop.clone(), opened.clone(), reopened.clone());
         std::thread::spawn(move || {
             let open = || {
                 let s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
@@ -269,6 +258,7 @@ fn idle_and_trickling_crowds_hold_up_nobody() {
                 s
             };
             let mut conns: Vec<_> = (0..1000).map(|_| open()).collect();
+            opened.fetch_add(1000, Ordering::Relaxed);
             while !stop.load(Ordering::Relaxed) {
                 for c in &mut conns {
                     if closed(c) {
@@ -281,7 +271,8 @@ fn idle_and_trickling_crowds_hold_up_nobody() {
         })
     };
     let trickle = {
-        let (stop, reopened, sock) = (stop.clone(), reopened.clone(), sock.clone());
+        let (stop, opened, reopened, sock) =
+            (stop.clone(), opened.clone(), reopened.clone(), sock.clone());
         std::thread::spawn(move || {
             let open = || {
                 let mut s = UnixStream::connect(&sock).unwrap();
@@ -293,6 +284,7 @@ fn idle_and_trickling_crowds_hold_up_nobody() {
                 s
             };
             let mut conns: Vec<_> = (0..200).map(|_| open()).collect();
+            opened.fetch_add(200, Ordering::Relaxed);
             while !stop.load(Ordering::Relaxed) {
                 for c in &mut conns {
                     if closed(c) || c.write_all(b" ").is_err() {
@@ -304,10 +296,22 @@ fn idle_and_trickling_crowds_hold_up_nobody() {
             }
         })
     };
-    // Let the crowds build up, then ask for ~12 s, across their timeouts.
-    std::thread::sleep(Duration::from_secs(2));
+    // Once the crowds are in, ask again and again until the service has
+    // closed every one of their connections at least once (the idle ones
+    // at the header timeout, the trickling ones at the body timeout).
+    wait_for(
+        Duration::from_secs(30),
+        || opened.load(Ordering::Relaxed) == 1200,
+        "the 1 200 connections",
+    );
     let (mut scrapes, mut statuses) = (Vec::new(), Vec::new());
-    for _ in 0..6 {
+    let end = Instant::now() + Duration::from_secs(60);
+    while scrapes.len() < 6 || reopened.load(Ordering::Relaxed) < 1200 {
+        assert!(
+            Instant::now() < end,
+            "{} of 1 200 connections closed by the service in 60 s",
+            reopened.load(Ordering::Relaxed)
+        );
         let start = Instant::now();
         assert_eq!(
             exchange(tcp(port), b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"),
@@ -322,15 +326,17 @@ fn idle_and_trickling_crowds_hold_up_nobody() {
             String::from_utf8_lossy(&out.stderr)
         );
         statuses.push(start.elapsed());
-        std::thread::sleep(Duration::from_secs(2));
     }
     stop.store(true, Ordering::Relaxed);
     idle.join().unwrap();
     trickle.join().unwrap();
     eprintln!(
         "1 000 idle TCP and 200 trickling socket clients ({} put back after the service closed them): \
-         scrapes {scrapes:?}, status {statuses:?}",
-        reopened.load(Ordering::Relaxed)
+         {} rounds, the slowest scrape {:?}, the slowest status {:?}",
+        reopened.load(Ordering::Relaxed),
+        scrapes.len(),
+        scrapes.iter().max().unwrap(),
+        statuses.iter().max().unwrap(),
     );
     let worst = scrapes.iter().chain(&statuses).max().copied().unwrap();
     assert!(worst < Duration::from_secs(5), "{worst:?}");

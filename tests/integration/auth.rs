@@ -7,7 +7,7 @@
 use std::os::unix::fs::PermissionsExt as _;
 use std::process::{Command, Output};
 
-use crate::support::{Service, bin, free_port, run};
+use crate::support::{Service, bin, run};
 
 /// Users and a group made for one test, removed when it ends.
 struct Accounts {
@@ -133,7 +133,6 @@ fn raw_post(svc: &Service, user: &str, path: &str, body: &str) -> String {
 fn only_root_and_the_admin_group_change_what_is_delivered_under_their_own_names() {
     let accounts = Accounts::new();
     let journals = tempfile::tempdir().unwrap();
-    let port = free_port();
     let mut svc = Service::new(
         &format!("directory = \"{}\"", journals.path().display()),
         "",
@@ -141,7 +140,7 @@ fn only_root_and_the_admin_group_change_what_is_delivered_under_their_own_names(
     let config = std::fs::read_to_string(svc.config()).unwrap().replacen(
         "[api]\n",
         &format!(
-            "[api]\nadmin_group = \"{}\"\nmetrics_listen = \"127.0.0.1:{port}\"\n",
+            "[api]\nadmin_group = \"{}\"\nmetrics_listen = \"127.0.0.1:0\"\n",
             accounts.group
         ),
         1,
@@ -154,6 +153,7 @@ fn only_root_and_the_admin_group_change_what_is_delivered_under_their_own_names(
     }
     std::fs::set_permissions(svc.config(), std::fs::Permissions::from_mode(0o644)).unwrap();
     svc.start();
+    let port = svc.metrics_port();
 
     // Not in the socket's group: cannot even read.
     let out = cli(&svc, Some(accounts.outsider()), &["status"]);

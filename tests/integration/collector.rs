@@ -473,8 +473,20 @@ fn switching_to_collector_loses_nothing_and_mails_no_false_resolved() {
         || svc.status()["kubelet_lines"].as_u64() == Some(local_lines + dir_lines),
         "the service to read every upload",
     );
-    // Longer than resolve_after: a false resolution would be mailed by now.
-    std::thread::sleep(Duration::from_secs(6));
+    // The local incident closed (by the switch, not by quiet time), and
+    // every mail decided delivered: a false resolution would be mailed.
+    wait_for(
+        Duration::from_secs(20),
+        || {
+            svc.incidents()
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|i| i["node"] == "local-1" && i["status"] == "resolved")
+        },
+        "the local incident closed",
+    );
+    svc.settled();
     let log = svc.log();
     assert_eq!(svc.signal("TERM"), Some(0), "{log}");
     assert!(log.contains("the journal changed"), "{log}");
@@ -548,6 +560,7 @@ fn links_in_the_directory_read_each_entry_once() {
     assert_eq!(retries, [8, 4]);
 
     let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.log_filter = Some(crate::support::SWEEPS);
     svc.start();
     // More through the link to the directory's own file, while following.
     let more = storm(now - 100 * SECOND, "h1", 3);
@@ -558,8 +571,8 @@ fn links_in_the_directory_read_each_entry_once() {
         || svc.status()["kubelet_lines"].as_u64() == Some(lines),
         "the service to read every entry",
     );
-    // A few sweeps later, still once.
-    std::thread::sleep(Duration::from_secs(6));
+    // A sweep later, still once.
+    svc.swept();
     assert_eq!(svc.status()["kubelet_lines"].as_u64(), Some(lines));
     let log = svc.log();
     assert_eq!(svc.signal("TERM"), Some(0), "{log}");
@@ -724,6 +737,7 @@ fn copy_in_while_following(step: i64) {
     let journals = tempfile::tempdir().unwrap();
     let dir = journals.path();
     let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.log_filter = Some(crate::support::SWEEPS);
     svc.start();
     // As a slow `cp` writes them: a header cut short first, then the rest
     // in pieces.
@@ -749,7 +763,8 @@ fn copy_in_while_following(step: i64) {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(Duration::from_secs(6));
+    // A sweep later (or none left to do), still once.
+    svc.swept();
     assert_eq!(svc.status()["kubelet_lines"].as_u64(), Some(lines));
     let log = svc.log();
     assert_eq!(svc.signal("TERM"), Some(0), "{log}");
@@ -916,18 +931,13 @@ fn a_host_gone_silent_is_named_against_the_newest_entry() {
     );
     assert!(!text.contains("host busy-2 went silent"), "{text}");
     // The service: status lists it, the metric has every host's newest entry.
-    let port = crate::support::free_port();
     let mut svc = Service::new(
         &format!("directory = \"{}\"", dir.display()),
         "[fleet]\nsilent_after = \"10m\"\n",
     );
-    let cfg = std::fs::read_to_string(svc.config()).unwrap().replacen(
-        "[api]\n",
-        &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
-        1,
-    );
-    std::fs::write(svc.config(), cfg).unwrap();
+    svc.serve_metrics();
     svc.start();
+    let port = svc.metrics_port();
     wait_for(
         Duration::from_secs(20),
         || svc.status()["hosts"] == 3,
@@ -1136,8 +1146,7 @@ fn the_forty_host_collector_of_the_issue() {
     let scanned: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     check_forty(&scanned["incidents"]);
     // The service's catch-up, mailing through aiosmtpd.
-    let smtp =
-        crate::support::Smtpd::aiosmtpd(crate::support::free_port(), &tmp.path().join("md"), &[]);
+    let smtp = crate::support::Smtpd::aiosmtpd(&tmp.path().join("md"), &[]);
     let svc = Service::new(
         &format!("directory = \"{}\"", dir.display()),
         &format!(
@@ -1305,11 +1314,7 @@ fn a_thousand_hosts_losing_one_endpoint_get_one_small_page() {
         }
     }
     journal_remote(&out, &dir.join("remote-fleet.journal"));
-    let smtp = crate::support::Smtpd::aiosmtpd(
-        crate::support::free_port(),
-        &tmp.path().join("md"),
-        &["-s", "10240000"],
-    );
+    let smtp = crate::support::Smtpd::aiosmtpd(&tmp.path().join("md"), &["-s", "10240000"]);
     let mut svc = Service::new(
         &format!("directory = \"{}\"", dir.display()),
         &crate::support::mail_to(smtp.port, ""),
@@ -1322,7 +1327,7 @@ fn a_thousand_hosts_losing_one_endpoint_get_one_small_page() {
         "the page",
     );
     let first = started.elapsed();
-    std::thread::sleep(Duration::from_secs(3));
+    svc.settled();
     let mails = smtp.mails();
     let subjects: Vec<String> = mails.iter().map(|m| crate::support::subject(m)).collect();
     println!(
@@ -1428,8 +1433,7 @@ fn hosts_with_wrong_clocks_are_paged_when_their_trouble_arrives() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("remote");
     std::fs::create_dir(&dir).unwrap();
-    let smtp =
-        crate::support::Smtpd::aiosmtpd(crate::support::free_port(), &tmp.path().join("md"), &[]);
+    let smtp = crate::support::Smtpd::aiosmtpd(&tmp.path().join("md"), &[]);
     let mut svc = Service::new(
         &format!("directory = \"{}\"", dir.display()),
         &crate::support::mail_to(smtp.port, "group_wait = \"0s\"\n"),

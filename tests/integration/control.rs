@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use kubelet_sentinel::{Micros, SECOND};
 
 use crate::collector::{retry, upload};
-use crate::support::{Duration, Service, Smtpd, free_port, subject, wait_for};
+use crate::support::{Duration, Port, Service, Smtpd, subject, wait_for};
 
 fn storm(start: Micros, node: &str, n: i64) -> Vec<(Micros, String)> {
     (0..n).map(|k| retry(start + k * 200_000, node)).collect()
@@ -26,7 +26,7 @@ fn mail_config(port: u16, extra: &str) -> String {
 /// `config` gives the mail settings for aiosmtpd's port.
 fn collector(config: impl Fn(u16) -> String) -> (tempfile::TempDir, Smtpd, PathBuf, Service) {
     let tmp = tempfile::tempdir().unwrap();
-    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
+    let smtp = Smtpd::aiosmtpd(&tmp.path().join("mail"), &[]);
     let dir = tmp.path().join("journals");
     std::fs::create_dir_all(&dir).unwrap();
     let mut svc = Service::new(
@@ -372,10 +372,10 @@ fn status_exit_codes_and_incident_queries() {
     let dir = tmp.path().join("journals");
     std::fs::create_dir_all(&dir).unwrap();
     // Nobody listens on this port: every delivery fails.
-    let dead = free_port();
+    let dead = Port::closed();
     let mut svc = Service::new(
         &format!("directory = \"{}\"", dir.display()),
-        &mail_config(dead, "retry_max = \"1s\"")
+        &mail_config(dead.port, "retry_max = \"1s\"")
             .replace("resolve_after = \"6s\"", "resolve_after = \"1h\""),
     );
     let code = |svc: &Service| svc.query(&["status"]).status.code();
@@ -465,9 +465,10 @@ fn status_exits_5_when_mail_is_configured_but_cannot_be_sent() {
     std::fs::create_dir_all(&dir).unwrap();
     // Recipients and a server, a username and no password (created after
     // the start, or never): the mail transport cannot be built.
+    let dead = Port::closed();
     let mut svc = Service::new(
         &format!("directory = \"{}\"", dir.display()),
-        &format!("{}username = \"alerts\"\n", mail_config(free_port(), "")),
+        &format!("{}username = \"alerts\"\n", mail_config(dead.port, "")),
     );
     svc.start();
     let out = svc.query(&["status"]);
@@ -779,10 +780,10 @@ fn fixing_the_smtp_server_retries_the_queue_at_once() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("journals");
     std::fs::create_dir_all(&dir).unwrap();
-    let dead = free_port();
+    let dead = Port::closed();
     let mut svc = Service::new(
         &format!("directory = \"{}\"", dir.display()),
-        &mail_config(dead, "retry_max = \"5m\"")
+        &mail_config(dead.port, "retry_max = \"5m\"")
             .replace("resolve_after = \"6s\"", "resolve_after = \"1h\""),
     );
     svc.start();
@@ -806,10 +807,11 @@ fn fixing_the_smtp_server_retries_the_queue_at_once() {
         || attempts(&svc) >= 4,
         "four failed attempts",
     );
-    let smtp = Smtpd::aiosmtpd(free_port(), &tmp.path().join("mail"), &[]);
-    let text = std::fs::read_to_string(svc.config())
-        .unwrap()
-        .replace(&format!("port = {dead}"), &format!("port = {}", smtp.port));
+    let smtp = Smtpd::aiosmtpd(&tmp.path().join("mail"), &[]);
+    let text = std::fs::read_to_string(svc.config()).unwrap().replace(
+        &format!("port = {}", dead.port),
+        &format!("port = {}", smtp.port),
+    );
     std::fs::write(svc.config(), text).unwrap();
     let fixed = std::time::Instant::now();
     svc.signal_only("HUP");

@@ -12,8 +12,8 @@ use kubelet_sentinel::{FULL, Rendered, render, render_with};
 use kubelet_sentinel_core::testing::{End, replay};
 
 use crate::support::{
-    BadSmtp, Duration, Journald, Service, Smtpd, bin, fixture, free_port, run, subject,
-    throwaway_tls, wait_for,
+    BadSmtp, Duration, Journald, Port, Service, Smtpd, bin, fixture, run, subject, throwaway_tls,
+    wait_for,
 };
 
 const T0: i64 = 1_795_856_400_000_000; // 2026-11-28T09:00:00Z
@@ -214,7 +214,7 @@ fn test_email(config: &Path) -> (Option<i32>, String, String) {
 #[test]
 fn test_email_plain_and_refused() {
     let dir = tempfile::tempdir().unwrap();
-    let smtp = Smtpd::aiosmtpd(free_port(), &dir.path().join("md"), &[]);
+    let smtp = Smtpd::aiosmtpd(&dir.path().join("md"), &[]);
     let cfg = mail_config(smtp.port, dir.path(), "", "");
     let (code, out, err) = test_email(&cfg);
     assert_eq!(code, Some(0), "{err}");
@@ -234,7 +234,8 @@ fn test_email_plain_and_refused() {
     assert!(mails[0].contains(&format!("(uid {uid})")), "{}", mails[0]);
     assert!(!mails[0].contains("E0101 00:00:00"), "{}", mails[0]);
 
-    let closed = mail_config(free_port(), &dir.path().join("x").tap_mkdir(), "", "");
+    let refusing = Port::closed();
+    let closed = mail_config(refusing.port, &dir.path().join("x").tap_mkdir(), "", "");
     let (code, _, err) = test_email(&closed);
     assert_eq!(code, Some(1));
     assert!(
@@ -259,13 +260,8 @@ fn starttls_and_implicit_tls_with_a_throwaway_ca() {
     let (_tls_dir, ca, cert, key) = throwaway_tls();
     let dir = tempfile::tempdir().unwrap();
     let (c, k) = (cert.display().to_string(), key.display().to_string());
-    let starttls = Smtpd::aiosmtpd(
-        free_port(),
-        &dir.path().join("md1"),
-        &["--tlscert", &c, "--tlskey", &k],
-    );
+    let starttls = Smtpd::aiosmtpd(&dir.path().join("md1"), &["--tlscert", &c, "--tlskey", &k]);
     let smtps = Smtpd::aiosmtpd(
-        free_port(),
         &dir.path().join("md2"),
         &["--smtpscert", &c, "--smtpskey", &k],
     );
@@ -306,7 +302,7 @@ fn starttls_and_implicit_tls_with_a_throwaway_ca() {
 #[test]
 fn auth_right_and_wrong_password() {
     let dir = tempfile::tempdir().unwrap();
-    let smtp = Smtpd::with_auth(free_port(), &dir.path().join("md"));
+    let smtp = Smtpd::with_auth(&dir.path().join("md"));
     std::fs::write(dir.path().join("good"), "s3cret\n").unwrap();
     std::fs::write(dir.path().join("bad"), "wrong\n").unwrap();
     let login_as = |password: &str| {
@@ -387,7 +383,7 @@ fn mail_service_timeout(j: &Journald, port: u16, extra: &str, timeout: &str) -> 
 fn an_outage_mails_once_the_race_never_and_resolution_follows() {
     let j = Journald::start("mail");
     let dir = tempfile::tempdir().unwrap();
-    let smtp = Smtpd::aiosmtpd(free_port(), &dir.path().join("md"), &[]);
+    let smtp = Smtpd::aiosmtpd(&dir.path().join("md"), &[]);
     let mut svc = mail_service(&j, smtp.port, "[incidents]\nresolve_after = \"3s\"\n");
     svc.start();
     // The race on one node, a persistent outage on another.
@@ -444,8 +440,8 @@ fn an_outage_mails_once_the_race_never_and_resolution_follows() {
 fn smtp_outage_and_a_restart_lose_no_alert() {
     let j = Journald::start("outage");
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut svc = mail_service(&j, port, "[incidents]\nresolve_after = \"1h\"\n");
+    let port = Port::closed();
+    let mut svc = mail_service(&j, port.port, "[incidents]\nresolve_after = \"1h\"\n");
     svc.start();
     let outbox = |svc: &Service| -> u64 {
         let st: serde_json::Value =
@@ -484,7 +480,7 @@ fn smtp_outage_and_a_restart_lose_no_alert() {
         "{st}"
     );
     // SMTP is back: every alert arrives, oldest first.
-    let smtp = Smtpd::aiosmtpd(port, &dir.path().join("md"), &[]);
+    let smtp = Smtpd::on(port, &dir.path().join("md"), &[]);
     wait_for(
         Duration::from_secs(20),
         || smtp.mails().len() >= 3,
@@ -565,8 +561,7 @@ fn a_reply_line_that_never_ends_costs_bounded_memory() {
     // 0.1.0 grew by about 230 MB a second here.
     assert!(peak < 128 * 1024, "RSS {peak} KiB");
     // A sane server on the same port: the outbox drains.
-    drop(bad);
-    let smtp = Smtpd::aiosmtpd(port, &dir.path().join("md"), &[]);
+    let smtp = Smtpd::on(bad.stop(), &dir.path().join("md"), &[]);
     wait_for(
         Duration::from_secs(30),
         || smtp.mails().len() == 1,
@@ -679,7 +674,7 @@ fn a_mail_too_big_for_the_server_goes_shorter_not_again() {
     let j = Journald::start("size");
     let dir = tempfile::tempdir().unwrap();
     // A server that takes at most 40 KB a message (Postfix-style 552 past it).
-    let smtp = Smtpd::aiosmtpd(free_port(), &dir.path().join("md"), &["-s", "40000"]);
+    let smtp = Smtpd::aiosmtpd(&dir.path().join("md"), &["-s", "40000"]);
     let mut svc = mail_service(&j, smtp.port, "group_wait = \"3s\"\n");
     // One group of 30 nodes: ten sections in full are more than 40 KB.
     let text = std::fs::read_to_string(svc.config())
@@ -738,7 +733,7 @@ fn a_mail_too_big_for_the_server_goes_shorter_not_again() {
 fn a_crash_looping_kubelet_mails_its_cause_and_restarts() {
     let j = Journald::start("down");
     let dir = tempfile::tempdir().unwrap();
-    let smtp = Smtpd::aiosmtpd(free_port(), &dir.path().join("md"), &[]);
+    let smtp = Smtpd::aiosmtpd(&dir.path().join("md"), &[]);
     // systemd's lines come from this process, not PID 1: the service reads
     // them by their identifier, as it reads saved logs.
     let mut svc = Service::new(
@@ -823,7 +818,7 @@ fn an_endpoint_outage_is_one_mail_naming_the_endpoint() {
     let journals = dir.path().join("remote");
     std::fs::create_dir(&journals).unwrap();
     crate::collector::outage_fleet(&journals, 600 * kubelet_sentinel::SECOND);
-    let smtp = Smtpd::aiosmtpd(free_port(), &dir.path().join("md"), &[]);
+    let smtp = Smtpd::aiosmtpd(&dir.path().join("md"), &[]);
     let svc = Service::new(
         &format!("directory = \"{}\"", journals.display()),
         &crate::support::mail_to(smtp.port, "group_wait = \"0s\"\nretry_max = \"1s\"\n"),

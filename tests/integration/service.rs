@@ -476,26 +476,10 @@ fn sighup_reloads_what_it_can_and_says_what_needs_a_restart() {
 #[test]
 fn metrics_over_tcp() {
     let j = Journald::start("metrics");
-    let port = crate::support::free_port();
-    let mut svc = namespace_service(
-        &j,
-        &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
-    );
-    // The helper's [api] section already names the socket: merge the key into it.
-    let text = std::fs::read_to_string(svc.config()).unwrap();
-    let text = text
-        .replacen(
-            &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
-            "",
-            1,
-        )
-        .replacen(
-            "[api]\n",
-            &format!("[api]\nmetrics_listen = \"127.0.0.1:{port}\"\n"),
-            1,
-        );
-    std::fs::write(svc.config(), text).unwrap();
+    let mut svc = namespace_service(&j, "");
+    svc.serve_metrics();
     svc.start();
+    let port = svc.metrics_port();
     j.kubelet(&[refused("met-1"), refused("met-1")]);
     wait_for(
         Duration::from_secs(5),
@@ -882,8 +866,17 @@ fn a_restarted_kubelet_gives_every_reader_the_same_two_incidents() {
         ],
         Duration::from_millis(100),
     );
-    // The restart: 2 s later, the new process runs into the outage.
-    std::thread::sleep(Duration::from_secs(2));
+    // The restart, once the service has read the first process to its
+    // end: the new process runs into the outage.
+    wait_for(
+        Duration::from_secs(15),
+        || {
+            svc.incidents().as_array().unwrap().iter().any(|i| {
+                i["node"] == node && i["verdict"] == "startup-race" && i["status"] == "resolved"
+            })
+        },
+        "the start-up race read and resolved",
+    );
     let mut outage = vec![klog(
         'I',
         "server.go:484",

@@ -158,6 +158,8 @@ struct Coordinator {
     /// The directory watch (following only).
     watch: Option<Watch>,
     last_sweep: Instant,
+    /// Whether the last word logged (at debug) was that it sweeps.
+    said_sweeping: Option<bool>,
     /// Bounds the warnings about bad files (50 000 garbage files must not
     /// be 150 000 log lines): the rest are counted and summarised.
     warnings: WarnBudget,
@@ -219,6 +221,7 @@ impl Coordinator {
             links: false,
             watch: None,
             last_sweep: Instant::now(),
+            said_sweeping: None,
             warnings: WarnBudget::new(),
         };
         for (key, files) in found {
@@ -531,6 +534,21 @@ impl Coordinator {
             }
             self.watch_subdirs();
             self.sweep(Duration::ZERO);
+            tracing::debug!("swept {}", self.spec.dir.display());
+        }
+        // Said when it changes (the tests wait on it, not on the clock).
+        let sweeping = self.must_sweep();
+        if self.spec.mode.follows() && self.said_sweeping != Some(sweeping) {
+            self.said_sweeping = Some(sweeping);
+            if sweeping {
+                tracing::debug!(
+                    "sweeping {} every {}s: a link, or a file not complete or readable yet",
+                    self.spec.dir.display(),
+                    SWEEP.as_secs()
+                );
+            } else {
+                tracing::debug!("not sweeping {}: nothing needs it", self.spec.dir.display());
+            }
         }
     }
 

@@ -88,31 +88,56 @@ pub(crate) fn wait_for(deadline: Duration, mut ok: impl FnMut() -> bool, what: &
 
 pub(crate) use std::time::Duration;
 
-/// A loopback port no other test of this run is given, free when asked.
+/// A loopback TCP port the kernel picked, held by this test for its
+/// whole life, so no other test or process can take it in between.
 ///
-/// Not a port-0 bind dropped before use: the kernel hands the same
-/// ephemeral ports out again (to the next port-0 bind and to every
-/// outgoing connection), so a server started on it a moment later could
-/// find it taken, and a "dead" port could come alive. These ports come
-/// from below the kernel's ephemeral range, each once per process (tests
-/// run as threads of one process), from a base that differs between
-/// processes.
-pub(crate) fn free_port() -> u16 {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
-        .ok()
-        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
-        .unwrap_or(32768)
-        .clamp(12_000, 61_000);
-    let span = low - 10_000;
-    let base = std::process::id() * 97 % span;
-    loop {
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        assert!(n < span, "no free loopback port left below {low}");
-        let port = 10_000 + (base + n) % span;
-        if std::net::TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
-            return port as u16;
-        }
+/// Made [`Port::closed`], it is bound but not listening: every connection
+/// is refused (a server that is down). [`Port::listen`] turns it into a
+/// listener, and [`Port::stdin`] hands a copy of that listener to a server
+/// as its standard input (aiosmtpd, Alertmanager and the bad SMTP server
+/// serve on it): the port is never free between choosing it and serving.
+pub(crate) struct Port {
+    pub port: u16,
+    socket: std::os::fd::OwnedFd,
+}
+
+impl Port {
+    /// Bound, refusing connections.
+    pub(crate) fn closed() -> Self {
+        use rustix::net::{AddressFamily, SocketType, ipproto};
+        let socket =
+            rustix::net::socket(AddressFamily::INET, SocketType::STREAM, Some(ipproto::TCP))
+                .expect("a TCP socket");
+        let any = std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 0);
+        rustix::net::bind(&socket, &any).expect("bind 127.0.0.1:0");
+        let port = match rustix::net::getsockname(&socket) {
+            Ok(addr) => std::net::SocketAddrV4::try_from(addr)
+                .expect("an IPv4 address")
+                .port(),
+            Err(e) => panic!("getsockname: {e}"),
+        };
+        Self { port, socket }
+    }
+
+    /// Bound and listening.
+    pub(crate) fn listening() -> Self {
+        let p = Self::closed();
+        p.listen();
+        p
+    }
+
+    /// Starts listening (a server coming up on a port that refused).
+    pub(crate) fn listen(&self) {
+        rustix::net::listen(&self.socket, 128).expect("listen");
+    }
+
+    /// A copy of the listening socket, as a server's standard input.
+    pub(crate) fn stdin(&self) -> Stdio {
+        Stdio::from(self.socket.try_clone().expect("dup the listener"))
+    }
+
+    /// The listener itself, to accept on.
+    pub(crate) fn listener(&self) -> std::net::TcpListener {
+        std::net::TcpListener::from(self.socket.try_clone().expect("dup the listener"))
     }
 }

@@ -9,6 +9,8 @@ use super::*;
 pub(crate) struct Service {
     pub dir: tempfile::TempDir,
     child: Option<std::process::Child>,
+    /// `RUST_LOG` for the next start (the service's default: `info`).
+    pub log_filter: Option<&'static str>,
 }
 
 impl Service {
@@ -21,7 +23,11 @@ impl Service {
             d = dir.path().display()
         );
         std::fs::write(dir.path().join("config.toml"), config).unwrap();
-        Self { dir, child: None }
+        Self {
+            dir,
+            child: None,
+            log_filter: None,
+        }
     }
 
     pub(crate) fn config(&self) -> PathBuf {
@@ -47,6 +53,9 @@ impl Service {
                 c
             }
         };
+        if let Some(filter) = self.log_filter {
+            cmd.env("RUST_LOG", filter);
+        }
         let child = cmd
             .arg("--config")
             .arg(self.config())
@@ -63,6 +72,35 @@ impl Service {
             || std::os::unix::net::UnixStream::connect(&sock).is_ok(),
             "the query socket to answer",
         );
+    }
+
+    /// Adds `metrics_listen` on a port the kernel picks (port 0) to the
+    /// config's `[api]` section; [`Service::metrics_port`] says which.
+    pub(crate) fn serve_metrics(&self) {
+        let text = std::fs::read_to_string(self.config()).unwrap();
+        assert!(!text.contains("metrics_listen"), "{text}");
+        let text = text.replacen("[api]\n", "[api]\nmetrics_listen = \"127.0.0.1:0\"\n", 1);
+        std::fs::write(self.config(), text).unwrap();
+    }
+
+    /// The port the running service serves /metrics on, as its log says
+    /// (the latest start's).
+    pub(crate) fn metrics_port(&self) -> u16 {
+        let mut port = None;
+        wait_for(
+            Duration::from_secs(10),
+            || {
+                port = self
+                    .log()
+                    .lines()
+                    .rev()
+                    .find_map(|l| l.split("serving /metrics on http://127.0.0.1:").nth(1))
+                    .and_then(|rest| rest.split('/').next()?.parse::<u16>().ok());
+                port.is_some()
+            },
+            "the service to say where it serves /metrics",
+        );
+        port.unwrap()
     }
 
     pub(crate) fn log(&self) -> String {
@@ -154,6 +192,9 @@ impl Drop for Service {
     }
 }
 
+/// The log filter that has a collector service say when it sweeps.
+pub(crate) const SWEEPS: &str = "info,kubelet_sentinel::journal::collector=debug";
+
 impl Service {
     /// The service's process id.
     pub(crate) fn pid(&self) -> u32 {
@@ -201,6 +242,37 @@ impl Service {
             },
             "the service to settle (caught up, its outbox delivered or held)",
         );
+    }
+
+    /// Waits until a collector service has swept its directory (looked at
+    /// every file again) after this call, or has said it sweeps no more
+    /// (nothing left that needs it), then until it settles: whatever a
+    /// sweep would read twice is read by then. Needs `log_filter`
+    /// [`SWEEPS`].
+    pub(crate) fn swept(&self) {
+        let sweeps = |log: &str| {
+            let said: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains(" swept ") || l.contains("sweeping "))
+                .collect();
+            let done = said.last().is_some_and(|l| l.contains(" not sweeping "));
+            (said.iter().filter(|l| l.contains(" swept ")).count(), done)
+        };
+        let (before, _) = sweeps(&self.log());
+        let end = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let log = self.log();
+            let (n, done) = sweeps(&log);
+            if n > before || done {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < end,
+                "no sweep in 20 s (is log_filter SWEEPS?): {log}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.settled();
     }
 
     /// Resident memory, in KiB.

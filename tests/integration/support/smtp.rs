@@ -14,67 +14,57 @@ pub(crate) fn mail_to(port: u16, alert: &str) -> String {
     )
 }
 
-/// A real SMTP server on loopback: Debian's aiosmtpd with the Maildir handler.
+/// A real SMTP server on loopback: Debian's aiosmtpd (its `SMTP` class and
+/// `Mailbox` handler, as its command line builds them), serving on a
+/// listener handed over as its standard input.
 pub(crate) struct Smtpd {
     child: std::process::Child,
     pub port: u16,
     pub maildir: PathBuf,
+    _port: Port,
 }
 
+/// aiosmtpd's command line with the options the tests use, serving on the
+/// socket it is given as standard input (`aiosmtpd-on-stdin.py`, beside this file).
+const AIOSMTPD: &str = include_str!("aiosmtpd-on-stdin.py");
+
 impl Smtpd {
-    pub(crate) fn aiosmtpd(port: u16, maildir: &Path, extra: &[&str]) -> Self {
-        let child = Command::new("/usr/bin/aiosmtpd")
-            // Server options go before `-c`: what follows it is the handler's.
-            .args(["-n", "-l", &format!("127.0.0.1:{port}")])
+    /// `extra`: the options of [`AIOSMTPD`].
+    pub(crate) fn aiosmtpd(maildir: &Path, extra: &[&str]) -> Self {
+        Self::on(Port::listening(), maildir, extra)
+    }
+
+    /// On a port the test holds already (one that refused until now).
+    pub(crate) fn on(port: Port, maildir: &Path, extra: &[&str]) -> Self {
+        port.listen();
+        let script = maildir.with_extension("py");
+        std::fs::write(&script, AIOSMTPD).unwrap();
+        let child = Command::new("/usr/bin/python3")
+            .arg(&script)
             .args(extra)
-            .args(["-c", "aiosmtpd.handlers.Mailbox"])
             .arg(maildir)
+            .stdin(port.stdin())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .expect("start /usr/bin/aiosmtpd (python3-aiosmtpd)");
+            .expect("start aiosmtpd (python3-aiosmtpd)");
         // Implicit TLS greets only after the handshake: a connect must do.
         let greets = !extra.contains(&"--smtpscert");
         Self::ready(child, port, maildir, greets)
     }
 
-    /// An aiosmtpd controller that requires AUTH (login `alerts`, password
-    /// `s3cret`); the CLI has no authenticator option.
-    pub(crate) fn with_auth(port: u16, maildir: &Path) -> Self {
-        let script = maildir.with_extension("py");
-        std::fs::write(
-            &script,
-            r#"import sys, time
-from aiosmtpd.controller import Controller
-from aiosmtpd.handlers import Mailbox
-from aiosmtpd.smtp import AuthResult, LoginPassword
-def auth(server, session, envelope, mechanism, data):
-    ok = isinstance(data, LoginPassword) and data.login == b"alerts" and data.password == b"s3cret"
-    return AuthResult(success=ok, handled=False)
-c = Controller(Mailbox(sys.argv[2]), hostname="127.0.0.1", port=int(sys.argv[1]),
-               authenticator=auth, auth_require_tls=False, auth_required=True)
-c.start()
-while True:
-    time.sleep(3600)
-"#,
-        )
-        .unwrap();
-        let child = Command::new("/usr/bin/python3")
-            .arg(&script)
-            .arg(port.to_string())
-            .arg(maildir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        Self::ready(child, port, maildir, true)
+    /// One that requires AUTH (login `alerts`, password `s3cret`).
+    pub(crate) fn with_auth(maildir: &Path) -> Self {
+        Self::aiosmtpd(maildir, &["--auth"])
     }
 
-    fn ready(child: std::process::Child, port: u16, maildir: &Path, greets: bool) -> Self {
+    fn ready(child: std::process::Child, held: Port, maildir: &Path, greets: bool) -> Self {
+        let port = held.port;
         let s = Self {
             child,
             port,
             maildir: maildir.to_path_buf(),
+            _port: held,
         };
         // Ready when it greets, not merely when it accepts.
         wait_for(
@@ -176,17 +166,20 @@ pub(crate) struct BadSmtp {
     child: std::process::Child,
     pub port: u16,
     pub dir: PathBuf,
+    held: Port,
 }
 
 impl BadSmtp {
     pub(crate) fn start(mode: &str, delay: f64, dir: &Path) -> Self {
         std::fs::create_dir_all(dir).unwrap();
-        let port = free_port();
+        let held = Port::listening();
+        let port = held.port;
         let script = dir.join("bad_smtp.py");
         std::fs::write(
             &script,
             r#"import asyncio, os, sys
-mode, delay, port, out = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+import socket
+mode, delay, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 def received():
     with open(os.path.join(out, "received"), "a") as f:
         f.write("x\n")
@@ -230,7 +223,7 @@ async def serve(reader, writer):
     finally:
         writer.close()
 async def main():
-    server = await asyncio.start_server(serve, "127.0.0.1", port)
+    server = await asyncio.start_server(serve, sock=socket.socket(fileno=0))
     async with server:
         await server.serve_forever()
 asyncio.run(main())
@@ -239,8 +232,9 @@ asyncio.run(main())
         .unwrap();
         let child = Command::new("/usr/bin/python3")
             .arg(&script)
-            .args([mode, &delay.to_string(), &port.to_string()])
+            .args([mode, &delay.to_string()])
             .arg(dir)
+            .stdin(held.stdin())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -254,7 +248,16 @@ asyncio.run(main())
             child,
             port,
             dir: dir.to_path_buf(),
+            held,
         }
+    }
+
+    /// Stops it and gives back its port, still held (still listening:
+    /// connections wait for the next server on it).
+    pub(crate) fn stop(mut self) -> Port {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        std::mem::replace(&mut self.held, Port::closed())
     }
 
     /// Messages it took (delivered, whatever the client thinks).
