@@ -276,7 +276,11 @@ fn a_collector_directory_that_appears_later_is_read() {
     let dir = journals.path().join("remote");
     let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
     svc.start();
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for(
+        Duration::from_secs(10),
+        || svc.log().contains("does not exist yet"),
+        "the service to wait for the directory",
+    );
     std::fs::create_dir(&dir).unwrap();
     let now = kubelet_sentinel::now();
     let lines = storm(now - 300 * SECOND, "late", 7);
@@ -643,12 +647,24 @@ fn a_full_disk_during_follow_leaves_a_store_that_reopens_equal_to_scan() {
             k += 1;
         }
         let filler = fill(&store);
+        let sock = svc.dir.path().join("query.sock");
         let code = loop {
             up(k, 6 + run_no);
             k += 1;
-            std::thread::sleep(Duration::from_millis(200));
-            let sock = svc.dir.path().join("query.sock");
-            if k > 60 || std::os::unix::net::UnixStream::connect(&sock).is_err() {
+            // Until it has read this upload, or has stopped.
+            let mut stopped = false;
+            wait_for(
+                Duration::from_secs(20),
+                || {
+                    stopped = std::os::unix::net::UnixStream::connect(&sock).is_err();
+                    let out = svc.query(&["status", "-o", "json"]);
+                    let st: serde_json::Value =
+                        serde_json::from_slice(&out.stdout).unwrap_or_default();
+                    stopped || st["kubelet_lines"].as_u64() == Some(lines.get())
+                },
+                "the upload read, or the service stopped",
+            );
+            if stopped || k > 60 {
                 break svc.wait_exit(Duration::from_secs(20));
             }
         };
@@ -746,7 +762,7 @@ fn copy_in_while_following(step: i64) {
         let bytes = std::fs::read(src.path().join(name)).unwrap();
         let mut f = std::fs::File::create(dir.join(name)).unwrap();
         f.write_all(&bytes[..40]).unwrap();
-        std::thread::sleep(Duration::from_millis(300));
+        std::thread::sleep(Duration::from_millis(100));
         for piece in bytes[40..].chunks(128 << 10) {
             f.write_all(piece).unwrap();
             std::thread::sleep(Duration::from_millis(20));
@@ -869,9 +885,16 @@ fn a_late_backlog_is_one_host_silent_incident_followed_or_scanned() {
     );
     // As systemd-journal-upload sends a backlog: in pieces, appended to
     // the host's one file while the service follows.
+    // Each piece read before the next comes.
+    let mut read = svc.status()["kubelet_lines"].as_u64().unwrap();
     for piece in backlog.chunks(50) {
         upload(&dir, "remote-late.journal", "late", piece);
-        std::thread::sleep(Duration::from_millis(100));
+        read += piece.len() as u64;
+        wait_for(
+            Duration::from_secs(20),
+            || svc.status()["kubelet_lines"].as_u64() == Some(read),
+            "the piece read",
+        );
     }
     wait_for(
         Duration::from_secs(20),

@@ -202,7 +202,7 @@ fn an_expired_silence_and_one_whose_incident_resolved_meanwhile() {
 #[test]
 fn an_acknowledged_incident_gets_no_reminder_but_its_resolved_notice() {
     let (_tmp, smtp, dir, mut svc) =
-        collector(|port| mail_config(port, "repeat_interval = \"2s\""));
+        collector(|port| mail_config(port, "repeat_interval = \"1s\""));
     let now = kubelet_sentinel::now();
     upload(
         &dir,
@@ -231,9 +231,10 @@ fn an_acknowledged_incident_gets_no_reminder_but_its_resolved_notice() {
     let said = cli(&svc, &["ack", &id[..6], "--comment", "looking at it"]);
     assert!(said.contains("acknowledged by"), "{said}");
     assert!(cli(&svc, &["incidents"]).contains("open (acked)"));
-    // The trouble goes on for 6 s: a reminder every 2 s for the other one,
-    // none for the acknowledged one; then both resolve after 6 s of quiet.
-    for k in 0..12 {
+    // The trouble goes on for 3 s: a reminder every second for the other
+    // one, none for the acknowledged one; then both resolve after 6 s of
+    // quiet.
+    for k in 0..6 {
         let at = kubelet_sentinel::now();
         upload(
             &dir,

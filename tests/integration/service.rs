@@ -883,7 +883,7 @@ fn a_restarted_kubelet_gives_every_reader_the_same_two_incidents() {
         r#""Kubelet version" kubeletVersion="v1.31.0""#,
     )];
     outage.extend((0..12).map(|_| refused(node)));
-    kubelet_process(&j, &outage, Duration::from_millis(250));
+    kubelet_process(&j, &outage, Duration::from_millis(100));
     let summary = |incidents: &serde_json::Value| -> Vec<(String, String, u64)> {
         incidents
             .as_array()
