@@ -142,6 +142,28 @@ pub fn replay_through(
     }
 }
 
+/// [`replay`] as a following service reads: the host's clock moves to
+/// every entry's time as it arrives (what quiet time decides on the way
+/// is kept), then the end as `end` says.
+pub fn replay_following(
+    entries: impl IntoIterator<Item = Entry>,
+    settings: &Settings,
+    end: End,
+) -> Replay {
+    let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
+    let mut decisions = Vec::new();
+    for e in entries {
+        let at = e.at.unwrap_or(0);
+        p.push(e, &mut decisions);
+        p.flush(&mut decisions);
+        p.advance(at, &mut decisions);
+    }
+    let mut r = replay_through(p, Vec::new(), end);
+    decisions.append(&mut r.decisions);
+    r.decisions = decisions;
+    r
+}
+
 /// The kubelet's fatal line when swap is on (kubelet 1.33).
 pub const SWAP: &str = r#"E0715 16:24:50.000000    2425 run.go:74] "command failed" err="failed to run Kubelet: running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false. /proc/swaps contained: [Filename Type Size Used Priority /swap.img file 2009084 0 -2]""#;
 

@@ -2,8 +2,7 @@
 //! replayed through the pipeline.
 
 use super::*;
-use crate::model::{Entry, EntryFilter};
-use crate::pipeline::Pipeline;
+use crate::model::Entry;
 use crate::signals::Cause;
 use crate::testing::End;
 
@@ -37,19 +36,7 @@ fn replay(lines: &[(i64, String)], end_ms: i64, follow: bool) -> Replay {
         .collect();
     let end = End::At(T0 + end_ms * 1000);
     let r = if follow {
-        let mut p = Pipeline::new(EntryFilter::default(), settings.clone());
-        let mut decisions = Vec::new();
-        for e in entries {
-            let at = e.at.unwrap_or(0);
-            p.push(e, &mut decisions);
-            p.flush(&mut decisions);
-            p.advance(at, &mut decisions);
-        }
-        // What the moving clock decided, then the end as a scan's.
-        let mut r = crate::testing::replay_through(p, Vec::new(), end);
-        decisions.append(&mut r.decisions);
-        r.decisions = decisions;
-        r
+        crate::testing::replay_following(entries, &settings, end)
     } else {
         crate::testing::replay(entries, &settings, end)
     };
