@@ -313,6 +313,9 @@ async fn resume(
     );
     pipeline
         .tracker_mut()
+        .restore_members(std::mem::take(&mut loaded.members));
+    pipeline
+        .tracker_mut()
         .set_settings(config.tracker_settings());
     pipeline.set_fleet(matches!(target_of(config), Target::Directory(_)));
     if changed.is_some() {

@@ -17,6 +17,19 @@ pub(super) fn node_key(node: &str, opened_at: Micros, id: &str) -> Vec<u8> {
     k
 }
 
+/// An endpoint group's member: the group's name, `0x00`, then as
+/// [`node_key`] (by opening, then id, within the group).
+pub(super) fn member_key(group: &str, opened_at: Micros, id: &str) -> Vec<u8> {
+    node_key(group, opened_at, id)
+}
+
+/// Every member key of `group` starts so.
+pub(super) fn member_prefix(group: &str) -> Vec<u8> {
+    let mut k = group.as_bytes().to_vec();
+    k.push(0);
+    k
+}
+
 pub(super) fn by_time_key(opened_at: Micros, id: &str) -> Vec<u8> {
     let mut k = time_key(opened_at).to_vec();
     k.extend_from_slice(id.as_bytes());

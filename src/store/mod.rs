@@ -8,6 +8,7 @@
 //! | `by_time` | `opened_at` (8 bytes, as above), id | empty | ingest (commit, prune) |
 //! | `open` | incident id | node: the incidents still open | ingest (commit) |
 //! | `hosts` | host name | JSON [`Origin`]: what that host's kubelet told lately | ingest (commit) |
+//! | `members` | endpoint group (`ENDPOINT CAUSE`), `0x00`, `opened_at` (as above), incident id | JSON [`Member`]: a node incident as its endpoint group weighs it | ingest (commit, source switch) |
 //! | `outbox` | sequence number (8 bytes, big-endian) | JSON [`OutboxEntry`] | ingest inserts (commit); the mailer and the Alertmanager task update and remove their own channel's entries (and `control::apply` in them) |
 //! | `deliveries` | incident id | when its first alert was delivered (8 bytes, big-endian): read into the incident's `alerted_at` | the mailer and the Alertmanager task, in the transaction that removes the delivered entries; ingest removes an incident's with it (prune, forget) |
 //! | `silences` | silence id | JSON [`Silence`] (ended ones are kept a day, then pruned) | the query server (add, expire); ingest's pruning removes ended ones |
@@ -41,7 +42,7 @@ mod silences;
 
 use std::path::{Path, PathBuf};
 
-use keys::{by_time_key, node_key};
+use keys::{by_time_key, member_key, member_prefix, node_key};
 use open::unreadable;
 
 use serde::{Deserialize, Serialize};
@@ -54,7 +55,7 @@ pub use records::{Silence, StatsDelta};
 use crate::pipeline::PipelineState;
 use crate::signals::Cause;
 use crate::time::Micros;
-use crate::tracker::{Incident, IncidentKind, Origin, Settings, Verdict};
+use crate::tracker::{Incident, IncidentKind, Member, MemberWrite, Origin, Settings, Verdict};
 
 pub(crate) const SCHEMA: &[u8] = b"3";
 const SCHEMA_2: &[u8] = b"2";
@@ -172,6 +173,8 @@ pub struct Batch {
     pub incidents: Vec<Incident>,
     /// Per-host records that changed.
     pub origins: Vec<(String, Origin)>,
+    /// Endpoint group members that changed.
+    pub members: Vec<MemberWrite>,
     /// Alerts they raised (their `seq` is assigned here).
     pub alerts: Vec<OutboxEntry>,
     pub stats: StatsDelta,
@@ -188,6 +191,7 @@ impl Batch {
             && self.state.is_none()
             && self.incidents.is_empty()
             && self.origins.is_empty()
+            && self.members.is_empty()
             && self.alerts.is_empty()
             && self.stats.is_empty()
             && self.forget.is_empty()
@@ -206,6 +210,8 @@ pub struct Loaded {
     pub state: Option<PipelineState>,
     pub open: Vec<Incident>,
     pub origins: Vec<(String, Origin)>,
+    /// Endpoint group members, by group (in key order).
+    pub members: Vec<(String, Member)>,
     pub stats: Stats,
 }
 
@@ -245,6 +251,9 @@ pub struct Filter {
     pub limit: Option<usize>,
 }
 
+/// A key and its new value (`None`: removed).
+type KeyChange = (Vec<u8>, Option<Vec<u8>>);
+
 #[derive(Clone)]
 pub struct Store {
     path: PathBuf,
@@ -254,6 +263,7 @@ pub struct Store {
     by_time: sled::Tree,
     open: sled::Tree,
     hosts: sled::Tree,
+    members: sled::Tree,
     meta: sled::Tree,
     outbox: sled::Tree,
     deliveries: sled::Tree,
@@ -333,6 +343,15 @@ impl Store {
             let (h, v) = kv.map_err(|e| self.err(e))?;
             origins.push((String::from_utf8_lossy(&h).into_owned(), self.json(&h, &v)?));
         }
+        let mut members = Vec::new();
+        for kv in &self.members {
+            let (k, v) = kv.map_err(|e| self.err(e))?;
+            let group = k.split(|&b| b == 0).next().unwrap_or_default();
+            members.push((
+                String::from_utf8_lossy(group).into_owned(),
+                self.json(&k, &v)?,
+            ));
+        }
         let source = self
             .meta
             .get("source")
@@ -349,6 +368,7 @@ impl Store {
             state,
             open,
             origins,
+            members,
             stats: self.stats()?,
         })
     }
@@ -415,6 +435,7 @@ impl Store {
             .iter()
             .map(|(h, o)| (h.as_str(), to_json(o)))
             .collect();
+        let members = self.member_changes(&batch.members)?;
         // The closure may run again on conflict: it only writes. The alerts
         // go in with the incident changes that raised them.
         let result: Result<(), TransactionError<()>> = (
@@ -423,12 +444,13 @@ impl Store {
             &self.by_time,
             &self.open,
             &self.hosts,
+            &self.members,
             &self.meta,
             &self.outbox,
             &self.deliveries,
         )
             .transaction(
-                |(inc, by_node, by_time, open, hosts, meta, outbox, deliveries)| {
+                |(inc, by_node, by_time, open, hosts, members_t, meta, outbox, deliveries)| {
                     for a in &batch.alerts {
                         let seq = outbox.generate_id()?;
                         let entry = OutboxEntry { seq, ..a.clone() };
@@ -453,6 +475,12 @@ impl Store {
                     }
                     for (h, o) in &origins {
                         hosts.insert(h.as_bytes(), o.as_slice())?;
+                    }
+                    for (k, v) in &members {
+                        match v {
+                            Some(v) => members_t.insert(k.as_slice(), v.as_slice())?,
+                            None => members_t.remove(k.as_slice())?,
+                        };
                     }
                     if !batch.stats.is_empty() {
                         let mut stats: Stats = meta
@@ -479,6 +507,29 @@ impl Store {
         self.flush()
     }
 
+    /// The member writes as keys and values (`None`: removed), in order: a
+    /// dropped group's keys are listed here, before the transaction (it
+    /// has no scans; this process holds the store's lock, so the keys
+    /// cannot change in between).
+    fn member_changes(&self, writes: &[MemberWrite]) -> Result<Vec<KeyChange>, StoreError> {
+        let mut out = Vec::with_capacity(writes.len());
+        for w in writes {
+            match w {
+                MemberWrite::DropGroup(g) => {
+                    for kv in self.members.scan_prefix(member_prefix(g)) {
+                        out.push((kv.map_err(|e| self.err(e))?.0.to_vec(), None));
+                    }
+                }
+                MemberWrite::Put(g, m) => {
+                    let (at, id) = m.key();
+                    out.push((member_key(g, at, id), Some(to_json(m))));
+                }
+                MemberWrite::Delete(g, at, id) => out.push((member_key(g, *at, id), None)),
+            }
+        }
+        Ok(out)
+    }
+
     /// Records the journal the cursors belong to. With `closed`, the
     /// journal changed: in one transaction the old journal's cursors and
     /// pipeline state are forgotten (they mean nothing in another journal)
@@ -499,33 +550,45 @@ impl Store {
             }
             forget.push("state".into());
         }
+        // The endpoint groups go with the state they belong to.
+        let mut members: Vec<sled::IVec> = Vec::new();
+        if closed.is_some() {
+            for kv in &self.members {
+                members.push(kv.map_err(|e| self.err(e))?.0);
+            }
+        }
         let closed = closed.unwrap_or_default();
         let delta = StatsDelta {
             opened: 0,
             forgotten: 0,
             resolved: closed.iter().map(|i| i.verdict(settings)).collect(),
         };
-        let result: Result<(), TransactionError<()>> = (&self.incidents, &self.open, &self.meta)
-            .transaction(|(inc, open, meta)| {
-                for i in closed {
-                    inc.insert(i.id.as_bytes(), to_json(i))?;
-                    open.remove(i.id.as_bytes())?;
-                }
-                for k in &forget {
-                    meta.remove(k)?;
-                }
-                if !delta.is_empty() {
-                    let mut stats: Stats = meta
-                        .get("stats")?
-                        .and_then(|v| serde_json::from_slice(&v).ok())
-                        .unwrap_or_default();
-                    stats.add(&delta);
-                    meta.insert("stats", to_json(&stats))?;
-                }
-                meta.insert("source", source.as_bytes())?;
-                meta.insert("origin", to_json(&origin))?;
-                Ok::<(), ConflictableTransactionError<()>>(())
-            });
+        let result: Result<(), TransactionError<()>> =
+            (&self.incidents, &self.open, &self.members, &self.meta).transaction(
+                |(inc, open, members_t, meta)| {
+                    for i in closed {
+                        inc.insert(i.id.as_bytes(), to_json(i))?;
+                        open.remove(i.id.as_bytes())?;
+                    }
+                    for k in &members {
+                        members_t.remove(k)?;
+                    }
+                    for k in &forget {
+                        meta.remove(k)?;
+                    }
+                    if !delta.is_empty() {
+                        let mut stats: Stats = meta
+                            .get("stats")?
+                            .and_then(|v| serde_json::from_slice(&v).ok())
+                            .unwrap_or_default();
+                        stats.add(&delta);
+                        meta.insert("stats", to_json(&stats))?;
+                    }
+                    meta.insert("source", source.as_bytes())?;
+                    meta.insert("origin", to_json(&origin))?;
+                    Ok::<(), ConflictableTransactionError<()>>(())
+                },
+            );
         self.finish_txn(result)?;
         self.flush()
     }

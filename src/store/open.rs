@@ -147,6 +147,7 @@ impl Store {
             by_time: tree("by_time")?,
             open: tree("open")?,
             hosts: tree("hosts")?,
+            members: tree("members")?,
             meta: tree("meta")?,
             outbox: tree("outbox")?,
             deliveries: tree("deliveries")?,

@@ -1228,6 +1228,77 @@ fn the_forty_host_collector_of_the_issue() {
     );
 }
 
+/// Issue 27: an endpoint group's members are kept one record each in the
+/// store (not inside the state written at every commit). The forty-host
+/// collector followed by a service stopped with half the outage's hosts
+/// read (their incidents resolved by then: members of the group only) and
+/// started again for the rest, then killed (SIGKILL) and started once more:
+/// the incidents `scan` gives, one record a member.
+#[test]
+fn an_outage_followed_across_restarts_is_the_one_scan_sees() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (src, dir) = (tmp.path().join("src"), tmp.path().join("remote"));
+    for d in [&src, &dir] {
+        std::fs::create_dir(d).unwrap();
+    }
+    forty_hosts(&src, kubelet_sentinel::now() - 2 * 3600 * SECOND);
+    let mut files: Vec<_> = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    files.sort();
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        "[fleet]\nsilent_incidents = true\n",
+    );
+    svc.start();
+    let copy_in = |names: &[std::ffi::OsString]| {
+        for n in names {
+            std::fs::copy(src.join(n), dir.join(n)).unwrap();
+        }
+        scan_json(&[dir.to_str().unwrap()])["summary"]["kubelet_lines"]
+            .as_u64()
+            .unwrap()
+    };
+    // remote-10.1.0.N: the outage's hosts, in name order; half of them.
+    let lines = copy_in(&files[..15]);
+    wait_for(
+        Duration::from_secs(30),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines),
+        "half the outage read",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+    let lines = copy_in(&files[15..]);
+    svc.start();
+    wait_for(
+        Duration::from_secs(30),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines),
+        "the rest read",
+    );
+    assert_eq!(svc.signal("KILL"), None);
+    svc.start();
+    svc.settled();
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    check_forty(&svc.incidents());
+    let store = kubelet_sentinel::Store::open(&svc.dir.path().join("store")).unwrap();
+    let loaded = store.load().unwrap();
+    // The lone node is a group of its own (another endpoint and cause).
+    let mut groups: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for (g, _) in &loaded.members {
+        *groups.entry(g.as_str()).or_default() += 1;
+    }
+    assert_eq!(
+        groups,
+        [
+            ("10.0.0.1:6443 api-unreachable", 30),
+            ("10.0.0.2:6443 auth", 1)
+        ]
+        .into(),
+        "one record a member"
+    );
+}
+
 /// Writes issue 19's collector of 40 hosts into `dir`, from `t0` on.
 fn forty_hosts(dir: &Path, t0: Micros) {
     let end = t0 + 30 * 60 * SECOND;

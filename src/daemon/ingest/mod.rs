@@ -555,6 +555,7 @@ impl Ingest {
             state: Some(state),
             incidents,
             origins: self.pipeline.tracker_mut().take_dirty_origins(),
+            members: self.pipeline.tracker_mut().take_member_writes(),
             alerts: std::mem::take(&mut self.pending.alerts),
             stats: std::mem::take(&mut self.pending.stats),
             forget,

@@ -7,6 +7,7 @@ use crate::context::ContextKind;
 use crate::model::{Entry, EntryFilter};
 use crate::pipeline::{Pipeline, PipelineState};
 use crate::signals::Cause;
+use crate::tracker::{Member, MemberWrite};
 
 const T0: Micros = 1_796_205_600_000_000; // 2026-12-02T10:00:00Z
 
@@ -197,6 +198,8 @@ fn run(entries: &[Entry], batches: &[usize]) -> Vec<Incident> {
     let mut p = Pipeline::new(filter.clone(), settings);
     let mut d = Vec::new();
     let mut cuts = batches.iter().copied().peekable();
+    let mut stored: std::collections::BTreeMap<(String, i64, String), Member> =
+        std::collections::BTreeMap::new();
     for (n, e) in entries.iter().enumerate() {
         p.push(e.clone(), &mut d);
         // A commit and a restart: the state and the per-host records
@@ -218,7 +221,25 @@ fn run(entries: &[Entry], batches: &[usize]) -> Vec<Incident> {
                     )
                 })
                 .collect();
+            // The member records, as the store holds them by now.
+            for w in p.tracker_mut().take_member_writes() {
+                match w {
+                    MemberWrite::DropGroup(g) => stored.retain(|(sg, ..), _| *sg != g),
+                    MemberWrite::Put(g, m) => {
+                        let (at, id) = m.key();
+                        stored.insert((g, at, id.to_string()), m);
+                    }
+                    MemberWrite::Delete(g, at, id) => {
+                        stored.remove(&(g, at, id));
+                    }
+                }
+            }
+            let members = stored
+                .iter()
+                .map(|((g, ..), m)| (g.clone(), m.clone()))
+                .collect();
             state.tracker.restore(open, origins);
+            state.tracker.restore_members(members);
             let mut q = Pipeline::from_state(filter.clone(), state);
             q.tracker_mut().resolved = resolved;
             p = q;

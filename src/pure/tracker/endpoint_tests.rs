@@ -571,3 +571,158 @@ fn a_host_whose_clock_is_wrong_neither_makes_nor_swells_an_outage() {
         "{all:#?}"
     );
 }
+
+/// The member records as a store holds them after `writes`.
+type Stored = BTreeMap<(String, Micros, String), Member>;
+
+fn apply(stored: &mut Stored, writes: Vec<MemberWrite>) {
+    for w in writes {
+        match w {
+            MemberWrite::DropGroup(g) => stored.retain(|(sg, ..), _| *sg != g),
+            MemberWrite::Put(g, m) => {
+                let (at, id) = m.key();
+                stored.insert((g, at, id.to_string()), m);
+            }
+            MemberWrite::Delete(g, at, id) => {
+                stored.remove(&(g, at, id));
+            }
+        }
+    }
+}
+
+/// A commit and a restart, as the service makes them: the state, the open
+/// incidents, the per-host and per-member records written and read back.
+/// `old`: the state as a store from before the members were kept apart
+/// holds it (each group's members inside it, no member records).
+fn restarted(p: &mut Pipeline, stored: &mut Stored, old: bool) -> Pipeline {
+    apply(stored, p.tracker_mut().take_member_writes());
+    let mut state: serde_json::Value = serde_json::to_value(p.state()).unwrap();
+    assert!(
+        !state.to_string().contains("\"members\""),
+        "members are not in the state"
+    );
+    let mut members: Vec<(String, Member)> = stored
+        .iter()
+        .map(|((g, ..), m)| (g.clone(), m.clone()))
+        .collect();
+    if old {
+        for (g, v) in state["tracker"]["fleet_groups"]
+            .as_object_mut()
+            .unwrap()
+            .iter_mut()
+        {
+            let of: Vec<serde_json::Value> = members
+                .iter()
+                .filter(|(mg, _)| mg == g)
+                .map(|(_, m)| serde_json::to_value(m).unwrap())
+                .collect();
+            v["members"] = serde_json::Value::Array(of);
+        }
+        members.clear();
+        stored.clear();
+    }
+    let mut state: crate::pipeline::PipelineState = serde_json::from_value(state).unwrap();
+    let open: Vec<Incident> = p.tracker().open_incidents().cloned().collect();
+    let origins: Vec<(String, Origin)> = p
+        .tracker()
+        .origins
+        .iter()
+        .map(|(h, o)| (h.clone(), o.clone()))
+        .collect();
+    state.tracker.restore(open, origins);
+    state.tracker.restore_members(members);
+    let mut q = Pipeline::from_state(EntryFilter::default(), state);
+    q.tracker_mut().resolved = p.tracker_mut().take_resolved();
+    q
+}
+
+/// Issue 27: the endpoint groups are persisted one record a member, as
+/// members change (a line of one member writes that member's record, not
+/// the group), outside the state written at every commit; a restart in
+/// the middle of an outage, from those records or from a state of before
+/// (members inside it), goes on exactly as the service that never stopped.
+#[test]
+fn the_members_are_written_one_record_each_as_they_change() {
+    let hosts: Vec<String> = (0..300).map(|n| format!("node-{n:03}")).collect();
+    let refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    // Half the nodes stop retrying before the restart (nothing after it
+    // brings them back to their group); the others go on past the page.
+    let mut lines = outage(&refs[..150], "10.0.0.1:6443", 10, 8);
+    lines.extend(outage(&refs[150..], "10.0.0.1:6443", 10, 6));
+    lines.sort_by_key(|l| l.0);
+    let feed = |p: &mut Pipeline, from: usize, to: usize, d: &mut Vec<Decision>| {
+        for (ms, host, text) in &lines[from..to] {
+            p.push(
+                Entry {
+                    at: Some(T0 + ms * MS),
+                    host: Some(host.as_str().into()),
+                    unit: Some("kubelet.service".into()),
+                    identifier: Some("kubelet".into()),
+                    message: text.as_bytes().to_vec(),
+                    ..Entry::default()
+                },
+                d,
+            );
+        }
+    };
+    let end = |mut p: Pipeline, mut d: Vec<Decision>| {
+        p.flush(&mut d);
+        p.advance(T0 + 3_600_000 * MS, &mut d);
+        let mut v = p.tracker_mut().take_resolved();
+        v.extend(p.tracker().open_incidents().cloned());
+        v.sort_by(|a, b| (a.opened_at, &a.id).cmp(&(b.opened_at, &b.id)));
+        let alerts: Vec<(String, AlertKind, Micros)> = d
+            .into_iter()
+            .filter_map(|d| match d {
+                Decision::QueueAlert { id, kind, at, .. } => Some((id, kind, at)),
+                _ => None,
+            })
+            .collect();
+        (v, alerts)
+    };
+    // After the outage paged (the first node over the threshold at 50 s).
+    let half = lines.partition_point(|l| l.0 < 62_000);
+    let mut whole = Pipeline::new(EntryFilter::default(), Settings::default());
+    let mut d = Vec::new();
+    feed(&mut whole, 0, half, &mut d);
+    let mut stored = Stored::new();
+    apply(&mut stored, whole.tracker_mut().take_member_writes());
+    assert_eq!(stored.len(), 300, "one record a member");
+    // One more retry of one member: its record alone.
+    feed(&mut whole, half, half + 1, &mut d);
+    let writes = whole.tracker_mut().take_member_writes();
+    assert!(writes.len() <= 1, "{writes:?}");
+    apply(&mut stored, writes);
+    let mut before = Vec::new();
+    for old in [false, true] {
+        let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+        let mut pd = Vec::new();
+        feed(&mut p, 0, half + 1, &mut pd);
+        let mut s = Stored::new();
+        let mut q = restarted(&mut p, &mut s, old);
+        if old {
+            // Read from the state, written apart at the next commit.
+            apply(&mut s, q.tracker_mut().take_member_writes());
+            assert_eq!(s.len(), 300);
+        }
+        let mut qd = Vec::new();
+        feed(&mut q, half + 1, lines.len(), &mut qd);
+        let mut all = pd;
+        all.extend(qd);
+        before.push(end(q, all));
+    }
+    let mut wd = d;
+    feed(&mut whole, half + 1, lines.len(), &mut wd);
+    let never_stopped = end(whole, wd);
+    assert_eq!(of_one(&never_stopped.0).len(), 1);
+    for (n, b) in before.iter().enumerate() {
+        assert_eq!(b.0, never_stopped.0, "restart {n}: incidents");
+        assert_eq!(b.1, never_stopped.1, "restart {n}: alerts");
+    }
+}
+
+fn of_one(v: &[Incident]) -> Vec<&Incident> {
+    v.iter()
+        .filter(|i| i.kind() == IncidentKind::Endpoint)
+        .collect()
+}

@@ -27,6 +27,7 @@ mod context;
 mod detail;
 mod down;
 mod endpoint;
+pub use endpoint::{Member, MemberWrite};
 mod incident;
 mod not_ready;
 mod open;
@@ -247,6 +248,10 @@ pub struct Tracker {
     /// by endpoint and cause (see `endpoint.rs`; bounded there).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     fleet_groups: BTreeMap<String, endpoint::Group>,
+    /// The groups whose members the store holds records of, as of the last
+    /// [`Tracker::take_member_writes`].
+    #[serde(skip)]
+    stored_groups: BTreeSet<String>,
     /// Endpoint groups derived again at every change, never by the
     /// shortcuts (tests hold the shortcuts to the same answer).
     #[serde(skip)]

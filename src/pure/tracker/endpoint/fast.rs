@@ -105,6 +105,7 @@ fn again(g: &mut Group, k: usize, m: Member) -> Option<Moved> {
     let changed = before != (o.last_signal_at, o.last_alert_at);
     let mut m = m;
     m.cover = Some(cover.clone());
+    g.dirty.insert((m.opened_at, m.id.clone()));
     g.members[k] = m;
     Some(Moved {
         changed,
@@ -157,6 +158,7 @@ fn join(g: &mut Group, m: Member) -> Option<Moved> {
     let covered = Some((m.node.clone(), m.id.clone()));
     let mut m = m;
     m.cover = Some(cover.clone());
+    g.dirty.insert((m.opened_at, m.id.clone()));
     g.members.push(m);
     Some(Moved {
         changed: true,

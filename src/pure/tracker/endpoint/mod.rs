@@ -80,8 +80,10 @@ fn group_of(i: &Incident) -> Option<(String, Cause)> {
 
 /// A node incident as the correlator weighs it: only what the rules read,
 /// so a line that changes none of it (a supporting one) costs a comparison.
+/// Persisted one record a member (see [`MemberWrite`]), written when it
+/// changes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Member {
+pub struct Member {
     id: String,
     node: String,
     host: String,
@@ -105,7 +107,24 @@ pub(crate) struct Member {
     cover: Option<String>,
 }
 
+/// A change to the stored member records ([`Tracker::take_member_writes`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemberWrite {
+    /// Every record of this group goes (the group is gone, or made anew).
+    DropGroup(String),
+    /// This member of this group, written (over what was there).
+    Put(String, Member),
+    /// The member of this group opened at this time with this id goes.
+    Delete(String, Micros, String),
+}
+
 impl Member {
+    /// Its opening and incident id: its place in its group.
+    #[must_use]
+    pub fn key(&self) -> (Micros, &str) {
+        (self.opened_at, &self.id)
+    }
+
     fn of(i: &Incident, resolve_after: Micros) -> Self {
         let due = (i.last_trouble_at + resolve_after).max(i.last_signal_at);
         Self {
@@ -143,8 +162,17 @@ impl Member {
 pub(crate) struct Group {
     endpoint: String,
     cause: Option<Cause>,
-    /// By (opening, id).
+    /// By (opening, id). Not in the serialized tracker: the store keeps
+    /// one record a member (read from the state of stores from before).
+    #[serde(default, skip_serializing)]
     members: Vec<Member>,
+    /// Members added, changed or taken out since the last
+    /// [`Tracker::take_member_writes`], by (opening, id).
+    #[serde(skip)]
+    dirty: BTreeSet<(Micros, String)>,
+    /// Made (again) since then: every record of its name is written anew.
+    #[serde(skip)]
+    fresh: bool,
     outages: Vec<Incident>,
     /// The endpoint incidents paged (their alert raised), and when last:
     /// kept apart from the incidents, whose `last_alert_at` is their
@@ -370,11 +398,13 @@ fn upsert_member(
     let g = groups.entry(key.clone()).or_insert_with(|| Group {
         endpoint: ep,
         cause: Some(cause),
+        fresh: true,
         ..Group::default()
     });
     let at = g
         .members
         .partition_point(|x| (x.opened_at, &x.id) < (m.opened_at, &m.id));
+    g.dirty.insert((m.opened_at, m.id.clone()));
     g.members.insert(at, m);
     touched.insert(key);
 }
@@ -393,7 +423,9 @@ fn remove_member(
         };
         if let Some(p) = at {
             touched.insert(k.clone());
-            return Some(g.members.remove(p));
+            let m = g.members.remove(p);
+            g.dirty.insert((m.opened_at, m.id.clone()));
+            return Some(m);
         }
     }
     None
@@ -554,7 +586,9 @@ impl Tracker {
         }
         if let Some(g) = self.fleet_groups.get_mut(key) {
             for (k, by) in changed {
-                g.members[k].cover = by;
+                let m = &mut g.members[k];
+                m.cover = by;
+                g.dirty.insert((m.opened_at, m.id.clone()));
             }
             g.outages = now;
             g.paged = paged;
@@ -656,6 +690,8 @@ impl Tracker {
         }
         if drop_to > 0 {
             let cut: Vec<Member> = g.members.drain(..drop_to).collect();
+            g.dirty
+                .extend(cut.iter().map(|m| (m.opened_at, m.id.clone())));
             g.outages.retain(|o| {
                 !cut.iter()
                     .any(|m| m.cover.as_deref() == Some(o.id.as_str()))
@@ -666,9 +702,11 @@ impl Tracker {
             // members go (the outage keeps its opening and the others).
             let n = excess.min(g.members.len() - 1);
             let mut k = 0;
+            let dirty = &mut g.dirty;
             g.members.retain(|m| {
                 if k < n && !m.open && m.cover.is_none() {
                     k += 1;
+                    dirty.insert((m.opened_at, m.id.clone()));
                     false
                 } else {
                     true
@@ -732,6 +770,62 @@ impl Tracker {
                 out.push(o.raise(kind, at));
             }
         }
+    }
+
+    /// The member records changed since the last call, to persist: every
+    /// group made again or gone is dropped whole first.
+    pub fn take_member_writes(&mut self) -> Vec<MemberWrite> {
+        let mut w: Vec<MemberWrite> = self
+            .stored_groups
+            .iter()
+            .filter(|k| self.fleet_groups.get(*k).is_none_or(|g| g.fresh))
+            .map(|k| MemberWrite::DropGroup(k.clone()))
+            .collect();
+        for (key, g) in &mut self.fleet_groups {
+            let dirty = std::mem::take(&mut g.dirty);
+            if std::mem::take(&mut g.fresh) {
+                w.extend(
+                    g.members
+                        .iter()
+                        .map(|m| MemberWrite::Put(key.clone(), m.clone())),
+                );
+                continue;
+            }
+            for (at, id) in dirty {
+                w.push(match g.find(at, &id) {
+                    Some(p) => MemberWrite::Put(key.clone(), g.members[p].clone()),
+                    None => MemberWrite::Delete(key.clone(), at, id),
+                });
+            }
+        }
+        self.stored_groups = self.fleet_groups.keys().cloned().collect();
+        w
+    }
+
+    /// Puts the stored member records (in key order: by group, then
+    /// opening and id) back into their groups. A state from before they
+    /// were kept apart holds its members itself: they are written apart at
+    /// the next commit.
+    pub fn restore_members(&mut self, members: Vec<(String, Member)>) {
+        let apart = !members.is_empty();
+        for g in self.fleet_groups.values_mut() {
+            if apart {
+                g.members.clear();
+            } else if !g.members.is_empty() {
+                g.fresh = true;
+            }
+        }
+        for (key, m) in members {
+            self.stored_groups.insert(key.clone());
+            if let Some(g) = self.fleet_groups.get_mut(&key) {
+                let at = g
+                    .members
+                    .partition_point(|x| (x.opened_at, &x.id) < (m.opened_at, &m.id));
+                g.members.insert(at, m);
+            }
+        }
+        // A group with no member left is none.
+        self.fleet_groups.retain(|_, g| !g.members.is_empty());
     }
 
     /// The endpoint incidents kept (open ones and those resolved lately).
