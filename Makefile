@@ -118,7 +118,8 @@ bench: bench-deps
 
 # A collector of 1 000 and 10 000 hosts, a journal file each (HOSTS,
 # PER_HOST, WORK; see benches/hosts.sh): catch-up against journalctl, and
-# memory and open files while following. Writes its section of BENCHMARKS.md.
+# memory and open files while following; then benches/scale.sh's growth
+# rows (20 000 hosts, a 5 000-node outage). Writes its section of BENCHMARKS.md.
 bench-hosts: bench-deps
 	cargo build --release --locked --bin kubelet-sentinel --example gen_journal
 	bash benches/hosts.sh

@@ -9,6 +9,8 @@
 # journal files) and journal files still mapped. One run each (the 10 000-host
 # directory takes minutes to write): the figures are noisy.
 # Prints the section and writes it into $OUT (replacing an older one).
+# Then the growth rows of benches/scale.sh (20 000 hosts, a 5 000-node
+# outage, each against the size five times smaller; SCALE=0 skips them).
 # Environment: HOSTS ("1000 10000"), PER_HOST (100), JOURNALCTL_TIMEOUT (600),
 # WORK (target/bench-hosts: the journals, removed at the end unless KEEP=1),
 # OUT (BENCHMARKS.md; empty = only print).
@@ -181,6 +183,13 @@ for hosts in $HOSTS; do
   rm -rf "$d" "$s"
 done
 
+# Kubernetes' own scale (issue 27): 20 000 hosts and a 5 000-node outage,
+# each against the row five times smaller (benches/scale.sh; SCALE=0 skips).
+scale=""
+if [ "${SCALE:-1}" != 0 ]; then
+  scale=$(BIN="$bin" bash benches/scale.sh)
+fi
+
 {
   echo "$SECTION"
   echo
@@ -190,6 +199,12 @@ done
   echo "| collector | what | wall | RSS | notes |"
   echo "|---|---|---|---|---|"
   printf '%s\n' "${rows[@]}"
+  if [ -n "$scale" ]; then
+    echo
+    echo "Growth with the work (\`benches/scale.sh\`, also \`make bench-scale\`): \`scan -o json\` of one journal file; \"hosts N\": N hosts, one lister-miss line each; \"outage N\": one endpoint lost by N nodes, each its own host, 6 retries 1 s apart. Median of 3 runs; the ratio is to the row five times smaller (5x is linear, the bound is 7x)."
+    echo
+    echo "$scale"
+  fi
 } > "$WORK/section.md"
 cat "$WORK/section.md"
 mkdir -p target/bench && cp "$WORK/section.md" target/bench/hosts.md
