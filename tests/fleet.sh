@@ -83,6 +83,8 @@ mkdir -p "$work/am"   # not $work/mail: aiosmtpd makes the Maildir
 serve_on 127.0.0.1 smtp /usr/bin/python3 "$servers/aiosmtpd-on-stdin.py" "$work/mail"
 smtp_pid=$!
 smtp_port=$(port_of smtp) || fail "aiosmtpd did not start"
+wait_until 20 /usr/bin/python3 -c "import smtplib; smtplib.SMTP('127.0.0.1', $smtp_port, timeout=2).quit()" \
+  || fail "aiosmtpd does not answer on :$smtp_port"
 cat > "$work/am/alertmanager.yml" <<YML
 global:
   smtp_smarthost: '127.0.0.1:$smtp_port'

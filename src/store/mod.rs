@@ -821,3 +821,76 @@ fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
     // non-string keys, no custom serializers that error).
     serde_json::to_vec(v).expect("records serialize")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(id: &str, at: Micros) -> Member {
+        serde_json::from_value(serde_json::json!({
+            "id": id, "node": format!("node-{id}"), "host": "h", "opened_at": at,
+            "end": at + 60, "open": true, "last": at, "over": null, "ready": false,
+            "first": null,
+        }))
+        .unwrap()
+    }
+
+    fn commit(s: &Store, members: Vec<MemberWrite>) {
+        s.commit(&Batch {
+            members,
+            ..Batch::default()
+        })
+        .unwrap();
+    }
+
+    fn held(s: &Store) -> Vec<(String, String)> {
+        let l = s.load().unwrap();
+        l.members
+            .into_iter()
+            .map(|(g, m)| (g, m.key().1.to_string()))
+            .collect()
+    }
+
+    /// A dropped group's records go, and only its own (not those of a
+    /// group whose name it begins), before the writes after it in the same
+    /// commit; a change of journal takes every record with the state.
+    #[test]
+    fn member_records_are_dropped_by_group_and_with_the_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("store")).unwrap();
+        let (a, b) = ("10.0.0.1:6443 refused", "10.0.0.1:6443 refused x");
+        commit(
+            &s,
+            vec![
+                MemberWrite::Put(a.into(), member("m1", 10)),
+                MemberWrite::Put(a.into(), member("m2", 20)),
+                MemberWrite::Put(b.into(), member("m3", 5)),
+            ],
+        );
+        let all = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+            v.iter()
+                .map(|(g, m)| (g.to_string(), m.to_string()))
+                .collect()
+        };
+        assert_eq!(held(&s), all(&[(a, "m1"), (a, "m2"), (b, "m3")]));
+        commit(&s, vec![MemberWrite::Delete(a.into(), 10, "m1".into())]);
+        assert_eq!(held(&s), all(&[(a, "m2"), (b, "m3")]));
+        commit(
+            &s,
+            vec![
+                MemberWrite::DropGroup(a.into()),
+                MemberWrite::Put(a.into(), member("m2", 30)),
+            ],
+        );
+        assert_eq!(held(&s), all(&[(a, "m2"), (b, "m3")]));
+        let l = s.load().unwrap();
+        assert_eq!(l.members[0].1.key(), (30, "m2"), "the new record");
+        // The same journal again: the records stay.
+        s.switch_source("j", ReadFrom::Head, None, &Settings::default())
+            .unwrap();
+        assert_eq!(held(&s).len(), 2);
+        s.switch_source("k", ReadFrom::Head, Some(&[]), &Settings::default())
+            .unwrap();
+        assert_eq!(held(&s), all(&[]));
+    }
+}

@@ -636,88 +636,163 @@ fn restarted(p: &mut Pipeline, stored: &mut Stored, old: bool) -> Pipeline {
     q
 }
 
+/// What one run of [`members_run`] ended with: incidents, alerts (id,
+/// kind, time), and how many member deletes and group drops its commits
+/// wrote.
+type MembersOutcome = (
+    Vec<Incident>,
+    Vec<(String, AlertKind, Micros)>,
+    usize,
+    usize,
+);
+
+/// `lines` through a pipeline that commits (takes its member writes into
+/// a stored set) after every line and, with `restart`, is restarted from
+/// what it committed before line `cut` (`Some(true)`: from a state of
+/// before, its members inside it). `single`: a line at which exactly one
+/// member's record must be written.
+fn members_run(
+    lines: &[(i64, String, String)],
+    cut: usize,
+    restart: Option<bool>,
+    single: usize,
+) -> MembersOutcome {
+    let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+    let mut d = Vec::new();
+    let mut stored = Stored::new();
+    let (mut deletes, mut drops) = (0, 0);
+    let mut commit = |p: &mut Pipeline, stored: &mut Stored| {
+        let w = p.tracker_mut().take_member_writes();
+        deletes += w
+            .iter()
+            .filter(|w| matches!(w, MemberWrite::Delete(..)))
+            .count();
+        drops += w
+            .iter()
+            .filter(|w| matches!(w, MemberWrite::DropGroup(..)))
+            .count();
+        apply(stored, w);
+        // What the store holds is what the groups hold.
+        let held: Vec<(String, Member)> = stored
+            .iter()
+            .map(|((g, ..), m)| (g.clone(), m.clone()))
+            .collect();
+        assert!(
+            held == p.tracker().members_of(),
+            "the records differ from the groups"
+        );
+    };
+    for (n, (ms, host, text)) in lines.iter().enumerate() {
+        if n == cut {
+            commit(&mut p, &mut stored);
+            if let Some(old) = restart {
+                let before = p.tracker().members_of();
+                p = restarted(&mut p, &mut stored, old);
+                assert!(
+                    before == p.tracker().members_of(),
+                    "the groups read back differ"
+                );
+                if old {
+                    // Read from the state; written apart at the next commit.
+                    commit(&mut p, &mut stored);
+                }
+            }
+        }
+        if n == single {
+            p.flush(&mut d);
+            commit(&mut p, &mut stored);
+        }
+        p.push(
+            Entry {
+                at: Some(T0 + ms * MS),
+                host: Some(host.as_str().into()),
+                unit: Some("kubelet.service".into()),
+                identifier: Some("kubelet".into()),
+                message: text.as_bytes().to_vec(),
+                ..Entry::default()
+            },
+            &mut d,
+        );
+        if n == single {
+            p.flush(&mut d);
+            let w = p.tracker_mut().take_member_writes();
+            assert!(
+                matches!(&w[..], [MemberWrite::Put(_, m)] if m.key().1 == p.tracker().open.get(host).unwrap().id),
+                "one line of {host} writes its record alone: {w:?}"
+            );
+            apply(&mut stored, w);
+        }
+        // A commit after every line: a change not marked shows at once.
+        commit(&mut p, &mut stored);
+    }
+    p.flush(&mut d);
+    p.advance(T0 + 3_600_000 * MS, &mut d);
+    let mut v = p.tracker_mut().take_resolved();
+    v.extend(p.tracker().open_incidents().cloned());
+    v.sort_by(|a, b| (a.opened_at, &a.id).cmp(&(b.opened_at, &b.id)));
+    let alerts = d
+        .into_iter()
+        .filter_map(|d| match d {
+            Decision::QueueAlert { id, kind, at, .. } => Some((id, kind, at)),
+            _ => None,
+        })
+        .collect();
+    (v, alerts, deletes, drops)
+}
+
 /// Issue 27: the endpoint groups are persisted one record a member, as
 /// members change (a line of one member writes that member's record, not
-/// the group), outside the state written at every commit; a restart in
-/// the middle of an outage, from those records or from a state of before
-/// (members inside it), goes on exactly as the service that never stopped.
+/// the group), outside the state written at every commit. A commit after
+/// each line keeps a stored set as the store would, checked against the
+/// groups each time; a restart from it in
+/// the middle of an outage (from the records, or from a state of before
+/// with the members inside it) goes on exactly as the service that never
+/// stopped. The records went through deletes (a node whose cause moved to
+/// another group) and a group dropped (emptied when its one node's cause
+/// left every group) before the restart.
 #[test]
 fn the_members_are_written_one_record_each_as_they_change() {
+    let ep = "10.0.0.1:6443";
     let hosts: Vec<String> = (0..300).map(|n| format!("node-{n:03}")).collect();
     let refs: Vec<&str> = hosts.iter().map(String::as_str).collect();
     // Half the nodes stop retrying before the restart (nothing after it
-    // brings them back to their group); the others go on past the page.
-    let mut lines = outage(&refs[..150], "10.0.0.1:6443", 10, 8);
-    lines.extend(outage(&refs[150..], "10.0.0.1:6443", 10, 6));
-    lines.sort_by_key(|l| l.0);
-    let feed = |p: &mut Pipeline, from: usize, to: usize, d: &mut Vec<Decision>| {
-        for (ms, host, text) in &lines[from..to] {
-            p.push(
-                Entry {
-                    at: Some(T0 + ms * MS),
-                    host: Some(host.as_str().into()),
-                    unit: Some("kubelet.service".into()),
-                    identifier: Some("kubelet".into()),
-                    message: text.as_bytes().to_vec(),
-                    ..Entry::default()
-                },
-                d,
-            );
-        }
-    };
-    let end = |mut p: Pipeline, mut d: Vec<Decision>| {
-        p.flush(&mut d);
-        p.advance(T0 + 3_600_000 * MS, &mut d);
-        let mut v = p.tracker_mut().take_resolved();
-        v.extend(p.tracker().open_incidents().cloned());
-        v.sort_by(|a, b| (a.opened_at, &a.id).cmp(&(b.opened_at, &b.id)));
-        let alerts: Vec<(String, AlertKind, Micros)> = d
-            .into_iter()
-            .filter_map(|d| match d {
-                Decision::QueueAlert { id, kind, at, .. } => Some((id, kind, at)),
-                _ => None,
-            })
-            .collect();
-        (v, alerts)
-    };
-    // After the outage paged (the first node over the threshold at 50 s).
-    let half = lines.partition_point(|l| l.0 < 62_000);
-    let mut whole = Pipeline::new(EntryFilter::default(), Settings::default());
-    let mut d = Vec::new();
-    feed(&mut whole, 0, half, &mut d);
-    let mut stored = Stored::new();
-    apply(&mut stored, whole.tracker_mut().take_member_writes());
-    assert_eq!(stored.len(), 300, "one record a member");
-    // One more retry of one member: its record alone.
-    feed(&mut whole, half, half + 1, &mut d);
-    let writes = whole.tracker_mut().take_member_writes();
-    assert!(writes.len() <= 1, "{writes:?}");
-    apply(&mut stored, writes);
-    let mut before = Vec::new();
-    for old in [false, true] {
-        let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
-        let mut pd = Vec::new();
-        feed(&mut p, 0, half + 1, &mut pd);
-        let mut s = Stored::new();
-        let mut q = restarted(&mut p, &mut s, old);
-        if old {
-            // Read from the state, written apart at the next commit.
-            apply(&mut s, q.tracker_mut().take_member_writes());
-            assert_eq!(s.len(), 300);
-        }
-        let mut qd = Vec::new();
-        feed(&mut q, half + 1, lines.len(), &mut qd);
-        let mut all = pd;
-        all.extend(qd);
-        before.push(end(q, all));
+    // brings them back to their group); the others go on past it.
+    let mut lines = outage(&refs[..150], ep, 10, 12);
+    lines.extend(outage(&refs[150..], ep, 10, 6));
+    // One node refused, then Unauthorized (the auth group), then its Node
+    // deleted (no group: the auth group empties and goes).
+    let mover = "mover-1";
+    // (A cause is the incident's most frequent: the moves need the counts.)
+    for t in 0..16 {
+        let text = match t {
+            0..3 => refused(mover, ep),
+            3..7 => unauthorized(mover, ep),
+            _ => format!(
+                r#"E0715 16:24:50.000000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"{mover}\": nodes \"{mover}\" not found""#
+            ),
+        };
+        lines.push((5 + t * 5_000, mover.to_string(), text));
     }
-    let mut wd = d;
-    feed(&mut whole, half + 1, lines.len(), &mut wd);
-    let never_stopped = end(whole, wd);
-    assert_eq!(of_one(&never_stopped.0).len(), 1);
-    for (n, b) in before.iter().enumerate() {
-        assert_eq!(b.0, never_stopped.0, "restart {n}: incidents");
-        assert_eq!(b.1, never_stopped.1, "restart {n}: alerts");
+    lines.sort_by_key(|l| l.0);
+    // After the page (the first node over the threshold at 50 s) and the
+    // mover's last move; one line of node-000 at 75 s alone.
+    let cut = lines.partition_point(|l| l.0 < 95_000);
+    let single = lines
+        .iter()
+        .position(|l| l.0 >= 75_000 && l.1 == "node-000")
+        .unwrap();
+    let never = members_run(&lines, cut, None, single);
+    assert_eq!(of_one(&never.0).len(), 1, "{:#?}", of_one(&never.0));
+    assert!(
+        never.2 > 0 && never.3 > 0,
+        "deletes {} drops {}",
+        never.2,
+        never.3
+    );
+    for old in [false, true] {
+        let (incidents, alerts, ..) = members_run(&lines, cut, Some(old), single);
+        assert_eq!(incidents, never.0, "restarted (old state {old}): incidents");
+        assert_eq!(alerts, never.1, "restarted (old state {old}): alerts");
     }
 }
 
@@ -725,4 +800,64 @@ fn of_one(v: &[Incident]) -> Vec<&Incident> {
     v.iter()
         .filter(|i| i.kind() == IncidentKind::Endpoint)
         .collect()
+}
+
+/// A group emptied and made again between two commits (its one node's
+/// cause left it, another node's came to it) is written anew: its old
+/// records go, or the store would give the old node back at a restart.
+#[test]
+fn a_group_made_again_between_commits_drops_its_old_records() {
+    let ep = "10.0.0.1:6443";
+    let not_found = |n: &str| {
+        format!(
+            r#"E0715 16:24:50.000000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"{n}\": nodes \"{n}\" not found""#
+        )
+    };
+    let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+    let mut d = Vec::new();
+    let mut stored = Stored::new();
+    let mut at = 0;
+    let mut push = |p: &mut Pipeline, host: &str, text: String, d: &mut Vec<Decision>| {
+        at += 1_000;
+        p.push(
+            Entry {
+                at: Some(T0 + at * MS),
+                host: Some(host.into()),
+                unit: Some("kubelet.service".into()),
+                identifier: Some("kubelet".into()),
+                message: text.into_bytes(),
+                ..Entry::default()
+            },
+            d,
+        );
+    };
+    for _ in 0..2 {
+        push(&mut p, "node-a", unauthorized("node-a", ep), &mut d);
+    }
+    apply(&mut stored, p.tracker_mut().take_member_writes());
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    let group = stored.keys().next().unwrap().0.clone();
+    // Between two commits: node-a's cause moves out of every group (its
+    // group empties and goes), then node-b makes the same group again.
+    for _ in 0..4 {
+        push(&mut p, "node-a", not_found("node-a"), &mut d);
+    }
+    for _ in 0..2 {
+        push(&mut p, "node-b", unauthorized("node-b", ep), &mut d);
+    }
+    let held: Vec<_> = p.tracker().members_of();
+    assert!(
+        held.len() == 1
+            && held[0].0 == group
+            && held[0].1.key().1 == p.tracker().open.get("node-b").unwrap().id,
+        "{held:?}"
+    );
+    let w = p.tracker_mut().take_member_writes();
+    assert!(w.contains(&MemberWrite::DropGroup(group.clone())), "{w:?}");
+    apply(&mut stored, w);
+    let records: Vec<(String, Member)> = stored
+        .iter()
+        .map(|((g, ..), m)| (g.clone(), m.clone()))
+        .collect();
+    assert_eq!(records, held);
 }

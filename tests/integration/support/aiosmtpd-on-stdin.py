@@ -10,7 +10,7 @@ aiosmtpd-on-stdin.py [-s SIZE] [--tlscert C --tlskey K] [--smtpscert C --smtpske
 -s is the size limit; --tlscert/--tlskey offer STARTTLS and require it, as
 the command line does; --smtpscert/--smtpskey are implicit TLS; --auth
 requires AUTH (login "alerts", password "s3cret"; the command line has no
-such option).
+such option); --ready FILE is made once it serves.
 """
 import argparse, asyncio, functools, socket, ssl
 from aiosmtpd.handlers import Mailbox
@@ -20,6 +20,7 @@ p.add_argument("-s", type=int, default=33554432)
 for o in ("tlscert", "tlskey", "smtpscert", "smtpskey"):
     p.add_argument("--" + o)
 p.add_argument("--auth", action="store_true")
+p.add_argument("--ready", help="a file made once it serves")
 p.add_argument("maildir")
 a = p.parse_args()
 def context(cert, key):
@@ -42,6 +43,8 @@ async def main():
     sock = socket.socket(fileno=0)
     server = await asyncio.get_running_loop().create_server(
         factory, sock=sock, ssl=context(a.smtpscert, a.smtpskey))
+    if a.ready:
+        open(a.ready, "w").close()
     async with server:
         await server.serve_forever()
 asyncio.run(main())

@@ -68,10 +68,7 @@ impl Alertmanager {
     /// Starts it (again): it keeps no alerts across a restart.
     pub(crate) fn restart(&mut self) {
         self.stop();
-        if let Some((stop, refuser)) = self.down.take() {
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            refuser.join().unwrap();
-        }
+        self.end_refuser();
         let log = std::fs::File::create(self.dir.join("alertmanager.log")).unwrap();
         // The listener, given as standard input, becomes fd 3 as
         // LISTEN_FDS says, in a process whose pid LISTEN_PID names.
@@ -118,11 +115,9 @@ impl Alertmanager {
     /// Stops it; until [`Alertmanager::restart`], connections to its port
     /// are accepted and closed at once.
     pub(crate) fn stop(&mut self) {
-        let Some(mut c) = self.child.take() else {
+        if !self.kill() {
             return;
-        };
-        let _ = c.kill();
-        let _ = c.wait();
+        }
         let listener = self.held.listener();
         listener.set_nonblocking(true).unwrap();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -181,8 +176,29 @@ impl Alertmanager {
     }
 }
 
+impl Alertmanager {
+    /// Ends the process, if one runs.
+    fn kill(&mut self) -> bool {
+        let Some(mut c) = self.child.take() else {
+            return false;
+        };
+        let _ = c.kill();
+        let _ = c.wait();
+        true
+    }
+
+    /// Ends the thread that closes connections while it is stopped.
+    fn end_refuser(&mut self) {
+        if let Some((stop, refuser)) = self.down.take() {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            refuser.join().unwrap();
+        }
+    }
+}
+
 impl Drop for Alertmanager {
     fn drop(&mut self) {
-        self.stop();
+        self.kill();
+        self.end_refuser();
     }
 }

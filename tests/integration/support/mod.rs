@@ -104,10 +104,16 @@ pub(crate) struct Port {
 impl Port {
     /// Bound, refusing connections.
     pub(crate) fn closed() -> Self {
-        use rustix::net::{AddressFamily, SocketType, ipproto};
-        let socket =
-            rustix::net::socket(AddressFamily::INET, SocketType::STREAM, Some(ipproto::TCP))
-                .expect("a TCP socket");
+        use rustix::net::{AddressFamily, SocketFlags, SocketType, ipproto};
+        // Close-on-exec: the tests are threads of one process, and another
+        // test's child must not hold this port open.
+        let socket = rustix::net::socket_with(
+            AddressFamily::INET,
+            SocketType::STREAM,
+            SocketFlags::CLOEXEC,
+            Some(ipproto::TCP),
+        )
+        .expect("a TCP socket");
         let any = std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, 0);
         rustix::net::bind(&socket, &any).expect("bind 127.0.0.1:0");
         let port = match rustix::net::getsockname(&socket) {

@@ -11,6 +11,8 @@ pub(crate) struct Service {
     child: Option<std::process::Child>,
     /// `RUST_LOG` for the next start (the service's default: `info`).
     pub log_filter: Option<&'static str>,
+    /// Where the latest start's lines begin in the log.
+    log_from: usize,
 }
 
 impl Service {
@@ -27,6 +29,7 @@ impl Service {
             dir,
             child: None,
             log_filter: None,
+            log_from: 0,
         }
     }
 
@@ -45,6 +48,7 @@ impl Service {
             .append(true)
             .open(self.dir.path().join("service.log"))
             .unwrap();
+        self.log_from = log.metadata().map_or(0, |m| m.len() as usize);
         let mut cmd = match wrapper {
             [] => bin(),
             [first, rest @ ..] => {
@@ -90,8 +94,10 @@ impl Service {
         wait_for(
             Duration::from_secs(10),
             || {
-                port = self
-                    .log()
+                let log = self.log();
+                port = log
+                    .get(self.log_from..)
+                    .unwrap_or_default()
                     .lines()
                     .rev()
                     .find_map(|l| l.split("serving /metrics on http://127.0.0.1:").nth(1))

@@ -39,9 +39,12 @@ impl Smtpd {
         port.listen();
         let script = maildir.with_extension("py");
         std::fs::write(&script, AIOSMTPD).unwrap();
+        let ready = maildir.with_extension("ready");
         let child = Command::new("/usr/bin/python3")
             .arg(&script)
             .args(extra)
+            .arg("--ready")
+            .arg(&ready)
             .arg(maildir)
             .stdin(port.stdin())
             .stdout(Stdio::null())
@@ -66,7 +69,14 @@ impl Smtpd {
             maildir: maildir.to_path_buf(),
             _port: held,
         };
-        // Ready when it greets, not merely when it accepts.
+        // Serving (the port accepts from the start: it is held), then,
+        // unless TLS comes first, greeting.
+        let ready = maildir.with_extension("ready");
+        wait_for(
+            Duration::from_secs(15),
+            || ready.exists(),
+            "aiosmtpd to serve",
+        );
         wait_for(
             Duration::from_secs(15),
             || {
@@ -224,6 +234,7 @@ async def serve(reader, writer):
         writer.close()
 async def main():
     server = await asyncio.start_server(serve, sock=socket.socket(fileno=0))
+    open(os.path.join(out, "ready"), "w").close()
     async with server:
         await server.serve_forever()
 asyncio.run(main())
@@ -239,9 +250,11 @@ asyncio.run(main())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
+        // The port accepts from the start (it is held): serving is said.
+        let ready = dir.join("ready");
         wait_for(
             Duration::from_secs(10),
-            || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+            || ready.exists(),
             "the bad SMTP server",
         );
         Self {

@@ -878,3 +878,15 @@ impl Incident {
         parts.join(" ")
     }
 }
+
+#[cfg(test)]
+impl Tracker {
+    /// Every group's members, by group then opening and id (as the
+    /// store's records are ordered).
+    pub(super) fn members_of(&self) -> Vec<(String, Member)> {
+        self.fleet_groups
+            .iter()
+            .flat_map(|(k, g)| g.members.iter().map(move |m| (k.clone(), m.clone())))
+            .collect()
+    }
+}
