@@ -20,7 +20,7 @@
 //!
 //! Otherwise an idle collector's coordinator does not wake at all.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
@@ -145,6 +145,14 @@ struct Coordinator {
     jobs: Vec<std_mpsc::Sender<Job>>,
     workers: Vec<std::thread::JoinHandle<()>>,
     running: usize,
+    /// The groups marked dirty since they were last looked at by
+    /// [`Self::dispatch`]: it looks at these, not at every group, so a
+    /// collector of many hosts costs per group read, not per group read
+    /// times the groups.
+    todo: BTreeSet<String>,
+    /// The groups to read again after a failure, by when (not those a
+    /// one-shot read gave up on).
+    retries: BTreeSet<(Instant, String)>,
     /// Unreadable files already reported.
     warned: std::collections::HashSet<PathBuf>,
     /// Some file could not be read at the last look: looked at again every
@@ -215,6 +223,8 @@ impl Coordinator {
             jobs,
             workers,
             running: 0,
+            todo: BTreeSet::new(),
+            retries: BTreeSet::new(),
             warned: std::collections::HashSet::new(),
             unreadable_left: false,
             incomplete_left: false,
@@ -240,6 +250,7 @@ impl Coordinator {
     fn add_group(&mut self, key: String, files: Vec<PathBuf>) {
         let start = self.spec.starts.start_of(&key);
         let worker = self.worker_of(&key);
+        self.todo.insert(key.clone());
         self.groups.insert(
             key,
             Group {
@@ -296,6 +307,9 @@ impl Coordinator {
             .collect();
         for key in gone {
             if let Some(g) = self.groups.remove(&key) {
+                if let Some(at) = g.retry_at {
+                    self.retries.remove(&(at, key.clone()));
+                }
                 if !g.running {
                     let _ = self.jobs[g.worker].send(Job::Forget(key.into()));
                 }
@@ -310,6 +324,7 @@ impl Coordinator {
                         }
                         g.files = files;
                         g.dirty = true;
+                        self.todo.insert(key);
                     }
                 }
                 None => self.add_group(key, files),
@@ -320,26 +335,39 @@ impl Coordinator {
     /// Marks the groups whose files changed (or that were read lately:
     /// their handle may see appends the stamp does not) as dirty.
     fn sweep(&mut self, recent: Duration) {
-        for g in self.groups.values_mut() {
+        for (key, g) in &mut self.groups {
             if g.running || g.dirty || g.retry_at.is_some() {
                 continue;
             }
             if stamp(&g.files) != g.stamp || g.last_read.is_some_and(|t| t.elapsed() < recent) {
                 g.dirty = true;
+                self.todo.insert(key.clone());
             }
         }
     }
 
+    /// Hands the groups marked dirty (and those whose retry is due) to
+    /// their workers. A group running now is handed on when it finishes;
+    /// one waiting for its retry, when that is due.
     fn dispatch(&mut self) {
-        for (key, g) in &mut self.groups {
-            if let Some(at) = g.retry_at {
-                if Instant::now() < at || g.failures >= GIVE_UP && !self.spec.mode.follows() {
-                    continue;
-                }
+        let now = Instant::now();
+        while let Some((at, _)) = self.retries.first()
+            && *at <= now
+        {
+            let Some((_, key)) = self.retries.pop_first() else {
+                break;
+            };
+            if let Some(g) = self.groups.get_mut(&key) {
                 g.retry_at = None;
                 g.dirty = true;
+                self.todo.insert(key);
             }
-            if !g.dirty || g.running {
+        }
+        for key in std::mem::take(&mut self.todo) {
+            let Some(g) = self.groups.get_mut(&key) else {
+                continue;
+            };
+            if !g.dirty || g.running || g.retry_at.is_some() {
                 continue;
             }
             g.dirty = false;
@@ -349,7 +377,7 @@ impl Coordinator {
                 None => g.start.clone(),
             };
             let job = Job::Read {
-                key: Text::from(key.as_str()),
+                key: Text::from(key),
                 files: g.files.clone(),
                 start,
                 check_loss: std::mem::take(&mut g.check_loss),
@@ -385,8 +413,12 @@ impl Coordinator {
             // later), less often the longer it fails.
             g.failures += 1;
             let wait = Duration::from_secs(1 << (g.failures - 1).min(6));
-            g.retry_at = Some(Instant::now() + wait);
+            let at = Instant::now() + wait;
+            g.retry_at = Some(at);
             let give_up = g.failures >= GIVE_UP && !self.spec.mode.follows();
+            if !give_up {
+                self.retries.insert((at, d.key.to_string()));
+            }
             if give_up || g.failures.is_power_of_two() {
                 let then = if give_up {
                     "its entries are missing".to_string()
@@ -406,15 +438,21 @@ impl Coordinator {
             if !d.at_end {
                 g.dirty = true;
             }
+            // Also when marked again while it was read.
+            if g.dirty {
+                self.todo.insert(d.key.to_string());
+            }
         }
         true
     }
 
+    /// Nothing is being read and nothing waits to be (a one-shot read:
+    /// not even a retry). Right after [`Self::dispatch`], which empties
+    /// `todo` of every group it can hand on.
     fn idle(&self) -> bool {
-        let pending = |g: &Group| {
-            g.dirty || g.retry_at.is_some() && !self.spec.mode.follows() && g.failures < GIVE_UP
-        };
-        self.running == 0 && !self.groups.values().any(pending)
+        self.running == 0
+            && self.todo.is_empty()
+            && (self.spec.mode.follows() || self.retries.is_empty())
     }
 
     fn run(&mut self) -> Result<(), String> {
@@ -490,11 +528,7 @@ impl Coordinator {
     /// (see the module doc); `None`: wait for events only.
     fn next_deadline(&self) -> Option<Instant> {
         let follow = self.spec.mode.follows();
-        let retries = self
-            .groups
-            .values()
-            .filter(|g| !g.running && (follow || g.failures < GIVE_UP))
-            .filter_map(|g| g.retry_at);
+        let retries = self.retries.first().map(|(at, _)| *at);
         let held = (self.warnings.held > 0).then(|| self.warnings.since + WarnBudget::WINDOW);
         let appear = self
             .watch
@@ -502,7 +536,12 @@ impl Coordinator {
             .filter(|w| w.dirs.is_empty())
             .map(|_| Instant::now() + APPEAR);
         let sweep = (follow && self.must_sweep()).then(|| self.last_sweep + SWEEP);
-        retries.chain(held).chain(appear).chain(sweep).min()
+        retries
+            .into_iter()
+            .chain(held)
+            .chain(appear)
+            .chain(sweep)
+            .min()
     }
 
     fn must_sweep(&self) -> bool {
@@ -571,6 +610,7 @@ impl Coordinator {
             self.watch_subdirs();
             self.rescan();
         }
+        let mut rescan = false;
         for (wd, name) in changes.touched {
             let Some(dir) = self.watch.as_ref().and_then(|w| w.dirs.get(&wd)) else {
                 continue;
@@ -581,11 +621,18 @@ impl Coordinator {
                     // A file the group does not have yet (one that was
                     // incomplete): looked at with the others.
                     Some(g) if g.files.contains(&path) => {
-                        g.dirty |= g.retry_at.is_none();
+                        if g.retry_at.is_none() {
+                            g.dirty = true;
+                            self.todo.insert(key);
+                        }
                     }
-                    _ => self.rescan(),
+                    // Once for all the new files these changes name.
+                    _ => rescan = true,
                 }
             }
+        }
+        if rescan {
+            self.rescan();
         }
         Ok(())
     }
