@@ -93,6 +93,7 @@ pub use clock::now;
 pub use config::Config;
 pub use daemon::{Edges, RunOptions, Source, run};
 pub use journal::collector::discover;
+pub use journal::handle::add_matches;
 pub use journal::{Format, ReadOptions, Reader, ReaderCtl, ReaderEvent};
 pub use model::{Entry, EntryFilter};
 pub use notify::render::{FULL, Rendered, render, render_with};

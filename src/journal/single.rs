@@ -283,6 +283,7 @@ impl<'a> Pump<'a> {
     fn send_batch(&mut self) -> bool {
         let full = std::mem::replace(&mut self.batch, Vec::with_capacity(self.spec.batch));
         self.sent_upto = full.last().and_then(|e| e.cursor.clone());
+        self.names.new_batch();
         if !self.send(ReaderEvent::Entries(full)) {
             return false;
         }

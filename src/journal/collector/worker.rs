@@ -208,6 +208,13 @@ impl Worker {
         self.tx.blocking_send(ev).map_err(|_| Stop::Closed)
     }
 
+    /// A batch to the consumer; the names of the next are new copies
+    /// (see [`Interner::new_batch`]).
+    fn send_entries(&mut self, batch: Vec<Entry>) -> Result<(), Stop> {
+        self.names.new_batch();
+        self.send(ReaderEvent::Entries(batch))
+    }
+
     /// A new handle on the group's files (they changed, or none was open),
     /// after counting what was removed unread.
     fn reopen(
@@ -342,18 +349,18 @@ impl Worker {
             let mut e = read_entry(&mut j, &mut self.names)
                 .map_err(|e| format!("reading an entry: {e}"))?;
             e.cursor = None;
-            e.group = Some(key.clone());
+            e.group = Some(self.names.group(key));
             if let Some(w) = self.walked.get_mut(key) {
                 w.count(&e);
             }
             batch.push(e);
             if batch.len() >= self.batch {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(self.batch));
-                self.send(ReaderEvent::Entries(full))?;
+                self.send_entries(full)?;
             }
         }
         if !batch.is_empty() {
-            self.send(ReaderEvent::Entries(batch))?;
+            self.send_entries(batch)?;
         }
         Ok(())
     }
@@ -401,7 +408,7 @@ impl Worker {
                     entry.cursor = Some(cursor(&o.j)?);
                 }
             }
-            entry.group = Some(pass.key.clone());
+            entry.group = Some(self.names.group(pass.key));
             if o.host.is_none() {
                 o.host.clone_from(&entry.host);
             }
@@ -415,7 +422,7 @@ impl Worker {
             if pass.batch.len() >= self.batch {
                 done.cursor = pass.batch.last().and_then(|e| e.cursor.clone());
                 let full = std::mem::replace(&mut pass.batch, Vec::with_capacity(self.batch));
-                self.send(ReaderEvent::Entries(full))?;
+                self.send_entries(full)?;
                 pass.sent += 1;
                 if pass.sent >= BATCHES_PER_JOB {
                     done.at_end = false;
@@ -469,7 +476,7 @@ impl Worker {
             }
             done.cursor.clone_from(&last.cursor);
             let full = std::mem::take(&mut pass.batch);
-            self.send(ReaderEvent::Entries(full))?;
+            self.send_entries(full)?;
         } else if done.cursor.is_none() && pass.skip.is_none() && !reuse {
             // Opened and nothing new: where the handle stands is the
             // position (at the tail: the last entry before now).

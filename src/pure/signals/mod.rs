@@ -226,7 +226,6 @@ mod readiness;
 mod table;
 use SignalKind as K;
 pub use readiness::{classify_not_ready, only_starting, pleg_unhealthy_for, says_only_starting};
-use table::matches;
 pub use table::{Row, TABLE};
 
 /// Source files that only the kubelet has (basenames, as klog writes them):
@@ -289,7 +288,7 @@ pub fn lookup(line: &Line<'_>) -> Option<&'static Row> {
     if !line.is_parsed() {
         return None;
     }
-    TABLE.iter().find(|r| matches(r.form, line))
+    table::find(line)
 }
 
 /// Recognises a kubelet line.
@@ -725,6 +724,7 @@ fn not_found_class(text: &str) -> Option<Cause> {
 
 #[cfg(test)]
 mod tests {
+    use super::table::matches;
     use super::*;
     use crate::parse::parse_line;
 
@@ -1329,6 +1329,58 @@ mod tests {
                 assert_eq!(sig.cause, *cause, "cause of {text}");
             }
         }
+    }
+
+    #[test]
+    fn the_index_finds_the_row_a_walk_of_the_table_finds() {
+        // Every case, and for each row a line made of its own words (as a
+        // structured line and as a legacy one, at each severity), with
+        // words after them: the indexed lookup gives the first matching
+        // row in table order, as the walk does.
+        let walk = |line: &Line<'_>| {
+            line.is_parsed()
+                .then(|| TABLE.iter().find(|r| matches(r.form, line)))
+                .flatten()
+        };
+        let mut texts: Vec<String> = CASES.iter().map(|c| c.0.to_string()).collect();
+        texts.extend(readiness::tests::texts().map(str::to_string));
+        for r in TABLE {
+            let words = match r.form {
+                table::Form::Structured(m) | table::Form::StructuredWith(m, ..) => m,
+                table::Form::LegacyPrefix(p)
+                | table::Form::LegacyExact(p)
+                | table::Form::LegacyContains(p) => p,
+                table::Form::LegacyNodeNotFound => "node \"n\" not found",
+                table::Form::FatalSeverity => "anything",
+            };
+            let needle = match r.form {
+                table::Form::StructuredWith(_, key, needle) => format!(" {key}=\"{needle} x\""),
+                _ => String::new(),
+            };
+            for sev in ['I', 'W', 'E', 'F'] {
+                let head = format!("{sev}0101 00:00:00.000000    1 x.go:1] ");
+                let quoted = words.replace('"', "\\\"");
+                texts.push(format!("{head}\"{quoted}\"{needle} node=\"n\""));
+                texts.push(format!("{head}{words}"));
+                texts.push(format!("{head}{words} and more"));
+            }
+        }
+        let mut matched = 0;
+        for text in &texts {
+            let line = parse_line(text);
+            let (found, walked) = (lookup(&line), walk(&line));
+            assert_eq!(
+                found.map(std::ptr::from_ref),
+                walked.map(std::ptr::from_ref),
+                "{text}"
+            );
+            matched += usize::from(found.is_some());
+        }
+        assert!(
+            matched > TABLE.len(),
+            "{matched} of {} lines matched",
+            texts.len()
+        );
     }
 
     #[test]

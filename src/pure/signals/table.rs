@@ -1,6 +1,9 @@
 //! The table itself: every recognised wording, the versions that write it,
 //! and how a row matches a line. [`super`] looks lines up in it.
 
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
 use super::SignalKind;
 use crate::parse::Line;
 
@@ -515,6 +518,50 @@ fn legacy_node_not_found(t: &str) -> bool {
         || t.strip_prefix("node ")
             .and_then(|r| r.strip_suffix(" not found"))
             .is_some_and(|name| !name.is_empty() && !name.contains(char::is_whitespace))
+}
+
+/// The rows a line can match, by its shape: a structured line only the
+/// rows of its exact message, a legacy one only the legacy rows, any line
+/// of severity `F` the Fatal rows. [`find`] looks in the line's own and
+/// takes the first in table order, as a walk of the whole table would
+/// (the ~100 rows were a tenth of ingest's time).
+struct Index {
+    structured: BTreeMap<&'static str, Vec<usize>>,
+    legacy: Vec<usize>,
+    fatal: Vec<usize>,
+}
+
+static INDEX: LazyLock<Index> = LazyLock::new(|| {
+    let mut index = Index {
+        structured: BTreeMap::new(),
+        legacy: Vec::new(),
+        fatal: Vec::new(),
+    };
+    for (i, r) in TABLE.iter().enumerate() {
+        match r.form {
+            Structured(m) | StructuredWith(m, ..) => index.structured.entry(m).or_default().push(i),
+            LegacyPrefix(_) | LegacyExact(_) | LegacyContains(_) | LegacyNodeNotFound => {
+                index.legacy.push(i);
+            }
+            FatalSeverity => index.fatal.push(i),
+        }
+    }
+    index
+});
+
+/// The first row of [`TABLE`] that matches `line`.
+pub(super) fn find(line: &Line<'_>) -> Option<&'static Row> {
+    let index = &*INDEX;
+    let first = |rows: &[usize]| rows.iter().copied().find(|&i| matches(TABLE[i].form, line));
+    let shaped = if line.is_structured() {
+        index.structured.get(line.message()).and_then(|r| first(r))
+    } else {
+        first(&index.legacy)
+    };
+    let fatal = (line.severity == Some(crate::parse::Severity::Fatal))
+        .then(|| first(&index.fatal))
+        .flatten();
+    shaped.into_iter().chain(fatal).min().map(|i| &TABLE[i])
 }
 
 pub(super) fn matches(form: Form, line: &Line<'_>) -> bool {
