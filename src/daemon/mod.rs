@@ -298,6 +298,7 @@ async fn resume(
         loaded.position = Position::default();
         // Held lines and per-stream bookkeeping belong to the old journal's
         // streams; the counts go on.
+        loaded.held.clear();
         loaded.state = loaded.state.map(|s| crate::pipeline::PipelineState {
             summary: s.summary,
             ..crate::pipeline::PipelineState::default()
@@ -314,6 +315,8 @@ async fn resume(
     pipeline
         .tracker_mut()
         .restore_members(std::mem::take(&mut loaded.members));
+    pipeline.track_held_writes();
+    pipeline.restore_held(std::mem::take(&mut loaded.held));
     pipeline
         .tracker_mut()
         .set_settings(config.tracker_settings());

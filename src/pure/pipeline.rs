@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::model::{Entry, EntryFilter, Item, Malformed, Text};
-use crate::parse::join::{Joined, Joiner, Out};
+use crate::parse::join::{HeldWrite, Joined, Joiner, Out};
 use crate::parse::parse_line;
 use crate::signals::{self, Signal};
 use crate::time::Micros;
@@ -237,6 +237,23 @@ impl Pipeline {
             joiner: &self.joiner,
             summary: &self.summary,
         }
+    }
+
+    /// From now on, keeps the held lines' changes for
+    /// [`Pipeline::take_held_writes`] (the service, which stores them).
+    pub fn track_held_writes(&mut self) {
+        self.joiner.track_writes();
+    }
+
+    /// The held lines that changed since the last call, to store one
+    /// record a stream (they are not in [`Pipeline::state`]).
+    pub fn take_held_writes(&mut self) -> Vec<HeldWrite> {
+        self.joiner.take_writes()
+    }
+
+    /// Puts back the held lines a store kept, after [`Pipeline::from_state`].
+    pub fn restore_held(&mut self, held: Vec<(String, (u64, Joined))>) {
+        self.joiner.restore(held);
     }
 
     #[must_use]

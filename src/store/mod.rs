@@ -17,7 +17,8 @@
 //! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) | ingest (commit, source switch) |
 //! | | `source` | the journal the cursors belong to ([`crate::journal::source_id`]) | ingest (source switch at start) |
 //! | | `origin` | JSON [`ReadFrom`]: where a host (or journal) with no cursor starts in that journal, `[journal] start_at` taken once at its first start | ingest (source switch at start; once for a store from before it was kept) |
-//! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, held lines, counters | ingest (commit) |
+//! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, counters | ingest (commit) |
+//! | | `held/STREAM` | JSON (sequence, [`Joined`]): the line held for a stream until it is known to be whole, one record a stream, written when it changes (before, inside `state`: the next commit moves them) | ingest (commit, source switch) |
 //! | | `stats` | JSON [`Stats`]: counts over the history | ingest (commit, prune); [`Store::stats`] once, for a store from before they were kept |
 //!
 //! Every tree but `outbox`, `deliveries` and `silences` has one writer,
@@ -52,6 +53,7 @@ use sled::transaction::{ConflictableTransactionError, TransactionError};
 pub(crate) use records::{Channel, Hold, OutboxEntry, Stats, silencing};
 pub use records::{Silence, StatsDelta};
 
+use crate::parse::join::{HeldWrite, Joined};
 use crate::pipeline::PipelineState;
 use crate::signals::Cause;
 use crate::time::Micros;
@@ -161,6 +163,13 @@ impl StoreError {
     }
 }
 
+/// The `meta` keys of held lines: this, then the stream.
+const HELD: &[u8] = b"held/";
+
+fn held_key(stream: &str) -> Vec<u8> {
+    [HELD, stream.as_bytes()].concat()
+}
+
 /// What one batch commits.
 #[derive(Debug, Default)]
 pub struct Batch {
@@ -175,6 +184,8 @@ pub struct Batch {
     pub origins: Vec<(String, Origin)>,
     /// Endpoint group members that changed.
     pub members: Vec<MemberWrite>,
+    /// Held lines that changed (`None`: no longer held).
+    pub held: Vec<HeldWrite>,
     /// Alerts they raised (their `seq` is assigned here).
     pub alerts: Vec<OutboxEntry>,
     pub stats: StatsDelta,
@@ -192,6 +203,7 @@ impl Batch {
             && self.incidents.is_empty()
             && self.origins.is_empty()
             && self.members.is_empty()
+            && self.held.is_empty()
             && self.alerts.is_empty()
             && self.stats.is_empty()
             && self.forget.is_empty()
@@ -212,6 +224,8 @@ pub struct Loaded {
     pub origins: Vec<(String, Origin)>,
     /// Endpoint group members, by group (in key order).
     pub members: Vec<(String, Member)>,
+    /// The held lines, by stream.
+    pub held: Vec<(String, (u64, Joined))>,
     pub stats: Stats,
 }
 
@@ -331,6 +345,12 @@ impl Store {
             Some(v) => Some(self.json(b"state", &v)?),
             None => None,
         };
+        let mut held = Vec::new();
+        for kv in self.meta.scan_prefix(HELD) {
+            let (k, v) = kv.map_err(|e| self.err(e))?;
+            let stream = String::from_utf8_lossy(&k[HELD.len()..]).into_owned();
+            held.push((stream, self.json(&k, &v)?));
+        }
         let mut open = Vec::new();
         for kv in &self.open {
             let (id, _) = kv.map_err(|e| self.err(e))?;
@@ -369,6 +389,7 @@ impl Store {
             open,
             origins,
             members,
+            held,
             stats: self.stats()?,
         })
     }
@@ -436,6 +457,11 @@ impl Store {
             .map(|(h, o)| (h.as_str(), to_json(o)))
             .collect();
         let members = self.member_changes(&batch.members)?;
+        let held: Vec<KeyChange> = batch
+            .held
+            .iter()
+            .map(|(k, line)| (held_key(k), line.as_ref().map(to_json)))
+            .collect();
         // The closure may run again on conflict: it only writes. The alerts
         // go in with the incident changes that raised them.
         let result: Result<(), TransactionError<()>> = (
@@ -493,6 +519,12 @@ impl Store {
                     if let Some(s) = &batch.state {
                         meta.insert("state", s.as_slice())?;
                     }
+                    for (k, v) in &held {
+                        match v {
+                            Some(v) => meta.insert(k.as_slice(), v.as_slice())?,
+                            None => meta.remove(k.as_slice())?,
+                        };
+                    }
                     if let Some(c) = &batch.cursor {
                         meta.insert("cursor", c.as_bytes())?;
                     }
@@ -546,6 +578,10 @@ impl Store {
             // The transactional view has no scans; this process holds the
             // store's lock, so the keys cannot change in between.
             for kv in self.meta.scan_prefix(b"cursor") {
+                forget.push(kv.map_err(|e| self.err(e))?.0);
+            }
+            // The held lines go with the state they belong to.
+            for kv in self.meta.scan_prefix(HELD) {
                 forget.push(kv.map_err(|e| self.err(e))?.0);
             }
             forget.push("state".into());
@@ -892,5 +928,41 @@ mod tests {
         s.switch_source("k", ReadFrom::Head, Some(&[]), &Settings::default())
             .unwrap();
         assert_eq!(held(&s), all(&[]));
+    }
+
+    /// Held lines are records of their own: written, removed, read back
+    /// by stream (a stream whose name holds `/` too), and gone with the
+    /// state at a change of journal.
+    #[test]
+    fn held_lines_are_records_by_stream_and_go_with_the_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("store")).unwrap();
+        let line = |msg: &str| Joined {
+            entry: crate::model::Entry {
+                message: msg.as_bytes().to_vec(),
+                host: Some("h1".into()),
+                ..crate::model::Entry::default()
+            },
+            continuations: 1,
+            last_cursor: Some("c".into()),
+            last_at: Some(5),
+        };
+        let put = |held: Vec<HeldWrite>| {
+            s.commit(&Batch {
+                held,
+                ..Batch::default()
+            })
+            .unwrap();
+        };
+        put(vec![
+            ("h1\0kubelet/a".into(), Some((1, line("one")))),
+            ("h2\0kubelet".into(), Some((2, line("two")))),
+        ]);
+        put(vec![("h2\0kubelet".into(), None)]);
+        let l = s.load().unwrap();
+        assert_eq!(l.held, [("h1\0kubelet/a".to_string(), (1, line("one")))]);
+        s.switch_source("k", ReadFrom::Head, Some(&[]), &Settings::default())
+            .unwrap();
+        assert!(s.load().unwrap().held.is_empty());
     }
 }

@@ -556,6 +556,7 @@ impl Ingest {
             incidents,
             origins: self.pipeline.tracker_mut().take_dirty_origins(),
             members: self.pipeline.tracker_mut().take_member_writes(),
+            held: self.pipeline.take_held_writes(),
             alerts: std::mem::take(&mut self.pending.alerts),
             stats: std::mem::take(&mut self.pending.stats),
             forget,

@@ -15,7 +15,7 @@
 //! process, or once its host's journal is [`STREAM_QUIET`] past it, and a
 //! following service waits out the same quiet in the host's journal time.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::model::Entry;
 use crate::time::{Micros, SECOND};
@@ -69,16 +69,32 @@ impl Joined {
 #[derive(Debug, Default, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(from = "HeldLines")]
 pub struct Joiner {
+    /// The held lines, by stream. Stored one record a stream, written when
+    /// it changes ([`Joiner::take_writes`], [`Joiner::restore`]), not with
+    /// the state: a collector catching up holds a line for every host it
+    /// has read, and the whole map at every commit grew with the hosts.
+    #[serde(skip_serializing)]
     pending: BTreeMap<String, (u64, Joined)>,
     seq: u64,
     /// The keys of `pending` by host: derived from it, so not stored.
     #[serde(skip)]
     by_host: BTreeMap<String, Vec<String>>,
+    /// The streams whose held line changed since the last `take_writes`.
+    #[serde(skip)]
+    dirty: BTreeSet<String>,
+    /// Whether changes are kept for `take_writes` (the service's; a
+    /// one-time read has nobody to take them, and they would grow with
+    /// the streams of its journal).
+    #[serde(skip)]
+    track: bool,
 }
 
-/// The stored form of a [`Joiner`] (the held lines; the index is rebuilt).
+/// The stored form of a [`Joiner`]: the counter, and (in a state written
+/// before the held lines were records of their own) the held lines, which
+/// the next commit writes as records.
 #[derive(serde::Deserialize)]
 struct HeldLines {
+    #[serde(default)]
     pending: BTreeMap<String, (u64, Joined)>,
     seq: u64,
 }
@@ -86,16 +102,19 @@ struct HeldLines {
 impl From<HeldLines> for Joiner {
     fn from(h: HeldLines) -> Self {
         let mut j = Joiner {
-            pending: BTreeMap::new(),
             seq: h.seq,
-            by_host: BTreeMap::new(),
+            ..Joiner::default()
         };
         for (key, (seq, held)) in h.pending {
+            j.dirty.insert(key.clone());
             j.hold_as(key, seq, held);
         }
         j
     }
 }
+
+/// A held line to store (`Some`), or one no longer held (`None`).
+pub type HeldWrite = (String, Option<(u64, Joined)>);
 
 fn host_of(e: &Entry) -> &str {
     e.host.as_deref().unwrap_or("")
@@ -266,6 +285,7 @@ impl Joiner {
         // with, it goes on the same line, with no newline between.
         if let Some((_, j)) = self.pending.get_mut(&key) {
             if j.entry.cut {
+                Self::mark(self.track, &mut self.dirty, &key);
                 if j.entry.message.len() + entry.message.len() < MAX_JOINED {
                     j.entry.message.extend_from_slice(&entry.message);
                 }
@@ -308,6 +328,7 @@ impl Joiner {
         }
         match self.pending.get_mut(&key) {
             Some((_, j)) => {
+                Self::mark(self.track, &mut self.dirty, &key);
                 if j.entry.message.len() + m.len() < MAX_JOINED {
                     j.entry.message.push(b'\n');
                     j.entry.message.extend_from_slice(m);
@@ -329,7 +350,15 @@ impl Joiner {
         }
     }
 
+    /// Notes that the line held for `key` changed (when changes are kept).
+    fn mark(track: bool, dirty: &mut BTreeSet<String>, key: &str) {
+        if track && !dirty.contains(key) {
+            dirty.insert(key.to_string());
+        }
+    }
+
     fn hold(&mut self, key: String, joined: Joined) {
+        Self::mark(self.track, &mut self.dirty, &key);
         self.seq += 1;
         self.hold_as(key, self.seq, joined);
     }
@@ -343,6 +372,7 @@ impl Joiner {
 
     fn unhold(&mut self, key: &str) -> Option<Joined> {
         let (_, j) = self.pending.remove(key)?;
+        Self::mark(self.track, &mut self.dirty, key);
         let host = host_of(&j.entry);
         if let Some(keys) = self.by_host.get_mut(host) {
             keys.retain(|k| k != key);
@@ -400,8 +430,11 @@ impl Joiner {
 
     /// Hands on every held line, oldest first (end of input).
     pub fn flush(&mut self, out: &mut Vec<Out>) {
-        let mut held: Vec<(u64, Joined)> =
-            std::mem::take(&mut self.pending).into_values().collect();
+        let pending = std::mem::take(&mut self.pending);
+        if self.track {
+            self.dirty.extend(pending.keys().cloned());
+        }
+        let mut held: Vec<(u64, Joined)> = pending.into_values().collect();
         self.by_host.clear();
         held.sort_by_key(|(seq, _)| *seq);
         out.extend(held.into_iter().map(|(_, j)| Out::Line(j)));
@@ -410,6 +443,33 @@ impl Joiner {
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.pending.is_empty()
+    }
+
+    /// From now on, keeps the changes for [`Joiner::take_writes`].
+    pub fn track_writes(&mut self) {
+        self.track = true;
+    }
+
+    /// The held lines that changed since the last call (while
+    /// [`Joiner::track_writes`]), to store: one record a stream.
+    pub fn take_writes(&mut self) -> Vec<HeldWrite> {
+        std::mem::take(&mut self.dirty)
+            .into_iter()
+            .map(|k| {
+                let held = self.pending.get(&k).cloned();
+                (k, held)
+            })
+            .collect()
+    }
+
+    /// Puts back the held lines a store kept (after [`Joiner`] came from
+    /// the stored state, whose own held lines, if any, stay to be written).
+    pub fn restore(&mut self, held: Vec<(String, (u64, Joined))>) {
+        for (key, (seq, line)) in held {
+            if !self.pending.contains_key(&key) {
+                self.hold_as(key, seq, line);
+            }
+        }
     }
 
     /// The time of the earliest line of `host` still held (one with no
@@ -647,23 +707,69 @@ mod tests {
     }
 
     #[test]
-    fn held_lines_are_stored_as_before_and_found_by_host_after_a_restart() {
+    fn held_lines_are_records_of_their_own_and_found_by_host_after_a_restart() {
         let mut j = Joiner::new();
+        j.track_writes();
         let mut out = Vec::new();
         take(&mut j, from(10, 0, LAST), &mut out);
+        // The state holds the counter only; the line is a record.
         let json = serde_json::to_value(&j).unwrap();
         assert_eq!(
             json.as_object().unwrap().keys().collect::<Vec<_>>(),
-            ["pending", "seq"]
+            ["seq"]
         );
+        let writes = j.take_writes();
+        assert_eq!(writes.len(), 1);
+        assert!(j.take_writes().is_empty(), "written once");
+        let records: Vec<(String, (u64, Joined))> = writes
+            .into_iter()
+            .map(|(k, v)| {
+                (
+                    k,
+                    serde_json::from_value(serde_json::to_value(v.unwrap()).unwrap()).unwrap(),
+                )
+            })
+            .collect();
         let mut back: Joiner = serde_json::from_value(json).unwrap();
-        assert_eq!(back, j);
+        back.track_writes();
+        back.restore(records);
+        assert!(back.take_writes().is_empty(), "restored, not changed");
         assert_eq!(back.earliest_held("h1"), Some(0));
+        assert_eq!(back.pending, j.pending);
         take(
             &mut back,
             from(11, 1, "I0101 00:00:00.000001 1 a.go:1] new"),
             &mut out,
         );
         assert_eq!(texts(&out), [LAST]);
+        // The handed-on line's record goes (the new process's line ended
+        // the old stream), the new one's is written.
+        let w = back.take_writes();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].1.is_none());
+        assert!(
+            w[1].1
+                .as_ref()
+                .is_some_and(|(_, l)| l.entry.message.ends_with(b"new"))
+        );
+        back.flush(&mut out);
+        assert!(
+            back.take_writes().iter().all(|(_, v)| v.is_none()),
+            "flushed: removed"
+        );
+    }
+
+    #[test]
+    fn held_lines_of_a_state_stored_before_are_written_as_records() {
+        // A state written when the held lines were inside it.
+        let mut j = Joiner::new();
+        let mut out = Vec::new();
+        take(&mut j, from(10, 0, LAST), &mut out);
+        let old = serde_json::json!({ "pending": j.pending, "seq": j.seq });
+        let mut back: Joiner = serde_json::from_value(old).unwrap();
+        assert_eq!(back.earliest_held("h1"), Some(0));
+        let w = back.take_writes();
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].1.as_ref(), j.pending.values().next());
     }
 }

@@ -196,10 +196,13 @@ fn run(entries: &[Entry], batches: &[usize]) -> Vec<Incident> {
     let settings = Settings::default();
     let filter = EntryFilter::default();
     let mut p = Pipeline::new(filter.clone(), settings);
+    p.track_held_writes();
     let mut d = Vec::new();
     let mut cuts = batches.iter().copied().peekable();
     let mut stored: std::collections::BTreeMap<(String, i64, String), Member> =
         std::collections::BTreeMap::new();
+    // The held-line records, as the store holds them.
+    let mut held = std::collections::BTreeMap::new();
     for (n, e) in entries.iter().enumerate() {
         p.push(e.clone(), &mut d);
         // A commit and a restart: the state and the per-host records
@@ -238,9 +241,26 @@ fn run(entries: &[Entry], batches: &[usize]) -> Vec<Incident> {
                 .iter()
                 .map(|((g, ..), m)| (g.clone(), m.clone()))
                 .collect();
+            for (k, line) in p.take_held_writes() {
+                match line {
+                    Some(l) => held.insert(k, l),
+                    None => held.remove(&k),
+                };
+            }
             state.tracker.restore(open, origins);
             state.tracker.restore_members(members);
             let mut q = Pipeline::from_state(filter.clone(), state);
+            q.track_held_writes();
+            q.restore_held(
+                held.iter()
+                    .map(|(k, l)| {
+                        (
+                            k.clone(),
+                            serde_json::from_value(serde_json::to_value(l).unwrap()).unwrap(),
+                        )
+                    })
+                    .collect(),
+            );
             q.tracker_mut().resolved = resolved;
             p = q;
         }

@@ -596,6 +596,15 @@ fn apply(stored: &mut Stored, writes: Vec<MemberWrite>) {
 /// holds it (each group's members inside it, no member records).
 fn restarted(p: &mut Pipeline, stored: &mut Stored, old: bool) -> Pipeline {
     apply(stored, p.tracker_mut().take_member_writes());
+    // One restart a run: the held lines' records are what their writes
+    // since the start left.
+    let mut held = BTreeMap::new();
+    for (k, line) in p.take_held_writes() {
+        match line {
+            Some(l) => held.insert(k, l),
+            None => held.remove(&k),
+        };
+    }
     let mut state: serde_json::Value = serde_json::to_value(p.state()).unwrap();
     assert!(
         !state.to_string().contains("\"members\""),
@@ -620,6 +629,9 @@ fn restarted(p: &mut Pipeline, stored: &mut Stored, old: bool) -> Pipeline {
         }
         members.clear();
         stored.clear();
+        // The held lines inside the state too, no records.
+        state["joiner"]["pending"] = serde_json::to_value(&held).unwrap();
+        held.clear();
     }
     let mut state: crate::pipeline::PipelineState = serde_json::from_value(state).unwrap();
     let open: Vec<Incident> = p.tracker().open_incidents().cloned().collect();
@@ -632,6 +644,8 @@ fn restarted(p: &mut Pipeline, stored: &mut Stored, old: bool) -> Pipeline {
     state.tracker.restore(open, origins);
     state.tracker.restore_members(members);
     let mut q = Pipeline::from_state(EntryFilter::default(), state);
+    q.track_held_writes();
+    q.restore_held(held.into_iter().collect());
     q.tracker_mut().resolved = p.tracker_mut().take_resolved();
     q
 }
@@ -658,6 +672,7 @@ fn members_run(
     single: usize,
 ) -> MembersOutcome {
     let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+    p.track_held_writes();
     let mut d = Vec::new();
     let mut stored = Stored::new();
     let (mut deletes, mut drops) = (0, 0);
