@@ -87,7 +87,9 @@ pub const MAX_NODES: u32 = 20_000;
 /// `[fleet] max_hosts`: hosts a journal's entries may name (a collector's
 /// hosts; a single node's journal names one or two). Entries of a host new
 /// past it are counted (`hosts_refused`), not read: one upload can carry any
-/// number of `_HOSTNAME`s. Four times Kubernetes' largest cluster.
+/// number of `_HOSTNAME`s. Four times Kubernetes' largest cluster. Hosts
+/// idle for a day with no open incident do not count, and their records go
+/// when a new host needs the room, so the records stay within it too.
 pub const MAX_HOSTS: u32 = 20_000;
 
 // [alert]

@@ -355,8 +355,17 @@ impl Pipeline {
         let active = match self.active_hosts {
             Some((at, n, count)) if n == records && fleet - at < 60 * crate::time::SECOND => count,
             _ => {
-                let count = self.tracker.active_hosts(fleet.saturating_sub(HOST_IDLE));
-                self.active_hosts = Some((fleet, records, count));
+                let since = fleet.saturating_sub(HOST_IDLE);
+                let count = self.tracker.active_hosts(since);
+                if count < records {
+                    // The idle hosts' records go: they are what grew.
+                    for h in self.tracker.forget_idle_hosts(since) {
+                        self.clocks.remove(h.as_str());
+                        self.hosts_read.remove(h.as_str());
+                        self.untrusted_clocks.remove(h.as_str());
+                    }
+                }
+                self.active_hosts = Some((fleet, self.tracker.hosts(), count));
                 count
             }
         };
@@ -1080,6 +1089,21 @@ mod tests {
         assert_eq!(p.summary().hosts_refused, 1, "{:?}", p.summary());
         p.push(chatter("new-3", later + 10), &mut d);
         assert_eq!(p.summary().hosts_refused, 2, "three active again");
+        // The idle hosts' records went to make room, in the store too: the
+        // records stay within the bound whatever names come and go.
+        assert_eq!(p.tracker().hosts(), 3);
+        assert!(!p.tracker().knows_host("old-0"));
+        assert_eq!(p.host_times().count(), 3);
+        let gone: Vec<String> = p
+            .tracker_mut()
+            .take_dirty_origins()
+            .into_iter()
+            .filter_map(|(h, o)| o.is_none().then_some(h))
+            .collect();
+        assert_eq!(gone, ["old-0", "old-1", "old-2"]);
+        // Seen again, an old host is a new one, refused while three are active.
+        p.push(chatter("old-0", later + 20), &mut d);
+        assert_eq!(p.summary().hosts_refused, 3);
     }
 
     #[test]

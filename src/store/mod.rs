@@ -180,8 +180,8 @@ pub struct Batch {
     pub state: Option<Vec<u8>>,
     /// Incidents opened, changed or resolved in the batch.
     pub incidents: Vec<Incident>,
-    /// Per-host records that changed.
-    pub origins: Vec<(String, Origin)>,
+    /// Per-host records that changed (`None`: forgotten).
+    pub origins: Vec<(String, Option<Origin>)>,
     /// Endpoint group members that changed.
     pub members: Vec<MemberWrite>,
     /// Held lines that changed (`None`: no longer held).
@@ -451,10 +451,10 @@ impl Store {
                 )
             })
             .collect();
-        let origins: Vec<(&str, Vec<u8>)> = batch
+        let origins: Vec<(&str, Option<Vec<u8>>)> = batch
             .origins
             .iter()
-            .map(|(h, o)| (h.as_str(), to_json(o)))
+            .map(|(h, o)| (h.as_str(), o.as_ref().map(to_json)))
             .collect();
         let members = self.member_changes(&batch.members)?;
         let held: Vec<KeyChange> = batch
@@ -500,7 +500,10 @@ impl Store {
                         deliveries.remove(i.id.as_bytes())?;
                     }
                     for (h, o) in &origins {
-                        hosts.insert(h.as_bytes(), o.as_slice())?;
+                        match o {
+                            Some(o) => hosts.insert(h.as_bytes(), o.as_slice())?,
+                            None => hosts.remove(h.as_bytes())?,
+                        };
                     }
                     for (k, v) in &members {
                         match v {

@@ -344,6 +344,68 @@ fn hosts_past_max_hosts_are_counted_and_logged() {
     assert_eq!(nodes[0], "10.0.0.1:6443", "{nodes:?}");
 }
 
+/// Hosts come and go under new names (issue 27): with `max_hosts = 3`,
+/// three hosts that wrote two days ago and then nothing, then three new
+/// ones. The new ones are read (the old no longer count) and the old ones'
+/// records are forgotten to make room, in the store too, so the records
+/// stay within the bound whatever names come and go.
+#[test]
+fn hosts_gone_for_a_day_make_room_and_leave_the_store() {
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let now = kubelet_sentinel::now();
+    let days_ago = now - 2 * 86_400 * SECOND;
+    for n in 0..3 {
+        let lines = [
+            chatter(days_ago + n * SECOND),
+            chatter(days_ago + 10 * SECOND),
+        ];
+        upload(
+            dir,
+            &format!("remote-10.0.1.{n}.journal"),
+            &format!("old-{n}"),
+            &lines,
+        );
+    }
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        "[fleet]\nmax_hosts = 3\n",
+    );
+    svc.start();
+    let lines = |s: &serde_json::Value| s["kubelet_lines"].as_u64().unwrap_or(0);
+    wait_for(
+        Duration::from_secs(20),
+        || lines(&svc.status()) == 6,
+        "the old hosts read",
+    );
+    for n in 0..3 {
+        let lines = [chatter(now - 60 * SECOND + n * SECOND)];
+        upload(
+            dir,
+            &format!("remote-10.0.2.{n}.journal"),
+            &format!("new-{n}"),
+            &lines,
+        );
+    }
+    wait_for(
+        Duration::from_secs(20),
+        || lines(&svc.status()) == 9,
+        "the new hosts read",
+    );
+    let status = svc.status();
+    assert_eq!(status["hosts_refused"].as_u64(), Some(0), "{status:#}");
+    assert_eq!(svc.signal("TERM"), Some(0), "{}", svc.log());
+    let store = kubelet_sentinel::Store::open(&svc.dir.path().join("store")).unwrap();
+    let hosts: Vec<String> = store
+        .load()
+        .unwrap()
+        .origins
+        .into_iter()
+        .map(|(h, _)| h)
+        .collect();
+    assert_eq!(hosts, ["new-0", "new-1", "new-2"]);
+}
+
 /// A host's journals copied in under names of their own are one host: read
 /// in order through one handle (grouped by the machine ID in their
 /// headers), so the incidents are those of reading the files in one go.

@@ -5,6 +5,38 @@
 use super::*;
 
 impl Tracker {
+    /// Forgets the records of the hosts with no entry since `since` and no
+    /// open incident (their per-host record, memory and store alike, through
+    /// [`Tracker::take_dirty_origins`]), and says which. A host seen again
+    /// later starts as a new one. With `[fleet] max_hosts`, which counts
+    /// only the hosts active lately, this keeps a fleet whose nodes come and
+    /// go under new names (or a stranger uploading new names every day)
+    /// from growing the records for ever.
+    pub fn forget_idle_hosts(&mut self, since: Micros) -> Vec<String> {
+        let idle: Vec<String> = self
+            .origins
+            .iter()
+            .filter(|(h, o)| {
+                o.last_entry_at.is_none_or(|t| t < since) && self.open.host_len(h) == 0
+            })
+            .map(|(h, _)| h.clone())
+            .collect();
+        for h in &idle {
+            if let Some((node, _)) = self.origins.remove(h).and_then(|o| o.registration) {
+                if let Some(by) = self.registrations.get_mut(&node) {
+                    by.remove(h);
+                    if by.is_empty() {
+                        self.registrations.remove(&node);
+                    }
+                }
+            }
+            self.moved.remove(h);
+            self.due.remove(h);
+            self.dirty_origins.insert(h.clone());
+        }
+        idle
+    }
+
     /// Incidents closed to stay within the node bounds, so far.
     #[must_use]
     pub fn evicted(&self) -> u64 {

@@ -377,10 +377,15 @@ impl Tracker {
             .count()
     }
 
-    pub fn take_dirty_origins(&mut self) -> Vec<(String, Origin)> {
+    /// `None`: the host's record was forgotten (see
+    /// [`Tracker::forget_idle_hosts`]).
+    pub fn take_dirty_origins(&mut self) -> Vec<(String, Option<Origin>)> {
         std::mem::take(&mut self.dirty_origins)
             .into_iter()
-            .filter_map(|h| self.origins.get(&h).map(|o| (h, o.clone())))
+            .map(|h| {
+                let o = self.origins.get(&h).cloned();
+                (h, o)
+            })
             .collect()
     }
 

@@ -460,7 +460,11 @@ mod tests {
     fn the_incident_and_the_hosts_times_survive_a_restart() {
         let (mut t, _) = run(None, 0);
         let open: Vec<Incident> = t.open_incidents().cloned().collect();
-        let origins = t.take_dirty_origins();
+        let origins = t
+            .take_dirty_origins()
+            .into_iter()
+            .filter_map(|(h, o)| Some((h, o?)))
+            .collect();
         let mut again = Tracker::new(on());
         again.set_fleet(true);
         again.restore(open, origins);
