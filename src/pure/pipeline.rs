@@ -159,10 +159,11 @@ pub struct Pipeline {
     catch_ups: u64,
     /// Hosts whose clock cannot be trusted (see [`Pipeline::clock_untrusted`]).
     untrusted_clocks: BTreeSet<Text>,
-    /// Past `[fleet] max_hosts` by records: the hosts active lately, as
-    /// counted at (the fleet's time, the records then) — counted again
-    /// when either moved, not at every refused entry.
-    active_hosts: Option<(Micros, usize, usize)>,
+    /// Past `[fleet] max_hosts` by records: the fleet's time when the idle
+    /// hosts' records were last forgotten, and the records left (all
+    /// active then) — looked at again when either moved, not at every
+    /// refused entry.
+    active_hosts: Option<(Micros, usize)>,
 }
 
 /// A host with no entry for this long (of the fleet's time) and no open
@@ -353,19 +354,20 @@ impl Pipeline {
         );
         let records = self.tracker.hosts();
         let active = match self.active_hosts {
-            Some((at, n, count)) if n == records && fleet - at < 60 * crate::time::SECOND => count,
+            Some((at, n)) if n == records && fleet - at < 60 * crate::time::SECOND => n,
             _ => {
-                let since = fleet.saturating_sub(HOST_IDLE);
-                let count = self.tracker.active_hosts(since);
-                if count < records {
-                    // The idle hosts' records go: they are what grew.
-                    for h in self.tracker.forget_idle_hosts(since) {
-                        self.clocks.remove(h.as_str());
-                        self.hosts_read.remove(h.as_str());
-                        self.untrusted_clocks.remove(h.as_str());
-                    }
+                // The idle hosts' records go (they are what grew); the
+                // hosts left are the active ones.
+                for h in self
+                    .tracker
+                    .forget_idle_hosts(fleet.saturating_sub(HOST_IDLE))
+                {
+                    self.clocks.remove(h.as_str());
+                    self.hosts_read.remove(h.as_str());
+                    self.untrusted_clocks.remove(h.as_str());
                 }
-                self.active_hosts = Some((fleet, self.tracker.hosts(), count));
+                let count = self.tracker.hosts();
+                self.active_hosts = Some((fleet, count));
                 count
             }
         };

@@ -451,10 +451,10 @@ impl Store {
                 )
             })
             .collect();
-        let origins: Vec<(&str, Option<Vec<u8>>)> = batch
+        let origins: Vec<KeyChange> = batch
             .origins
             .iter()
-            .map(|(h, o)| (h.as_str(), o.as_ref().map(to_json)))
+            .map(|(h, o)| (h.as_bytes().to_vec(), o.as_ref().map(to_json)))
             .collect();
         let members = self.member_changes(&batch.members)?;
         let held: Vec<KeyChange> = batch
@@ -499,18 +499,8 @@ impl Store {
                         open.remove(i.id.as_bytes())?;
                         deliveries.remove(i.id.as_bytes())?;
                     }
-                    for (h, o) in &origins {
-                        match o {
-                            Some(o) => hosts.insert(h.as_bytes(), o.as_slice())?,
-                            None => hosts.remove(h.as_bytes())?,
-                        };
-                    }
-                    for (k, v) in &members {
-                        match v {
-                            Some(v) => members_t.insert(k.as_slice(), v.as_slice())?,
-                            None => members_t.remove(k.as_slice())?,
-                        };
-                    }
+                    apply_changes(hosts, &origins)?;
+                    apply_changes(members_t, &members)?;
                     if !batch.stats.is_empty() {
                         let mut stats: Stats = meta
                             .get("stats")?
@@ -522,12 +512,7 @@ impl Store {
                     if let Some(s) = &batch.state {
                         meta.insert("state", s.as_slice())?;
                     }
-                    for (k, v) in &held {
-                        match v {
-                            Some(v) => meta.insert(k.as_slice(), v.as_slice())?,
-                            None => meta.remove(k.as_slice())?,
-                        };
-                    }
+                    apply_changes(meta, &held)?;
                     if let Some(c) = &batch.cursor {
                         meta.insert("cursor", c.as_bytes())?;
                     }
@@ -853,6 +838,20 @@ impl Store {
     pub fn size_on_disk(&self) -> u64 {
         self.db.size_on_disk().unwrap_or(0)
     }
+}
+
+/// Writes each changed key in a transaction (`None`: removed).
+fn apply_changes(
+    tree: &sled::transaction::TransactionalTree,
+    changes: &[KeyChange],
+) -> Result<(), sled::transaction::UnabortableTransactionError> {
+    for (k, v) in changes {
+        match v {
+            Some(v) => tree.insert(k.as_slice(), v.as_slice())?,
+            None => tree.remove(k.as_slice())?,
+        };
+    }
+    Ok(())
 }
 
 fn to_json<T: Serialize>(v: &T) -> Vec<u8> {

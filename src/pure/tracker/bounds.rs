@@ -7,7 +7,8 @@ use super::*;
 impl Tracker {
     /// Forgets the records of the hosts with no entry since `since` and no
     /// open incident (their per-host record, memory and store alike, through
-    /// [`Tracker::take_dirty_origins`]), and says which. A host seen again
+    /// [`Tracker::take_dirty_origins`]), and says which: every host left is
+    /// one active lately. A host seen again
     /// later starts as a new one. With `[fleet] max_hosts`, which counts
     /// only the hosts active lately, this keeps a fleet whose nodes come and
     /// go under new names (or a stranger uploading new names every day)
@@ -23,12 +24,7 @@ impl Tracker {
             .collect();
         for h in &idle {
             if let Some((node, _)) = self.origins.remove(h).and_then(|o| o.registration) {
-                if let Some(by) = self.registrations.get_mut(&node) {
-                    by.remove(h);
-                    if by.is_empty() {
-                        self.registrations.remove(&node);
-                    }
-                }
+                unregister(&mut self.registrations, &node, h);
             }
             self.moved.remove(h);
             self.due.remove(h);

@@ -187,6 +187,21 @@ impl Origin {
     }
 }
 
+/// Takes `host`'s registration of `node` out of the index (it registered
+/// another, or its record was forgotten).
+fn unregister(
+    registrations: &mut BTreeMap<String, BTreeMap<String, Micros>>,
+    node: &str,
+    host: &str,
+) {
+    if let Some(by) = registrations.get_mut(node) {
+        by.remove(host);
+        if by.is_empty() {
+            registrations.remove(node);
+        }
+    }
+}
+
 /// The node of trouble that nothing names (a bare log with no host).
 pub const UNKNOWN_NODE: &str = "unknown";
 
@@ -364,17 +379,6 @@ impl Tracker {
     #[must_use]
     pub fn hosts(&self) -> usize {
         self.origins.len()
-    }
-
-    /// The hosts with an entry since `since`, or an open incident.
-    #[must_use]
-    pub fn active_hosts(&self, since: Micros) -> usize {
-        self.origins
-            .iter()
-            .filter(|(h, o)| {
-                o.last_entry_at.is_some_and(|t| t >= since) || self.open.host_len(h) > 0
-            })
-            .count()
     }
 
     /// `None`: the host's record was forgotten (see
@@ -599,12 +603,7 @@ impl Tracker {
             SignalKind::Registered => {
                 origin.registered_node = Some(node.to_string());
                 if let Some((old, _)) = origin.registration.replace((node.to_string(), at)) {
-                    if let Some(by) = self.registrations.get_mut(&old) {
-                        by.remove(host);
-                        if by.is_empty() {
-                            self.registrations.remove(&old);
-                        }
-                    }
+                    unregister(&mut self.registrations, &old, host);
                 }
                 self.registrations
                     .entry(node.to_string())
