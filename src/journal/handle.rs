@@ -79,7 +79,7 @@ fn journal_err(target: &Target, what: &str, e: &dyn std::fmt::Display) -> Source
 }
 
 /// Opens `target` with the kubelet match, placed at `start`. A one-time
-/// read keeps only the match terms that occur (see [`present_only`]).
+/// read keeps only the match terms that occur (see [`present_terms`]).
 pub(crate) fn open(
     t: &Target,
     filter: &EntryFilter,
@@ -120,12 +120,12 @@ pub(crate) fn open(
     }
     j.set_data_threshold(0)
         .map_err(|e| journal_err(t, "cannot set data threshold", &e))?;
-    let filter = if follow {
-        filter.clone()
+    let terms = if follow {
+        terms(filter)
     } else {
-        present_only(&mut j, filter)
+        present_terms(&mut j, filter)
     };
-    add_matches(&mut j, &filter).map_err(|e| journal_err(t, "cannot add matches", &e))?;
+    add_terms(&mut j, &terms).map_err(|e| journal_err(t, "cannot add matches", &e))?;
     seek(&mut j, start).map_err(|e| journal_err(t, "cannot seek", &e))?;
     Ok(j)
 }
@@ -273,93 +273,124 @@ fn unique_values(j: &mut Journal, field: &str) -> std::collections::HashSet<Vec<
     out
 }
 
-/// For a read to the end of what is there (`scan`, `run --once`): the
-/// filter without the units, identifiers and containers that occur nowhere
-/// in the files. libsystemd evaluates every term of a match for every
-/// entry and file, so twenty defaults of which one occurs cost twice the
-/// reading time; the terms that remain match exactly the same entries. A
-/// following reader keeps every term: a unit may start writing later.
-pub(crate) fn present_only(j: &mut Journal, f: &EntryFilter) -> EntryFilter {
-    let mut units = unique_values(j, "_SYSTEMD_UNIT");
-    units.extend(unique_values(j, "UNIT"));
-    let idents = unique_values(j, "SYSLOG_IDENTIFIER");
-    let containers = unique_values(j, "CONTAINER_NAME");
-    let kernel = f.kernel && unique_values(j, "_TRANSPORT").contains(&b"kernel"[..]);
-    let keep = |v: &[String], there: &std::collections::HashSet<Vec<u8>>| -> Vec<String> {
-        v.iter()
-            .filter(|x| there.contains(x.as_bytes()))
-            .cloned()
-            .collect()
-    };
-    let mut pruned = EntryFilter {
-        units: keep(&f.units, &units),
-        identifiers: keep(&f.identifiers, &idents),
-        containers: keep(&f.containers, &containers),
-        trusted_uids: f.trusted_uids.clone(),
-        trusted_units: f.trusted_units.clone(),
-        context_units: keep(&f.context_units, &units),
-        kernel,
-    };
-    // No term at all would match everything: keep one that matches nothing.
-    if pruned.units.is_empty()
-        && pruned.identifiers.is_empty()
-        && pruned.containers.is_empty()
-        && pruned.context_units.is_empty()
-        && !pruned.kernel
-    {
-        pruned.units = f.units.iter().take(1).cloned().collect();
-    }
-    pruned
+/// One alternative of the kubelet match (libsystemd takes the terms as alternatives).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Term<'a> {
+    /// `_SYSTEMD_UNIT=u`: the unit's own lines.
+    Unit(&'a str),
+    /// `_PID=1` AND `UNIT=u`: systemd's lines about the unit.
+    AboutUnit(&'a str),
+    /// `SYSLOG_IDENTIFIER=i`.
+    Identifier(&'a str),
+    /// `CONTAINER_NAME=c`.
+    Container(&'a str),
+    /// `_TRANSPORT=kernel`.
+    Kernel,
 }
 
-/// `_SYSTEMD_UNIT=u` OR (`_PID=1` AND `UNIT=u`) for each unit, OR
-/// `SYSLOG_IDENTIFIER=i` for each identifier, OR `CONTAINER_NAME=c` for
-/// each container: what `journalctl -u` does, so systemd's own
-/// start/stop/restart lines about the kubelet come along. The context
-/// units (design 5.4) are matched the same way as the kubelet's units
-/// (a container runtime's by systemd's lines about it only: see
-/// [`crate::context::is_runtime_unit`]), and the kernel's lines by
-/// `_TRANSPORT=kernel` (the core keeps only its OOM-killer and link
-/// lines): they are read in the same pass, so the
-/// one cursor (a collector: one per host) covers them and a resume after
-/// a crash reads none of them twice or never.
-pub fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
-    let mut first = true;
-    let mut or = |j: &mut Journal| -> systemd::Result<()> {
-        if !std::mem::replace(&mut first, false) {
-            j.match_or()?;
+impl Term<'_> {
+    /// The field whose [`Term::value`] the term asks for (with `_PID=1`
+    /// for [`Term::AboutUnit`]).
+    fn field(self) -> &'static str {
+        match self {
+            Term::Unit(_) => "_SYSTEMD_UNIT",
+            Term::AboutUnit(_) => "UNIT",
+            Term::Identifier(_) => "SYSLOG_IDENTIFIER",
+            Term::Container(_) => "CONTAINER_NAME",
+            Term::Kernel => "_TRANSPORT",
         }
-        Ok(())
-    };
+    }
+
+    fn value(&self) -> &str {
+        match self {
+            Term::Unit(v) | Term::AboutUnit(v) | Term::Identifier(v) | Term::Container(v) => v,
+            Term::Kernel => "kernel",
+        }
+    }
+}
+
+/// The terms of `f`'s match: `_SYSTEMD_UNIT=u` OR (`_PID=1` AND `UNIT=u`)
+/// for each unit, OR `SYSLOG_IDENTIFIER=i` for each identifier, OR
+/// `CONTAINER_NAME=c` for each container: what `journalctl -u` does, so
+/// systemd's own start/stop/restart lines about the kubelet come along.
+/// The context units (design 5.4) are matched the same way as the
+/// kubelet's units (a container runtime's by systemd's lines about it
+/// only: see [`crate::context::is_runtime_unit`]), and the kernel's lines
+/// by `_TRANSPORT=kernel` (the core keeps only its OOM-killer and link
+/// lines): they are read in the same pass, so the one cursor (a
+/// collector: one per host) covers them and a resume after a crash reads
+/// none of them twice or never.
+pub(crate) fn terms(f: &EntryFilter) -> Vec<Term<'_>> {
+    let mut out = Vec::new();
     for u in &f.units {
-        or(j)?;
-        j.match_add("_SYSTEMD_UNIT", u.as_str())?;
-        or(j)?;
-        j.match_add("_PID", "1")?;
-        j.match_add("UNIT", u.as_str())?;
+        out.extend([Term::Unit(u), Term::AboutUnit(u)]);
     }
-    for i in &f.identifiers {
-        or(j)?;
-        j.match_add("SYSLOG_IDENTIFIER", i.as_str())?;
-    }
-    for c in &f.containers {
-        or(j)?;
-        j.match_add("CONTAINER_NAME", c.as_str())?;
-    }
+    out.extend(f.identifiers.iter().map(|i| Term::Identifier(i)));
+    out.extend(f.containers.iter().map(|c| Term::Container(c)));
     for u in &f.context_units {
         if !crate::context::is_runtime_unit(u) {
-            or(j)?;
-            j.match_add("_SYSTEMD_UNIT", u.as_str())?;
+            out.push(Term::Unit(u));
         }
-        or(j)?;
-        j.match_add("_PID", "1")?;
-        j.match_add("UNIT", u.as_str())?;
+        out.push(Term::AboutUnit(u));
     }
     if f.kernel {
-        or(j)?;
-        j.match_add("_TRANSPORT", "kernel")?;
+        out.push(Term::Kernel);
+    }
+    out
+}
+
+/// For a read to the end of what is there (`scan`, `run --once`): the
+/// terms of `f` whose field takes their value somewhere in the open files
+/// (`_PID=1` AND `UNIT=u` needs `UNIT=u`, `_SYSTEMD_UNIT=u` needs that
+/// field's own value). libsystemd evaluates every term of a match for
+/// every entry and file, so twenty defaults of which one occurs cost
+/// twice the reading time; the terms that remain match exactly the same
+/// entries. A following reader keeps every term: a unit may start
+/// writing later.
+pub(crate) fn present_terms<'f>(j: &mut Journal, f: &'f EntryFilter) -> Vec<Term<'f>> {
+    let all = terms(f);
+    let mut there: std::collections::HashMap<&str, std::collections::HashSet<Vec<u8>>> =
+        std::collections::HashMap::new();
+    for t in &all {
+        there
+            .entry(t.field())
+            .or_insert_with(|| unique_values(j, t.field()));
+    }
+    let present: Vec<Term<'f>> = all
+        .iter()
+        .copied()
+        .filter(|t| there[t.field()].contains(t.value().as_bytes()))
+        .collect();
+    if present.is_empty() {
+        // No term at all would match everything: keep one that matches
+        // nothing.
+        return all.into_iter().take(1).collect();
+    }
+    present
+}
+
+/// Adds `terms` to the handle's match, each an alternative.
+pub(crate) fn add_terms(j: &mut Journal, terms: &[Term<'_>]) -> systemd::Result<()> {
+    for (n, t) in terms.iter().enumerate() {
+        if n > 0 {
+            j.match_or()?;
+        }
+        match *t {
+            Term::AboutUnit(u) => {
+                j.match_add("_PID", "1")?;
+                j.match_add("UNIT", u)?;
+            }
+            other => {
+                j.match_add(other.field(), other.value())?;
+            }
+        }
     }
     Ok(())
+}
+
+/// Every term of `f` (see [`terms`]), as a following reader asks.
+pub fn add_matches(j: &mut Journal, f: &EntryFilter) -> systemd::Result<()> {
+    add_terms(j, &terms(f))
 }
 
 /// The fields whose values an [`Interner`] shares.
@@ -471,23 +502,28 @@ impl Interner {
 /// The cursor of every other entry would be formatted for nothing; the
 /// committed position is the last entry of each batch, which always gets one.
 fn may_be_evidence(m: &[u8]) -> bool {
-    use memchr::memmem::Finder;
+    use aho_corasick::AhoCorasick;
     use std::sync::LazyLock;
-    static MARKERS: LazyLock<[Finder<'static>; 5]> = LazyLock::new(|| {
-        [
-            Finder::new("node"),
-            Finder::new("Caches"),
-            Finder::new("Watching"),
-            Finder::new("Kubelet version"),
-            Finder::new("Started kubelet"),
-        ]
+    // One pass over the message for all the words (a SIMD searcher),
+    // where a search a word took five.
+    static MARKERS: LazyLock<AhoCorasick> = LazyLock::new(|| {
+        // Leftmost semantics: only they get the packed (Teddy) searcher.
+        AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+            .build([
+                "node",
+                "Caches",
+                "Watching",
+                "Kubelet version",
+                "Started kubelet",
+            ])
+            .expect("fixed words")
     });
     if m.first() != Some(&b'I') {
         // Errors and warnings, the JSON format, systemd's lines: keep.
         return true;
     }
-    let body = &m[m.len().min(30)..];
-    MARKERS.iter().any(|f| f.find(body).is_some())
+    MARKERS.is_match(&m[m.len().min(30)..])
 }
 
 /// Reads the current entry in one pass over its fields.
@@ -500,12 +536,10 @@ pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
     let mut boot = None;
     j.restart_data();
     while let Some(field) = j.enumerate_data()? {
-        let data = field.data();
-        let Some(eq) = data.iter().position(|&b| b == b'=') else {
+        let Some(v) = field.value() else {
             continue;
         };
-        let (name, v) = (&data[..eq], &data[eq + 1..]);
-        match name {
+        match field.name() {
             b"MESSAGE" => message = Some(v.to_vec()),
             b"_HOSTNAME" => e.host = Some(names.get(Slot::Host, v)),
             b"_SYSTEMD_UNIT" => e.unit = Some(names.get(Slot::Unit, v)),
@@ -844,5 +878,80 @@ mod eof_cursor {
         // Deleted: the handle keeps it open; nothing left the handle.
         std::fs::remove_file(&files[1]).unwrap();
         assert_eq!(intact.check(&j, &files), None);
+    }
+}
+
+#[cfg(test)]
+mod one_time_terms {
+    use super::{EntryFilter, Term, add_terms, journal_remote, present_terms, terms};
+    use systemd::journal::{Journal, OpenFilesOptions};
+
+    fn messages(j: &mut Journal) -> Vec<String> {
+        j.seek_head().unwrap();
+        let mut out = Vec::new();
+        while j.next().unwrap() > 0 {
+            let m = j.get_data("MESSAGE").unwrap().unwrap();
+            out.push(String::from_utf8_lossy(m.value().unwrap()).into_owned());
+        }
+        out
+    }
+
+    /// A one-time read asks libsystemd only for the terms whose own field
+    /// takes their value in the files: the kubelet's lines and systemd's
+    /// lines about it, a context unit's own lines, but not systemd's lines
+    /// about containerd when only containerd wrote (a runtime's own lines
+    /// are never asked for), nor the kernel when it wrote nothing. It
+    /// reads what every term reads.
+    #[test]
+    fn a_one_time_read_asks_only_for_terms_that_occur() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.journal");
+        let export = b"__REALTIME_TIMESTAMP=1\n_SYSTEMD_UNIT=kubelet.service\nSYSLOG_IDENTIFIER=kubelet\nMESSAGE=kubelet line\n\n\
+__REALTIME_TIMESTAMP=2\n_PID=1\nUNIT=kubelet.service\nSYSLOG_IDENTIFIER=systemd\nMESSAGE=Started kubelet\n\n\
+__REALTIME_TIMESTAMP=3\n_SYSTEMD_UNIT=containerd.service\nSYSLOG_IDENTIFIER=containerd\nMESSAGE=containerd line\n\n\
+__REALTIME_TIMESTAMP=4\n_SYSTEMD_UNIT=systemd-networkd.service\nSYSLOG_IDENTIFIER=systemd-networkd\nMESSAGE=eth0: Lost carrier\n\n\
+__REALTIME_TIMESTAMP=5\n_SYSTEMD_UNIT=cron.service\nSYSLOG_IDENTIFIER=CRON\nMESSAGE=cron line\n\n";
+        journal_remote(export, &file);
+        let open = || {
+            OpenFilesOptions::default()
+                .open_files([file.as_os_str().as_encoded_bytes()])
+                .unwrap()
+        };
+        let f = EntryFilter::default();
+        let mut j = open();
+        let present = present_terms(&mut j, &f);
+        assert_eq!(
+            present,
+            [
+                Term::Unit("kubelet.service"),
+                Term::AboutUnit("kubelet.service"),
+                Term::Identifier("kubelet"),
+                Term::Unit("systemd-networkd.service"),
+            ]
+        );
+        add_terms(&mut j, &present).unwrap();
+        let mut every = open();
+        add_terms(&mut every, &terms(&f)).unwrap();
+        let read = messages(&mut j);
+        assert_eq!(
+            read,
+            ["kubelet line", "Started kubelet", "eth0: Lost carrier"]
+        );
+        assert_eq!(messages(&mut every), read);
+        // None of them there: one term that matches nothing, not none
+        // (which would match everything).
+        let other = EntryFilter {
+            units: vec!["k3s.service".into()],
+            identifiers: vec![],
+            containers: vec![],
+            context_units: vec![],
+            kernel: false,
+            ..EntryFilter::default()
+        };
+        let mut j = open();
+        let present = present_terms(&mut j, &other);
+        assert_eq!(present, [Term::Unit("k3s.service")]);
+        add_terms(&mut j, &present).unwrap();
+        assert!(messages(&mut j).is_empty());
     }
 }

@@ -15,8 +15,8 @@ use tokio::sync::mpsc;
 use super::{Done, Event, Job};
 use crate::journal::census::{Count, Walked, count, seqnum_id};
 use crate::journal::handle::{
-    Intact, Interner, Start, add_matches, damaged, find_cursor, in_match, present_only, read_entry,
-    resume_whole, seek, seqnum, unfiltered,
+    Intact, Interner, Start, add_terms, damaged, find_cursor, in_match, present_terms, read_entry,
+    resume_whole, seek, seqnum, terms, unfiltered,
 };
 use crate::journal::protocol::ReaderEvent;
 use crate::journal::{Entry, EntryFilter, Text};
@@ -87,7 +87,7 @@ struct Pass<'a> {
 
 pub(super) struct Worker {
     pub(super) filter: EntryFilter,
-    /// Following: every term of the filter stays (see `present_only`).
+    /// Following: every term of the filter stays (see `present_terms`).
     pub(super) follow: bool,
     pub(super) batch: usize,
     pub(super) tx: mpsc::Sender<ReaderEvent>,
@@ -176,12 +176,12 @@ impl Worker {
         j.set_data_threshold(0)
             .map_err(|e| format!("cannot set data threshold: {e}"))?;
         if filtered {
-            let filter = if self.follow {
-                self.filter.clone()
+            let terms = if self.follow {
+                terms(&self.filter)
             } else {
-                present_only(&mut j, &self.filter)
+                present_terms(&mut j, &self.filter)
             };
-            add_matches(&mut j, &filter).map_err(|e| format!("cannot add matches: {e}"))?;
+            add_terms(&mut j, &terms).map_err(|e| format!("cannot add matches: {e}"))?;
         }
         seek(&mut j, start).map_err(|e| format!("cannot seek: {e}"))?;
         Ok(j)
