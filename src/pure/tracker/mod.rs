@@ -133,14 +133,20 @@ pub struct Alerted {
 }
 
 /// What one kubelet (one host) told us lately. Persisted one record a host
-/// (the store's `hosts` tree), written when it changes.
+/// (the store's `hosts` tree), written when it changes; what it does not
+/// know is left out of the record (most hosts of a collector know only
+/// their last entry and pid: 60 bytes, not 190).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Origin {
     /// The node this host's kubelet last registered (or tried to) as.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     registered_node: Option<String>,
     /// The node its lines last named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     named_node: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     started_at: Option<Micros>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     caches_synced_at: Option<Micros>,
     /// The node this host's kubelet last registered, and when: kept with
     /// the host (written when it changes), not in one map of every node
@@ -148,6 +154,7 @@ pub struct Origin {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     registration: Option<(String, Micros)>,
     /// Recent markers, kept as evidence for an incident that opens soon after.
+    #[serde(default, skip_serializing_if = "VecDeque::is_empty")]
     markers: VecDeque<Evidence>,
     /// systemd is stopping the kubelet as asked (`Stopping kubelet…` with
     /// no failed exit before it): its exit now is no crash.

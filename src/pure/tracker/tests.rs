@@ -597,3 +597,23 @@ fn a_flood_of_one_line_names_leaves_no_history() {
     assert_eq!(p.tracker().open_incidents().count(), 8);
     assert!(d.iter().all(|x| !matches!(x, Decision::QueueAlert { .. })));
 }
+
+/// A host's record leaves out what its kubelet has not told (a
+/// collector's hosts mostly know their last entry and pid), and a record
+/// written with every field, as before, reads the same.
+#[test]
+fn a_host_record_leaves_out_what_it_does_not_know() {
+    let before = r#"{"registered_node":null,"named_node":null,"started_at":null,"caches_synced_at":null,"markers":[],"last_entry_at":5,"kubelet_pid":2000}"#;
+    let o: Origin = serde_json::from_str(before).unwrap();
+    assert_eq!(
+        serde_json::to_string(&o).unwrap(),
+        r#"{"last_entry_at":5,"kubelet_pid":2000}"#
+    );
+    let known = Origin {
+        named_node: Some("n1".into()),
+        started_at: Some(1),
+        ..o.clone()
+    };
+    let back: Origin = serde_json::from_str(&serde_json::to_string(&known).unwrap()).unwrap();
+    assert_eq!(back, known);
+}
