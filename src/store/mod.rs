@@ -35,6 +35,7 @@
 //! incidents and per-host records are written when they change, not with
 //! every commit: a commit costs what the batch changed.
 
+mod encoding;
 mod keys;
 mod migrate;
 mod open;
@@ -43,6 +44,7 @@ mod silences;
 
 use std::path::{Path, PathBuf};
 
+use encoding::{INFLATE_MAX, inflate, to_json, to_record};
 use keys::{by_time_key, member_key, member_prefix, node_key};
 use open::unreadable;
 
@@ -854,62 +856,6 @@ fn apply_changes(
         };
     }
     Ok(())
-}
-
-fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
-    // Serializing these plain data types cannot fail (no maps with
-    // non-string keys, no custom serializers that error).
-    serde_json::to_vec(v).expect("records serialize")
-}
-
-/// Records whose JSON is longer are written deflated.
-const DEFLATE_OVER: usize = 256;
-
-/// What a deflated record may inflate to: more is damage, not a record.
-const INFLATE_MAX: u64 = 64 << 20;
-
-/// An incident, an endpoint group's member or a held line as stored: its
-/// JSON, as a zlib stream when longer than [`DEFLATE_OVER`]. They are the
-/// records that grow with a fleet (an incident is mostly its evidence
-/// lines and their cursors, 4 KB of text that deflates to a fifth), and
-/// sled keeps every version written until it cleans a segment, so the
-/// store at rest is several times what is written: measured on 10 000
-/// hosts, 3.5 KiB a host with plain JSON, 1.9 with these deflated. A zlib
-/// stream starts with `0x78`, which no JSON text does; [`inflate`] tells
-/// them apart, so records written plain (by an older version) read as
-/// before. The CPU it costs is small beside sled's own (a 4 KB incident
-/// deflates in tens of microseconds at the fast level).
-fn to_record<T: Serialize>(v: &T) -> Vec<u8> {
-    use std::io::Write as _;
-    let json = to_json(v);
-    if json.len() <= DEFLATE_OVER {
-        return json;
-    }
-    let mut z = flate2::write::ZlibEncoder::new(
-        Vec::with_capacity(json.len() / 3),
-        flate2::Compression::fast(),
-    );
-    // Writing into a Vec cannot fail.
-    z.write_all(&json).expect("in memory");
-    z.finish().expect("in memory")
-}
-
-/// A stored value's JSON: as it is, or inflated (see [`to_record`]), at
-/// most `max` bytes of it.
-fn inflate(v: &[u8], max: u64) -> Result<std::borrow::Cow<'_, [u8]>, String> {
-    use std::io::Read as _;
-    if v.first() != Some(&0x78) {
-        return Ok(std::borrow::Cow::Borrowed(v));
-    }
-    let mut out = Vec::with_capacity(v.len() * 4);
-    flate2::read::ZlibDecoder::new(v)
-        .take(max + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("cannot inflate it: {e}"))?;
-    if out.len() as u64 > max {
-        return Err(format!("it inflates past {max} bytes"));
-    }
-    Ok(std::borrow::Cow::Owned(out))
 }
 
 #[cfg(test)]
