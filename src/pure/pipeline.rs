@@ -520,7 +520,7 @@ impl Pipeline {
             return;
         }
         if entry.from_systemd || entry.identifier.as_deref() == Some("systemd") {
-            let text = String::from_utf8_lossy(&entry.message);
+            let text = crate::model::text(&entry.message);
             match signals::recognize_systemd(&text) {
                 Some(sig) => {
                     self.summary.kubelet_lines += 1;
@@ -557,7 +557,7 @@ impl Pipeline {
         let Some(at) = entry.at else {
             return;
         };
-        let text = String::from_utf8_lossy(&entry.message);
+        let text = crate::model::text(&entry.message);
         let Some(mut line) = crate::context::classify(&source.unit, source.from_systemd, &text)
         else {
             return;
@@ -589,7 +589,7 @@ impl Pipeline {
         if !(crate::parse::klog::starts_with_header(m) || m.starts_with(b"{\"")) {
             return false;
         }
-        let text = String::from_utf8_lossy(m);
+        let text = crate::model::text(m);
         let line = parse_line(&text);
         if !line.is_parsed() {
             return false;
@@ -750,7 +750,7 @@ impl Pipeline {
 
     fn note_unparsed(&mut self, m: &[u8]) {
         if self.summary.first_unparsed.is_none() {
-            let text = String::from_utf8_lossy(m);
+            let text = crate::model::text(m);
             self.summary.first_unparsed = Some(crate::tracker::one_line(&text, 200));
         }
     }
@@ -774,7 +774,7 @@ impl Pipeline {
                 Out::Orphan(e) => {
                     // cobra's `Error: failed to run Kubelet: …` has no klog
                     // header but is the kubelet's fatal word.
-                    let text = String::from_utf8_lossy(&e.message).into_owned();
+                    let text = crate::model::text(&e.message).into_owned();
                     if let Some(sig) = signals::recognize_bare(&text) {
                         self.summary.lines += 1;
                         self.summary.recognized += 1;
@@ -792,7 +792,7 @@ impl Pipeline {
 
     fn line(&mut self, j: &Joined, decisions: &mut Vec<Decision>) {
         self.summary.continuations += u64::from(j.continuations);
-        let text = String::from_utf8_lossy(&j.entry.message);
+        let text = crate::model::text(&j.entry.message);
         let line = parse_line(&text);
         if !line.is_parsed() {
             // A `{` line that was not the JSON format.

@@ -193,7 +193,7 @@ pub fn is_bare_word(m: &[u8]) -> bool {
     m.starts_with(b"panic: ")
         || m.starts_with(b"fatal error: ")
         || ((m.starts_with(b"Error: ") || m.starts_with(b"error: "))
-            && bare_fatal(&String::from_utf8_lossy(m)).is_some())
+            && bare_fatal(&crate::model::text(m)).is_some())
 }
 
 /// Lines that start a record of their own although they carry no klog header:

@@ -213,7 +213,7 @@ pub fn unquote(s: &str) -> String {
         out.push(b'\\');
         out.push(c);
     }
-    String::from_utf8_lossy(&out).into_owned()
+    crate::model::text(&out).into_owned()
 }
 
 fn is_key_char(c: char) -> bool {
