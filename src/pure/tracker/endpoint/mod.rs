@@ -188,6 +188,38 @@ pub(crate) struct Group {
     /// the outage's opening (see `fast.rs`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     confirmed: BTreeMap<String, Micros>,
+    /// Of an outage a member joins by the short way (`fast.rs`), the nodes
+    /// it names, so a join asks in O(log n) whether its node is one:
+    /// built from the outage's list at the first join, kept as members
+    /// join, dropped whenever the outages are derived or cut again.
+    #[serde(skip)]
+    named: NodesNamed,
+}
+
+/// See [`Group::named`]. An index of what the outages say, so it is equal
+/// whatever it holds: two groups with the same members and outages are
+/// the same group, whichever of them has been asked.
+#[derive(Debug, Clone, Default)]
+pub(super) struct NodesNamed(BTreeMap<String, BTreeSet<String>>);
+
+impl PartialEq for NodesNamed {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for NodesNamed {}
+
+impl NodesNamed {
+    /// Adds `node` to the nodes outage `id` names (`listed`, the first
+    /// time); whether it is new to them.
+    pub(super) fn add(&mut self, id: &str, listed: &[String], node: &str) -> bool {
+        let named = self
+            .0
+            .entry(id.to_string())
+            .or_insert_with(|| listed.iter().cloned().collect());
+        named.insert(node.to_string())
+    }
 }
 
 /// What the rules make of a group's members: for each outage, its opening,
@@ -591,6 +623,7 @@ impl Tracker {
                 g.dirty.insert((m.opened_at, m.id.clone()));
             }
             g.outages = now;
+            g.named = NodesNamed::default();
             g.paged = paged;
             g.told_end = told_end;
             g.confirmed = confirmed;
@@ -696,6 +729,7 @@ impl Tracker {
                 !cut.iter()
                     .any(|m| m.cover.as_deref() == Some(o.id.as_str()))
             });
+            g.named = NodesNamed::default();
         }
         if excess > 0 && g.members.len() > 1 {
             // One segment holds more than the bound: its oldest resolved
