@@ -41,7 +41,10 @@ use super::{
 };
 use crate::time::SECOND;
 
+mod diagnosis;
 mod fast;
+
+use fast::NodesNamed;
 
 /// The cause classes an outage of one endpoint shows as.
 pub(crate) const FLEET_CAUSES: [Cause; 4] = [
@@ -188,38 +191,10 @@ pub(crate) struct Group {
     /// the outage's opening (see `fast.rs`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     confirmed: BTreeMap<String, Micros>,
-    /// Of an outage a member joins by the short way (`fast.rs`), the nodes
-    /// it names, so a join asks in O(log n) whether its node is one:
-    /// built from the outage's list at the first join, kept as members
-    /// join, dropped whenever the outages are derived or cut again.
+    /// The nodes each outage names, for joins by the short way: dropped
+    /// whenever the outages are derived or cut again (see [`NodesNamed`]).
     #[serde(skip)]
     named: NodesNamed,
-}
-
-/// See [`Group::named`]. An index of what the outages say, so it is equal
-/// whatever it holds: two groups with the same members and outages are
-/// the same group, whichever of them has been asked.
-#[derive(Debug, Clone, Default)]
-pub(super) struct NodesNamed(BTreeMap<String, BTreeSet<String>>);
-
-impl PartialEq for NodesNamed {
-    fn eq(&self, _: &Self) -> bool {
-        true
-    }
-}
-
-impl Eq for NodesNamed {}
-
-impl NodesNamed {
-    /// Adds `node` to the nodes outage `id` names (`listed`, the first
-    /// time); whether it is new to them.
-    pub(super) fn add(&mut self, id: &str, listed: &[String], node: &str) -> bool {
-        let named = self
-            .0
-            .entry(id.to_string())
-            .or_insert_with(|| listed.iter().cloned().collect());
-        named.insert(node.to_string())
-    }
 }
 
 /// What the rules make of a group's members: for each outage, its opening,
@@ -872,44 +847,6 @@ impl Tracker {
             .values_mut()
             .flat_map(|g| g.outages.iter_mut())
             .find(|i| i.id == id)
-    }
-}
-
-impl Incident {
-    /// One paragraph for a person: which endpoint, how many nodes, since when.
-    pub(super) fn endpoint_diagnosis(&self, o: &Outage) -> String {
-        let cause = self.cause();
-        let ep = &o.endpoint;
-        let shown: Vec<&str> = o.nodes.iter().take(10).map(String::as_str).collect();
-        let more = o.nodes.len().saturating_sub(shown.len());
-        let mut parts = vec![format!(
-            "{} nodes lost API endpoint {} ({}) from {}: {}{}.",
-            o.nodes.len(),
-            one_line(ep, 270),
-            cause.as_str(),
-            crate::time::clock(self.opened_at),
-            one_line(&shown.join(", "), 600),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            }
-        )];
-        parts.push(format!(
-            "The errors point at {}: {}; one outage, not a problem of each node.",
-            cause.as_str(),
-            super::cause_explanation(cause)
-        ));
-        if let Some(at) = self.resolved_at {
-            parts.push(format!(
-                "Resolved at {} when the last of its nodes' incidents resolved.",
-                crate::time::clock(at)
-            ));
-        }
-        if let Some(e) = self.first_evidence() {
-            parts.push(format!("First error: {}", one_line(&e.text, 300)));
-        }
-        parts.join(" ")
     }
 }
 
