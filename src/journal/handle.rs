@@ -258,19 +258,19 @@ pub(crate) fn find_cursor(j: &mut Journal, last: &Entry) -> Option<String> {
     None
 }
 
-/// The values `field` takes anywhere in the open files.
-fn unique_values(j: &mut Journal, field: &str) -> std::collections::HashSet<Vec<u8>> {
+/// The values `field` takes anywhere in the open files; `None` when
+/// libsystemd cannot tell them all (a damaged data object stops its
+/// enumeration where it is).
+fn unique_values(j: &mut Journal, field: &str) -> Option<std::collections::HashSet<Vec<u8>>> {
     let mut out = std::collections::HashSet::new();
-    if j.query_unique(field).is_err() {
-        return out;
-    }
-    while let Ok(Some(d)) = j.enumerate_unique() {
+    j.query_unique(field).ok()?;
+    while let Some(d) = j.enumerate_unique().ok()? {
         let data = d.data();
         if let Some(eq) = data.iter().position(|&b| b == b'=') {
             out.insert(data[eq + 1..].to_vec());
         }
     }
-    out
+    Some(out)
 }
 
 /// One alternative of the kubelet match (libsystemd takes the terms as alternatives).
@@ -346,15 +346,19 @@ pub(crate) fn terms(f: &EntryFilter) -> Vec<Term<'_>> {
 /// every entry and file, so twenty defaults of which one occurs cost
 /// twice the reading time; the terms that remain match exactly the same
 /// entries. A following reader keeps every term: a unit may start
-/// writing later.
+/// writing later. Where a field's values cannot all be told, every term
+/// stays.
 pub(crate) fn present_terms<'f>(j: &mut Journal, f: &'f EntryFilter) -> Vec<Term<'f>> {
     let all = terms(f);
     let mut there: std::collections::HashMap<&str, std::collections::HashSet<Vec<u8>>> =
         std::collections::HashMap::new();
     for t in &all {
-        there
-            .entry(t.field())
-            .or_insert_with(|| unique_values(j, t.field()));
+        if !there.contains_key(t.field()) {
+            let Some(values) = unique_values(j, t.field()) else {
+                return all;
+            };
+            there.insert(t.field(), values);
+        }
     }
     let present: Vec<Term<'f>> = all
         .iter()
