@@ -3,12 +3,12 @@
 //!
 //! | tree | key | value | written by |
 //! |---|---|---|---|
-//! | `incidents` | incident id (12 hex digits) | JSON [`Incident`], deflated (a record, see [`to_record`]) | ingest (commit, prune); the CLI's offline `ack` while the service is stopped |
+//! | `incidents` | incident id (12 hex digits) | JSON [`Incident`], deflated when over 256 bytes (see [`to_record`]) | ingest (commit, prune); the CLI's offline `ack` while the service is stopped |
 //! | `by_node` | node, `0x00`, `opened_at` (8 bytes, big-endian, sign-flipped), id | empty | ingest (commit, prune) |
 //! | `by_time` | `opened_at` (8 bytes, as above), id | empty | ingest (commit, prune) |
 //! | `open` | incident id | node: the incidents still open | ingest (commit) |
 //! | `hosts` | host name | JSON [`Origin`]: what that host's kubelet told lately | ingest (commit) |
-//! | `members` | endpoint group (`ENDPOINT CAUSE`), `0x00`, `opened_at` (as above), incident id | JSON [`Member`], deflated (a record): a node incident as its endpoint group weighs it | ingest (commit, source switch) |
+//! | `members` | endpoint group (`ENDPOINT CAUSE`), `0x00`, `opened_at` (as above), incident id | JSON [`Member`], deflated when over 256 bytes: a node incident as its endpoint group weighs it | ingest (commit, source switch) |
 //! | `outbox` | sequence number (8 bytes, big-endian) | JSON [`OutboxEntry`] | ingest inserts (commit); the mailer and the Alertmanager task update and remove their own channel's entries (and `control::apply` in them) |
 //! | `deliveries` | incident id | when its first alert was delivered (8 bytes, big-endian): read into the incident's `alerted_at` | the mailer and the Alertmanager task, in the transaction that removes the delivered entries; ingest removes an incident's with it (prune, forget) |
 //! | `silences` | silence id | JSON [`Silence`] (ended ones are kept a day, then pruned) | the query server (add, expire); ingest's pruning removes ended ones |
@@ -18,7 +18,7 @@
 //! | | `source` | the journal the cursors belong to ([`crate::journal::source_id`]) | ingest (source switch at start) |
 //! | | `origin` | JSON [`ReadFrom`]: where a host (or journal) with no cursor starts in that journal, `[journal] start_at` taken once at its first start | ingest (source switch at start; once for a store from before it was kept) |
 //! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, counters | ingest (commit) |
-//! | | `held/STREAM` | JSON (sequence, [`Joined`]), deflated (a record): the line held for a stream until it is known to be whole, one record a stream, written when it changes (before, inside `state`: the next commit moves them) | ingest (commit, source switch) |
+//! | | `held/STREAM` | JSON (sequence, [`Joined`]), deflated when over 256 bytes: the line held for a stream until it is known to be whole, one record a stream, written when it changes (before, inside `state`: the next commit moves them) | ingest (commit, source switch) |
 //! | | `stats` | JSON [`Stats`]: counts over the history | ingest (commit, prune); [`Store::stats`] once, for a store from before they were kept |
 //!
 //! Every tree but `outbox`, `deliveries` and `silences` has one writer,
