@@ -213,7 +213,8 @@ pub fn unquote(s: &str) -> String {
         out.push(b'\\');
         out.push(c);
     }
-    crate::model::text(&out).into_owned()
+    // Valid UTF-8 (nearly always) becomes the String without a copy.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 fn is_key_char(c: char) -> bool {

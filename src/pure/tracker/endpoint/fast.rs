@@ -194,6 +194,6 @@ impl NodesNamed {
             .0
             .entry(id.to_string())
             .or_insert_with(|| listed.iter().cloned().collect());
-        named.insert(node.to_string())
+        !named.contains(node) && named.insert(node.to_string())
     }
 }
