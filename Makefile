@@ -39,7 +39,7 @@ demo: build
 		echo "  $$(basename $$f): $$(awk '/^Subject:/ {s=$$0; while ((getline l) > 0 && l ~ /^[ \t]/) {sub(/^[ \t]+/, " ", l); s=s l}; print s; exit}' $$f)"; done
 
 # The core alone first: built without the other packages' features (no
-# chrono `clock`), with its own clippy.toml (src/pure/clippy.toml), so the
+# chrono `clock`), with its own clippy.toml (crates/core/clippy.toml), so the
 # compiler and clippy keep its wall.
 lint:
 	cargo fmt --all -- --check

@@ -5,7 +5,7 @@
 
 use chrono::{DateTime, Local, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeZone, Utc};
 
-use crate::time::{Micros, SECOND, Zone, ZoneRules, parse_rfc3339};
+use sentinel_core::time::{Micros, SECOND, Zone, ZoneRules, parse_rfc3339};
 
 /// The current wall-clock time.
 #[must_use]
@@ -199,7 +199,7 @@ fn at_wall(t: NaiveDateTime, utc: bool) -> Option<Micros> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::parse_rfc3339;
+    use sentinel_core::time::parse_rfc3339;
 
     #[test]
     fn journalctl_times() {
@@ -260,7 +260,7 @@ mod tests {
     /// `scan`'s flags take text; it must say what the config's default is.
     #[test]
     fn flag_texts_are_the_defaults() {
-        use crate::defaults::{
+        use sentinel_core::defaults::{
             RACE_WINDOW, RACE_WINDOW_TEXT, RESOLVE_AFTER, RESOLVE_AFTER_TEXT, WINDOW, WINDOW_TEXT,
         };
         for (text, value) in [

@@ -6,9 +6,10 @@
 //!
 //! Floors, bottom first; each module's job in one line.
 //!
-//! - `pure/`, the walled core, a crate of its own (`kubelet-sentinel-core`,
-//!   re-exported below at the paths the edges use; no I/O, no clock, no
-//!   zone but UTC, no tokio, no sled):
+//! - `crates/core`, the walled core, a crate of its own (the package
+//!   `kubelet-sentinel-core`, named `sentinel_core` at every use site, as
+//!   in `sentinel_core::tracker::Incident`; no I/O, no clock, no zone but
+//!   UTC, no tokio, no sled):
 //!   `model` (entries, positions, globs), `time` (µs, durations, placing
 //!   text logs' times), `defaults` (every default), `kinds` (one spelling
 //!   per cause, verdict, status, incident kind, channel, signal kind),
@@ -65,14 +66,6 @@
 //!   the integration tests, the benches and the examples use); everything
 //!   else is `pub(crate)`, and `unreachable_pub` keeps it so.
 
-// The walled core is its own crate (`src/pure`, `kubelet-sentinel-core`);
-// its modules are re-exported at the paths the edges name them by.
-#[cfg(test)]
-pub(crate) use kubelet_sentinel_core::testing;
-pub(crate) use kubelet_sentinel_core::{
-    advice, context, defaults, kinds, model, parse, picture, pipeline, signals, time, tracker,
-};
-
 mod api;
 mod cli;
 mod clock;
@@ -95,14 +88,14 @@ pub use daemon::{Edges, RunOptions, Source, run};
 pub use journal::collector::discover;
 pub use journal::handle::add_matches;
 pub use journal::{Format, ReadOptions, Reader, ReaderCtl, ReaderEvent};
-pub use model::{Entry, EntryFilter};
 pub use notify::render::{FULL, Rendered, render, render_with};
 pub use notify::{EmailTransport, smtp::Progress};
-pub use parse::parse_line;
-pub use pipeline::{Pipeline, Summary};
 pub use report::IncidentOut;
 pub use scan::{Input, ScanResult, scan};
-pub use signals::recognize;
+pub use sentinel_core::model::{Entry, EntryFilter};
+pub use sentinel_core::parse::parse_line;
+pub use sentinel_core::pipeline::{Pipeline, Summary};
+pub use sentinel_core::signals::recognize;
+pub use sentinel_core::time::{Clock, Micros, SECOND, Zone, rfc3339};
+pub use sentinel_core::tracker::{AlertKind, Incident, Settings};
 pub use store::{Batch, Filter, Silence, StatsDelta, Store, StoreError};
-pub use time::{Clock, Micros, SECOND, Zone, rfc3339};
-pub use tracker::{AlertKind, Incident, Settings};

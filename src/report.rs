@@ -6,10 +6,10 @@ use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
 
-use crate::pipeline::Summary;
-use crate::signals::{Cause, SignalKind};
-use crate::time::{Micros, Zone, human, human_duration, rfc3339};
-use crate::tracker::{
+use sentinel_core::pipeline::Summary;
+use sentinel_core::signals::{Cause, SignalKind};
+use sentinel_core::time::{Micros, Zone, human, human_duration, rfc3339};
+use sentinel_core::tracker::{
     Counters, Detail, Incident, IncidentKind, Settings, Status, Verdict, one_line,
 };
 
@@ -56,7 +56,7 @@ pub(crate) struct SummaryOut {
     pub untimed: u64,
     pub first_at: Option<String>,
     pub last_at: Option<String>,
-    /// The nodes named, at most [`crate::pipeline::NODES_LISTED`] ...
+    /// The nodes named, at most [`sentinel_core::pipeline::NODES_LISTED`] ...
     pub nodes: Vec<String>,
     /// ... and how many more were seen.
     pub nodes_unlisted: u64,
@@ -139,7 +139,7 @@ pub struct IncidentOut {
     /// How it ended: `node-ready`, `quiet`, or `source-changed` (closed,
     /// not resolved: the service was switched to another journal).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub resolution: Option<crate::tracker::Resolution>,
+    pub resolution: Option<sentinel_core::tracker::Resolution>,
     /// The node-status counters, flattened (zeros for the other kinds).
     #[serde(flatten)]
     pub counters: Counters,
@@ -177,7 +177,7 @@ pub struct IncidentOut {
     pub evidence_dropped: Option<Dropped>,
     /// Its signals over time, for the picture `show` draws.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeline: Option<crate::picture::Picture>,
+    pub timeline: Option<sentinel_core::picture::Picture>,
 }
 
 /// Evidence lines an incident did not keep.
@@ -200,12 +200,16 @@ impl IncidentOut {
     #[must_use]
     pub fn new(i: &Incident, s: &Settings) -> Self {
         let (last_exit, last_entry_at, next_steps) = match &i.detail {
-            Detail::KubeletDown(d) => (d.last_exit.clone(), None, crate::advice::next_steps(i)),
-            Detail::NotReady(_) => (None, None, crate::advice::next_steps(i)),
+            Detail::KubeletDown(d) => (
+                d.last_exit.clone(),
+                None,
+                sentinel_core::advice::next_steps(i),
+            ),
+            Detail::NotReady(_) => (None, None, sentinel_core::advice::next_steps(i)),
             Detail::HostSilent(h) => (
                 None,
                 Some(rfc3339(h.last_entry_at)),
-                crate::advice::next_steps(i),
+                sentinel_core::advice::next_steps(i),
             ),
             Detail::NodeStatus(_) | Detail::Endpoint(_) => (None, None, Vec::new()),
         };
@@ -257,7 +261,7 @@ impl IncidentOut {
             }),
             silenced_by: Vec::new(),
             evidence_dropped: dropped(i),
-            timeline: crate::picture::Picture::of(i),
+            timeline: sentinel_core::picture::Picture::of(i),
         }
     }
 
@@ -283,7 +287,7 @@ impl IncidentOut {
     /// why, as its JSON `resolution` says, not "resolved".
     #[must_use]
     pub fn status_cell(&self) -> String {
-        use crate::tracker::Resolution;
+        use sentinel_core::tracker::Resolution;
         let mut s = match self.resolution {
             Some(Resolution::SourceChanged) => "closed (source-changed)".to_string(),
             Some(Resolution::Evicted) => "closed (evicted)".to_string(),
@@ -337,7 +341,7 @@ pub(crate) fn scan_json(summary: &Summary, incidents: &[Incident], s: &Settings)
 }
 
 fn micros(t: &str) -> Micros {
-    crate::time::parse_rfc3339(t).unwrap_or(0)
+    sentinel_core::time::parse_rfc3339(t).unwrap_or(0)
 }
 
 /// How long the trouble lasted: first to last signal (not the quiet time

@@ -3,8 +3,8 @@
 //! lines spread over several files make one history.
 
 use crate::journal::{self, Malformed, ReadOptions, SourceError};
-use crate::pipeline::{Pipeline, Summary};
-use crate::tracker::{Decision, Incident, Settings};
+use sentinel_core::pipeline::{Pipeline, Summary};
+use sentinel_core::tracker::{Decision, Incident, Settings};
 
 /// Where to read from.
 #[derive(Debug, Clone)]
@@ -27,7 +27,7 @@ pub struct ScanResult {
     /// Inputs that could not be opened or read to the end.
     pub failed: Vec<SourceError>,
     /// Each host's newest entry (a collector directory: one a host).
-    pub hosts: std::collections::BTreeMap<String, crate::time::Micros>,
+    pub hosts: std::collections::BTreeMap<String, sentinel_core::time::Micros>,
 }
 
 /// Reads every input through one pipeline and returns what it found.

@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
-use crate::pipeline::Summary;
-use crate::signals::Cause;
 use crate::store::Stats;
-use crate::time::Micros;
-use crate::tracker::{Incident, IncidentKind, Settings, Verdict};
+use sentinel_core::pipeline::Summary;
+use sentinel_core::signals::Cause;
+use sentinel_core::time::Micros;
+use sentinel_core::tracker::{Incident, IncidentKind, Settings, Verdict};
 
 /// The wall clock, as the service reads it (tests pass a paused one).
 pub(crate) type Now = std::sync::Arc<dyn Fn() -> Micros + Send + Sync>;
@@ -202,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_host_is_silent_against_the_newest_entry_not_the_clock() {
-        let m = 60 * crate::time::SECOND;
+        let m = 60 * sentinel_core::time::SECOND;
         let mut s = StatusSnapshot {
             silent_after: 10 * m,
             ..StatusSnapshot::default()

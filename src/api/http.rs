@@ -46,7 +46,7 @@ use crate::query::{self, AckRequest, Live, NewSilence, QueryError};
 use crate::report::IncidentOut;
 use crate::status::{AckError, Command, DeliveryStats, StatusSnapshot};
 use crate::store::{Channel, Filter, Store};
-use crate::time::Micros;
+use sentinel_core::time::Micros;
 
 /// Connections per listener still sending their request.
 pub(crate) const MAX_PENDING: usize = 512;

@@ -11,8 +11,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use crate::query::{Live, lag};
-use crate::time::{Micros, SECOND};
-use crate::tracker::Verdict;
+use sentinel_core::time::{Micros, SECOND};
+use sentinel_core::tracker::Verdict;
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -447,10 +447,10 @@ mod tests {
         let mut live = Live::default();
         live.status.open.push(OpenIncident {
             id: "0123456789ab".into(),
-            kind: crate::tracker::IncidentKind::KubeletDown,
+            kind: sentinel_core::tracker::IncidentKind::KubeletDown,
             node: "evil\"\n\\node".into(),
             host: "h".into(),
-            cause: crate::signals::Cause::Auth,
+            cause: sentinel_core::signals::Cause::Auth,
             verdict: Verdict::Persistent,
             retries: 7,
         });

@@ -8,10 +8,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::clock::parse_duration;
 use crate::journal::Format;
-use crate::kinds::Spelling;
-use crate::signals::Cause;
-use crate::time::Micros;
-use crate::tracker::{IncidentKind, Settings, Status, Verdict};
+use sentinel_core::kinds::Spelling;
+use sentinel_core::signals::Cause;
+use sentinel_core::time::Micros;
+use sentinel_core::tracker::{IncidentKind, Settings, Status, Verdict};
 
 /// Exit codes: 0 ok, 1 runtime failure, 2 usage, 3 `status`: the service
 /// is not running, 4 `scan` read its input with losses (what was lost is on
@@ -240,7 +240,7 @@ pub struct ScanArgs {
     #[arg(long)]
     pub details: bool,
     /// Quiet time after which an open incident resolves.
-    #[arg(long, default_value = crate::defaults::RESOLVE_AFTER_TEXT, value_parser = duration)]
+    #[arg(long, default_value = sentinel_core::defaults::RESOLVE_AFTER_TEXT, value_parser = duration)]
     pub resolve_after: Micros,
     /// A directory (a collector's): a host this far behind the newest entry
     /// of any host is a host-silent incident, as `[fleet] silent_incidents`
@@ -248,18 +248,18 @@ pub struct ScanArgs {
     #[arg(long, default_value = "0s", value_parser = duration)]
     pub silent_after: Micros,
     /// Trouble this soon after registration may be the start-up race.
-    #[arg(long, default_value = crate::defaults::RACE_WINDOW_TEXT, value_parser = duration)]
+    #[arg(long, default_value = sentinel_core::defaults::RACE_WINDOW_TEXT, value_parser = duration)]
     pub race_window: Micros,
     /// Over threshold: more than this many retries (status updates and registrations)
     /// within --window.
-    #[arg(long, default_value_t = crate::defaults::RETRIES)]
+    #[arg(long, default_value_t = sentinel_core::defaults::RETRIES)]
     pub retries: u32,
     /// The window of --retries.
-    #[arg(long, default_value = crate::defaults::WINDOW_TEXT, value_parser = duration)]
+    #[arg(long, default_value = sentinel_core::defaults::WINDOW_TEXT, value_parser = duration)]
     pub window: Micros,
     /// This many nodes (of as many hosts) in trouble against one API endpoint
     /// are one endpoint incident (`[fleet] min_nodes`).
-    #[arg(long, default_value_t = crate::defaults::FLEET_MIN_NODES, value_parser = clap::value_parser!(u32).range(2..))]
+    #[arg(long, default_value_t = sentinel_core::defaults::FLEET_MIN_NODES, value_parser = clap::value_parser!(u32).range(2..))]
     pub min_nodes: u32,
     /// Another unit to read as the kubelet (repeatable), besides kubelet.service and those
     /// of k3s, rke2 and `MicroK8s`.
@@ -299,8 +299,9 @@ fn duration(s: &str) -> Result<Micros, String> {
 /// before anything is asked of the service.
 fn silence_length(s: &str) -> Result<Micros, String> {
     let d = duration(s)?;
-    let max = i64::try_from(crate::query::MAX_SILENCE).unwrap_or(i64::MAX) * crate::time::SECOND;
-    if d < crate::time::SECOND || d > max {
+    let max =
+        i64::try_from(crate::query::MAX_SILENCE).unwrap_or(i64::MAX) * sentinel_core::time::SECOND;
+    if d < sentinel_core::time::SECOND || d > max {
         return Err(format!(
             "from 1s to {}d",
             crate::query::MAX_SILENCE / 86_400

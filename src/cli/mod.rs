@@ -10,7 +10,7 @@ use clap::Parser as _;
 
 use crate::config::{self, Config};
 use crate::store::Filter;
-use crate::tracker::Status;
+use sentinel_core::tracker::Status;
 
 pub(crate) mod args;
 mod commands;

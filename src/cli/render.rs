@@ -3,7 +3,7 @@
 
 use crate::query::{IncidentList, NodeList, SilenceList, SilenceOut, StatusOut};
 use crate::report::{self, IncidentOut, terminal_text};
-use crate::time::Zone;
+use sentinel_core::time::Zone;
 
 pub(crate) fn incidents(list: &IncidentList, zone: Zone) -> String {
     if list.incidents.is_empty() {
@@ -20,7 +20,8 @@ pub(crate) fn incident(i: &IncidentOut, zone: Zone) -> String {
 /// An RFC 3339 time of an answer as people read it: the one human format,
 /// in `zone`, the zone said (what is not a time is shown as it is).
 fn when(t: &str, zone: Zone) -> String {
-    crate::time::parse_rfc3339(t).map_or_else(|| t.to_string(), |us| crate::time::human(us, zone))
+    sentinel_core::time::parse_rfc3339(t)
+        .map_or_else(|| t.to_string(), |us| sentinel_core::time::human(us, zone))
 }
 
 fn when_opt(t: Option<&String>, zone: Zone) -> String {
@@ -282,7 +283,7 @@ mod tests {
             .keys()
             .map(String::as_str)
             .collect();
-        let table = status(&s, crate::time::Zone::Utc);
+        let table = status(&s, sentinel_core::time::Zone::Utc);
         let rows: Vec<&str> = table
             .lines()
             .map(|l| l.split_whitespace().next().unwrap())

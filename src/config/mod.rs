@@ -10,7 +10,7 @@
 //!
 //! - `raw`: the file as serde reads it (`Spanned`, `deny_unknown_fields`).
 //! - `validate`: one function per section, raw to settings; the bounds of
-//!   every duration key in one table. Defaults come from [`crate::defaults`].
+//!   every duration key in one table. Defaults come from [`sentinel_core::defaults`].
 //! - `settings`: the typed result ([`Config`]): `Option` where a key may be
 //!   unset, [`JournalTarget`], parsed [`Endpoint`]s.
 //! - `endpoint`: an Alertmanager URL and its parser.
@@ -32,11 +32,11 @@ pub(crate) use self::settings::{
     IncidentsConfig, JournalConfig, JournalTarget, NodeConfig, Period, Route, SmtpConfig, StartAt,
     StoreConfig, Tls, Transport,
 };
-pub(crate) use crate::defaults::{
+pub(crate) use sentinel_core::defaults::{
     CONFIG_PATH as DEFAULT_PATH, SILENT_AFTER as DEFAULT_SILENT_AFTER,
 };
-use crate::model::EntryFilter;
-use crate::tracker::Settings;
+use sentinel_core::model::EntryFilter;
+use sentinel_core::tracker::Settings;
 
 /// Config files are small; anything bigger is not one (`/dev/zero`).
 pub(crate) const MAX_BYTES: u64 = 1 << 20;
@@ -273,7 +273,7 @@ impl Config {
                 .filter(|r| {
                     r.retries.is_some() || r.window.is_some() || r.repeat_interval.is_some()
                 })
-                .map(|r| crate::tracker::Threshold {
+                .map(|r| sentinel_core::tracker::Threshold {
                     node: r.node.clone(),
                     causes: r.causes.clone(),
                     kinds: r.kinds.clone(),
@@ -380,7 +380,7 @@ pub(crate) fn socket_path_usable(p: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::signals::Cause;
+    use sentinel_core::signals::Cause;
 
     /// A file that is not TOML any more still names its socket and store,
     /// line by line in their sections; a socket line that cannot be read
@@ -401,8 +401,8 @@ mod tests {
         let (_, unread) = Config::locations("[alert]\nretries = \"x\n", "t");
         assert!(!unread);
     }
-    use crate::time::SECOND;
-    use crate::tracker::IncidentKind;
+    use sentinel_core::time::SECOND;
+    use sentinel_core::tracker::IncidentKind;
 
     #[test]
     fn check_config_output_reads_back_the_same() {
@@ -545,10 +545,16 @@ mod tests {
     fn fleet_keys_are_bounded_and_reach_the_tracker() {
         let c = Config::parse("", "c.toml").unwrap();
         assert_eq!(c.tracker_settings().fleet_min_nodes, 3);
-        assert_eq!(c.tracker_settings().fleet_window, 120 * crate::time::SECOND);
+        assert_eq!(
+            c.tracker_settings().fleet_window,
+            120 * sentinel_core::time::SECOND
+        );
         let c = Config::parse("[fleet]\nmin_nodes = 5\nwindow = \"30s\"\n", "c.toml").unwrap();
         assert_eq!(c.tracker_settings().fleet_min_nodes, 5);
-        assert_eq!(c.tracker_settings().fleet_window, 30 * crate::time::SECOND);
+        assert_eq!(
+            c.tracker_settings().fleet_window,
+            30 * sentinel_core::time::SECOND
+        );
         assert_eq!(c.tracker_settings().max_hosts, 20_000);
         let c = Config::parse("[fleet]\nmax_hosts = 40\n", "c.toml").unwrap();
         assert_eq!(c.tracker_settings().max_hosts, 40);

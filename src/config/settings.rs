@@ -13,9 +13,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::Endpoint;
 use crate::clock::parse_duration;
-use crate::signals::Cause;
-use crate::time::{Micros, human_duration};
-use crate::tracker::IncidentKind;
+use sentinel_core::signals::Cause;
+use sentinel_core::time::{Micros, human_duration};
+use sentinel_core::tracker::IncidentKind;
 
 /// A duration written as `60s`, `10m`, `90d`; parsed while deserializing so
 /// a bad value is reported at its line.
@@ -282,7 +282,7 @@ impl Route {
     pub fn matches(&self, kind: IncidentKind, node: &str, cause: Cause) -> bool {
         self.node
             .as_deref()
-            .is_none_or(|g| crate::model::glob(g, node))
+            .is_none_or(|g| sentinel_core::model::glob(g, node))
             && (self.causes.is_empty() || self.causes.contains(&cause))
             && (self.kinds.is_empty() || self.kinds.contains(&kind))
     }

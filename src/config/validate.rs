@@ -1,6 +1,6 @@
 //! Raw sections to settings, one function per section, each refusing a bad
 //! value with its section, key, line and column. Defaults come from
-//! [`crate::defaults`]; the bounds of every duration key are in [`PERIODS`].
+//! [`sentinel_core::defaults`]; the bounds of every duration key are in [`PERIODS`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,8 +16,8 @@ use super::{
     FleetConfig, IncidentsConfig, JournalConfig, JournalTarget, NodeConfig, Period, Route,
     SmtpConfig, StoreConfig, Tls, place, socket_path_usable,
 };
-use crate::defaults;
-use crate::time::{Micros, SECOND, human_duration};
+use sentinel_core::defaults;
+use sentinel_core::time::{Micros, SECOND, human_duration};
 
 const HOUR: Micros = 3600 * SECOND;
 const DAY: Micros = 24 * HOUR;
@@ -457,7 +457,7 @@ impl Validator<'_> {
         let (mut causes, mut kinds, mut node) = (Vec::new(), Vec::new(), None);
         if let Some(m) = &r.matches {
             // Each name one of its closed set, or an error naming them.
-            let bad = |e: crate::kinds::UnknownName, what: &str| {
+            let bad = |e: sentinel_core::kinds::UnknownName, what: &str| {
                 self.invalid(
                     s,
                     "match",
@@ -470,10 +470,12 @@ impl Validator<'_> {
                 )
             };
             for k in m.get_ref().kind.iter().flatten() {
-                kinds.push(crate::tracker::IncidentKind::parse(k).map_err(|e| bad(e, "kind"))?);
+                kinds.push(
+                    sentinel_core::tracker::IncidentKind::parse(k).map_err(|e| bad(e, "kind"))?,
+                );
             }
             for c in m.get_ref().cause.iter().flatten() {
-                causes.push(crate::signals::Cause::parse(c).map_err(|e| bad(e, "cause"))?);
+                causes.push(sentinel_core::signals::Cause::parse(c).map_err(|e| bad(e, "cause"))?);
             }
             let glob = m.get_ref().node.clone().unwrap_or_default();
             if glob.len() > 253 || glob.chars().any(char::is_control) {

@@ -39,15 +39,15 @@ use crate::config::{Config, JournalTarget, StartAt};
 use crate::journal::SourceError;
 use crate::journal::collector;
 use crate::journal::{Reader, Start, Target};
-use crate::model::Position;
 use crate::notify::alertmanager::AlertmanagerTask;
 use crate::notify::mailer::Mailer;
-use crate::pipeline::Pipeline;
 use crate::status::DeliveryStats;
 use crate::status::Now;
 use crate::store::{Channel, Loaded, ReadFrom, Store, StoreError};
-use crate::time::{Micros, SECOND};
-use crate::tracker::Resolution;
+use sentinel_core::model::Position;
+use sentinel_core::pipeline::Pipeline;
+use sentinel_core::time::{Micros, SECOND};
+use sentinel_core::tracker::Resolution;
 
 use ingest::{Ingest, Mode};
 use tasks::Tasks;
@@ -299,10 +299,12 @@ async fn resume(
         // Held lines and per-stream bookkeeping belong to the old journal's
         // streams; the counts go on.
         loaded.held.clear();
-        loaded.state = loaded.state.map(|s| crate::pipeline::PipelineState {
-            summary: s.summary,
-            ..crate::pipeline::PipelineState::default()
-        });
+        loaded.state = loaded
+            .state
+            .map(|s| sentinel_core::pipeline::PipelineState {
+                summary: s.summary,
+                ..sentinel_core::pipeline::PipelineState::default()
+            });
     }
     let mut pipeline = match loaded.state.take() {
         Some(s) => Pipeline::from_state(config.filter(), s),
@@ -341,7 +343,7 @@ fn reading_from(
 ) -> String {
     let from = match origin {
         ReadFrom::Head => "its beginning".to_string(),
-        ReadFrom::Since(t) => crate::time::rfc3339(t),
+        ReadFrom::Since(t) => sentinel_core::time::rfc3339(t),
     };
     if !position.is_empty() {
         let rest = if collector {

@@ -9,8 +9,8 @@
 use std::io::{BufRead, Read as _};
 
 use super::{Entry, Item, Malformed, SourceError, read_line_bounded};
-use crate::parse::klog::split_header;
-use crate::time::{Clock, Micros, Placer};
+use sentinel_core::parse::klog::split_header;
+use sentinel_core::time::{Clock, Micros, Placer};
 
 /// The most of one field that is kept.
 pub(crate) const MAX_FIELD: usize = 1 << 20;
@@ -272,7 +272,7 @@ mod tests {
 
     fn clock() -> Clock {
         Clock {
-            zone: crate::time::Zone::Utc,
+            zone: sentinel_core::time::Zone::Utc,
             year: Some(2026),
             now: 1_800_000_000_000_000,
         }
@@ -363,7 +363,7 @@ mod tests {
             let items = read(s.as_bytes());
             let Item::Entry(e) = &items[0] else { panic!() };
             assert_eq!(
-                crate::time::rfc3339(e.at.unwrap()),
+                sentinel_core::time::rfc3339(e.at.unwrap()),
                 "2026-11-28T09:00:00.500Z",
                 "{t:?}"
             );

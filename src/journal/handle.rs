@@ -209,7 +209,7 @@ pub(crate) fn in_match(f: &EntryFilter, e: &Entry) -> bool {
             && !e
                 .unit
                 .as_deref()
-                .is_some_and(crate::context::is_runtime_unit))
+                .is_some_and(sentinel_core::context::is_runtime_unit))
         || (e.pid == Some(1) && has(&f.context_units, &e.about_unit))
         || (f.kernel && e.kernel)
 }
@@ -315,7 +315,7 @@ impl Term<'_> {
 /// systemd's own start/stop/restart lines about the kubelet come along.
 /// The context units (design 5.4) are matched the same way as the
 /// kubelet's units (a container runtime's by systemd's lines about it
-/// only: see [`crate::context::is_runtime_unit`]), and the kernel's lines
+/// only: see [`sentinel_core::context::is_runtime_unit`]), and the kernel's lines
 /// by `_TRANSPORT=kernel` (the core keeps only its OOM-killer and link
 /// lines): they are read in the same pass, so the one cursor (a
 /// collector: one per host) covers them and a resume after a crash reads
@@ -328,7 +328,7 @@ pub(crate) fn terms(f: &EntryFilter) -> Vec<Term<'_>> {
     out.extend(f.identifiers.iter().map(|i| Term::Identifier(i)));
     out.extend(f.containers.iter().map(|c| Term::Container(c)));
     for u in &f.context_units {
-        if !crate::context::is_runtime_unit(u) {
+        if !sentinel_core::context::is_runtime_unit(u) {
             out.push(Term::Unit(u));
         }
         out.push(Term::AboutUnit(u));

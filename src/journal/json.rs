@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::export::{entry_from_fields, with_own_time};
 use super::{Item, Malformed, SourceError, read_line_bounded};
-use crate::time::{Clock, Placer};
+use sentinel_core::time::{Clock, Placer};
 
 /// The longest line read as JSON: journalctl writes a field of up to
 /// 48 KiB as at most six times that.
@@ -131,7 +131,7 @@ mod tests {
             "\n"
         );
         let clock = Clock {
-            zone: crate::time::Zone::Utc,
+            zone: sentinel_core::time::Zone::Utc,
             year: None,
             now: 1_800_000_000_000_000,
         };

@@ -37,8 +37,8 @@ pub use protocol::{Reader, ReaderCtl, ReaderEvent};
 use std::io::{self, BufRead};
 use std::path::PathBuf;
 
-pub(crate) use crate::model::{Entry, EntryFilter, Item, Malformed, Text};
-use crate::time::Clock;
+pub(crate) use sentinel_core::model::{Entry, EntryFilter, Item, Malformed, Text};
+use sentinel_core::time::Clock;
 
 /// Reads one line (up to `\n`, which is not kept) into `buf`, keeping at
 /// most `max` bytes of it: the rest is read and dropped, so memory stays

@@ -13,7 +13,7 @@ use super::handle::{Start, Target, Unreadable, unreadable_files};
 use super::protocol::{Mode, Reader, ReaderEvent};
 use super::single::{self, Spec};
 use super::{Entry, EntryFilter, Item, Items, SourceError};
-use crate::model::Position;
+use sentinel_core::model::Position;
 
 /// Entries per batch a following reader hands over.
 const FOLLOW_BATCH: usize = 1024;
@@ -130,7 +130,7 @@ impl Iterator for Drain {
 
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(u) = self.unreadable.pop() {
-            return Some(Ok(Item::Malformed(crate::model::Malformed {
+            return Some(Ok(Item::Malformed(sentinel_core::model::Malformed {
                 place: u.path.display().to_string(),
                 reason: format!("cannot be read, its entries are missing: {}", u.why()),
             })));
@@ -153,7 +153,7 @@ impl Iterator for Drain {
                         }
                         _ => (self.target.clone(), w.to_string()),
                     };
-                    return Some(Ok(Item::Malformed(crate::model::Malformed {
+                    return Some(Ok(Item::Malformed(sentinel_core::model::Malformed {
                         place,
                         reason,
                     })));

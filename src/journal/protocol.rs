@@ -40,8 +40,8 @@ pub enum ReaderEvent {
     /// is sent) reaches `at`: the newest entry time of its files, from
     /// their headers. What its silence is judged by (design 5.2).
     Activity {
-        host: crate::model::Text,
-        at: crate::time::Micros,
+        host: sentinel_core::model::Text,
+        at: sentinel_core::time::Micros,
     },
 }
 

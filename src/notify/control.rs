@@ -14,8 +14,8 @@
 //!   still goes out and says who acknowledged it.
 
 use crate::store::{Hold, OutboxEntry, Silence, silencing};
-use crate::time::{Micros, Zone, human};
-use crate::tracker::{AlertKind, Incident};
+use sentinel_core::time::{Micros, Zone, human};
+use sentinel_core::tracker::{AlertKind, Incident};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Action {
@@ -70,7 +70,7 @@ fn suppressing<'a>(i: &Incident, q: Queued, silences: &'a [Silence]) -> Option<&
 }
 
 /// How often a resolved notice whose incident is open again looks again.
-const REOPENED_RECHECK: Micros = 30 * crate::time::SECOND;
+const REOPENED_RECHECK: Micros = 30 * sentinel_core::time::SECOND;
 
 /// What to do with one outbox entry now; `q`: when its incident's entries
 /// in the same outbox were queued.
@@ -163,17 +163,17 @@ pub(crate) fn held_note(entries: &[OutboxEntry], silences: &[Silence]) -> Option
             let mut w = format!(
                 "silence {} (set by {}{})",
                 s.id,
-                crate::tracker::one_line(&s.created_by, 80),
+                sentinel_core::tracker::one_line(&s.created_by, 80),
                 if s.comment.is_empty() {
                     String::new()
                 } else {
-                    format!(": {}", crate::tracker::one_line(&s.comment, 200))
+                    format!(": {}", sentinel_core::tracker::one_line(&s.comment, 200))
                 }
             );
             match (&s.expired_by, s.expired_at) {
                 (Some(by), Some(at)) => w.push_str(&format!(
                     ", expired early by {} at {}",
-                    crate::tracker::one_line(by, 80),
+                    sentinel_core::tracker::one_line(by, 80),
                     human(at, Zone::Utc)
                 )),
                 _ => w.push_str(&format!(", ended at {}", human(s.ends_at, Zone::Utc))),
@@ -261,8 +261,8 @@ pub(crate) fn apply(
 mod tests {
     use super::*;
     use crate::store::Channel;
-    use crate::time::SECOND;
-    use crate::tracker::Ack;
+    use sentinel_core::time::SECOND;
+    use sentinel_core::tracker::Ack;
 
     fn entry(kind: AlertKind) -> OutboxEntry {
         OutboxEntry {
@@ -282,12 +282,12 @@ mod tests {
     }
 
     fn incident() -> Incident {
-        use crate::testing::{End, kubelet, replay};
+        use sentinel_core::testing::{End, kubelet, replay};
         let retry = "E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": Unauthorized\"";
         let lines = (0..7).map(|k| kubelet(k * SECOND, "worker-3", retry));
         replay(
             lines,
-            &crate::tracker::Settings::default(),
+            &sentinel_core::tracker::Settings::default(),
             End::At(7 * SECOND),
         )
         .one()
@@ -298,7 +298,7 @@ mod tests {
         Silence {
             id: "s1".into(),
             node: node.into(),
-            cause: cause.map(|c| crate::signals::Cause::parse(c).unwrap()),
+            cause: cause.map(|c| sentinel_core::signals::Cause::parse(c).unwrap()),
             kind: None,
             starts_at: 0,
             ends_at,
@@ -350,7 +350,7 @@ mod tests {
     fn a_silence_of_a_kind_holds_only_that_kind() {
         let i = incident();
         let mut s = silence("*", None, 40 * SECOND);
-        s.kind = Some(crate::tracker::IncidentKind::KubeletDown);
+        s.kind = Some(sentinel_core::tracker::IncidentKind::KubeletDown);
         assert_eq!(silencing(&i, std::slice::from_ref(&s), SECOND).count(), 0);
         s.kind = Some(i.kind());
         assert_eq!(silencing(&i, std::slice::from_ref(&s), SECOND).count(), 1);
@@ -543,7 +543,7 @@ mod tests {
 
     #[test]
     fn globs() {
-        use crate::model::glob;
+        use sentinel_core::model::glob;
         assert!(glob("worker-*", "worker-7"));
         assert!(glob("*", ""));
         assert!(glob("w?rker-*-a", "worker-12-a"));

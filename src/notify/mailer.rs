@@ -11,11 +11,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::{DeliveryError, EmailTransport, backoff, next_group, outbox, worker};
 use crate::config::Config;
-use crate::signals::Cause;
 use crate::status::DeliveryStats;
 use crate::store::{Channel, OutboxEntry, Store, StoreError};
-use crate::time::{Micros, human_duration};
-use crate::tracker::{AlertKind, Incident, IncidentKind, Settings};
+use sentinel_core::signals::Cause;
+use sentinel_core::time::{Micros, human_duration};
+use sentinel_core::tracker::{AlertKind, Incident, IncidentKind, Settings};
 
 /// Attempts that may each have delivered the mail; after these, the entry
 /// is taken as delivered rather than sent again.
@@ -220,7 +220,7 @@ impl Mailer {
                             tracing::info!(
                                 "{} for node {} not mailed: no [[alert.route]] matches it and [alert] to is empty",
                                 e.kind.words(),
-                                crate::tracker::one_line(&e.node, 80)
+                                sentinel_core::tracker::one_line(&e.node, 80)
                             );
                         }
                         self.write(seqs.clone(), Vec::new()).await?;
@@ -302,7 +302,7 @@ impl Mailer {
             tracing::info!(
                 "{} for node {} not mailed: {why}",
                 e.kind.words(),
-                crate::tracker::one_line(&e.node, 80)
+                sentinel_core::tracker::one_line(&e.node, 80)
             );
         }
         Ok(keep)
@@ -472,7 +472,7 @@ impl Mailer {
 fn names(incidents: &[Incident]) -> String {
     let mut nodes: Vec<String> = incidents
         .iter()
-        .map(|i| crate::tracker::one_line(&i.node, 80))
+        .map(|i| sentinel_core::tracker::one_line(&i.node, 80))
         .collect();
     nodes.dedup();
     if nodes.len() > 3 {

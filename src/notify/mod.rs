@@ -37,8 +37,8 @@ pub(crate) use render::{Rendered, render};
 pub use transport::EmailTransport;
 pub(crate) use transport::PasswordSource;
 
-use crate::time::Micros;
-use crate::tracker::{Incident, Settings};
+use sentinel_core::time::Micros;
+use sentinel_core::tracker::{Incident, Settings};
 
 /// Wakes the delivery tasks after a commit queued alerts (or a reload).
 #[derive(Debug, Clone, Default)]
@@ -127,12 +127,12 @@ pub enum SetupError {
 /// Never: the lines always open an incident.
 #[must_use]
 pub(crate) fn sample_incident(at: Micros, settings: &Settings) -> Incident {
-    use crate::model::{Entry, EntryFilter};
-    let mut p = crate::pipeline::Pipeline::new(EntryFilter::default(), settings.clone());
+    use sentinel_core::model::{Entry, EntryFilter};
+    let mut p = sentinel_core::pipeline::Pipeline::new(EntryFilter::default(), settings.clone());
     let mut decisions = Vec::new();
     let n = i64::from(settings.retries.min(50)) + 1;
     for k in 0..n {
-        let t = at - (n - 1 - k) * 2 * crate::time::SECOND;
+        let t = at - (n - 1 - k) * 2 * sentinel_core::time::SECOND;
         let stamp = chrono::DateTime::from_timestamp_micros(t)
             .map(|d| d.format("%m%d %H:%M:%S%.6f").to_string())
             .unwrap_or_default();
@@ -166,16 +166,17 @@ mod tests {
     /// `E0101 00:00:00`), and its picture spans the seconds it took.
     #[test]
     fn the_sample_incident_reads_like_a_real_one() {
-        let settings = crate::tracker::Settings::default();
+        let settings = sentinel_core::tracker::Settings::default();
         let at = 1_764_600_000_000_000; // 2025-12-01 14:40:00 UTC
         let i = sample_incident(at, &settings);
         let n = i64::from(settings.retries) + 1;
-        assert_eq!(i.opened_at, at - (n - 1) * 2 * crate::time::SECOND);
+        assert_eq!(i.opened_at, at - (n - 1) * 2 * sentinel_core::time::SECOND);
         assert_eq!(i.last_signal_at, at);
         let first = &i.evidence().next().unwrap().text;
         assert!(first.starts_with("E1201 14:39:"), "{first}");
         assert!(!i.evidence().any(|e| e.text.contains("E0101 00:00:00")));
-        let mail = crate::notify::render(&[&i], crate::tracker::AlertKind::Opened, &settings);
+        let mail =
+            crate::notify::render(&[&i], sentinel_core::tracker::AlertKind::Opened, &settings);
         assert!(mail.text.contains("(10s; a column is"), "{}", mail.text);
     }
 
@@ -185,7 +186,7 @@ mod tests {
     /// others.
     #[test]
     fn huge_names_are_cut_in_mails() {
-        let settings = crate::tracker::Settings::default();
+        let settings = sentinel_core::tracker::Settings::default();
         let at = 1_764_600_000_000_000;
         let mut i = sample_incident(at, &settings);
         let huge = "h".repeat(1 << 20);
@@ -193,7 +194,8 @@ mod tests {
         i.host = Some(huge.clone());
         let other = sample_incident(at, &settings);
         for group in [vec![&i], vec![&i, &other]] {
-            let mail = crate::notify::render(&group, crate::tracker::AlertKind::Opened, &settings);
+            let mail =
+                crate::notify::render(&group, sentinel_core::tracker::AlertKind::Opened, &settings);
             let size = mail.subject.len() + mail.text.len() + mail.html.len();
 
             assert!(
@@ -210,8 +212,8 @@ mod tests {
     }
 
     use crate::store::{Channel, OutboxEntry};
-    use crate::time::SECOND;
-    use crate::tracker::AlertKind;
+    use sentinel_core::time::SECOND;
+    use sentinel_core::tracker::AlertKind;
 
     fn entry(seq: u64, kind: AlertKind, queued_at: Micros) -> OutboxEntry {
         OutboxEntry {
@@ -306,7 +308,7 @@ mod tests {
     /// labels and in the mail (design 5.1).
     #[test]
     fn a_swap_crash_loops_alert_and_mail() {
-        use crate::testing::{End, crash_loop, replay};
+        use sentinel_core::testing::{End, crash_loop, replay};
         let t0 = 1_752_596_690_000_000;
         let r = replay(
             crash_loop(t0, "w1", 40),

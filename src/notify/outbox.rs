@@ -2,8 +2,8 @@
 //! again. Pure.
 
 use crate::store::OutboxEntry;
-use crate::time::{Micros, SECOND};
-use crate::tracker::AlertKind;
+use sentinel_core::time::{Micros, SECOND};
+use sentinel_core::tracker::AlertKind;
 
 /// An entry that failed this often no longer holds back the ones after it.
 pub(crate) const HEAD_OF_LINE_ATTEMPTS: u32 = 5;

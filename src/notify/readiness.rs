@@ -1,8 +1,8 @@
 //! The alert email's words for not-ready incidents (design 5.3): the node
 //! not ready while its kubelet runs. Pure.
 
-use crate::time::human_duration;
-use crate::tracker::{AlertKind, Incident, NotReady, Settings};
+use sentinel_core::time::human_duration;
+use sentinel_core::tracker::{AlertKind, Incident, NotReady, Settings};
 
 use super::render::header_text;
 
@@ -57,11 +57,11 @@ pub(super) fn persistent(s: &Settings) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::testing::{End, kubelet, systemd};
-    use crate::time::SECOND;
-    use crate::tracker::{AlertKind, Settings};
+    use sentinel_core::testing::{End, kubelet, systemd};
+    use sentinel_core::time::SECOND;
+    use sentinel_core::tracker::{AlertKind, Settings};
 
-    const T0: crate::time::Micros = 1_795_856_400_000_000;
+    const T0: sentinel_core::time::Micros = 1_795_856_400_000_000;
     const CNI: &str = r#"E1128 09:00:00.000000    2001 kubelet.go:2862] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized""#;
 
     /// Ten nodes whose CNI is never ready, started together: one group
@@ -83,9 +83,9 @@ mod tests {
         }
         entries.sort_by_key(|e| e.at);
         let s = Settings::default();
-        let r = crate::testing::replay(entries, &s, End::Finish);
+        let r = sentinel_core::testing::replay(entries, &s, End::Finish);
         assert_eq!(r.incidents.len(), 10);
-        let refs: Vec<&crate::tracker::Incident> = r.incidents.iter().collect();
+        let refs: Vec<&sentinel_core::tracker::Incident> = r.incidents.iter().collect();
         let m = crate::notify::render::render(&refs, AlertKind::Opened, &s);
         assert_eq!(
             m.subject,

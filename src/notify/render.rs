@@ -7,13 +7,13 @@
 
 use std::fmt::Write as _;
 
-use crate::signals::Cause;
-use crate::time::{Micros, clock, human_duration};
-use crate::tracker::{
+use sentinel_core::signals::Cause;
+use sentinel_core::time::{Micros, clock, human_duration};
+use sentinel_core::tracker::{
     AlertKind, Detail, Incident, IncidentKind, Settings, Status, Verdict, cause_explanation,
 };
 
-pub(crate) use crate::advice::{header_text, next_steps};
+pub(crate) use sentinel_core::advice::{header_text, next_steps};
 
 /// A rendered alert, before it becomes a MIME message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,7 +152,7 @@ fn span(i: &Incident) -> Micros {
 
 /// The one format times are shown in; mails say UTC.
 fn when(us: Micros) -> String {
-    crate::time::human(us, crate::time::Zone::Utc)
+    sentinel_core::time::human(us, sentinel_core::time::Zone::Utc)
 }
 
 fn subject_one(i: &Incident, kind: AlertKind) -> String {
@@ -203,7 +203,7 @@ fn endpoint_subject(i: &Incident, endpoint: &str, n: usize, kind: AlertKind) -> 
     }
 }
 
-fn down_subject(i: &Incident, d: &crate::tracker::Down, kind: AlertKind) -> String {
+fn down_subject(i: &Incident, d: &sentinel_core::tracker::Down, kind: AlertKind) -> String {
     let node = header_text(&i.node, 100);
     let cause = i.cause().as_str();
     let what = if d.gave_up_at.is_some() {
@@ -409,7 +409,7 @@ pub(crate) fn render_noted(
     let mut html =
         String::from("<!DOCTYPE html>\n<html><body style=\"font-family: sans-serif\">\n");
     if let Some(note) = note {
-        let note = crate::tracker::one_line(note, 2000);
+        let note = sentinel_core::tracker::one_line(note, 2000);
         let _ = writeln!(text, "{note}\n");
         html.push_str(&format!("<p><i>{}</i></p>\n", html_escape(&note)));
     }
@@ -672,7 +672,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     let _ = writeln!(
         text,
         "\n  Diagnosis: {}\n",
-        crate::tracker::one_line(&i.diagnosis(s), 4000)
+        sentinel_core::tracker::one_line(&i.diagnosis(s), 4000)
     );
     html.push_str(&format!(
         "<h3>Node {} <small>(host {}, incident {})</small></h3>\n<table cellpadding=\"2\">\n",
@@ -699,16 +699,16 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     html.push_str("</table>\n");
     html.push_str(&format!(
         "<p><b>Diagnosis:</b> {}</p>\n",
-        html_escape(&crate::tracker::one_line(&i.diagnosis(s), 4000))
+        html_escape(&sentinel_core::tracker::one_line(&i.diagnosis(s), 4000))
     ));
-    if let Some(p) = crate::picture::Picture::of(i) {
+    if let Some(p) = sentinel_core::picture::Picture::of(i) {
         let _ = writeln!(text, "  Signals over time:");
-        text.push_str(&p.text(crate::time::Zone::Utc));
+        text.push_str(&p.text(sentinel_core::time::Zone::Utc));
         text.push('\n');
         html.push_str("<p><b>Signals over time</b></p>\n");
         html.push_str(&p.html());
     }
-    let mut shown: Vec<(&str, &crate::tracker::Evidence)> = Vec::new();
+    let mut shown: Vec<(&str, &sentinel_core::tracker::Evidence)> = Vec::new();
     if let Some(first) = i.first_evidence() {
         shown.push(("First", first));
     }
@@ -738,7 +738,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     html.push_str("<p><b>What to check next:</b></p>\n<ul>\n");
     for step in next_steps(i) {
         // A step names the node: bounded like the names themselves.
-        let step = crate::tracker::one_line(&step, 2 * NAME_SHOWN + 200);
+        let step = sentinel_core::tracker::one_line(&step, 2 * NAME_SHOWN + 200);
         let _ = writeln!(text, "  - {step}");
         html.push_str(&format!("<li><code>{}</code></li>\n", html_escape(&step)));
     }
@@ -775,5 +775,5 @@ fn context_block(text: &mut String, html: &mut String, i: &Incident) {
 
 /// Evidence on one line, bounded.
 fn one(t: &str) -> String {
-    crate::tracker::one_line(t, 1000)
+    sentinel_core::tracker::one_line(t, 1000)
 }

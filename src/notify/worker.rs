@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::store::{Store, StoreError};
-use crate::time::{Micros, SECOND};
+use sentinel_core::time::{Micros, SECOND};
 
 /// A delivery task over its own outbox entries.
 pub(crate) trait Deliverer {

@@ -9,8 +9,8 @@ use super::{Live, QueryError, now, settings};
 use crate::report::{IncidentOut, views};
 use crate::status::AckRequest;
 use crate::store::{Filter, Store};
-use crate::time::rfc3339;
-use crate::tracker::{Incident, Status};
+use sentinel_core::time::rfc3339;
+use sentinel_core::tracker::{Incident, Status};
 
 /// `incidents`: newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,7 +85,7 @@ pub(crate) fn ack(
     if i.resolved_at.is_some() {
         return Err(QueryError::IncidentResolved(i.id));
     }
-    i.ack = Some(crate::tracker::Ack {
+    i.ack = Some(sentinel_core::tracker::Ack {
         by: a.by.clone(),
         at: now(live),
         comment: a.comment.clone(),
@@ -123,7 +123,7 @@ pub(crate) fn nodes(store: &Store, live: Option<&Live>) -> Result<NodeList, Quer
     // its nodes have their own incidents.
     for i in all
         .iter()
-        .filter(|i| i.kind() != crate::tracker::IncidentKind::Endpoint)
+        .filter(|i| i.kind() != sentinel_core::tracker::IncidentKind::Endpoint)
     {
         let row = rows.entry(i.node.clone()).or_insert_with(|| NodeRow {
             node: i.node.clone(),

@@ -21,8 +21,8 @@ pub(crate) use status::{DeliveryOut, StatusOut, lag, status};
 
 use crate::status::{DeliveryStats, StatusSnapshot};
 use crate::store::{Channel, Store, StoreError};
-use crate::time::Micros;
-use crate::tracker::Settings;
+use sentinel_core::time::Micros;
+use sentinel_core::tracker::Settings;
 
 /// What the running service adds to the store.
 #[derive(Debug, Clone, Default)]
@@ -87,7 +87,7 @@ pub(crate) fn new_id(parts: &[&[u8]]) -> String {
     // FNV-1a over the parts and a process-wide counter.
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let h = crate::model::fnv1a(
+    let h = sentinel_core::model::fnv1a(
         parts
             .iter()
             .copied()

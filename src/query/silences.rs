@@ -3,10 +3,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Live, QueryError, new_id, now};
-use crate::signals::Cause;
 use crate::store::{Silence, Store};
-use crate::time::{Micros, SECOND, rfc3339};
-use crate::tracker::IncidentKind;
+use sentinel_core::signals::Cause;
+use sentinel_core::time::{Micros, SECOND, rfc3339};
+use sentinel_core::tracker::IncidentKind;
 
 /// Longest silence: a month (a forgotten silence must end by itself).
 pub(crate) const MAX_SILENCE: u64 = 31 * 24 * 3600;
@@ -69,7 +69,7 @@ pub(crate) enum SilenceState {
     Expired,
 }
 
-kubelet_sentinel_core::spelling!(SilenceState {
+sentinel_core::spelling!(SilenceState {
     Active => "active",
     Pending => "pending",
     Expired => "expired",

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::{Live, QueryError, SilenceOut, now};
 use crate::status::StatusSnapshot;
 use crate::store::{Channel, Stats, Store};
-use crate::time::{Micros, SECOND, rfc3339};
+use sentinel_core::time::{Micros, SECOND, rfc3339};
 
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct DeliveryOut {
@@ -253,7 +253,7 @@ fn silent_hosts(l: &Live) -> Vec<String> {
         .map(|(h, t)| {
             format!(
                 "{} (last entry {})",
-                crate::tracker::one_line(h, 253),
+                sentinel_core::tracker::one_line(h, 253),
                 rfc3339(t)
             )
         })

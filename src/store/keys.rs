@@ -1,7 +1,7 @@
 //! The byte layouts of the index keys (the table in the module doc says
 //! which tree holds which, and who writes it).
 
-use crate::time::Micros;
+use sentinel_core::time::Micros;
 
 /// Big-endian with the sign bit flipped: byte order is time order.
 pub(super) fn time_key(t: Micros) -> [u8; 8] {

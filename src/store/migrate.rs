@@ -127,7 +127,7 @@ pub(super) fn state_to_3(state: &mut Value) -> Result<(), Unmovable> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tracker::{Detail, Incident, IncidentKind};
+    use sentinel_core::tracker::{Detail, Incident, IncidentKind};
 
     fn legacy(kind: Option<&str>, extra: &[(&str, Value)]) -> Value {
         let mut v = serde_json::json!({

@@ -55,11 +55,13 @@ use sled::transaction::{ConflictableTransactionError, TransactionError};
 pub(crate) use records::{Channel, Hold, OutboxEntry, Stats, silencing};
 pub use records::{Silence, StatsDelta};
 
-use crate::parse::join::{HeldWrite, Joined};
-use crate::pipeline::PipelineState;
-use crate::signals::Cause;
-use crate::time::Micros;
-use crate::tracker::{Incident, IncidentKind, Member, MemberWrite, Origin, Settings, Verdict};
+use sentinel_core::parse::join::{HeldWrite, Joined};
+use sentinel_core::pipeline::PipelineState;
+use sentinel_core::signals::Cause;
+use sentinel_core::time::Micros;
+use sentinel_core::tracker::{
+    Incident, IncidentKind, Member, MemberWrite, Origin, Settings, Verdict,
+};
 
 pub(crate) const SCHEMA: &[u8] = b"3";
 const SCHEMA_2: &[u8] = b"2";
@@ -215,7 +217,7 @@ impl Batch {
 /// What a store holds for the service to resume.
 #[derive(Debug, Default)]
 pub struct Loaded {
-    pub position: crate::model::Position,
+    pub position: sentinel_core::model::Position,
     /// The journal `position` belongs to (none recorded before 0.1.1).
     pub source: Option<String>,
     /// Where what has no cursor in that journal starts (none recorded
@@ -386,7 +388,7 @@ impl Store {
             None => None,
         };
         Ok(Loaded {
-            position: crate::model::Position { cursor, groups },
+            position: sentinel_core::model::Position { cursor, groups },
             source,
             origin,
             state,
@@ -937,11 +939,11 @@ mod tests {
     /// would inflate past the bound is refused, not inflated.
     #[test]
     fn long_records_are_stored_deflated_and_plain_ones_still_read() {
-        use crate::testing::{End, kubelet, replay};
+        use sentinel_core::testing::{End, kubelet, replay};
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(&dir.path().join("store")).unwrap();
         let retry = r#"E1128 09:00:01.385427    2820 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"n1\": Get \"https://10.0.0.1:6443/api/v1/nodes/n1?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#;
-        let lines = (0..8).map(|n| kubelet(n * crate::time::SECOND, "n1", retry));
+        let lines = (0..8).map(|n| kubelet(n * sentinel_core::time::SECOND, "n1", retry));
         let inc = replay(lines, &Settings::default(), End::Finish)
             .one()
             .clone();
@@ -990,10 +992,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = Store::open(&dir.path().join("store")).unwrap();
         let line = |msg: &str| Joined {
-            entry: crate::model::Entry {
+            entry: sentinel_core::model::Entry {
                 message: msg.as_bytes().to_vec(),
                 host: Some("h1".into()),
-                ..crate::model::Entry::default()
+                ..sentinel_core::model::Entry::default()
             },
             continuations: 1,
             last_cursor: Some("c".into()),

@@ -7,7 +7,7 @@ use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
 use super::{SCHEMA, SCHEMA_1, SCHEMA_2, Store, StoreError, to_json};
-use crate::pipeline::PipelineState;
+use sentinel_core::pipeline::PipelineState;
 
 /// sled's errors that a restart cannot fix.
 pub(super) fn unreadable(e: &sled::Error) -> bool {

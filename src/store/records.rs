@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::glob;
-use crate::signals::Cause;
-use crate::time::Micros;
-use crate::tracker::{AlertKind, IncidentKind, Verdict};
+use sentinel_core::model::glob;
+use sentinel_core::signals::Cause;
+use sentinel_core::time::Micros;
+use sentinel_core::tracker::{AlertKind, IncidentKind, Verdict};
 
-pub(crate) use crate::kinds::Channel;
+pub(crate) use sentinel_core::kinds::Channel;
 
 /// An alert held back by silences: until when, and by which (their ids).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -202,7 +202,7 @@ impl StatsDelta {
 
 /// The silences in force now that match an incident.
 pub(crate) fn silencing<'a>(
-    i: &crate::tracker::Incident,
+    i: &sentinel_core::tracker::Incident,
     silences: &'a [Silence],
     now: Micros,
 ) -> impl Iterator<Item = &'a Silence> {

@@ -3,7 +3,7 @@
 //! query and scrape.
 
 use super::{Silence, Store, StoreError, to_json};
-use crate::time::Micros;
+use sentinel_core::time::Micros;
 
 impl Store {
     /// Every silence, newest first.

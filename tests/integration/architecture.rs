@@ -1,13 +1,13 @@
 //! The house rules of `src/lib.rs` and the core's `lib.rs`, checked on the
 //! parsed source (syn: whole files, every item, macros' tokens too):
 //!
-//! - the walled core (`src/pure`, its own crate) names no edge: no crate
+//! - the walled core (`crates/core`, its own crate) names no edge: no crate
 //!   outside its own few dependencies, no `std` item that reaches files,
 //!   sockets, processes, threads, the environment or a clock, no hash map
 //!   (whose order would decide decisions), no `chrono::Local` or
 //!   `Utc::now`; aliases (`use std as s`, `use std::{fs, io}`) are
 //!   followed. The compiler and clippy keep most of it (the core is its
-//!   own crate; `src/pure/clippy.toml`); this is the second net, and the
+//!   own crate; `crates/core/clippy.toml`); this is the second net, and the
 //!   one that reads `Cargo.toml`;
 //! - no module of either crate imports upward or sideways against the
 //!   floors below, with `super::`, `self::`, `crate as x` and the root's
@@ -24,8 +24,8 @@ use syn::visit::Visit;
 /// The edge crate's floors, bottom first. A module may import modules of
 /// lower floors only; two modules on one floor may not import each other.
 const FLOORS: &[&[&str]] = &[
-    // The walled core (the crate `kubelet_sentinel_core`, re-exported at
-    // the root): pure, no I/O, no clock.
+    // The walled core (the crate `sentinel_core`, named by its path at
+    // every use site): pure, no I/O, no clock.
     &["core"],
     // The wall clock and the machine's zone, and the system's users and
     // groups.
@@ -441,7 +441,7 @@ fn root_names(lib: &Module, crates: &BTreeSet<String>) -> BTreeMap<String, Strin
         .filter_map(|(name, p)| {
             let m = match p.first().map(String::as_str) {
                 Some("crate") => p.get(1)?.clone(),
-                Some("kubelet_sentinel_core") => "core".to_string(),
+                Some("sentinel_core") => "core".to_string(),
                 _ => return None,
             };
             Some((name, m))
@@ -488,7 +488,7 @@ fn against_floors(mods: &[Module], floors: &[&[&str]], crates: &BTreeSet<String>
                     Some(t) => roots.get(t).cloned().unwrap_or_else(|| t.clone()),
                     None => continue,
                 },
-                Some("kubelet_sentinel_core") => "core".to_string(),
+                Some("sentinel_core") => "core".to_string(),
                 _ => continue,
             };
             if &to == from {
@@ -608,15 +608,19 @@ fn edge_crate() -> (Vec<Module>, BTreeSet<String>) {
 
 fn core_crate() -> (Vec<Module>, BTreeSet<String>) {
     (
-        modules(&root().join("src/pure/lib.rs")),
-        dependencies(&root().join("src/pure/Cargo.toml")),
+        modules(&root().join("crates/core/lib.rs")),
+        dependencies(&root().join("crates/core/Cargo.toml")),
     )
 }
 
 #[test]
 fn the_core_names_no_edge() {
     let (mods, crates) = core_crate();
-    assert!(mods.len() > 10, "src/pure holds the core: {}", mods.len());
+    assert!(
+        mods.len() > 10,
+        "crates/core holds the core: {}",
+        mods.len()
+    );
     let found = core_edges(&mods, &crates);
     assert!(
         found.is_empty(),
@@ -627,7 +631,7 @@ fn the_core_names_no_edge() {
 
 #[test]
 fn the_core_depends_on_nothing_that_reaches_out() {
-    let text = std::fs::read_to_string(root().join("src/pure/Cargo.toml")).unwrap();
+    let text = std::fs::read_to_string(root().join("crates/core/Cargo.toml")).unwrap();
     let doc: toml::Table = text.parse().unwrap();
     let deps = doc["dependencies"].as_table().unwrap();
     for name in deps.keys() {
@@ -691,16 +695,9 @@ mod planted {
     }
 
     fn crates() -> BTreeSet<String> {
-        [
-            "std",
-            "core",
-            "chrono",
-            "serde",
-            "tokio",
-            "kubelet_sentinel_core",
-        ]
-        .map(String::from)
-        .into()
+        ["std", "core", "chrono", "serde", "tokio", "sentinel_core"]
+            .map(String::from)
+            .into()
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Instant;
 use kubelet_sentinel::Entry;
 use kubelet_sentinel::{AlertKind, Incident, Settings};
 use kubelet_sentinel::{FULL, Rendered, render, render_with};
-use kubelet_sentinel_core::testing::{End, replay};
+use sentinel_core::testing::{End, replay};
 
 use crate::support::{
     BadSmtp, Duration, Journald, Port, Service, Smtpd, bin, fixture, run, subject, throwaway_tls,

@@ -24,8 +24,8 @@ use kubelet_sentinel::{Entry, EntryFilter};
 use kubelet_sentinel::{Filter, Store, StoreError};
 use kubelet_sentinel::{Micros, SECOND};
 use kubelet_sentinel::{Reader, ReaderCtl, ReaderEvent};
-use kubelet_sentinel_core::testing::{End, replay, replay_through};
 use proptest::prelude::*;
+use sentinel_core::testing::{End, replay, replay_through};
 use tokio::sync::mpsc;
 
 mod readiness;

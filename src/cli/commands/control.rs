@@ -13,7 +13,7 @@ use crate::cli::args::{Output, SilenceCmd};
 use crate::cli::{load_for_query, render};
 use crate::query::{self, AckRequest, NewSilence, SilenceList, SilenceOut};
 use crate::report::IncidentOut;
-use crate::time::SECOND;
+use sentinel_core::time::SECOND;
 
 /// The calling user's name: the author when the CLI writes the store
 /// itself (the service stopped). Over the socket the service takes it

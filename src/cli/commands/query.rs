@@ -16,7 +16,7 @@ use crate::config::Config;
 use crate::query::{self, IncidentList, NodeList, QueryError, StatusOut};
 use crate::report::IncidentOut;
 use crate::store::{Filter, Store, StoreError};
-use crate::time::Zone;
+use sentinel_core::time::Zone;
 
 /// Why a command has no answer to show.
 #[derive(Debug)]
@@ -240,7 +240,7 @@ pub(crate) fn status(
 /// On a collector: whether a silent host opens an incident and alerts, and
 /// how to change it (`status`, `check-config`).
 pub(crate) fn silent_incidents_words(on: bool, config: &Config) -> String {
-    let after = crate::time::human_duration(config.fleet.silent_after.0);
+    let after = sentinel_core::time::human_duration(config.fleet.silent_after.0);
     if on {
         format!(
             "incidents on: a host with nothing for {after} while others write \

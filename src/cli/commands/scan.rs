@@ -6,7 +6,7 @@ use crate::cli::args::{Exit, Output, ScanArgs};
 use crate::journal::{EntryFilter, ReadOptions};
 use crate::report;
 use crate::scan::Input;
-use crate::time::{Clock, Zone};
+use sentinel_core::time::{Clock, Zone};
 
 /// Runs `scan`, writing to `out`; the exit code follows.
 pub(crate) fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write) -> Exit {
@@ -116,7 +116,7 @@ fn entry_filter(args: &ScanArgs) -> EntryFilter {
 /// silent and, with `--details`, each incident's details.
 fn table(
     result: &crate::scan::ScanResult,
-    settings: &crate::tracker::Settings,
+    settings: &sentinel_core::tracker::Settings,
     details: bool,
     zone: Zone,
 ) -> String {
@@ -141,8 +141,8 @@ fn table(
         text.push_str(&format!(
             "host {} went silent: its last entry {} is {} before the newest of any host\n",
             report::terminal_text(h, 120),
-            crate::time::human(t, zone),
-            crate::time::human_duration(newest - t)
+            sentinel_core::time::human(t, zone),
+            sentinel_core::time::human_duration(newest - t)
         ));
     }
     if details {

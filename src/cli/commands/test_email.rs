@@ -37,8 +37,11 @@ pub(crate) fn test_email(
     }
     let settings = config.tracker_settings();
     let incident = crate::notify::sample_incident(crate::clock::now(), &settings);
-    let mut rendered =
-        crate::notify::render(&[&incident], crate::tracker::AlertKind::Opened, &settings);
+    let mut rendered = crate::notify::render(
+        &[&incident],
+        sentinel_core::tracker::AlertKind::Opened,
+        &settings,
+    );
     rendered.subject =
         rendered
             .subject
@@ -56,7 +59,7 @@ pub(crate) fn test_email(
     let banner = format!(
         "TEST ALERT from kubelet-sentinel test-email, sent by {who} on {}: not an incident. \
          If you read this, alerts reach you.\n\n",
-        crate::tracker::one_line(host.trim(), 253)
+        sentinel_core::tracker::one_line(host.trim(), 253)
     );
     rendered.text = format!("{banner}{}", rendered.text);
     rendered.html = format!(

@@ -4,8 +4,8 @@
 
 use crate::status::{AckError, AckRequest};
 use crate::store::{Store, StoreError};
-use crate::time::Micros;
-use crate::tracker::{Ack, Tracker};
+use sentinel_core::time::Micros;
+use sentinel_core::tracker::{Ack, Tracker};
 
 /// What became of an acknowledgement in the tracker.
 #[derive(Debug, PartialEq, Eq)]

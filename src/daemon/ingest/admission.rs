@@ -6,8 +6,8 @@ use std::collections::BTreeSet;
 
 use crate::config::Config;
 use crate::store::{Channel, OutboxEntry};
-use crate::time::Micros;
-use crate::tracker::AlertKind;
+use sentinel_core::time::Micros;
+use sentinel_core::tracker::AlertKind;
 
 /// The channels that deliver with these settings.
 pub(super) fn channels(config: &Config) -> Vec<Channel> {
@@ -156,7 +156,7 @@ impl Admission {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::SECOND;
+    use sentinel_core::time::SECOND;
 
     const HOUR: Micros = 3600 * SECOND;
 

@@ -6,7 +6,7 @@
 //! written again for a delivery.
 
 use crate::status::DeliveryReport;
-use crate::tracker::Tracker;
+use sentinel_core::tracker::Tracker;
 
 /// Marks the reported incidents still open in `tracker` as alerted; true
 /// when one changed (the tracker's state is then written with the next

@@ -54,15 +54,15 @@ use self::supervise::Supervisor;
 use super::{Control, DaemonError, Source};
 use crate::config::Config;
 use crate::journal::{Reader, ReaderEvent};
-use crate::model::Position;
 use crate::notify::{Wake, sleep_until};
-use crate::pipeline::Pipeline;
 use crate::status::StatusSnapshot;
 use crate::status::{AckError, AckRequest, Acknowledged, Command, ReloadOutcome};
 use crate::status::{DeliveryReport, Now};
 use crate::store::{Batch, OutboxEntry, Stats, StatsDelta, Store, StoreError};
-use crate::time::{Micros, human_duration};
-use crate::tracker::{AlertKind, Alerted, Decision, Incident};
+use sentinel_core::model::Position;
+use sentinel_core::pipeline::Pipeline;
+use sentinel_core::time::{Micros, human_duration};
+use sentinel_core::tracker::{AlertKind, Alerted, Decision, Incident};
 
 /// A batch commits after this many entries…
 const BATCH_ENTRIES: u64 = 20_000;
@@ -208,7 +208,7 @@ impl Ingest {
     /// was pushed is committed with its cursor, the rest is read again at
     /// the next start, so a slow batch (a large outage) never holds the
     /// exit.
-    fn entries(&mut self, entries: Vec<crate::model::Entry>, shutdown: &CancellationToken) {
+    fn entries(&mut self, entries: Vec<sentinel_core::model::Entry>, shutdown: &CancellationToken) {
         self.pipeline.set_now((self.now)());
         let refused = self.pipeline.summary().hosts_refused;
         let mut n = 0;
@@ -413,7 +413,7 @@ impl Ingest {
             "{} for node {} announced: its host's trouble is live (the host's clock says {})",
             AlertKind::Opened.words(),
             inc.node,
-            crate::time::rfc3339(inc.last_trouble_at)
+            sentinel_core::time::rfc3339(inc.last_trouble_at)
         );
         self.raise_from_tracker(id, AlertKind::Opened, (self.now)());
     }
@@ -602,8 +602,8 @@ impl Ingest {
         };
         tracing::info!(
             "incident {id} (node {}) acknowledged by {}; no more reminders for it",
-            crate::tracker::one_line(&i.node, 80),
-            crate::tracker::one_line(&a.by, 80)
+            sentinel_core::tracker::one_line(&i.node, 80),
+            sentinel_core::tracker::one_line(&a.by, 80)
         );
         Ok(Ok(Acknowledged {
             incident: i.clone(),

@@ -7,8 +7,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::store::{Stats, Store, StoreError};
-use crate::time::{Micros, SECOND};
-use crate::tracker::Settings;
+use sentinel_core::time::{Micros, SECOND};
+use sentinel_core::tracker::Settings;
 
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// Ended silences stay this long for `silence list`, then are pruned with
@@ -115,18 +115,18 @@ impl Pruner {
 /// One line a commit however many were closed: a flood of names must not
 /// become a flood of log lines.
 pub(super) fn log_closed_to_make_room(
-    resolved: &[crate::tracker::Incident],
-    forget: &[crate::tracker::Incident],
-    settings: &crate::tracker::Settings,
+    resolved: &[sentinel_core::tracker::Incident],
+    forget: &[sentinel_core::tracker::Incident],
+    settings: &sentinel_core::tracker::Settings,
 ) {
     let mut evicted = resolved
         .iter()
-        .filter(|i| i.resolution == Some(crate::tracker::Resolution::Evicted))
+        .filter(|i| i.resolution == Some(sentinel_core::tracker::Resolution::Evicted))
         .chain(forget);
     if let Some(first) = evicted.next() {
         tracing::warn!(
             incident = %first.id,
-            node = %crate::tracker::one_line(&first.node, 253),
+            node = %sentinel_core::tracker::one_line(&first.node, 253),
             more = evicted.count(),
             forgotten = forget.len(),
             "incidents closed to make room: more nodes in trouble than [incidents] \

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::config::{Config, ConfigError};
 use crate::status::ConfigStatus;
-use crate::time::Micros;
+use sentinel_core::time::Micros;
 
 /// Why a reload left the running settings as they were.
 #[derive(Debug, thiserror::Error)]

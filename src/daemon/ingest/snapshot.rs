@@ -2,10 +2,10 @@
 //! metrics and the systemd task read, without asking ingest.
 
 use crate::config::Config;
-use crate::pipeline::Pipeline;
 use crate::status::{ConfigStatus, OpenIncident, StatusSnapshot};
 use crate::store::Stats;
-use crate::time::Micros;
+use sentinel_core::pipeline::Pipeline;
+use sentinel_core::time::Micros;
 
 /// What the snapshot is made of, borrowed from ingest's parts.
 pub(super) struct Of<'a> {

@@ -16,8 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::{DaemonError, Source};
 use crate::journal::{Reader, ReaderCtl};
-use crate::model::Position;
-use crate::time::{Micros, SECOND, human_duration};
+use sentinel_core::model::Position;
+use sentinel_core::time::{Micros, SECOND, human_duration};
 
 /// Quiet checks are at least this far apart, whatever the deadlines say.
 const SYNC_SPACING: Duration = Duration::from_millis(50);

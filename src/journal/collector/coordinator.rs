@@ -243,7 +243,7 @@ impl Coordinator {
 
     fn worker_of(&self, key: &str) -> usize {
         // Stable, so a group keeps its worker (and its open handle).
-        let h = crate::model::fnv1a([key.as_bytes()]);
+        let h = sentinel_core::model::fnv1a([key.as_bytes()]);
         (h % self.jobs.len().max(1) as u64) as usize
     }
 

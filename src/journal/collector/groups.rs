@@ -154,7 +154,7 @@ fn header_machine_id(path: &Path) -> Header {
 /// (`tail_entry_realtime`, bytes 192..200), of any unit: journald and
 /// journal-remote update it with every entry appended. `None`: no entry,
 /// or no such header.
-pub(super) fn header_tail_realtime(path: &Path) -> Option<crate::time::Micros> {
+pub(super) fn header_tail_realtime(path: &Path) -> Option<sentinel_core::time::Micros> {
     use std::io::Read as _;
     let mut head = [0u8; 200];
     std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;

@@ -40,7 +40,7 @@ struct OpenGroup {
     /// The host its entries name (`_HOSTNAME`), once known.
     host: Option<Text>,
     /// The newest time its files' headers said, as last sent.
-    reached: Option<crate::time::Micros>,
+    reached: Option<sentinel_core::time::Micros>,
 }
 
 /// Why a read stopped early.

@@ -3,8 +3,8 @@
 //! still tell a host and a time, banners, lines a terminal cut.
 
 use super::prefix::{Stamp, clean_ident, iso_stamp, syslog_stamp};
-use crate::parse::klog::split_header;
-use crate::time::Micros;
+use sentinel_core::parse::klog::split_header;
+use sentinel_core::time::Micros;
 
 pub(super) fn is_banner(t: &str) -> bool {
     t.is_empty()
@@ -152,7 +152,7 @@ pub(super) fn starts_like_a_stamp(t: &str) -> bool {
 /// A klog header whose line a terminal cut inside it, after the time
 /// (`E0715 16:24:50.198000    2425 kubelet_no`): the rest is on the next line.
 pub(super) fn header_cut_at_end(s: &str) -> bool {
-    crate::parse::klog::leading_time(s).is_some() && !s.contains("] ") && !s.ends_with(']')
+    sentinel_core::parse::klog::leading_time(s).is_some() && !s.contains("] ") && !s.ends_with(']')
 }
 
 /// What the junk before a record tells: a host and identifier
@@ -192,7 +192,7 @@ pub(super) fn read_junk(junk: &str) -> Junk<'_> {
         // host or identifier: a prefix's have a PID, a kubelet's name, or a
         // time before them; a collector's `HOST:` stands alone.
         let prefix_like = pid.is_some()
-            || crate::model::KNOWN_KUBELET_IDENTIFIERS.contains(&clean_ident(ident))
+            || sentinel_core::model::KNOWN_KUBELET_IDENTIFIERS.contains(&clean_ident(ident))
             || clean_ident(ident) == "systemd"
             || before.iter().any(|w| {
                 let b = w.as_bytes();

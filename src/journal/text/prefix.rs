@@ -8,8 +8,8 @@ use nom::character::complete::{char, digit1, space0, space1};
 use nom::combinator::{map_res, opt, recognize};
 use nom::sequence::{delimited, preceded, terminated, tuple};
 
-use crate::parse::klog::split_header;
-use crate::time::{Micros, WallTime};
+use sentinel_core::parse::klog::split_header;
+use sentinel_core::time::{Micros, WallTime};
 
 /// The fields a journal/syslog prefix gives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,7 +272,7 @@ pub(super) fn with_klog_fraction(w: WallTime, msg: &str) -> WallTime {
     if w.micros != 0 {
         return w;
     }
-    match crate::parse::klog::leading_time(msg) {
+    match sentinel_core::parse::klog::leading_time(msg) {
         Some(h) if h.minute == w.minute && h.second == w.second => WallTime {
             micros: h.micros,
             ..w

@@ -11,7 +11,7 @@ use super::paste::{
 };
 use super::prefix::{Prefix, Stamp, clean_ident, host_tag, prefix, with_klog_fraction};
 use crate::journal::{Entry, Item, Malformed, SourceError};
-use crate::time::{Clock, Micros, Placer};
+use sentinel_core::time::{Clock, Micros, Placer};
 
 /// The most of one physical line that is kept: well above journald's
 /// `LineMax` (48 KiB), below anything that costs memory.
@@ -116,7 +116,7 @@ enum Physical<'a> {
 impl<R: BufRead> TextReader<R> {
     /// The line's own time: a klog header's, or a JSON-format `ts`.
     fn own_time(&mut self, msg: &str) -> Result<Option<Micros>, String> {
-        if let Some(wall) = crate::parse::klog::leading_time(msg) {
+        if let Some(wall) = sentinel_core::parse::klog::leading_time(msg) {
             return self.placer.place(wall).map(Some).map_err(|e| e.to_string());
         }
         if msg.starts_with("{\"") {
@@ -203,7 +203,7 @@ impl<R: BufRead> TextReader<R> {
         if s.starts_with("time=\"")
             || s.starts_with("WARNING: ")
             || s.starts_with("Flag --")
-            || crate::parse::join::is_bare_word(s.as_bytes())
+            || sentinel_core::parse::join::is_bare_word(s.as_bytes())
         {
             return Ok(Physical::Record {
                 entry: Entry::default(),
@@ -222,7 +222,7 @@ impl<R: BufRead> TextReader<R> {
             }
         }
         // A klog body whose header was cut off (`380] Error updating …`).
-        if crate::parse::klog::headless(s).is_some() {
+        if sentinel_core::parse::klog::headless(s).is_some() {
             return Ok(Physical::Record {
                 entry: Entry {
                     record: true,
@@ -530,11 +530,11 @@ impl<R: BufRead> Iterator for TextReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::{parse_rfc3339, rfc3339};
+    use sentinel_core::time::{parse_rfc3339, rfc3339};
 
     fn clock() -> Clock {
         Clock {
-            zone: crate::time::Zone::Utc,
+            zone: sentinel_core::time::Zone::Utc,
             year: None,
             now: parse_rfc3339("2026-11-29T20:00:00Z").unwrap(),
         }

@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use crate::config::AlertmanagerConfig;
-use crate::time::{Micros, human_duration, rfc3339};
-use crate::tracker::{Detail, Incident, Settings};
+use sentinel_core::time::{Micros, human_duration, rfc3339};
+use sentinel_core::tracker::{Detail, Incident, Settings};
 
 /// The alertname of node-status incidents. Every name posted starts with
 /// `KubeletSentinel`, as every shipped Prometheus rule does, and no rule
@@ -38,7 +38,7 @@ pub(super) fn heartbeat(
     serde_json::json!({
         "labels": labels,
         "annotations": {
-            "summary": format!("kubelet-sentinel on {} is running and posting", crate::tracker::one_line(host, 200)),
+            "summary": format!("kubelet-sentinel on {} is running and posting", sentinel_core::tracker::one_line(host, 200)),
             "description": "Always firing while kubelet-sentinel runs and reaches this Alertmanager. \
                 Route it to a dead man's switch: when it stops, kubelet-sentinel (or its way here) is down.",
         },
@@ -72,7 +72,7 @@ const MAX_EVIDENCE: usize = 1000;
 /// `critical` for trouble that does not go away by itself (the Node is
 /// gone, credentials refused, the API server unreachable), `warning` else.
 fn severity(i: &Incident) -> &'static str {
-    use crate::signals::Cause;
+    use sentinel_core::signals::Cause;
     match &i.detail {
         // The kubelet is not running: the node is going NotReady; or the
         // node has been not ready past `not_ready_after`: it runs no new
@@ -96,7 +96,7 @@ const MAX_LABEL: usize = 253;
 /// bidirectional overrides), cut at `max` bytes; the same as the node name
 /// in mails and tables.
 fn clean(s: &str, max: usize) -> Value {
-    crate::tracker::one_line(s, max).into()
+    sentinel_core::tracker::one_line(s, max).into()
 }
 
 /// The labels of an incident's alert. Every value is [`clean`]ed: a node
@@ -121,7 +121,7 @@ pub(crate) fn labels(
         Detail::Endpoint(_) => ALERTNAME_ENDPOINT,
     };
     l.insert("alertname".into(), alertname.into());
-    if kind != crate::tracker::IncidentKind::NodeStatus {
+    if kind != sentinel_core::tracker::IncidentKind::NodeStatus {
         l.insert("kind".into(), kind.as_str().into());
     }
     l.insert("node".into(), clean(&i.node, MAX_LABEL));
@@ -138,7 +138,7 @@ pub(crate) fn labels(
 }
 
 fn cut(s: &str) -> String {
-    let one = crate::tracker::one_line(s, MAX_EVIDENCE);
+    let one = sentinel_core::tracker::one_line(s, MAX_EVIDENCE);
     one.chars().take(MAX_EVIDENCE).collect()
 }
 
@@ -154,33 +154,33 @@ pub(super) fn alert(
     let summary = match &i.detail {
         Detail::HostSilent(h) => format!(
             "host {} (node {}) silent since {}",
-            crate::tracker::one_line(i.host.as_deref().unwrap_or(&i.node), 200),
-            crate::tracker::one_line(&i.node, 200),
+            sentinel_core::tracker::one_line(i.host.as_deref().unwrap_or(&i.node), 200),
+            sentinel_core::tracker::one_line(&i.node, 200),
             rfc3339(h.last_entry_at)
         ),
         Detail::KubeletDown(d) => format!(
             "{}: kubelet down, {} restarts in {} ({})",
-            crate::tracker::one_line(&i.node, 200),
+            sentinel_core::tracker::one_line(&i.node, 200),
             d.restarts,
             human_duration(span),
             i.cause().as_str()
         ),
         Detail::NotReady(_) => format!(
             "{}: not ready for {} ({})",
-            crate::tracker::one_line(&i.node, 200),
+            sentinel_core::tracker::one_line(&i.node, 200),
             human_duration(i.last_trouble_at - i.opened_at),
             i.cause().as_str()
         ),
         Detail::NodeStatus(n) => format!(
             "{}: {} node status retries in {} ({})",
-            crate::tracker::one_line(&i.node, 200),
+            sentinel_core::tracker::one_line(&i.node, 200),
             n.counters.counted_retries(),
             human_duration(span),
             i.cause().as_str()
         ),
         Detail::Endpoint(o) => format!(
             "{}: lost by {} nodes for {} ({})",
-            crate::tracker::one_line(&o.endpoint, 270),
+            sentinel_core::tracker::one_line(&o.endpoint, 270),
             o.nodes.len(),
             human_duration(span),
             i.cause().as_str()
@@ -307,17 +307,18 @@ mod tests {
     /// endpoint and cause; node alerts keep `api_endpoint`.
     #[test]
     fn an_endpoint_incident_is_its_own_alertname_with_endpoint_and_cause() {
-        let mut i = crate::tracker::Incident {
+        let mut i = sentinel_core::tracker::Incident {
             node: "10.0.0.1:6443".into(),
             host: None,
-            detail: crate::tracker::Detail::Endpoint(crate::tracker::Outage {
+            detail: sentinel_core::tracker::Detail::Endpoint(sentinel_core::tracker::Outage {
                 endpoint: "10.0.0.1:6443".into(),
                 nodes: vec!["a".into(), "b".into(), "c".into()],
                 hosts: vec!["a".into(), "b".into(), "c".into()],
             }),
             ..node_incident()
         };
-        i.causes = std::collections::BTreeMap::from([(crate::signals::Cause::ApiUnreachable, 1)]);
+        i.causes =
+            std::collections::BTreeMap::from([(sentinel_core::signals::Cause::ApiUnreachable, 1)]);
         let l = labels(&i, &Settings::default(), &std::collections::BTreeMap::new());
         assert_eq!(l["alertname"], ALERTNAME_ENDPOINT);
         assert_eq!(l["api_endpoint"], "10.0.0.1:6443");
@@ -335,8 +336,8 @@ mod tests {
     /// with its kind, cause and verdict.
     #[test]
     fn a_not_ready_incident_is_kubelet_node_not_ready() {
-        use crate::testing::{End, kubelet, replay};
-        let s = crate::time::SECOND;
+        use sentinel_core::testing::{End, kubelet, replay};
+        let s = sentinel_core::time::SECOND;
         let cni = r#"E0101 00:00:00.000000 1 kubelet.go:2862] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized""#;
         let lines = (0..60).map(|k| kubelet(k * 5 * s, "worker-9", cni));
         let i = replay(lines, &Settings::default(), End::Finish)
@@ -351,9 +352,9 @@ mod tests {
     }
 
     /// The open incident of seven retries of one node whose error is `err`.
-    fn retried(err: &str) -> crate::tracker::Incident {
-        use crate::testing::{End, kubelet, replay};
-        let s = crate::time::SECOND;
+    fn retried(err: &str) -> sentinel_core::tracker::Incident {
+        use sentinel_core::testing::{End, kubelet, replay};
+        let s = sentinel_core::time::SECOND;
         let retry = format!(
             "E0101 00:00:00.000000 1 kubelet_node_status.go:535] \"Error updating node status, will retry\" err=\"error getting node \\\"worker-3\\\": {err}\""
         );
@@ -363,7 +364,7 @@ mod tests {
             .clone()
     }
 
-    fn node_incident() -> crate::tracker::Incident {
+    fn node_incident() -> sentinel_core::tracker::Incident {
         retried(
             r#"Get \"https://10.0.0.1:6443/api/v1/nodes/worker-3\": dial tcp 10.0.0.1:6443: connect: connection refused"#,
         )
@@ -382,8 +383,8 @@ mod tests {
         let cfg = AlertmanagerConfig {
             urls: Vec::new(),
             labels: extra,
-            timeout: crate::config::Period(crate::time::SECOND),
-            resend_interval: crate::config::Period(60 * crate::time::SECOND),
+            timeout: crate::config::Period(sentinel_core::time::SECOND),
+            resend_interval: crate::config::Period(60 * sentinel_core::time::SECOND),
             ca_file: None,
         };
         let a = alert(&i, &Settings::default(), &cfg, 0);

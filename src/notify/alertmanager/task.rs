@@ -19,8 +19,8 @@ use crate::notify::{backoff, outbox, worker};
 use crate::status::DeliveryStats;
 use crate::status::{DeliveryReport, Now};
 use crate::store::{Channel, Filter, OutboxEntry, Store, StoreError};
-use crate::time::{Micros, human_duration, rfc3339};
-use crate::tracker::{AlertKind, Incident, Settings};
+use sentinel_core::time::{Micros, human_duration, rfc3339};
+use sentinel_core::tracker::{AlertKind, Incident, Settings};
 
 /// What an instance may answer; the rest is not read.
 const MAX_ANSWER: usize = 64 << 10;
@@ -83,7 +83,7 @@ where
             } else {
                 Err(format!(
                     "answered {code}: {}",
-                    crate::tracker::one_line(&String::from_utf8_lossy(&body), 300)
+                    sentinel_core::tracker::one_line(&String::from_utf8_lossy(&body), 300)
                 ))
             }
         }
@@ -351,10 +351,10 @@ impl AlertmanagerTask {
         for (e, why) in dropped {
             tracing::info!(
                 incident = %e.incident,
-                node = %crate::tracker::one_line(&e.node, 253),
+                node = %sentinel_core::tracker::one_line(&e.node, 253),
                 "{} for node {} not posted to Alertmanager: {why}",
                 e.kind.words(),
-                crate::tracker::one_line(&e.node, 80)
+                sentinel_core::tracker::one_line(&e.node, 80)
             );
         }
         self.publish_outbox(&entries);

@@ -15,6 +15,8 @@
 //!   service's modules, and its dependencies are few and pure;
 //! - chrono is built without its `clock` feature here (built alone, as
 //!   `make lint` does), so `chrono::Local` and `Utc::now` do not exist;
+//!   in the workspace build, where features unify and they do, the same
+//!   `clippy.toml` disallows them;
 //! - `clippy.toml` beside this file disallows the std items that reach out
 //!   (`std::fs`, sockets, `std::process`, `std::thread`, `std::env`,
 //!   `Instant`, `SystemTime`, stdio) and `HashMap`/`HashSet`;
