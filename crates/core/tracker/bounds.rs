@@ -1,8 +1,8 @@
 //! The bounds on what a stranger can grow: nodes per host and in all,
 //! the oldest quiet node evicted to make room.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::{Decision, Incident, Resolution, Tracker, unregister};
+use crate::time::Micros;
 
 impl Tracker {
     /// Forgets the records of the hosts with no entry since `since` and no

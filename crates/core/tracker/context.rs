@@ -4,9 +4,9 @@
 //! when its trouble goes on, and when such a line arrives while it is open.
 //! They never open an incident.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::{Decision, Detail, Incident, IncidentKind, Tracker, host_key, one_line};
 use crate::context::{self as ctx, ContextKind, ContextLine, Trouble};
+use crate::signals::Cause;
 use crate::time::{clock, human_duration};
 
 /// Names the kubelet runs under: an OOM kill of one is the kubelet's.

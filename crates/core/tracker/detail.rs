@@ -4,11 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::IncidentKind;
+use super::evidence::Evidence;
+use super::terms::IncidentKind;
 use crate::signals::Cause;
 use crate::time::Micros;
-
-use super::incident::Evidence;
 
 /// A kubelet-down incident's own counters (design 5.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

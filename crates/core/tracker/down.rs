@@ -1,8 +1,12 @@
 //! Kubelet-down incidents: the kubelet's own life under systemd (starts,
 //! exits, restarts, systemd giving up) as the tracker counts it.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::{
+    AlertKind, Anchor, Decision, Detail, Evidence, Incident, IncidentKind, Observation, Resolution,
+    Tracker, incident_id, open_key,
+};
+use crate::signals::{Cause, Signal, SignalKind};
+use crate::time::{Micros, SECOND};
 
 impl Tracker {
     /// The kubelet's own life (design 5.1): systemd's lines about the unit

@@ -6,148 +6,15 @@ use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use super::Settings;
-pub use super::detail::{Counters, Detail, Down, NodeStatus, NotReady, Outage, Silent};
+use super::decision::{AlertKind, Alerted, Decision, Observation};
+use super::detail::{Counters, Detail, Down, NodeStatus};
+use super::evidence::Evidence;
+use super::settings::{Limits, Settings};
+use super::terms::{IncidentKind, Resolution, Status, Verdict};
+use super::timeline::Timeline;
+use super::words::{cause_explanation, one_line};
 use crate::signals::{Cause, Role, SignalKind};
 use crate::time::{Micros, clock, human_duration};
-
-pub use super::words::{cause_explanation, one_line};
-
-/// Evidence lines kept at the start and at the end of an incident: bounded,
-/// so a retry storm does not grow memory or the store. The first lines are
-/// never replaced, so what is quoted from them never moves: at most
-/// [`EVIDENCE_HEAD_MARKERS`] of them are markers (the last before the
-/// trouble began), so the first trouble line always has its place; beyond
-/// [`EVIDENCE_HEAD`], the first line of each cause still joins them (one
-/// more per [`Cause`] at most).
-pub(super) const EVIDENCE_HEAD: usize = 8;
-pub(super) const EVIDENCE_HEAD_MARKERS: usize = 4;
-pub(super) const EVIDENCE_TAIL: usize = 8;
-/// Longest evidence text kept, in bytes.
-pub(super) const EVIDENCE_TEXT: usize = 2000;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    Open,
-    Resolved,
-}
-
-crate::kinds::spelling!(Status {
-    Open => "open",
-    Resolved => "resolved",
-});
-
-/// What an incident is about (design 3.3): the node's status (today's),
-/// the kubelet's own life, or a collector's host that stopped writing.
-/// More kinds (`endpoint`) join here; an incident stored before kinds
-/// existed is a node-status one.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum IncidentKind {
-    #[default]
-    NodeStatus,
-    KubeletDown,
-    /// The node not ready while its kubelet runs (design 5.3).
-    NotReady,
-    HostSilent,
-    /// Several nodes in trouble against one API endpoint at once: one
-    /// outage (design 5.2); its nodes' incidents stay their own.
-    Endpoint,
-}
-
-crate::kinds::spelling!(IncidentKind {
-    NodeStatus => "node-status",
-    KubeletDown => "kubelet-down",
-    NotReady => "not-ready",
-    HostSilent => "host-silent",
-    Endpoint => "endpoint",
-});
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Verdict {
-    StartupRace,
-    Transient,
-    Persistent,
-    Undetermined,
-    /// kubelet-down: more than `[alert] restarts` restarts within `window`.
-    CrashLoop,
-    /// kubelet-down: systemd gave up (start limit), or the unit stayed
-    /// failed with no restart for `resolve_after`.
-    Failed,
-}
-
-crate::kinds::spelling!(Verdict {
-    StartupRace => "startup-race",
-    Transient => "transient",
-    Persistent => "persistent",
-    Undetermined => "undetermined",
-    CrashLoop => "crash-loop",
-    Failed => "failed",
-});
-
-/// How an incident ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Resolution {
-    /// A node-ready marker for the node.
-    NodeReady,
-    /// No trouble signal for `resolve_after`.
-    Quiet,
-    /// Closed to make room: its host (or the whole reader) had more nodes
-    /// in trouble than `[incidents] max_nodes_per_host` (`max_nodes`), and
-    /// it was the one quiet longest. No resolved notice: nothing confirmed
-    /// that the trouble ended.
-    Evicted,
-    /// Closed, not resolved: the service was switched to another journal,
-    /// which nothing says confirms or ends it (no resolved notice).
-    SourceChanged,
-    /// kubelet-down: a stop that was asked for (`systemctl stop`, shutdown,
-    /// an upgrade's restart).
-    Stopped,
-    /// host-silent: the host's journal was written again.
-    Wrote,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Evidence {
-    pub at: Micros,
-    pub cursor: Option<String>,
-    pub signal: SignalKind,
-    pub text: String,
-    /// What the line's error points at (trouble and supporting lines).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cause: Option<Cause>,
-}
-
-impl Evidence {
-    #[must_use]
-    pub fn new(at: Micros, cursor: Option<&str>, signal: SignalKind, text: &str) -> Self {
-        let mut end = text.len().min(EVIDENCE_TEXT);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        let mut kept = text[..end].to_string();
-        if end < text.len() {
-            kept.push('…');
-        }
-        Self {
-            at,
-            cursor: cursor.map(str::to_string),
-            signal,
-            text: kept,
-            cause: None,
-        }
-    }
-
-    #[must_use]
-    pub fn with_cause(mut self, cause: Option<Cause>) -> Self {
-        self.cause = cause;
-        self
-    }
-
-    fn is_marker(&self) -> bool {
-        self.signal.role() == Role::Marker
-    }
-}
 
 /// The marker an incident's start is measured from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -208,8 +75,8 @@ pub struct Incident {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context: Vec<crate::context::ContextLine>,
     /// Its trouble and supporting signals over time (bounded).
-    #[serde(default, skip_serializing_if = "super::timeline::Timeline::is_empty")]
-    pub timeline: super::timeline::Timeline,
+    #[serde(default, skip_serializing_if = "Timeline::is_empty")]
+    pub timeline: Timeline,
     /// Its kind's own data.
     pub detail: Detail,
 }
@@ -223,8 +90,8 @@ impl Incident {
         &mut self,
         at: Micros,
         allowed: u32,
-        limits: &super::Limits,
-        out: &mut Vec<super::Decision>,
+        limits: &Limits,
+        out: &mut Vec<Decision>,
     ) -> bool {
         self.recent.push_back(at);
         while self.recent.len() > allowed as usize + 1 {
@@ -240,12 +107,12 @@ impl Incident {
         }
         let kind = if self.over_threshold_at.is_none() {
             self.over_threshold_at = Some(at);
-            super::AlertKind::Opened
+            AlertKind::Opened
         } else if self
             .last_alert_at
             .is_some_and(|last| at - last >= limits.repeat_interval)
         {
-            super::AlertKind::Repeat
+            AlertKind::Repeat
         } else {
             return true;
         };
@@ -257,7 +124,7 @@ impl Incident {
     /// The decision to alert of `kind` at `at`, with what admission needs
     /// of this incident.
     #[must_use]
-    pub fn raise(&self, kind: super::AlertKind, at: Micros) -> super::Decision {
+    pub fn raise(&self, kind: AlertKind, at: Micros) -> Decision {
         let host = self.host.clone().unwrap_or_default();
         let hosts = match &self.detail {
             Detail::Endpoint(o) => o.hosts.clone(),
@@ -268,11 +135,11 @@ impl Incident {
                 vec![host.clone()]
             }
         };
-        super::Decision::QueueAlert {
+        Decision::QueueAlert {
             id: self.id.clone(),
             kind,
             at,
-            about: super::Alerted {
+            about: Alerted {
                 node: self.node.clone(),
                 host,
                 hosts,
@@ -288,7 +155,7 @@ impl Incident {
         id: String,
         kind: IncidentKind,
         node: &str,
-        obs: &super::Observation<'_>,
+        obs: &Observation<'_>,
     ) -> Self {
         Self::blank(id, kind, node, obs.host, obs.at, obs.signal.kind)
     }
@@ -325,7 +192,7 @@ impl Incident {
             evidence_dropped: 0,
             ack: None,
             context: Vec::new(),
-            timeline: super::timeline::Timeline::default(),
+            timeline: Timeline::default(),
             detail: Detail::of(kind),
         }
     }
@@ -513,49 +380,21 @@ impl Incident {
         }
     }
 
-    /// Keeps `e` among the first lines (see [`EVIDENCE_HEAD`]) or the last.
+    /// Keeps `e` among the first lines or the last (see
+    /// [`super::evidence::keep`]).
     pub(super) fn add_evidence(&mut self, e: Evidence) {
-        let head = &mut self.evidence_head;
-        let markers = head.iter().filter(|h| h.is_marker()).count();
-        let trouble_kept = markers < head.len();
-        if e.is_marker() {
-            if !trouble_kept {
-                // Before the trouble: the markers just before it matter most.
-                head.push(e);
-                if markers + 1 > EVIDENCE_HEAD_MARKERS {
-                    head.remove(0);
-                    self.evidence_dropped += 1;
-                }
-                return;
-            }
-            if head.len() < EVIDENCE_HEAD && markers < EVIDENCE_HEAD_MARKERS {
-                head.push(e);
-                return;
-            }
-        } else if head.len() < EVIDENCE_HEAD
-            || e.cause
-                .is_some_and(|c| !head.iter().any(|h| h.cause == Some(c)))
-        {
-            head.push(e);
-            return;
-        }
-        self.evidence_tail.push_back(e);
-        if self.evidence_tail.len() > EVIDENCE_TAIL {
-            self.evidence_tail.pop_front();
-            self.evidence_dropped += 1;
-        }
+        super::evidence::keep(
+            e,
+            &mut self.evidence_head,
+            &mut self.evidence_tail,
+            &mut self.evidence_dropped,
+        );
     }
 
     /// Evidence in time order: the first lines and the last, merged (the
     /// first line of a cause may come after lines of the last kept).
     pub fn evidence(&self) -> impl Iterator<Item = &Evidence> {
-        let mut head = self.evidence_head.iter().peekable();
-        let mut tail = self.evidence_tail.iter().peekable();
-        std::iter::from_fn(move || match (head.peek(), tail.peek()) {
-            (Some(h), Some(t)) if t.at < h.at => tail.next(),
-            (Some(_), _) => head.next(),
-            (None, _) => tail.next(),
-        })
+        super::evidence::in_order(&self.evidence_head, &self.evidence_tail)
     }
 
     /// The first trouble line: what the diagnosis, the mails, `show` and

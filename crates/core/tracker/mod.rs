@@ -22,115 +22,45 @@
 //! moves another host's clock. The caller decides how far a host's clock may
 //! go: entry time always; wall time only for quiet the journal confirms.
 
-mod bounds;
-mod context;
-mod detail;
-mod down;
-mod endpoint;
-pub use endpoint::{Member, MemberWrite};
-mod incident;
-mod not_ready;
-mod open;
+// Floors, bottom first (a file imports only lower ones; the architecture
+// test holds them): the shared words (`terms`, `evidence`, `decision`,
+// `words`, `timeline`, `settings`), each kind's data (`detail`), the
+// incident, the open incidents (`open`), then the machines that change
+// them (`endpoint`, `down`, `not_ready`, `silent`, `context`, `bounds`,
+// and this file).
+mod decision;
+mod evidence;
 mod settings;
-mod silent;
+mod terms;
 pub mod timeline;
 mod words;
+
+mod detail;
+mod incident;
+mod open;
+
+mod bounds;
+mod context;
+mod down;
+mod endpoint;
+mod not_ready;
+mod silent;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-pub use incident::Incident;
-pub use incident::{
-    Ack, Anchor, Counters, Detail, Down, Evidence, IncidentKind, NodeStatus, NotReady, Outage,
-    Resolution, Silent, Status, Verdict, cause_explanation, one_line,
-};
-pub use settings::Settings;
-pub use settings::{Limits, Threshold};
+pub use decision::{AlertKind, Alerted, Decision, Observation};
+pub use detail::{Counters, Detail, Down, NodeStatus, NotReady, Outage, Silent};
+pub use endpoint::{Member, MemberWrite};
+pub use evidence::Evidence;
+pub use incident::{Ack, Anchor, Incident};
+pub use settings::{Limits, Settings, Threshold};
+pub use terms::{IncidentKind, Resolution, Status, Verdict};
+pub use words::{cause_explanation, one_line};
 
 use crate::signals::{Cause, Role, Signal, SignalKind};
 use crate::time::{Micros, SECOND};
-
-/// One recognised line, as the tracker sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct Observation<'a> {
-    pub signal: &'a Signal,
-    pub at: Micros,
-    pub host: Option<&'a str>,
-    pub cursor: Option<&'a str>,
-    /// The line's text, kept as evidence when the incident keeps it.
-    pub text: &'a str,
-    /// The line's own time cannot be trusted (before any kubelet, or more
-    /// than a day past the reader's clock).
-    pub clock_untrusted: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AlertKind {
-    Opened,
-    Repeat,
-    Resolved,
-}
-
-impl AlertKind {
-    /// In words, for log lines.
-    #[must_use]
-    pub fn words(self) -> &'static str {
-        match self {
-            AlertKind::Opened => "alert",
-            AlertKind::Repeat => "reminder",
-            AlertKind::Resolved => "resolved notice",
-        }
-    }
-}
-
-/// What the tracker decided; the caller persists and acts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    OpenIncident {
-        id: String,
-    },
-    UpdateIncident {
-        id: String,
-    },
-    /// The incident is now in [`Tracker::take_resolved`].
-    ResolveIncident {
-        id: String,
-    },
-    /// The incident leaves the history (see [`Tracker::take_forgotten`]).
-    ForgetIncident {
-        id: String,
-    },
-    /// An alert is due; `about` carries what admission needs of its
-    /// incident, so the caller need not look it up again.
-    QueueAlert {
-        id: String,
-        kind: AlertKind,
-        at: Micros,
-        about: Alerted,
-    },
-    /// Node incident `id` is now covered by endpoint incident `by` (or by
-    /// none): changed here if the tracker still holds it, else the caller
-    /// changes its stored copy.
-    CoverIncident {
-        id: String,
-        by: Option<String>,
-    },
-}
-
-/// What an alert's incident is, as admission weighs it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Alerted {
-    pub node: String,
-    /// Its host ("" for none).
-    pub host: String,
-    /// The hosts whose trouble it is: its own, or an endpoint incident's
-    /// nodes' (it is live when one of them is written now).
-    pub hosts: Vec<String>,
-    /// An alert for it went into the outbox before this one was raised.
-    pub announced: bool,
-}
 
 /// What one kubelet (one host) told us lately. Persisted one record a host
 /// (the store's `hosts` tree), written when it changes; what it does not

@@ -3,8 +3,12 @@
 //! eviction manager under memory, disk or pid pressure. Judged on entry
 //! time alone, so `scan`, `run --once` and a following run agree.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::{
+    AlertKind, Decision, Detail, Evidence, Incident, IncidentKind, NotReady, Observation,
+    Resolution, Settings, Tracker, Verdict, cause_explanation, one_line, open_key,
+};
+use crate::signals::{Cause, SignalKind};
+use crate::time::Micros;
 use crate::time::{clock, human_duration};
 
 impl Tracker {
@@ -286,28 +290,5 @@ impl Incident {
             None => {}
         }
         parts.join(" ")
-    }
-}
-
-/// What a not-ready cause means, in plain words.
-#[must_use]
-pub(super) fn explanation(c: Cause) -> &'static str {
-    match c {
-        Cause::Cni => {
-            "the container network is not ready: the CNI plugin is not installed, not configured in /etc/cni/net.d, or its pods are not running on the node"
-        }
-        Cause::Pleg => {
-            "the kubelet's pod lifecycle event generator (PLEG) is not healthy: the container runtime answers too slowly or not at all"
-        }
-        Cause::MemoryPressure => {
-            "the node is under memory pressure: the eviction manager is reclaiming memory by evicting pods"
-        }
-        Cause::DiskPressure => {
-            "the node is under disk pressure: the eviction manager is reclaiming the node's or the images' file system"
-        }
-        Cause::PidPressure => {
-            "the node is running out of process ids: the eviction manager is evicting pods to reclaim them"
-        }
-        _ => "no known class; read the evidence lines",
     }
 }

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::IncidentKind;
+use super::terms::IncidentKind;
 use crate::defaults;
 use crate::signals::Cause;
 use crate::time::Micros;

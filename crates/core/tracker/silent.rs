@@ -35,8 +35,14 @@
 //!   same gap make none of each other silent; one host alone is never
 //!   silent.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use super::{
+    AlertKind, Decision, Detail, Incident, IncidentKind, Origin, Resolution, Settings, Silent,
+    Tracker, incident_id, open_key,
+};
+use std::collections::BTreeSet;
+
+use crate::signals::SignalKind;
+use crate::time::Micros;
 
 use crate::time::{clock, human_duration};
 
@@ -261,6 +267,8 @@ impl Incident {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::time::SECOND;
+    use crate::tracker::Status;
 
     const MIN: Micros = 60 * SECOND;
 

@@ -314,7 +314,7 @@ fn evidence_is_bounded_in_a_retry_storm() {
     assert_eq!(i.counters().retries, 5000);
     assert_eq!(
         i.evidence().count(),
-        incident::EVIDENCE_HEAD + incident::EVIDENCE_TAIL
+        evidence::EVIDENCE_HEAD + evidence::EVIDENCE_TAIL
     );
     assert_eq!(i.evidence_dropped, 5000 - 16);
     assert_eq!(i.recent.len(), 6);
@@ -533,7 +533,7 @@ fn the_first_trouble_line_is_quoted_however_many_markers_came_before() {
             .iter()
             .filter(|e| e.signal.role() == Role::Marker)
             .count();
-        assert!(head_markers <= incident::EVIDENCE_HEAD_MARKERS);
+        assert!(head_markers <= evidence::EVIDENCE_HEAD_MARKERS);
         // The markers nearest the trouble are the ones kept.
         assert!(
             i.evidence().any(|e| e.signal == SignalKind::CachesSynced),

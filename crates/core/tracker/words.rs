@@ -44,7 +44,45 @@ pub fn cause_explanation(c: Cause) -> &'static str {
         | Cause::Pleg
         | Cause::MemoryPressure
         | Cause::DiskPressure
-        | Cause::PidPressure) => super::not_ready::explanation(c),
+        | Cause::PidPressure) => not_ready_explanation(c),
+    }
+}
+
+/// What a not-ready cause means, in plain words.
+fn not_ready_explanation(c: Cause) -> &'static str {
+    match c {
+        Cause::Cni => {
+            "the container network is not ready: the CNI plugin is not installed, not configured in /etc/cni/net.d, or its pods are not running on the node"
+        }
+        Cause::Pleg => {
+            "the kubelet's pod lifecycle event generator (PLEG) is not healthy: the container runtime answers too slowly or not at all"
+        }
+        Cause::MemoryPressure => {
+            "the node is under memory pressure: the eviction manager is reclaiming memory by evicting pods"
+        }
+        Cause::DiskPressure => {
+            "the node is under disk pressure: the eviction manager is reclaiming the node's or the images' file system"
+        }
+        Cause::PidPressure => {
+            "the node is running out of process ids: the eviction manager is evicting pods to reclaim them"
+        }
+        Cause::ListerLag
+        | Cause::NodeMissing
+        | Cause::ApiUnreachable
+        | Cause::ApiTimeout
+        | Cause::Auth
+        | Cause::Conflict
+        | Cause::Etcd
+        | Cause::Unknown
+        | Cause::Swap
+        | Cause::CgroupDriver
+        | Cause::Config
+        | Cause::Credentials
+        | Cause::Runtime
+        | Cause::PortInUse
+        | Cause::Exec
+        | Cause::Killed
+        | Cause::Oom => "no known class; read the evidence lines",
     }
 }
 

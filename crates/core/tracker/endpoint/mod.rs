@@ -36,7 +36,7 @@
 
 use super::{
     AlertKind, BTreeMap, BTreeSet, Cause, Decision, Deserialize, Detail, Evidence, Incident,
-    IncidentKind, Micros, Outage, Resolution, Serialize, Tracker, incident::EVIDENCE_HEAD,
+    IncidentKind, Micros, Outage, Resolution, Serialize, Tracker, evidence::EVIDENCE_HEAD,
     incident_id, one_line,
 };
 use crate::time::SECOND;

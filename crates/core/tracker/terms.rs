@@ -1,0 +1,86 @@
+//! The words every incident kind shares, below the incident and its kinds:
+//! what it is about, whether it is open, the verdict, how it ended. Each
+//! has one spelling (`spelling!`) for serde, clap, `Display` and `FromStr`.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Open,
+    Resolved,
+}
+
+crate::kinds::spelling!(Status {
+    Open => "open",
+    Resolved => "resolved",
+});
+
+/// What an incident is about (design 3.3): the node's status, the
+/// kubelet's own life, the node's readiness, a collector's host that
+/// stopped writing, or an API endpoint several nodes lost.
+/// An incident stored before kinds existed is a node-status one.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IncidentKind {
+    #[default]
+    NodeStatus,
+    KubeletDown,
+    /// The node not ready while its kubelet runs (design 5.3).
+    NotReady,
+    HostSilent,
+    /// Several nodes in trouble against one API endpoint at once: one
+    /// outage (design 5.2); its nodes' incidents stay their own.
+    Endpoint,
+}
+
+crate::kinds::spelling!(IncidentKind {
+    NodeStatus => "node-status",
+    KubeletDown => "kubelet-down",
+    NotReady => "not-ready",
+    HostSilent => "host-silent",
+    Endpoint => "endpoint",
+});
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verdict {
+    StartupRace,
+    Transient,
+    Persistent,
+    Undetermined,
+    /// kubelet-down: more than `[alert] restarts` restarts within `window`.
+    CrashLoop,
+    /// kubelet-down: systemd gave up (start limit), or the unit stayed
+    /// failed with no restart for `resolve_after`.
+    Failed,
+}
+
+crate::kinds::spelling!(Verdict {
+    StartupRace => "startup-race",
+    Transient => "transient",
+    Persistent => "persistent",
+    Undetermined => "undetermined",
+    CrashLoop => "crash-loop",
+    Failed => "failed",
+});
+
+/// How an incident ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resolution {
+    /// A node-ready marker for the node.
+    NodeReady,
+    /// No trouble signal for `resolve_after`.
+    Quiet,
+    /// Closed to make room: its host (or the whole reader) had more nodes
+    /// in trouble than `[incidents] max_nodes_per_host` (`max_nodes`), and
+    /// it was the one quiet longest. No resolved notice: nothing confirmed
+    /// that the trouble ended.
+    Evicted,
+    /// Closed, not resolved: the service was switched to another journal,
+    /// which nothing says confirms or ends it (no resolved notice).
+    SourceChanged,
+    /// kubelet-down: a stop that was asked for (`systemctl stop`, shutdown,
+    /// an upgrade's restart).
+    Stopped,
+    /// host-silent: the host's journal was written again.
+    Wrote,
+}
