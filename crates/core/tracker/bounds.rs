@@ -1,6 +1,7 @@
 //! The bounds on what a stranger can grow: nodes per host and in all,
 //! the oldest quiet node evicted to make room.
 
+use super::open::OpenKey;
 use super::{Decision, Incident, Resolution, Tracker, unregister};
 use crate::time::Micros;
 
@@ -72,8 +73,8 @@ impl Tracker {
         }
     }
 
-    pub(super) fn evict(&mut self, node: &str, at: Micros, out: &mut Vec<Decision>) {
-        let Some(mut inc) = self.open.remove(node) else {
+    pub(super) fn evict(&mut self, key: &OpenKey, at: Micros, out: &mut Vec<Decision>) {
+        let Some(mut inc) = self.open.remove(key) else {
             return;
         };
         self.evicted += 1;

@@ -4,6 +4,7 @@
 //! when its trouble goes on, and when such a line arrives while it is open.
 //! They never open an incident.
 
+use super::open::OpenKey;
 use super::{Decision, Detail, Incident, IncidentKind, Tracker, host_key, one_line};
 use crate::context::{self as ctx, ContextKind, ContextLine, Trouble};
 use crate::signals::Cause;
@@ -28,11 +29,7 @@ impl Tracker {
         let origin = self.origins.entry(host.to_string()).or_default();
         origin.context.push(line);
         self.dirty_origins.insert(host.to_string());
-        let keys: Vec<String> = self
-            .open
-            .of_host(host)
-            .map(|(k, _)| k.to_string())
-            .collect();
+        let keys: Vec<OpenKey> = self.open.of_host(host).map(|(k, _)| k.clone()).collect();
         let from = out.len();
         for k in &keys {
             self.link(k, out);
@@ -55,7 +52,7 @@ impl Tracker {
 
     /// Adds to open incident `key` the host's context lines that explain
     /// it and it lacks (at most [`ctx::INCIDENT_LINES`]).
-    pub(super) fn link(&mut self, key: &str, out: &mut Vec<Decision>) {
+    pub(super) fn link(&mut self, key: &OpenKey, out: &mut Vec<Decision>) {
         let Some(inc) = self.open.get(key) else {
             return;
         };

@@ -1,9 +1,10 @@
 //! Kubelet-down incidents: the kubelet's own life under systemd (starts,
 //! exits, restarts, systemd giving up) as the tracker counts it.
 
+use super::open::OpenKey;
 use super::{
     AlertKind, Anchor, Decision, Detail, Evidence, Incident, IncidentKind, Observation, Resolution,
-    Tracker, incident_id, open_key,
+    Tracker,
 };
 use crate::signals::{Cause, Signal, SignalKind};
 use crate::time::{Micros, SECOND};
@@ -15,12 +16,12 @@ impl Tracker {
         let at = obs.at;
         let host = obs.host.unwrap_or("");
         let sig = obs.signal;
-        let key = open_key(IncidentKind::KubeletDown, node);
+        let key = OpenKey::new(IncidentKind::KubeletDown, node);
         self.expire(&key, at, out);
         // The node's not-ready incident whose quiet was over by now ends
         // before a kubelet-down incident can open and hold it: a following
         // service, whose clock moves on between entries, ends it then too.
-        self.expire(&open_key(IncidentKind::NotReady, node), at, out);
+        self.expire(&OpenKey::new(IncidentKind::NotReady, node), at, out);
         let down = self.open.get(&key).and_then(Incident::down);
         let pending = down.and_then(|d| d.pending);
         let restarting = down.is_some_and(|d| d.restarting);
@@ -38,7 +39,7 @@ impl Tracker {
                 if asked {
                     // A stop that was asked for ends the node's not-ready
                     // incident too: nothing is left to be not ready.
-                    let ready_key = open_key(IncidentKind::NotReady, node);
+                    let ready_key = OpenKey::new(IncidentKind::NotReady, node);
                     self.expire(&ready_key, at, out);
                     if let Some(inc) = self.open.get_mut(&ready_key) {
                         inc.add_evidence(evidence.clone());
@@ -94,7 +95,7 @@ impl Tracker {
         }
         if !self.open.contains_key(&key) {
             self.make_room(host, at, out);
-            self.open_anchored(obs, node, &key, IncidentKind::KubeletDown, out);
+            self.open_anchored(obs, key.clone(), out);
         }
         let Some(inc) = self.open.get_mut(&key) else {
             return;
@@ -116,7 +117,7 @@ impl Tracker {
 
     /// A kubelet-down incident's restart: counted, and held to
     /// `[alert] restarts` within `window`.
-    pub(super) fn restarted(&mut self, key: &str, at: Micros, out: &mut Vec<Decision>) {
+    pub(super) fn restarted(&mut self, key: &OpenKey, at: Micros, out: &mut Vec<Decision>) {
         let s = &self.settings;
         let Some(inc) = self.open.get_mut(key) else {
             return;
@@ -139,7 +140,7 @@ impl Tracker {
 
     /// systemd gave up on the kubelet: alerted at once (a second alert if
     /// its crash loop already raised one).
-    pub(super) fn gave_up(&mut self, key: &str, at: Micros, out: &mut Vec<Decision>) {
+    pub(super) fn gave_up(&mut self, key: &OpenKey, at: Micros, out: &mut Vec<Decision>) {
         let Some(inc) = self.open.get_mut(key) else {
             return;
         };
@@ -158,9 +159,7 @@ impl Tracker {
     pub(super) fn open_anchored(
         &mut self,
         obs: &Observation<'_>,
-        node: &str,
-        key: &str,
-        kind: IncidentKind,
+        key: OpenKey,
         out: &mut Vec<Decision>,
     ) {
         let at = obs.at;
@@ -172,11 +171,11 @@ impl Tracker {
         });
         let mut inc = Incident {
             anchor,
-            ..Incident::opening(incident_id(key, at), kind, node, obs)
+            ..Incident::opening(key.incident_id(at), key.kind, &key.subject, obs)
         };
         origin.mark(&mut inc, at, 60 * SECOND);
         out.push(Decision::OpenIncident { id: inc.id.clone() });
-        self.open.insert(key.to_string(), inc);
+        self.open.insert(key, inc);
     }
 }
 

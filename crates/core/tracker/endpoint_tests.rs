@@ -732,7 +732,7 @@ fn members_run(
             p.flush(&mut d);
             let w = p.tracker_mut().take_member_writes();
             assert!(
-                matches!(&w[..], [MemberWrite::Put(_, m)] if m.key().1 == p.tracker().open.get(host).unwrap().id),
+                matches!(&w[..], [MemberWrite::Put(_, m)] if m.key().1 == p.tracker().open.get(&super::open::OpenKey::new(IncidentKind::NodeStatus, host)).unwrap().id),
                 "one line of {host} writes its record alone: {w:?}"
             );
             apply(&mut stored, w);
@@ -864,7 +864,15 @@ fn a_group_made_again_between_commits_drops_its_old_records() {
     assert!(
         held.len() == 1
             && held[0].0 == group
-            && held[0].1.key().1 == p.tracker().open.get("node-b").unwrap().id,
+            && held[0].1.key().1
+                == p.tracker()
+                    .open
+                    .get(&super::open::OpenKey::new(
+                        IncidentKind::NodeStatus,
+                        "node-b"
+                    ))
+                    .unwrap()
+                    .id,
         "{held:?}"
     );
     let w = p.tracker_mut().take_member_writes();

@@ -16,6 +16,18 @@ use super::words::{cause_explanation, one_line};
 use crate::signals::{Cause, Role, SignalKind};
 use crate::time::{Micros, clock, human_duration};
 
+/// A deterministic id from an incident's key (the parts of the string it
+/// is, hashed as one) and its opening: the same entries give the same ids
+/// in `scan`, catch-up and live following.
+pub(crate) fn incident_id(key: &[&str], opened_at: Micros) -> String {
+    let h = crate::model::fnv1a(
+        key.iter()
+            .map(|p| p.as_bytes())
+            .chain([&opened_at.to_le_bytes()[..]]),
+    );
+    format!("{:012x}", h >> 16)
+}
+
 /// The marker an incident's start is measured from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Anchor {

@@ -55,6 +55,7 @@ pub use detail::{Counters, Detail, Down, NodeStatus, NotReady, Outage, Silent};
 pub use endpoint::{Member, MemberWrite};
 pub use evidence::Evidence;
 pub use incident::{Ack, Anchor, Incident};
+use open::OpenKey;
 pub use settings::{Limits, Settings, Threshold};
 pub use terms::{IncidentKind, Resolution, Status, Verdict};
 pub use words::{cause_explanation, one_line};
@@ -213,40 +214,6 @@ pub struct Tracker {
     shortcuts: u64,
 }
 
-/// Where an incident of `kind` for `node` is kept among the open ones: a
-/// node has at most one open incident of each kind (node names are DNS
-/// names, so no node is called `kubelet-down:…`).
-/// A host-silent incident is kept by its host (`host-silent:HOST`).
-fn open_key(kind: IncidentKind, node: &str) -> String {
-    match kind {
-        IncidentKind::NodeStatus => node.to_string(),
-        k @ (IncidentKind::KubeletDown
-        | IncidentKind::NotReady
-        | IncidentKind::HostSilent
-        | IncidentKind::Endpoint) => {
-            format!("{}:{node}", k.as_str())
-        }
-    }
-}
-
-/// Where an open incident is kept (see [`open_key`]).
-fn key_of(i: &Incident) -> String {
-    match &i.detail {
-        Detail::HostSilent(_) => open_key(i.kind(), i.host.as_deref().unwrap_or(&i.node)),
-        Detail::NodeStatus(_)
-        | Detail::KubeletDown(_)
-        | Detail::NotReady(_)
-        | Detail::Endpoint(_) => open_key(i.kind(), &i.node),
-    }
-}
-
-/// A deterministic id: the same entries give the same ids in `scan`, catch-up
-/// and live following.
-fn incident_id(node: &str, opened_at: Micros) -> String {
-    let h = crate::model::fnv1a([node.as_bytes(), &opened_at.to_le_bytes()[..]]);
-    format!("{:012x}", h >> 16)
-}
-
 impl Tracker {
     #[must_use]
     pub fn new(settings: Settings) -> Self {
@@ -275,7 +242,7 @@ impl Tracker {
             .into_iter()
             .filter(|i| i.kind() != IncidentKind::Endpoint)
         {
-            self.open.insert(key_of(&i), i);
+            self.open.insert(OpenKey::of(&i), i);
         }
         self.origins.extend(origins);
         self.registrations.clear();
@@ -340,7 +307,7 @@ impl Tracker {
 
     /// An open incident by id, of any kind, to change.
     fn open_mut(&mut self, id: &str) -> Option<&mut Incident> {
-        if let Some(k) = self.open.key_of_id(id).map(str::to_string) {
+        if let Some(k) = self.open.key_of_id(id).cloned() {
             return self.open.get_mut(&k);
         }
         self.outage_mut(id).filter(|i| i.resolved_at.is_none())
@@ -470,7 +437,10 @@ impl Tracker {
         let from = out.len();
         let node = self.observe_one(obs, out);
         if obs.clock_untrusted {
-            if let Some(i) = self.open.get_mut(&node) {
+            if let Some(i) = self
+                .open
+                .get_mut(&OpenKey::new(IncidentKind::NodeStatus, &node))
+            {
                 if let Detail::NodeStatus(n) = &mut i.detail {
                     if !n.clock_untrusted {
                         n.clock_untrusted = true;
@@ -484,11 +454,15 @@ impl Tracker {
             .get(obs.host.unwrap_or(""))
             .is_some_and(|o| !o.context.is_empty())
         {
-            self.link(&node, out);
-            self.link(&open_key(IncidentKind::KubeletDown, &node), out);
-            self.link(&open_key(IncidentKind::NotReady, &node), out);
+            for kind in [
+                IncidentKind::NodeStatus,
+                IncidentKind::KubeletDown,
+                IncidentKind::NotReady,
+            ] {
+                self.link(&OpenKey::new(kind, &node), out);
+            }
         }
-        self.correlate(&[node], from, out);
+        self.correlate(&[OpenKey::new(IncidentKind::NodeStatus, &node)], from, out);
     }
 
     fn observe_one(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) -> String {
@@ -513,17 +487,19 @@ impl Tracker {
         match sig.kind.role() {
             Role::Marker => self.marker(obs, &node, out),
             Role::Trouble => {
-                self.expire(&node, at, out);
-                if !self.open.contains_key(&node) {
+                let key = OpenKey::new(IncidentKind::NodeStatus, &node);
+                self.expire(&key, at, out);
+                if !self.open.contains_key(&key) {
                     self.make_room(host, at, out);
-                    self.open_incident(obs, &node, out);
+                    self.open_incident(obs, key.clone(), out);
                 }
-                self.count(obs, &node, out);
+                self.count(obs, &key, out);
             }
             Role::Supporting => {
-                self.expire(&node, at, out);
-                if self.open.contains_key(&node) {
-                    self.count(obs, &node, out);
+                let key = OpenKey::new(IncidentKind::NodeStatus, &node);
+                self.expire(&key, at, out);
+                if self.open.contains_key(&key) {
+                    self.count(obs, &key, out);
                 }
             }
         }
@@ -560,19 +536,20 @@ impl Tracker {
         if origin.markers.len() > ORIGIN_MARKERS {
             origin.markers.pop_front();
         }
-        self.expire(node, at, out);
-        if let Some(inc) = self.open.get_mut(node) {
+        let key = OpenKey::new(IncidentKind::NodeStatus, node);
+        self.expire(&key, at, out);
+        if let Some(inc) = self.open.get_mut(&key) {
             inc.add_evidence(evidence.clone());
             inc.last_signal_at = inc.last_signal_at.max(at);
             if obs.signal.kind == SignalKind::NodeReady {
-                self.resolve(node, at, Resolution::NodeReady, out);
+                self.resolve(&key, at, Resolution::NodeReady, out);
             } else {
                 out.push(Decision::UpdateIncident { id: inc.id.clone() });
             }
         }
         if obs.signal.kind == SignalKind::NodeReady {
             for kind in [IncidentKind::KubeletDown, IncidentKind::NotReady] {
-                let key = open_key(kind, node);
+                let key = OpenKey::new(kind, node);
                 self.expire(&key, at, out);
                 if let Some(inc) = self.open.get_mut(&key) {
                     inc.add_evidence(evidence.clone());
@@ -583,7 +560,7 @@ impl Tracker {
         }
     }
 
-    fn update_due(&mut self, key: &str) {
+    fn update_due(&mut self, key: &OpenKey) {
         if let Some(inc) = self.open.get(key) {
             if let Some(due) = self.due_of(inc) {
                 let d = self.due.entry(host_key(inc)).or_insert(due);
@@ -600,7 +577,8 @@ impl Tracker {
             .or_else(|| self.registered_at.get(node).copied())
     }
 
-    fn open_incident(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
+    fn open_incident(&mut self, obs: &Observation<'_>, key: OpenKey, out: &mut Vec<Decision>) {
+        let node = key.subject.as_str();
         let at = obs.at;
         let host = obs.host.unwrap_or("");
         let origin = self.origins.get(host).cloned().unwrap_or_default();
@@ -627,16 +605,16 @@ impl Tracker {
                 caches_synced_at,
                 ..NodeStatus::default()
             }),
-            ..Incident::opening(incident_id(node, at), IncidentKind::NodeStatus, node, obs)
+            ..Incident::opening(key.incident_id(at), IncidentKind::NodeStatus, node, obs)
         };
         origin.mark(&mut inc, at, lookback);
         out.push(Decision::OpenIncident { id: inc.id.clone() });
-        self.open.insert(node.to_string(), inc);
+        self.open.insert(key, inc);
     }
 
-    fn count(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
+    fn count(&mut self, obs: &Observation<'_>, key: &OpenKey, out: &mut Vec<Decision>) {
         let s = &self.settings;
-        let Some(inc) = self.open.get_mut(node) else {
+        let Some(inc) = self.open.get_mut(key) else {
             return;
         };
         let Detail::NodeStatus(n) = &mut inc.detail else {
@@ -697,11 +675,11 @@ impl Tracker {
     /// by `now`.
     /// A kubelet-down incident whose exit no restart followed for
     /// `resolve_after` is judged failed instead (it stays open).
-    fn expire(&mut self, node: &str, now: Micros, out: &mut Vec<Decision>) {
-        let Some(due) = self.open.get(node).and_then(|i| self.due_of(i)) else {
+    fn expire(&mut self, key: &OpenKey, now: Micros, out: &mut Vec<Decision>) {
+        let Some(due) = self.open.get(key).and_then(|i| self.due_of(i)) else {
             return;
         };
-        let Some(inc) = self.open.get_mut(node) else {
+        let Some(inc) = self.open.get_mut(key) else {
             return;
         };
         if now < due {
@@ -711,14 +689,14 @@ impl Tracker {
             Detail::KubeletDown(d) if d.pending.is_some() => {
                 d.gave_up_at = Some(due);
                 out.push(Decision::UpdateIncident { id: inc.id.clone() });
-                self.gave_up(node, due, out);
+                self.gave_up(key, due, out);
             }
-            _ => self.resolve(node, due, Resolution::Quiet, out),
+            _ => self.resolve(key, due, Resolution::Quiet, out),
         }
     }
 
-    fn resolve(&mut self, node: &str, at: Micros, how: Resolution, out: &mut Vec<Decision>) {
-        let Some(mut inc) = self.open.remove(node) else {
+    fn resolve(&mut self, key: &OpenKey, at: Micros, how: Resolution, out: &mut Vec<Decision>) {
+        let Some(mut inc) = self.open.remove(key) else {
             return;
         };
         inc.resolved_at = Some(at.max(inc.last_signal_at));
@@ -743,15 +721,15 @@ impl Tracker {
         // (a not-ready incident a kubelet-down one held open), so again
         // until nothing is: every pass ends or settles at least one.
         while self.due.get(host).is_some_and(|&d| now >= d) {
-            let quiet: Vec<String> = self
+            let quiet: Vec<OpenKey> = self
                 .open
                 .of_host(host)
                 .filter(|(_, i)| self.due_of(i).is_some_and(|d| now >= d))
-                .map(|(n, _)| n.to_string())
+                .map(|(k, _)| k.clone())
                 .collect();
             let from = out.len();
-            for node in &quiet {
-                self.expire(node, now, out);
+            for key in &quiet {
+                self.expire(key, now, out);
             }
             self.correlate(&quiet, from, out);
             match self

@@ -3,9 +3,10 @@
 //! eviction manager under memory, disk or pid pressure. Judged on entry
 //! time alone, so `scan`, `run --once` and a following run agree.
 
+use super::open::OpenKey;
 use super::{
     AlertKind, Decision, Detail, Evidence, Incident, IncidentKind, NotReady, Observation,
-    Resolution, Settings, Tracker, Verdict, cause_explanation, one_line, open_key,
+    Resolution, Settings, Tracker, Verdict, cause_explanation, one_line,
 };
 use crate::signals::{Cause, SignalKind};
 use crate::time::Micros;
@@ -19,7 +20,7 @@ impl Tracker {
         let at = obs.at;
         let host = obs.host.unwrap_or("");
         let sig = obs.signal;
-        let key = open_key(IncidentKind::NotReady, node);
+        let key = OpenKey::new(IncidentKind::NotReady, node);
         self.expire(&key, at, out);
         let stuck = self.stuck_starting(obs);
         let trouble = sig.kind == SignalKind::NotReady || stuck.is_some();
@@ -28,7 +29,7 @@ impl Tracker {
                 return;
             }
             self.make_room(host, at, out);
-            self.open_anchored(obs, node, &key, IncidentKind::NotReady, out);
+            self.open_anchored(obs, key.clone(), out);
             let since = stuck.or_else(|| self.pleg_since(obs));
             if let (Some(since), Some(inc)) = (since, self.open.get_mut(&key)) {
                 // Not ready since its first start-up line, or since PLEG
@@ -131,7 +132,7 @@ impl Tracker {
         i.kind() == IncidentKind::NotReady
             && self
                 .open
-                .contains_key(&open_key(IncidentKind::KubeletDown, &i.node))
+                .contains_key(&OpenKey::new(IncidentKind::KubeletDown, &i.node))
     }
 
     /// When an open incident is due to resolve on quiet (see
@@ -146,7 +147,7 @@ impl Tracker {
     /// The node's kubelet-down incident ended at `at`: its not-ready
     /// incident's quiet is counted from then.
     pub(super) fn release_not_ready(&mut self, node: &str, at: Micros) {
-        let key = open_key(IncidentKind::NotReady, node);
+        let key = OpenKey::new(IncidentKind::NotReady, node);
         if let Some(Detail::NotReady(r)) = self.open.get_mut(&key).map(|i| &mut i.detail) {
             r.quiet_from = r.quiet_from.max(at);
             self.update_due(&key);

@@ -15,11 +15,87 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::{Incident, IncidentKind, Micros};
+use super::detail::Detail;
+use super::incident::{Incident, incident_id};
+use super::terms::IncidentKind;
+use crate::time::Micros;
+
+/// Where an open incident is kept: its kind and its subject, the node (a
+/// node has at most one open incident of each kind) or, for a host-silent
+/// incident, its host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OpenKey {
+    pub(crate) kind: IncidentKind,
+    pub(crate) subject: String,
+}
+
+impl OpenKey {
+    pub(crate) fn new(kind: IncidentKind, subject: &str) -> Self {
+        Self {
+            kind,
+            subject: subject.to_string(),
+        }
+    }
+
+    /// Where an open incident is kept.
+    pub(crate) fn of(i: &Incident) -> Self {
+        let subject = match &i.detail {
+            Detail::HostSilent(_) => i.host.as_deref().unwrap_or(&i.node),
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::Endpoint(_) => &i.node,
+        };
+        Self::new(i.kind(), subject)
+    }
+
+    /// What came before the subject in the string the key was (states
+    /// written before keys were typed, and the order below).
+    fn prefix(&self) -> &'static str {
+        match self.kind {
+            IncidentKind::NodeStatus => "",
+            IncidentKind::KubeletDown => "kubelet-down:",
+            IncidentKind::NotReady => "not-ready:",
+            IncidentKind::HostSilent => "host-silent:",
+            IncidentKind::Endpoint => "endpoint:",
+        }
+    }
+
+    /// The id of the incident kept here that opens at `at`.
+    pub(crate) fn incident_id(&self, at: Micros) -> String {
+        incident_id(&[self.prefix(), &self.subject], at)
+    }
+
+    fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
+        self.prefix().bytes().chain(self.subject.bytes())
+    }
+}
+
+/// Ordered as the strings the keys were (`w1` for a node-status
+/// incident, `kubelet-down:w1`), without making them: a tie of quiet
+/// time is broken by the key, and evictions keep the order they always
+/// had.
+impl Ord for OpenKey {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.bytes().cmp(o.bytes())
+    }
+}
+
+impl PartialOrd for OpenKey {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl std::fmt::Display for OpenKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{}", self.prefix(), self.subject)
+    }
+}
 
 /// Where an incident stands in a quiet index: its last signal as filed,
 /// its opening, its key (the order evictions have always used).
-type QuietKey = (Micros, Micros, String);
+type QuietKey = (Micros, Micros, OpenKey);
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -31,7 +107,7 @@ struct Entry {
 
 #[derive(Debug, Clone, Default)]
 struct HostIndex {
-    keys: BTreeSet<String>,
+    keys: BTreeSet<OpenKey>,
     quiet: BTreeSet<QuietKey>,
 }
 
@@ -43,8 +119,8 @@ struct HostIndex {
     into = "BTreeMap<String, Incident>"
 )]
 pub(super) struct Open {
-    map: BTreeMap<String, Entry>,
-    by_id: BTreeMap<String, String>,
+    map: BTreeMap<OpenKey, Entry>,
+    by_id: BTreeMap<String, OpenKey>,
     by_host: BTreeMap<String, HostIndex>,
     /// Of all hosts; endpoint incidents are in none (never evicted).
     quiet: BTreeSet<QuietKey>,
@@ -62,11 +138,13 @@ impl PartialEq for Open {
 }
 impl Eq for Open {}
 
+/// A state written before the open incidents were kept apart holds them
+/// by the strings their keys were: each is filed again by its own.
 impl From<BTreeMap<String, Incident>> for Open {
     fn from(m: BTreeMap<String, Incident>) -> Self {
         let mut open = Self::default();
-        for (k, i) in m {
-            open.insert(k, i);
+        for i in m.into_values() {
+            open.insert(OpenKey::of(&i), i);
         }
         open
     }
@@ -74,7 +152,10 @@ impl From<BTreeMap<String, Incident>> for Open {
 
 impl From<Open> for BTreeMap<String, Incident> {
     fn from(o: Open) -> Self {
-        o.map.into_iter().map(|(k, e)| (k, e.inc)).collect()
+        o.map
+            .into_iter()
+            .map(|(k, e)| (k.to_string(), e.inc))
+            .collect()
     }
 }
 
@@ -93,16 +174,16 @@ impl Open {
         self.map.len()
     }
 
-    pub(super) fn contains_key(&self, key: &str) -> bool {
+    pub(super) fn contains_key(&self, key: &OpenKey) -> bool {
         self.map.contains_key(key)
     }
 
-    pub(super) fn get(&self, key: &str) -> Option<&Incident> {
+    pub(super) fn get(&self, key: &OpenKey) -> Option<&Incident> {
         self.map.get(key).map(|e| &e.inc)
     }
 
     /// To change; see the module's invariant.
-    pub(super) fn get_mut(&mut self, key: &str) -> Option<&mut Incident> {
+    pub(super) fn get_mut(&mut self, key: &OpenKey) -> Option<&mut Incident> {
         self.map.get_mut(key).map(|e| &mut e.inc)
     }
 
@@ -111,8 +192,8 @@ impl Open {
     }
 
     /// The key of the open incident with this id.
-    pub(super) fn key_of_id(&self, id: &str) -> Option<&str> {
-        self.by_id.get(id).map(String::as_str)
+    pub(super) fn key_of_id(&self, id: &str) -> Option<&OpenKey> {
+        self.by_id.get(id)
     }
 
     /// How many incidents `host` has open.
@@ -121,15 +202,15 @@ impl Open {
     }
 
     /// `host`'s open incidents.
-    pub(super) fn of_host(&self, host: &str) -> impl Iterator<Item = (&str, &Incident)> {
+    pub(super) fn of_host(&self, host: &str) -> impl Iterator<Item = (&OpenKey, &Incident)> {
         self.by_host
             .get(host)
             .into_iter()
             .flat_map(|h| h.keys.iter())
-            .filter_map(|k| self.map.get(k).map(|e| (k.as_str(), &e.inc)))
+            .filter_map(|k| self.map.get(k).map(|e| (k, &e.inc)))
     }
 
-    pub(super) fn insert(&mut self, key: String, inc: Incident) {
+    pub(super) fn insert(&mut self, key: OpenKey, inc: Incident) {
         self.remove(&key);
         let lsa = inc.last_signal_at;
         let host = host_of(&inc).to_string();
@@ -148,7 +229,7 @@ impl Open {
         self.map.insert(key, e);
     }
 
-    pub(super) fn remove(&mut self, key: &str) -> Option<Incident> {
+    pub(super) fn remove(&mut self, key: &OpenKey) -> Option<Incident> {
         let e = self.map.remove(key)?;
         let i = &e.inc;
         if self.by_id.get(&i.id).is_some_and(|k| k == key) {
@@ -157,14 +238,12 @@ impl Open {
         let host = host_of(i);
         if let Some(h) = self.by_host.get_mut(host) {
             h.keys.remove(key);
-            h.quiet
-                .remove(&(e.filed_host, i.opened_at, key.to_string()));
+            h.quiet.remove(&(e.filed_host, i.opened_at, key.clone()));
             if h.keys.is_empty() {
                 self.by_host.remove(host);
             }
         }
-        self.quiet
-            .remove(&(e.filed_all, i.opened_at, key.to_string()));
+        self.quiet.remove(&(e.filed_all, i.opened_at, key.clone()));
         Some(e.inc)
     }
 
@@ -177,7 +256,7 @@ impl Open {
 
     /// The key of the incident quiet longest (last signal, then opening,
     /// then key), of `host`'s or of all; endpoint incidents never.
-    pub(super) fn quiet_longest(&mut self, host: Option<&str>) -> Option<String> {
+    pub(super) fn quiet_longest(&mut self, host: Option<&str>) -> Option<OpenKey> {
         loop {
             let set = match host {
                 Some(h) => &mut self.by_host.get_mut(h)?.quiet,
@@ -227,7 +306,7 @@ mod tests {
             (seed >> 33) % n
         };
         for step in 0..4000_i64 {
-            let k = format!("n{}", rnd(300));
+            let k = OpenKey::new(IncidentKind::NodeStatus, &format!("n{}", rnd(300)));
             let host = format!("h{}", rnd(7));
             match rnd(4) {
                 0 => {
@@ -240,7 +319,7 @@ mod tests {
                 }
                 _ => {
                     if !o.contains_key(&k) {
-                        o.insert(k.clone(), inc(&k, &host, step - rnd(100) as i64));
+                        o.insert(k.clone(), inc(&k.subject, &host, step - rnd(100) as i64));
                     }
                 }
             }
@@ -261,7 +340,10 @@ mod tests {
                 }
             }
             for i in o.values() {
-                assert_eq!(o.key_of_id(&i.id), Some(i.id.as_str()));
+                assert_eq!(
+                    o.key_of_id(&i.id).map(|k| k.subject.as_str()),
+                    Some(i.id.as_str())
+                );
             }
         }
     }

@@ -35,9 +35,10 @@
 //!   same gap make none of each other silent; one host alone is never
 //!   silent.
 
+use super::open::OpenKey;
 use super::{
     AlertKind, Decision, Detail, Incident, IncidentKind, Origin, Resolution, Settings, Silent,
-    Tracker, incident_id, open_key,
+    Tracker,
 };
 use std::collections::BTreeSet;
 
@@ -122,7 +123,7 @@ impl Tracker {
         if previous.is_none_or(|p| at.saturating_sub(p) < after) {
             self.fleet_newest = fleet.max(at);
         }
-        let key = open_key(IncidentKind::HostSilent, host);
+        let key = OpenKey::new(IncidentKind::HostSilent, host);
         if !self.open.contains_key(&key) {
             match previous {
                 // A gap of its own, which the fleet's time passed: hosts
@@ -185,7 +186,7 @@ impl Tracker {
                     && !moved.contains(h.as_str())
                     && !self
                         .open
-                        .contains_key(&open_key(IncidentKind::HostSilent, h))
+                        .contains_key(&OpenKey::new(IncidentKind::HostSilent, h))
             })
             .map(|(h, t)| (h.clone(), t))
             .collect();
@@ -201,7 +202,7 @@ impl Tracker {
     }
 
     fn open_silent(&mut self, host: &str, last: Micros, out: &mut Vec<Decision>) {
-        let key = open_key(IncidentKind::HostSilent, host);
+        let key = OpenKey::new(IncidentKind::HostSilent, host);
         let at = last.saturating_add(self.settings.silent_after);
         let node = self
             .origins
@@ -209,7 +210,7 @@ impl Tracker {
             .and_then(|o| o.registered_node.clone().or_else(|| o.named_node.clone()))
             .unwrap_or_else(|| host.to_string());
         let mut inc = Incident::blank(
-            incident_id(&key, at),
+            key.incident_id(at),
             IncidentKind::HostSilent,
             &node,
             Some(host),

@@ -34,12 +34,20 @@
 //! opening is final and leaves the state (its incidents stay in the
 //! history). Past the bounds the oldest closed segments go first.
 
-use super::{
-    AlertKind, BTreeMap, BTreeSet, Cause, Decision, Deserialize, Detail, Evidence, Incident,
-    IncidentKind, Micros, Outage, Resolution, Serialize, Tracker, evidence::EVIDENCE_HEAD,
-    incident_id, one_line,
-};
-use crate::time::SECOND;
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::Tracker;
+use super::decision::{AlertKind, Decision};
+use super::detail::{Detail, Outage};
+use super::evidence::{EVIDENCE_HEAD, Evidence};
+use super::incident::{Incident, incident_id};
+use super::open::OpenKey;
+use super::terms::{IncidentKind, Resolution};
+use super::words::one_line;
+use crate::signals::Cause;
+use crate::time::{Micros, SECOND};
 
 mod diagnosis;
 mod fast;
@@ -316,7 +324,7 @@ impl Group {
         let first_trouble = evidence
             .first()
             .map_or(crate::signals::SignalKind::StatusRetry, |e| e.signal);
-        let id = incident_id(&format!("endpoint:{key}"), d.opened_at);
+        let id = incident_id(&["endpoint:", &key], d.opened_at);
         let mut i = Incident::blank(
             id,
             IncidentKind::Endpoint,
@@ -463,7 +471,7 @@ impl Tracker {
     /// `keys`' open incidents and those resolved or forgotten): brings the
     /// endpoint incidents up to date, and takes back the alerts of the
     /// nodes they cover.
-    pub(super) fn correlate(&mut self, keys: &[String], from: usize, out: &mut Vec<Decision>) {
+    pub(super) fn correlate(&mut self, keys: &[OpenKey], from: usize, out: &mut Vec<Decision>) {
         if self.settings.fleet_min_nodes < 2 || out.len() <= from {
             return;
         }
@@ -661,7 +669,10 @@ impl Tracker {
     /// Marks node incident `id` as covered by `by` (or by none) where the
     /// tracker keeps it, and tells the caller, who keeps the rest.
     fn cover(&mut self, node: &str, id: &str, by: Option<String>, out: &mut Vec<Decision>) {
-        let open = self.open.get_mut(node).filter(|i| i.id == id);
+        let open = self
+            .open
+            .get_mut(&OpenKey::new(IncidentKind::NodeStatus, node))
+            .filter(|i| i.id == id);
         let rest = self.resolved.iter_mut().filter(|i| i.id == id);
         for i in open.into_iter().chain(rest) {
             i.set_covered_by(by.clone());
