@@ -74,11 +74,10 @@ pub(crate) fn labels(
     for (k, v) in extra {
         l.insert(k.clone(), clean(v, MAX_LABEL));
     }
-    let kind = i.kind();
     let w = words(i);
     l.insert("alertname".into(), w.alertname().into());
-    if kind != sentinel_core::tracker::IncidentKind::NodeStatus {
-        l.insert("kind".into(), kind.as_str().into());
+    if w.kind_label() {
+        l.insert("kind".into(), i.kind().as_str().into());
     }
     l.insert("node".into(), clean(&i.node, MAX_LABEL));
     if let Some(h) = i.host.as_ref().filter(|h| !h.is_empty()) {

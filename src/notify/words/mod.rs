@@ -60,6 +60,12 @@ pub(crate) trait KindWords {
     /// Its Alertmanager alert's `alertname`.
     fn alertname(&self) -> &'static str;
 
+    /// Its alert carries a `kind` label (node-status alerts keep the
+    /// labels they had, so their fingerprints do not change on upgrade).
+    fn kind_label(&self) -> bool {
+        true
+    }
+
     /// Its alert's `severity`: `critical` for trouble that does not go
     /// away by itself, `warning` else.
     fn severity(&self, i: &Incident) -> &'static str;
@@ -131,5 +137,34 @@ fn api_severity(c: Cause) -> &'static str {
     match c {
         Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
         _ => "warning",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sentinel_core::testing::{End, crash_loop, replay};
+    use sentinel_core::tracker::{Detail, Incident, Settings, Silent};
+
+    /// A group's words are its one kind's; mixed kinds (or none) have
+    /// none, and the mail says "incidents" and "count".
+    #[test]
+    fn a_group_has_words_only_of_one_kind() {
+        let t0 = 1_752_596_690_000_000;
+        let down = replay(
+            crash_loop(t0, "w1", 40),
+            &Settings::default(),
+            End::At(t0 + 40 * 10_500 * 1000),
+        )
+        .one()
+        .clone();
+        let silent = Incident {
+            detail: Detail::HostSilent(Silent { last_entry_at: t0 }),
+            ..down.clone()
+        };
+        let words = |g: &[&Incident]| super::group(g).map(|w| (w.group_words(), w.count_label()));
+        assert_eq!(words(&[&down, &down]), Some(("kubelets down", "restarts")));
+        assert_eq!(words(&[&silent]), Some(("hosts silent", "-")));
+        assert_eq!(words(&[&down, &silent]), None);
+        assert_eq!(words(&[]), None);
     }
 }

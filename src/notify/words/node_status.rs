@@ -70,6 +70,10 @@ impl KindWords for NodeStatus {
         ALERTNAME
     }
 
+    fn kind_label(&self) -> bool {
+        false
+    }
+
     fn severity(&self, i: &Incident) -> &'static str {
         api_severity(i.cause())
     }
