@@ -28,8 +28,9 @@
 //!   places → typed settings; validation per section; the reload diff).
 //! - `store/`: sled; every key layout, one transaction per batch.
 //! - `status`: what the service's tasks publish and tell each other.
-//! - `notify/` (the email, grouping and backoff, SMTP and Alertmanager
-//!   delivery) and `report` (the JSON contract and tables).
+//! - `notify/` (the email, each incident kind's words in `words/`, one
+//!   file a kind, grouping and backoff, SMTP and Alertmanager delivery)
+//!   and `report` (the JSON contract and tables).
 //! - `query/` (typed answers and typed errors; no HTTP, no JSON text) and
 //!   `scan` (the `scan` driver).
 //! - `api/`: the only place that knows HTTP: the query server, `/metrics`,

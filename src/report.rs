@@ -300,6 +300,48 @@ impl IncidentOut {
         }
         s
     }
+
+    /// What its kind has that the others do not: the flat fields that are
+    /// its own (the JSON keeps them flat, zeros or nothing for the other
+    /// kinds), for the table and `show` to take with one `match`.
+    #[must_use]
+    pub(crate) fn detail(&self) -> DetailView<'_> {
+        match self.kind {
+            IncidentKind::NodeStatus => DetailView::NodeStatus {
+                counters: &self.counters,
+            },
+            IncidentKind::KubeletDown => DetailView::KubeletDown {
+                restarts: self.restarts,
+                last_exit: self.last_exit.as_deref(),
+            },
+            IncidentKind::NotReady => DetailView::NotReady {
+                not_ready_signals: self.not_ready_signals,
+            },
+            IncidentKind::HostSilent => DetailView::HostSilent {
+                last_entry_at: self.last_entry_at.as_deref(),
+            },
+            IncidentKind::Endpoint => DetailView::Endpoint { nodes: &self.nodes },
+        }
+    }
+}
+
+/// One kind's own fields of an [`IncidentOut`] ([`IncidentOut::detail`]):
+/// one variant per kind, so a reader never takes another kind's zeros.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DetailView<'a> {
+    /// The six node-status counters.
+    NodeStatus { counters: &'a Counters },
+    /// Its restarts, and systemd's last word on how the kubelet ended.
+    KubeletDown {
+        restarts: u64,
+        last_exit: Option<&'a str>,
+    },
+    /// Its lines (trouble and supporting).
+    NotReady { not_ready_signals: u64 },
+    /// The time its journal had reached when it stopped (RFC 3339).
+    HostSilent { last_entry_at: Option<&'a str> },
+    /// The nodes in it.
+    Endpoint { nodes: &'a [String] },
 }
 
 #[derive(Debug, Serialize)]
@@ -348,19 +390,18 @@ fn micros(t: &str) -> Micros {
 /// after it that resolved the incident); host-silent: the silence, from its
 /// last entry (to its next, if any).
 fn duration_of(i: &IncidentOut) -> Micros {
-    match (i.kind, &i.last_entry_at) {
-        (IncidentKind::HostSilent, Some(last)) => {
+    match i.detail() {
+        DetailView::HostSilent {
+            last_entry_at: Some(last),
+        } => {
             let end = i.resolved_at.as_deref().unwrap_or(&i.opened_at);
             micros(end) - micros(last)
         }
-        (
-            IncidentKind::NodeStatus
-            | IncidentKind::KubeletDown
-            | IncidentKind::NotReady
-            | IncidentKind::HostSilent
-            | IncidentKind::Endpoint,
-            _,
-        ) => micros(&i.last_signal_at) - micros(&i.opened_at),
+        DetailView::NodeStatus { .. }
+        | DetailView::KubeletDown { .. }
+        | DetailView::NotReady { .. }
+        | DetailView::HostSilent { .. }
+        | DetailView::Endpoint { .. } => micros(&i.last_signal_at) - micros(&i.opened_at),
     }
 }
 
@@ -403,28 +444,29 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
     let rows: Vec<Vec<String>> = incidents
         .iter()
         .map(|o| {
+            // Node-status rows as before; the other kinds say theirs.
+            let of_kind = || format!("{} ({})", o.verdict, o.kind);
+            let (verdict, count) = match o.detail() {
+                DetailView::NodeStatus { counters } => (
+                    o.verdict.to_string(),
+                    counters.counted_retries().to_string(),
+                ),
+                DetailView::KubeletDown { restarts, .. } => {
+                    (of_kind(), format!("{restarts} restarts"))
+                }
+                DetailView::NotReady { not_ready_signals } => {
+                    (of_kind(), format!("{not_ready_signals} lines"))
+                }
+                DetailView::HostSilent { .. } => (of_kind(), "-".to_string()),
+                DetailView::Endpoint { nodes } => (of_kind(), format!("{} nodes", nodes.len())),
+            };
             vec![
                 o.id.clone(),
                 one_line(&o.node, 60),
                 o.status_cell(),
-                // Node-status rows as before; the other kinds say theirs.
-                match o.kind {
-                    IncidentKind::NodeStatus => o.verdict.to_string(),
-                    IncidentKind::KubeletDown
-                    | IncidentKind::NotReady
-                    | IncidentKind::HostSilent
-                    | IncidentKind::Endpoint => {
-                        format!("{} ({})", o.verdict, o.kind)
-                    }
-                },
+                verdict,
                 o.cause.to_string(),
-                match o.kind {
-                    IncidentKind::NodeStatus => o.counters.counted_retries().to_string(),
-                    IncidentKind::KubeletDown => format!("{} restarts", o.restarts),
-                    IncidentKind::NotReady => format!("{} lines", o.not_ready_signals),
-                    IncidentKind::HostSilent => "-".to_string(),
-                    IncidentKind::Endpoint => format!("{} nodes", o.nodes.len()),
-                },
+                count,
                 match micros(&o.opened_at) {
                     // A log with no time anywhere (headers cut off).
                     0 => "unknown".to_string(),
@@ -623,7 +665,10 @@ fn times_block(out: &mut String, o: &IncidentOut, zone: Zone) {
             .map(|r| format!("; resolved {}", human(micros(r), zone)))
             .unwrap_or_default()
     );
-    if let Some(last) = &o.last_entry_at {
+    if let DetailView::HostSilent {
+        last_entry_at: Some(last),
+    } = o.detail()
+    {
         let _ = writeln!(
             out,
             "  host silent: its last entry {}",
@@ -707,9 +752,8 @@ fn context_block(out: &mut String, o: &IncidentOut, zone: Zone) {
 /// What was counted, in the kind's own words: a kubelet-down incident's
 /// restarts, not a node-status incident's zero retries.
 fn counters_line(out: &mut String, o: &IncidentOut) {
-    let c = &o.counters;
-    match o.kind {
-        IncidentKind::NodeStatus => {
+    match o.detail() {
+        DetailView::NodeStatus { counters: c } => {
             let _ = writeln!(
                 out,
                 "  retries {}  exhausted {}  lister misses {}  register failures {}  lease failures {}  watch failures {}",
@@ -721,26 +765,26 @@ fn counters_line(out: &mut String, o: &IncidentOut) {
                 c.watch_failures
             );
         }
-        IncidentKind::KubeletDown => {
+        DetailView::KubeletDown {
+            restarts,
+            last_exit,
+        } => {
             let _ = writeln!(
                 out,
-                "  restarts {}{}",
-                o.restarts,
-                o.last_exit
-                    .as_deref()
+                "  restarts {restarts}{}",
+                last_exit
                     .map(|e| format!("  last exit: {}", terminal_text(e, 120)))
                     .unwrap_or_default()
             );
         }
-        IncidentKind::NotReady => {
+        DetailView::NotReady { not_ready_signals } => {
             let _ = writeln!(
                 out,
-                "  not-ready lines {}  not ready for {}",
-                o.not_ready_signals,
+                "  not-ready lines {not_ready_signals}  not ready for {}",
                 human_duration(duration_of(o))
             );
         }
         // Their own lines say theirs: the nodes, the host's last entry.
-        IncidentKind::HostSilent | IncidentKind::Endpoint => {}
+        DetailView::HostSilent { .. } | DetailView::Endpoint { .. } => {}
     }
 }

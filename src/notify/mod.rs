@@ -14,6 +14,8 @@
 //! counted.
 //!
 //! - [`render`]: the email (pure);
+//! - `words`: each incident kind's words, one file a kind (pure): the
+//!   mail's and Alertmanager's, asked once instead of matched at each site;
 //! - [`outbox`]: grouping and backoff (pure);
 //! - [`smtp`]: one SMTP delivery, bounded;
 //! - [`transport`]: the configured transport and where its password comes from;
@@ -26,10 +28,10 @@ pub(crate) mod alertmanager;
 pub(crate) mod control;
 pub(crate) mod mailer;
 pub(crate) mod outbox;
-mod readiness;
 pub(crate) mod render;
 pub(crate) mod smtp;
 pub(crate) mod transport;
+mod words;
 mod worker;
 
 pub(crate) use outbox::{backoff, next_group};

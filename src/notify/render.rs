@@ -8,12 +8,14 @@
 use std::fmt::Write as _;
 
 use sentinel_core::signals::Cause;
-use sentinel_core::time::{Micros, clock, human_duration};
+use sentinel_core::time::{clock, human_duration};
 use sentinel_core::tracker::{
-    AlertKind, Detail, Incident, IncidentKind, Settings, Status, Verdict, cause_explanation,
+    AlertKind, Incident, IncidentKind, Settings, Status, Verdict, cause_explanation,
 };
 
 pub(crate) use sentinel_core::advice::{header_text, next_steps};
+
+use super::words::{KindWords, endpoint_words, group, span, when, words};
 
 /// A rendered alert, before it becomes a MIME message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,16 +51,11 @@ pub(crate) fn html_escape(s: &str) -> String {
     out
 }
 
-fn verdict_words(v: Verdict, kind: IncidentKind, s: &Settings) -> String {
+fn verdict_words(v: Verdict, w: &dyn KindWords, s: &Settings) -> String {
     match v {
-        Verdict::Persistent if kind == IncidentKind::NotReady => super::readiness::persistent(s),
+        Verdict::Persistent => w.persistent(s),
         Verdict::StartupRace => "the harmless start-up race".into(),
         Verdict::Transient => "transient trouble that ended by itself".into(),
-        Verdict::Persistent => format!(
-            "persistent: more than {} retries within {}",
-            s.retries,
-            human_duration(s.window)
-        ),
         Verdict::Undetermined => "not yet determined".into(),
         Verdict::CrashLoop => format!(
             "a crash loop: more than {} restarts within {}",
@@ -66,187 +63,6 @@ fn verdict_words(v: Verdict, kind: IncidentKind, s: &Settings) -> String {
             human_duration(s.window)
         ),
         Verdict::Failed => "failed: systemd gave up, the kubelet is not running".into(),
-    }
-}
-
-fn counters(i: &Incident) -> String {
-    match &i.detail {
-        Detail::HostSilent(h) => format!(
-            "last entry {}, silent since {}",
-            when(h.last_entry_at),
-            when(i.opened_at)
-        ),
-        Detail::KubeletDown(d) => {
-            let mut parts = vec![format!(
-                "{} restart{} by systemd",
-                d.restarts,
-                if d.restarts == 1 { "" } else { "s" }
-            )];
-            if d.exits > 0 {
-                parts.push(format!("{} failed exits", d.exits));
-            }
-            if d.fatals > 0 {
-                parts.push(format!("{} fatal lines", d.fatals));
-            }
-            if let Some(e) = &d.last_exit {
-                parts.push(format!("last exit {}", header_text(e, 80)));
-            }
-            parts.join(", ")
-        }
-        Detail::Endpoint(o) => format!("{} nodes", o.nodes.len()),
-        Detail::NotReady(r) => super::readiness::counters(i, r),
-        Detail::NodeStatus(n) => {
-            let c = &n.counters;
-            let mut parts = Vec::new();
-            for (n, what) in [
-                (c.retries, "status retries"),
-                (c.exhausted, "exhausted retry cycles"),
-                (c.register_failures, "failed registrations"),
-                (c.lister_misses, "lister misses"),
-                (c.lease_failures, "lease failures"),
-                (c.watch_failures, "watch failures"),
-            ] {
-                if n > 0 {
-                    parts.push(format!("{n} {what}"));
-                }
-            }
-            parts.join(", ")
-        }
-    }
-}
-
-/// What a group table's count column shows for an incident, in its kind's
-/// unit (see [`count_header`]).
-fn count_cell(i: &Incident) -> String {
-    match &i.detail {
-        Detail::NodeStatus(n) => n.counters.counted_retries().to_string(),
-        Detail::KubeletDown(d) => d.restarts.to_string(),
-        Detail::NotReady(r) => r.not_ready_signals.to_string(),
-        Detail::HostSilent(_) => "-".to_string(),
-        Detail::Endpoint(o) => o.nodes.len().to_string(),
-    }
-}
-
-/// The count column's name: the mailer groups one kind a mail.
-fn count_header(incidents: &[&Incident]) -> &'static str {
-    let kind = incidents
-        .first()
-        .map_or(IncidentKind::NodeStatus, |i| i.kind());
-    if incidents.iter().any(|i| i.kind() != kind) {
-        return "count";
-    }
-    match kind {
-        IncidentKind::NodeStatus => "retries",
-        IncidentKind::KubeletDown => "restarts",
-        IncidentKind::NotReady => "lines",
-        IncidentKind::HostSilent => "-",
-        IncidentKind::Endpoint => "nodes",
-    }
-}
-
-/// How long the trouble lasted: first to last signal (the quiet time that
-/// resolved it is not trouble).
-fn span(i: &Incident) -> Micros {
-    i.last_signal_at - i.opened_at
-}
-
-/// The one format times are shown in; mails say UTC.
-fn when(us: Micros) -> String {
-    sentinel_core::time::human(us, sentinel_core::time::Zone::Utc)
-}
-
-fn subject_one(i: &Incident, kind: AlertKind) -> String {
-    match &i.detail {
-        Detail::HostSilent(h) => silent_subject(i, h.last_entry_at, kind),
-        Detail::Endpoint(o) => endpoint_subject(i, &o.endpoint, o.nodes.len(), kind),
-        Detail::KubeletDown(d) => down_subject(i, d, kind),
-        Detail::NotReady(_) => super::readiness::subject(i, kind),
-        Detail::NodeStatus(_) => status_subject(i, kind),
-    }
-}
-
-fn silent_subject(i: &Incident, last: Micros, kind: AlertKind) -> String {
-    let node = header_text(&i.node, 100);
-    let host = header_text(i.host.as_deref().unwrap_or(&i.node), 100);
-    match kind {
-        AlertKind::Resolved => format!(
-            "[kubelet-sentinel] resolved: host {host} writes again after {} of silence (node {node})",
-            human_duration(i.resolved_at.unwrap_or(i.opened_at) - last)
-        ),
-        AlertKind::Repeat => format!(
-            "[kubelet-sentinel] still silent: host {host} since {} (node {node})",
-            when(last)
-        ),
-        AlertKind::Opened => format!(
-            "[kubelet-sentinel] host {host} silent since {} (node {node})",
-            when(last)
-        ),
-    }
-}
-
-fn endpoint_subject(i: &Incident, endpoint: &str, n: usize, kind: AlertKind) -> String {
-    let cause = i.cause().as_str();
-    let ep = header_text(endpoint, 100);
-    match kind {
-        AlertKind::Resolved => format!(
-            "[kubelet-sentinel] resolved: {ep} for {n} nodes, outage lasted {} ({cause})",
-            human_duration(span(i))
-        ),
-        AlertKind::Repeat => format!(
-            "[kubelet-sentinel] still failing: {ep} {} from {n} nodes ({cause})",
-            endpoint_words(i.cause())
-        ),
-        AlertKind::Opened => format!(
-            "[kubelet-sentinel] {ep} {} from {n} nodes ({cause})",
-            endpoint_words(i.cause())
-        ),
-    }
-}
-
-fn down_subject(i: &Incident, d: &sentinel_core::tracker::Down, kind: AlertKind) -> String {
-    let node = header_text(&i.node, 100);
-    let cause = i.cause().as_str();
-    let what = if d.gave_up_at.is_some() {
-        "kubelet failed, systemd gave up"
-    } else {
-        "kubelet crash-looping"
-    };
-    match kind {
-        AlertKind::Resolved => format!(
-            "[kubelet-sentinel] resolved: {node}, kubelet down for {} ({cause})",
-            human_duration(span(i))
-        ),
-        AlertKind::Repeat => format!(
-            "[kubelet-sentinel] still failing: {node}: {what}, {} restarts in {} ({cause})",
-            d.restarts,
-            human_duration(span(i))
-        ),
-        AlertKind::Opened => format!(
-            "[kubelet-sentinel] {node}: {what}, {} restarts in {} ({cause})",
-            d.restarts,
-            human_duration(span(i))
-        ),
-    }
-}
-
-fn status_subject(i: &Incident, kind: AlertKind) -> String {
-    let node = header_text(&i.node, 100);
-    let cause = i.cause().as_str();
-    match kind {
-        AlertKind::Resolved => format!(
-            "[kubelet-sentinel] resolved: {node}, trouble lasted {} ({cause})",
-            human_duration(span(i))
-        ),
-        AlertKind::Repeat => format!(
-            "[kubelet-sentinel] still failing: {node}: {} node status retries in {} ({cause})",
-            i.counted_retries(),
-            human_duration(span(i))
-        ),
-        AlertKind::Opened => format!(
-            "[kubelet-sentinel] {node}: {} node status retries in {} ({cause})",
-            i.counted_retries(),
-            human_duration(span(i))
-        ),
     }
 }
 
@@ -266,24 +82,6 @@ fn group_nodes(incidents: &[&Incident]) -> String {
         format!("{} +{more} more", names.join(", "))
     } else {
         names.join(", ")
-    }
-}
-
-/// What a group's incidents are, for a subject: the mailer groups alerts of
-/// one kind, so this is that kind's.
-fn group_words(incidents: &[&Incident]) -> &'static str {
-    let kind = incidents
-        .first()
-        .map_or(IncidentKind::NodeStatus, |i| i.kind());
-    if incidents.iter().any(|i| i.kind() != kind) {
-        return "incidents";
-    }
-    match kind {
-        IncidentKind::NodeStatus => "node status retries",
-        IncidentKind::KubeletDown => "kubelets down",
-        IncidentKind::NotReady => "nodes not ready",
-        IncidentKind::HostSilent => "hosts silent",
-        IncidentKind::Endpoint => "API endpoints failing",
     }
 }
 
@@ -334,19 +132,6 @@ impl Extent {
         } else {
             None
         }
-    }
-}
-
-/// What an endpoint is doing, for a subject: "unreachable", "timing out".
-fn endpoint_words(c: Cause) -> &'static str {
-    match c {
-        Cause::ApiUnreachable => "unreachable",
-        Cause::ApiTimeout => "timing out",
-        Cause::Auth => "refusing the kubelets' credentials",
-        Cause::Etcd => "reporting etcd unavailable",
-        Cause::NodeMissing => "missing their Nodes",
-        Cause::Conflict => "conflicting on their status",
-        _ => "failing",
     }
 }
 
@@ -431,7 +216,7 @@ pub(crate) fn render_noted(
             header_text(&i.node, 100),
             i.id,
             i.kind(),
-            counters(i),
+            words(i).counters(i),
             i.cause().as_str(),
             i.id
         );
@@ -462,7 +247,7 @@ pub(crate) fn render_noted(
 /// cause), or a group's.
 fn subject_of(incidents: &[&Incident], kind: AlertKind, outage: Option<(&str, Cause)>) -> String {
     if incidents.len() == 1 {
-        subject_one(incidents[0], kind)
+        words(incidents[0]).subject(incidents[0], kind)
     } else if let Some((e, c)) = outage {
         let nodes = incidents.len();
         match kind {
@@ -489,7 +274,7 @@ fn subject_of(incidents: &[&Incident], kind: AlertKind, outage: Option<(&str, Ca
             _ => format!(
                 "[kubelet-sentinel] {}: {} ({})",
                 group_nodes(incidents),
-                group_words(incidents),
+                group(incidents).map_or("incidents", KindWords::group_words),
                 group_cause(incidents)
             ),
         }
@@ -523,15 +308,13 @@ fn group_table(
     };
     let _ = writeln!(text, "{lead}\n");
     html.push_str(&format!("<p>{}</p>\n", html_escape(&lead)));
-    html.push_str(&format!("<table border=\"1\" cellpadding=\"4\" cellspacing=\"0\">\n<tr><th>node</th><th>host</th><th>status</th><th>verdict</th><th>cause</th><th>{}</th><th>since</th></tr>\n", count_header(incidents)));
+    // The count column's name: the mailer groups one kind a mail.
+    let count_label = group(incidents).map_or("count", KindWords::count_label);
+    html.push_str(&format!("<table border=\"1\" cellpadding=\"4\" cellspacing=\"0\">\n<tr><th>node</th><th>host</th><th>status</th><th>verdict</th><th>cause</th><th>{count_label}</th><th>since</th></tr>\n"));
     let _ = writeln!(
         text,
         "{:<30} {:<10} {:<13} {:<16} {:>7}  since",
-        "node",
-        "status",
-        "verdict",
-        "cause",
-        count_header(incidents)
+        "node", "status", "verdict", "cause", count_label
     );
     for i in incidents.iter().take(d.rows) {
         let v = i.verdict(s);
@@ -542,7 +325,7 @@ fn group_table(
             status_word(i),
             v.as_str(),
             i.cause().as_str(),
-            count_cell(i),
+            words(i).count_cell(),
             when(i.opened_at)
         );
         html.push_str(&format!(
@@ -552,7 +335,7 @@ fn group_table(
             status_word(i),
             v.as_str(),
             i.cause().as_str(),
-            count_cell(i),
+            words(i).count_cell(),
             when(i.opened_at)
         ));
     }
@@ -585,37 +368,10 @@ fn group_table(
 
 /// An endpoint incident's nodes, at most `rows` by name.
 fn endpoint_nodes(text: &mut String, html: &mut String, i: &Incident, rows: usize) {
-    let o = match &i.detail {
-        Detail::Endpoint(o) => o,
-        Detail::NodeStatus(_)
-        | Detail::KubeletDown(_)
-        | Detail::NotReady(_)
-        | Detail::HostSilent(_) => return,
-    };
-    let shown: Vec<String> = o
-        .nodes
-        .iter()
-        .take(rows)
-        .map(|n| header_text(n, 60))
-        .collect();
-    let more = o.nodes.len() - shown.len();
-    let tail = if more > 0 {
-        format!(
-            " … and {more} more; `kubelet-sentinel show {}` lists them all",
-            i.id
-        )
-    } else {
-        String::new()
-    };
-    let line = format!(
-        "{} nodes lost {} ({}): {}{tail}.",
-        o.nodes.len(),
-        header_text(&o.endpoint, 270),
-        i.cause().as_str(),
-        shown.join(", ")
-    );
-    let _ = writeln!(text, "{line}\n");
-    html.push_str(&format!("<p>{}</p>\n", html_escape(&line)));
+    if let Some(line) = words(i).lost_nodes(i, rows) {
+        let _ = writeln!(text, "{line}\n");
+        html.push_str(&format!("<p>{}</p>\n", html_escape(&line)));
+    }
 }
 
 fn status_word(i: &Incident) -> &'static str {
@@ -627,6 +383,7 @@ fn status_word(i: &Incident) -> &'static str {
 
 fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     let v = i.verdict(s);
+    let said = words(i);
     let c = i.cause();
     let host = i.host.as_deref().unwrap_or("-");
     let times = match i.resolved_at {
@@ -653,12 +410,12 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     );
     let _ = writeln!(text, "  time:     {times}");
     let _ = writeln!(text, "  status:   {}", status_word(i));
-    let _ = writeln!(text, "  verdict:  {}", verdict_words(v, i.kind(), s));
+    let _ = writeln!(text, "  verdict:  {}", verdict_words(v, said, s));
     let _ = writeln!(text, "  cause:    {}: {}", c.as_str(), cause_explanation(c));
     if let Some(e) = i.api_endpoint() {
         let _ = writeln!(text, "  endpoint: {}", header_text(e, 270));
     }
-    let _ = writeln!(text, "  counters: {}", counters(i));
+    let _ = writeln!(text, "  counters: {}", said.counters(i));
     let acked = i.ack.as_ref().map(|a| {
         let mut words = format!("by {} at {}", header_text(&a.by, 100), when(a.at));
         if !a.comment.is_empty() {
@@ -683,9 +440,9 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     for (k, val) in [
         ("time", times.clone()),
         ("status", status_word(i).to_string()),
-        ("verdict", verdict_words(v, i.kind(), s)),
+        ("verdict", verdict_words(v, said, s)),
         ("cause", format!("{}: {}", c.as_str(), cause_explanation(c))),
-        ("counters", counters(i)),
+        ("counters", said.counters(i)),
     ]
     .into_iter()
     .chain(i.api_endpoint().map(|e| ("endpoint", e.to_string())))

@@ -4,15 +4,14 @@
 use serde_json::{Value, json};
 
 use crate::config::AlertmanagerConfig;
-use sentinel_core::time::{Micros, human_duration, rfc3339};
-use sentinel_core::tracker::{Detail, Incident, Settings};
+use crate::notify::words::words;
+use sentinel_core::time::{Micros, rfc3339};
+use sentinel_core::tracker::{Incident, Settings};
 
-/// The alertname of node-status incidents. Every name posted starts with
-/// `KubeletSentinel`, as every shipped Prometheus rule does, and no rule
-/// has a posted name (a test reads the rules): kube-prometheus ships its
-/// own `KubeletDown`, `KubeNodeNotReady`, ..., and two things under one
-/// name would be grouped and inhibited as one.
-pub(super) const ALERTNAME: &str = "KubeletNodeStatusTrouble";
+#[cfg(test)]
+use crate::notify::words::{
+    ALERTNAME, ALERTNAME_DOWN, ALERTNAME_ENDPOINT, ALERTNAME_NOT_READY, ALERTNAME_SILENT,
+};
 
 /// The alert that fires as long as kubelet-sentinel runs and can post
 /// (Prometheus' `Watchdog` convention): routed to a dead man's switch, its
@@ -47,45 +46,8 @@ pub(super) fn heartbeat(
     })
 }
 
-/// The alertname of kubelet-down incidents (design 5.1); their alerts also
-/// carry a `kind` label (node-status alerts keep the labels they had, so
-/// their fingerprints do not change on upgrade).
-pub(super) const ALERTNAME_DOWN: &str = "KubeletServiceDown";
-/// The alertname of host-silent incidents (design 5.2), with a `kind`
-/// label. Not the Prometheus rule's `KubeletSentinelHostStale` (from the
-/// metric): a deployment with both sees two alerts, never one that
-/// resolves the other.
-pub(super) const ALERTNAME_SILENT: &str = "KubeletHostSilent";
-/// Endpoint incidents: one API endpoint lost by several nodes at once
-/// (labels `api_endpoint` and `cause`; `node` is the endpoint). The
-/// shipped Alertmanager example inhibits [`ALERTNAME`] alerts of equal
-/// `api_endpoint` and `cause` while it fires.
-pub(super) const ALERTNAME_ENDPOINT: &str = "KubeletAPIEndpointDown";
-/// Not-ready incidents (design 5.3): the node not ready while its kubelet
-/// runs, with labels `kind`, `cause` and `verdict`. Not kube-prometheus's
-/// `KubeNodeNotReady`; the shipped Alertmanager example inhibits it while
-/// the node's [`ALERTNAME_DOWN`] fires.
-pub(super) const ALERTNAME_NOT_READY: &str = "KubeletNodeNotReady";
 /// Evidence lines are cut to this in annotations.
 const MAX_EVIDENCE: usize = 1000;
-
-/// `critical` for trouble that does not go away by itself (the Node is
-/// gone, credentials refused, the API server unreachable), `warning` else.
-fn severity(i: &Incident) -> &'static str {
-    use sentinel_core::signals::Cause;
-    match &i.detail {
-        // The kubelet is not running: the node is going NotReady; or the
-        // node has been not ready past `not_ready_after`: it runs no new
-        // pods.
-        Detail::KubeletDown(_) | Detail::NotReady(_) => "critical",
-        // Nothing known of the node, good or bad: the operator should look.
-        Detail::HostSilent(_) => "warning",
-        Detail::NodeStatus(_) | Detail::Endpoint(_) => match i.cause() {
-            Cause::NodeMissing | Cause::Auth | Cause::ApiUnreachable => "critical",
-            _ => "warning",
-        },
-    }
-}
 
 /// Longest label value sent: a DNS name's bound (a collector host can
 /// claim a 1 MB `_HOSTNAME`).
@@ -112,17 +74,10 @@ pub(crate) fn labels(
     for (k, v) in extra {
         l.insert(k.clone(), clean(v, MAX_LABEL));
     }
-    let kind = i.kind();
-    let alertname = match &i.detail {
-        Detail::NodeStatus(_) => ALERTNAME,
-        Detail::KubeletDown(_) => ALERTNAME_DOWN,
-        Detail::NotReady(_) => ALERTNAME_NOT_READY,
-        Detail::HostSilent(_) => ALERTNAME_SILENT,
-        Detail::Endpoint(_) => ALERTNAME_ENDPOINT,
-    };
-    l.insert("alertname".into(), alertname.into());
-    if kind != sentinel_core::tracker::IncidentKind::NodeStatus {
-        l.insert("kind".into(), kind.as_str().into());
+    let w = words(i);
+    l.insert("alertname".into(), w.alertname().into());
+    if w.kind_label() {
+        l.insert("kind".into(), i.kind().as_str().into());
     }
     l.insert("node".into(), clean(&i.node, MAX_LABEL));
     if let Some(h) = i.host.as_ref().filter(|h| !h.is_empty()) {
@@ -133,7 +88,7 @@ pub(crate) fn labels(
         l.insert("api_endpoint".into(), e.into());
     }
     l.insert("verdict".into(), i.verdict(settings).as_str().into());
-    l.insert("severity".into(), severity(i).into());
+    l.insert("severity".into(), w.severity(i).into());
     l
 }
 
@@ -150,44 +105,8 @@ pub(super) fn alert(
     cfg: &AlertmanagerConfig,
     ends_at: Micros,
 ) -> Value {
-    let span = i.resolved_at.unwrap_or(i.last_signal_at) - i.opened_at;
-    let summary = match &i.detail {
-        Detail::HostSilent(h) => format!(
-            "host {} (node {}) silent since {}",
-            sentinel_core::tracker::one_line(i.host.as_deref().unwrap_or(&i.node), 200),
-            sentinel_core::tracker::one_line(&i.node, 200),
-            rfc3339(h.last_entry_at)
-        ),
-        Detail::KubeletDown(d) => format!(
-            "{}: kubelet down, {} restarts in {} ({})",
-            sentinel_core::tracker::one_line(&i.node, 200),
-            d.restarts,
-            human_duration(span),
-            i.cause().as_str()
-        ),
-        Detail::NotReady(_) => format!(
-            "{}: not ready for {} ({})",
-            sentinel_core::tracker::one_line(&i.node, 200),
-            human_duration(i.last_trouble_at - i.opened_at),
-            i.cause().as_str()
-        ),
-        Detail::NodeStatus(n) => format!(
-            "{}: {} node status retries in {} ({})",
-            sentinel_core::tracker::one_line(&i.node, 200),
-            n.counters.counted_retries(),
-            human_duration(span),
-            i.cause().as_str()
-        ),
-        Detail::Endpoint(o) => format!(
-            "{}: lost by {} nodes for {} ({})",
-            sentinel_core::tracker::one_line(&o.endpoint, 270),
-            o.nodes.len(),
-            human_duration(span),
-            i.cause().as_str()
-        ),
-    };
     let mut annotations = serde_json::Map::new();
-    annotations.insert("summary".into(), summary.into());
+    annotations.insert("summary".into(), words(i).summary(i).into());
     // The diagnosis quotes the node and host names: cleaned like the rest.
     annotations.insert(
         "description".into(),
