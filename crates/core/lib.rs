@@ -37,6 +37,12 @@
 //! (what an incident looks like, what to check next); `testing` (feature
 //! `testing`: entries and one `replay`, for every crate's tests).
 
+// A new incident kind (or verdict, or decision) is a compile error at
+// each place that dispatches on it: no `_` arm stands in for it. Where a
+// wildcard is meant (the many signal kinds a place does not care about),
+// an `allow` with its reason says so.
+#![warn(clippy::wildcard_enum_match_arm)]
+
 pub mod advice;
 pub mod context;
 pub mod defaults;

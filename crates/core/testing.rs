@@ -81,6 +81,10 @@ pub struct Replay {
 impl Replay {
     /// The alerts raised, in order: kind and incident id.
     #[must_use]
+    #[allow(
+        clippy::wildcard_enum_match_arm,
+        reason = "decisions not named here change nothing here"
+    )]
     pub fn alerts(&self) -> Vec<(AlertKind, String)> {
         self.decisions
             .iter()

@@ -62,6 +62,10 @@ impl<'a> Line<'a> {
 
     /// The first value of `key` on a structured line.
     #[must_use]
+    #[allow(
+        clippy::wildcard_enum_match_arm,
+        reason = "not an incident kind: the variants not named all take one path"
+    )]
     pub fn value(&self, key: &str) -> Option<&str> {
         match &self.body {
             Body::Structured { kv, .. } => {

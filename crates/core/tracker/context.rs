@@ -89,6 +89,10 @@ impl Tracker {
 
 impl Incident {
     /// What kind of trouble its context would explain, if any.
+    #[allow(
+        clippy::wildcard_enum_match_arm,
+        reason = "a cause not named here explains nothing of this trouble"
+    )]
     fn trouble(&self, kubelet_pid: Option<u32>) -> Option<Trouble<'static>> {
         match &self.detail {
             Detail::KubeletDown(_) => Some(Trouble::KubeletDown {

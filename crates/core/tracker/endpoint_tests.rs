@@ -1,3 +1,7 @@
+#![allow(
+    clippy::wildcard_enum_match_arm,
+    reason = "tests pick the decisions they check"
+)]
 //! Endpoint incidents (design 5.2): scenarios through the pipeline, with
 //! time injected.
 

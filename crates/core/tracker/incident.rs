@@ -501,7 +501,10 @@ impl Incident {
                 "systemd gave up at {}: the unit is failed and the kubelet is not running.",
                 clock(d.gave_up_at.unwrap_or(self.last_trouble_at))
             )),
-            _ => {}
+            Verdict::StartupRace
+            | Verdict::Transient
+            | Verdict::Persistent
+            | Verdict::Undetermined => {}
         }
         match self.resolution {
             Some(Resolution::Quiet) => parts.push(format!(
@@ -639,6 +642,10 @@ impl Incident {
         parts.join(" ")
     }
 
+    #[allow(
+        clippy::wildcard_enum_match_arm,
+        reason = "a signal kind not named here takes the one path: a new signal is a row of the table, not a new dispatch"
+    )]
     fn race_diagnosis(&self, n: &NodeStatus) -> String {
         let Some(a) = self.anchor else {
             return String::new();
@@ -685,6 +692,10 @@ impl Incident {
     }
 }
 
+#[allow(
+    clippy::wildcard_enum_match_arm,
+    reason = "a signal kind not named here takes the one path: a new signal is a row of the table, not a new dispatch"
+)]
 fn anchor_words(kind: SignalKind) -> &'static str {
     match kind {
         SignalKind::Registered => "registered",

@@ -506,6 +506,10 @@ impl Tracker {
         node
     }
 
+    #[allow(
+        clippy::wildcard_enum_match_arm,
+        reason = "a signal kind not named here takes the one path: a new signal is a row of the table, not a new dispatch"
+    )]
     fn marker(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
         let at = obs.at;
         let host = obs.host.unwrap_or("");
@@ -612,6 +616,10 @@ impl Tracker {
         self.open.insert(key, inc);
     }
 
+    #[allow(
+        clippy::wildcard_enum_match_arm,
+        reason = "a signal kind not named here takes the one path: a new signal is a row of the table, not a new dispatch"
+    )]
     fn count(&mut self, obs: &Observation<'_>, key: &OpenKey, out: &mut Vec<Decision>) {
         let s = &self.settings;
         let Some(inc) = self.open.get_mut(key) else {
@@ -691,7 +699,11 @@ impl Tracker {
                 out.push(Decision::UpdateIncident { id: inc.id.clone() });
                 self.gave_up(key, due, out);
             }
-            _ => self.resolve(key, due, Resolution::Quiet, out),
+            Detail::KubeletDown(_)
+            | Detail::NodeStatus(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => self.resolve(key, due, Resolution::Quiet, out),
         }
     }
 

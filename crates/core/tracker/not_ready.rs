@@ -209,7 +209,10 @@ impl Incident {
     pub fn not_ready_signals(&self) -> u64 {
         match &self.detail {
             Detail::NotReady(r) => r.not_ready_signals,
-            _ => 0,
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => 0,
         }
     }
 

@@ -504,7 +504,10 @@ impl Tracker {
                 Decision::ForgetIncident { id } => {
                     remove_member(groups, id, None, &mut touched);
                 }
-                _ => {}
+                Decision::OpenIncident { .. }
+                | Decision::UpdateIncident { .. }
+                | Decision::QueueAlert { .. }
+                | Decision::CoverIncident { .. } => {}
             }
         }
         for m in uncover {
