@@ -15,7 +15,7 @@ use systemd::journal::{
     Journal, JournalWaitResult, OpenDirectoryOptions, OpenFilesOptions, OpenOptions,
 };
 
-use super::protocol::Warning;
+use super::protocol::{ReadError, Warning};
 use super::{Entry, EntryFilter, SourceError, Text};
 
 /// Which journal to open.
@@ -55,6 +55,16 @@ pub(crate) enum Start {
     Realtime(u64),
     /// Just after this cursor (resume).
     After(String),
+}
+
+impl Start {
+    /// The cursor the read resumes after, if it does.
+    pub(crate) fn cursor(&self) -> Option<&str> {
+        match self {
+            Start::After(c) => Some(c),
+            _ => None,
+        }
+    }
 }
 
 /// `s=` (sequence number id) and `i=` (sequence number) of a cursor.
@@ -221,12 +231,15 @@ pub(crate) fn resume_whole(
     whole: &mut Journal,
     pos: Option<&str>,
     start: &Start,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, ReadError> {
     let start = match pos {
         Some(c) => Start::After(c.to_string()),
         None => start.clone(),
     };
-    seek(whole, &start).map_err(|e| format!("cannot seek: {e}"))?;
+    seek(whole, &start).map_err(|source| ReadError::Seek {
+        cursor: start.cursor().map(str::to_string),
+        source,
+    })?;
     Ok(match start {
         Start::After(c) => Some(c),
         _ => None,
