@@ -15,7 +15,7 @@ use systemd::journal::{
     Journal, JournalWaitResult, OpenDirectoryOptions, OpenFilesOptions, OpenOptions,
 };
 
-use super::protocol::{ReadError, Warning};
+use super::protocol::{Mode, ReadError, Warning};
 use super::{Entry, EntryFilter, SourceError, Text};
 
 /// Which journal to open.
@@ -94,7 +94,7 @@ pub(crate) fn open(
     t: &Target,
     filter: &EntryFilter,
     start: &Start,
-    follow: bool,
+    mode: Mode,
 ) -> Result<Journal, SourceError> {
     let mut j = match t {
         Target::System => OpenOptions::default().system(true).local_only(true).open(),
@@ -130,7 +130,7 @@ pub(crate) fn open(
     }
     j.set_data_threshold(0)
         .map_err(|e| journal_err(t, "cannot set data threshold", &e))?;
-    let terms = if follow {
+    let terms = if mode.follows() {
         terms(filter)
     } else {
         present_terms(&mut j, filter)

@@ -31,8 +31,7 @@ pub(crate) mod text;
 
 pub(crate) use detect::open_input;
 pub(crate) use handle::{Start, Target};
-pub(crate) use protocol::Mode;
-pub use protocol::{ReadError, Reader, ReaderCtl, ReaderEvent};
+pub use protocol::{Mode, ReadError, Reader, ReaderCtl, ReaderEvent};
 
 use std::io::{self, BufRead};
 use std::path::PathBuf;

@@ -166,9 +166,11 @@ pub enum ReaderCtl {
     Ping(u64),
 }
 
-/// Whether a reader ends at the tail or keeps waiting for new entries.
+/// Whether a reader ends at the tail or keeps waiting for new entries; and
+/// so whether the service delivers once, everything at once, or keeps
+/// delivering what is due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub enum Mode {
     /// Read what is there, then end (`scan`, `run --once`).
     Once,
     /// Keep waiting for new entries (the service).
@@ -177,7 +179,7 @@ pub(crate) enum Mode {
 
 impl Mode {
     #[must_use]
-    pub(crate) fn follows(self) -> bool {
+    pub fn follows(self) -> bool {
         self == Mode::Follow
     }
 }

@@ -61,7 +61,7 @@ impl Probe {
             kernel: false,
             ..EntryFilter::default()
         };
-        handle::open(&spec.target, &unfiltered, &Start::Head, spec.mode.follows())
+        handle::open(&spec.target, &unfiltered, &Start::Head, spec.mode)
             .ok()
             .map(|j| Self { j })
     }
@@ -430,8 +430,7 @@ pub(crate) fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> 
         .name("journal".into())
         .spawn(move || {
             // The handle is created, used and dropped on this thread only.
-            let j = match handle::open(&spec.target, &spec.filter, &spec.start, spec.mode.follows())
-            {
+            let j = match handle::open(&spec.target, &spec.filter, &spec.start, spec.mode) {
                 Ok(j) => {
                     let _ = opened_tx.send(Ok(()));
                     j

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{DeliveryError, EmailTransport, backoff, next_group, outbox, worker};
 use crate::config::Config;
+use crate::journal::Mode;
 use crate::status::DeliveryStats;
 use crate::store::{Channel, OutboxEntry, Store, StoreError};
 use sentinel_core::signals::Cause;
@@ -171,7 +172,7 @@ impl Mailer {
     async fn pass(
         &mut self,
         shutdown: &CancellationToken,
-        once: bool,
+        mode: Mode,
     ) -> Result<Option<Micros>, StoreError> {
         let entries = self.outbox().await?;
         let mut entries = if self.transport.is_none() {
@@ -192,7 +193,7 @@ impl Mailer {
         let mut tried: HashSet<u64> = HashSet::new();
         loop {
             let now = (self.now)();
-            let group = if once {
+            let group = if mode == Mode::Once {
                 // Everything is due and gathered, but nothing twice.
                 let candidates: Vec<OutboxEntry> = entries
                     .iter()
@@ -498,9 +499,9 @@ impl worker::Deliverer for Mailer {
     async fn pass(
         &mut self,
         shutdown: &CancellationToken,
-        once: bool,
+        mode: Mode,
     ) -> Result<Option<Micros>, StoreError> {
-        Mailer::pass(self, shutdown, once).await
+        Mailer::pass(self, shutdown, mode).await
     }
 
     fn failed(&self) -> u64 {

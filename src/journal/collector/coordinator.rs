@@ -203,12 +203,12 @@ impl Coordinator {
         let mut workers = Vec::new();
         for w in 0..n {
             let (job_tx, job_rx) = std_mpsc::channel();
-            let (filter, follow, batch) = (spec.filter.clone(), spec.mode.follows(), spec.batch);
+            let (filter, mode, batch) = (spec.filter.clone(), spec.mode, spec.batch);
             let (tx, done) = (tx.clone(), events_tx.clone());
             // Handles are created, used and dropped on the worker's thread.
             let spawned = std::thread::Builder::new()
                 .name(format!("journal-{w}"))
-                .spawn(move || Worker::new(filter, follow, batch, tx, done).run(&job_rx));
+                .spawn(move || Worker::new(filter, mode, batch, tx, done).run(&job_rx));
             if let Ok(h) = spawned {
                 jobs.push(job_tx);
                 workers.push(h);

@@ -18,7 +18,7 @@ use crate::journal::handle::{
     Intact, Interner, Start, add_terms, damaged, find_cursor, in_match, present_terms, read_entry,
     resume_whole, seek, seqnum, terms, unfiltered,
 };
-use crate::journal::protocol::{ReadError, ReaderEvent};
+use crate::journal::protocol::{Mode, ReadError, ReaderEvent};
 use crate::journal::{Entry, EntryFilter, Text};
 
 /// Handles a worker keeps open; the least recently used is closed first.
@@ -82,7 +82,7 @@ struct Pass<'a> {
 pub(super) struct Worker {
     pub(super) filter: EntryFilter,
     /// Following: every term of the filter stays (see `present_terms`).
-    pub(super) follow: bool,
+    pub(super) mode: Mode,
     pub(super) batch: usize,
     pub(super) tx: mpsc::Sender<ReaderEvent>,
     pub(super) done: std_mpsc::Sender<Event>,
@@ -102,14 +102,14 @@ pub(super) struct Worker {
 impl Worker {
     pub(super) fn new(
         filter: EntryFilter,
-        follow: bool,
+        mode: Mode,
         batch: usize,
         tx: mpsc::Sender<ReaderEvent>,
         done: std_mpsc::Sender<Event>,
     ) -> Self {
         Self {
             filter,
-            follow,
+            mode,
             batch,
             tx,
             done,
@@ -169,7 +169,7 @@ impl Worker {
             .map_err(ReadError::Open)?;
         j.set_data_threshold(0).map_err(ReadError::DataThreshold)?;
         if filtered {
-            let terms = if self.follow {
+            let terms = if self.mode.follows() {
                 terms(&self.filter)
             } else {
                 present_terms(&mut j, &self.filter)

@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::alerts::{alert, firing_until, heartbeat};
 use crate::config::Endpoint;
 use crate::config::{AlertmanagerConfig, Config};
+use crate::journal::Mode;
 use crate::notify::{backoff, outbox, worker};
 use crate::status::DeliveryStats;
 use crate::status::{DeliveryReport, Now};
@@ -331,7 +332,7 @@ impl AlertmanagerTask {
     async fn pass(
         &mut self,
         shutdown: &CancellationToken,
-        once: bool,
+        mode: Mode,
     ) -> Result<Option<Micros>, StoreError> {
         let entries: Vec<OutboxEntry> = self
             .blocking(|s| s.outbox())
@@ -363,7 +364,7 @@ impl AlertmanagerTask {
         let due: Vec<OutboxEntry> = entries
             .iter()
             .filter(|e| !e.held_at(now))
-            .filter(|e| once || e.next_attempt_at <= now)
+            .filter(|e| mode == Mode::Once || e.next_attempt_at <= now)
             .cloned()
             .collect();
         if !due.is_empty() {
@@ -437,9 +438,9 @@ impl AlertmanagerTask {
         }
         // Firing alerts again, so a restarted Alertmanager has them back.
         let now = (self.now)();
-        if once || now >= self.next_resend {
+        if mode == Mode::Once || now >= self.next_resend {
             self.next_resend = now + self.cfg.resend_interval.0;
-            self.resend(shutdown, !once).await?;
+            self.resend(shutdown, mode.follows()).await?;
         }
         let next = outbox::next_due(&entries, 0, now)
             .map_or(self.next_resend, |d| d.min(self.next_resend));
@@ -568,9 +569,9 @@ impl worker::Deliverer for AlertmanagerTask {
     async fn pass(
         &mut self,
         shutdown: &CancellationToken,
-        once: bool,
+        mode: Mode,
     ) -> Result<Option<Micros>, StoreError> {
-        AlertmanagerTask::pass(self, shutdown, once).await
+        AlertmanagerTask::pass(self, shutdown, mode).await
     }
 
     fn failed(&self) -> u64 {
