@@ -194,7 +194,7 @@ impl AlertmanagerTask {
             posted: HashMap::new(),
             host: crate::config::hostname(),
         };
-        t.configure(config);
+        worker::Deliverer::configure(&mut t, config);
         // As the mailer: the outbox as it stands, before the first pass.
         if let Ok(all) = t.store.outbox() {
             let mine: Vec<OutboxEntry> = all
@@ -204,42 +204,6 @@ impl AlertmanagerTask {
             t.publish_outbox(&mine);
         }
         t
-    }
-
-    /// Applies `[alert.alertmanager]` (at start and on every reload).
-    pub(crate) fn configure(&mut self, config: &Config) {
-        self.cfg = config.alert.alertmanager.clone();
-        self.settings = config.tracker_settings();
-        self.retry_max = config.alert.retry_max.0;
-        self.endpoints.clone_from(&self.cfg.urls);
-        self.tls = None;
-        self.lanes = None;
-        self.stats.disabled = None;
-        self.stats.unusable = false;
-        if self.endpoints.iter().any(|e| e.tls) {
-            let extra = match &self.cfg.ca_file {
-                None => Ok(Vec::new()),
-                Some(ca) => crate::notify::transport::read_ca(ca),
-            };
-            match extra.and_then(crate::notify::smtp::implicit_tls_config) {
-                Ok(c) => self.tls = Some(c),
-                Err(e) => {
-                    tracing::error!("Alertmanager over https: {e}");
-                    self.stats.disabled = Some(e);
-                    self.stats.unusable = true;
-                }
-            }
-        }
-        if self.endpoints.is_empty() {
-            self.stats.disabled = Some("[alert.alertmanager] urls is empty".into());
-        }
-        self.stats.target = self
-            .endpoints
-            .iter()
-            .map(Endpoint::shown)
-            .collect::<Vec<_>>()
-            .join(", ");
-        self.publish.send_replace(self.stats.clone());
     }
 
     fn active(&self) -> bool {
@@ -326,6 +290,157 @@ impl AlertmanagerTask {
         }
         out.push(a);
         out
+    }
+
+    /// No instance took `due`: each is tried again after the backoff (and
+    /// `entries`, the outbox as published, says so).
+    async fn retry_later(
+        &mut self,
+        due: Vec<OutboxEntry>,
+        entries: &mut [OutboxEntry],
+        alerts: usize,
+        err: String,
+        now: Micros,
+    ) -> Result<(), StoreError> {
+        self.stats.failed += 1;
+        self.stats.last_result = Some(err.clone());
+        let attempts = due.iter().map(|e| e.attempts).max().unwrap_or(0) + 1;
+        let retry_in = backoff(attempts - 1, self.retry_max, due[0].seq);
+        tracing::warn!(
+            "Alertmanager did not take {} alert{} ({err}); attempt {attempts}, retrying in {}",
+            alerts,
+            if alerts == 1 { "" } else { "s" },
+            human_duration(retry_in)
+        );
+        let updated: Vec<OutboxEntry> = due
+            .into_iter()
+            .map(|mut e| {
+                e.attempts = attempts;
+                e.next_attempt_at = now + retry_in;
+                e.last_error = Some(err.clone());
+                e
+            })
+            .collect();
+        for u in &updated {
+            if let Some(e) = entries.iter_mut().find(|e| e.seq == u.seq) {
+                *e = u.clone();
+            }
+        }
+        self.blocking(move |s| s.outbox_update(&updated)).await
+    }
+
+    /// Posts every open incident that was announced (its alert went into
+    /// the outbox) as firing, and the heartbeat while the service runs (not
+    /// for `run --once`, which is gone before the heartbeat would end).
+    async fn resend(&mut self, shutdown: &CancellationToken, beat: bool) -> Result<(), StoreError> {
+        let settings = self.settings.clone();
+        let open = self
+            .blocking(move |s| {
+                s.incidents(
+                    &Filter {
+                        open: true,
+                        ..Filter::default()
+                    },
+                    &settings,
+                )
+            })
+            .await?;
+        let now = (self.now)();
+        let mut alerts = Vec::new();
+        for i in open
+            .iter()
+            .filter(|i| i.announced && i.over_threshold_at.is_some())
+        {
+            alerts.extend(self.alerts_for(i, now));
+        }
+        if beat {
+            alerts.push(heartbeat(&self.cfg, &self.host, self.started, now));
+        }
+        if alerts.is_empty() {
+            return Ok(());
+        }
+        match self.post_all(&alerts, shutdown).await {
+            Ok(_) => {
+                self.stats.last_success_at = Some(now);
+                self.publish.send_replace(self.stats.clone());
+            }
+            Err(e) => {
+                if !shutdown.is_cancelled() {
+                    tracing::warn!("firing alerts and the heartbeat not posted again: {e}");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn publish_outbox(&mut self, entries: &[OutboxEntry]) {
+        self.stats.outbox = entries.len() as u64;
+        // Held back by a silence is not stuck.
+        let now = (self.now)();
+        let waiting = || entries.iter().filter(|e| !e.held_at(now));
+        self.stats.oldest_queued_at = waiting().map(|e| e.queued_at).min();
+        self.stats.failing_attempts = waiting().next().map_or(0, |e| e.attempts);
+        self.publish.send_replace(self.stats.clone());
+    }
+
+    /// Delivers until `shutdown`.
+    pub(crate) async fn run(
+        self,
+        wake: Arc<Notify>,
+        config: watch::Receiver<Arc<Config>>,
+        shutdown: CancellationToken,
+    ) {
+        worker::run(self, wake, config, shutdown).await;
+    }
+
+    /// `run --once`: one attempt at everything, firing alerts included.
+    /// Returns how many posts failed.
+    pub(crate) async fn deliver_all_once(&mut self, shutdown: &CancellationToken) -> u64 {
+        worker::deliver_all_once(self, shutdown).await
+    }
+}
+
+impl worker::Deliverer for AlertmanagerTask {
+    const OUTBOX: &'static str = "Alertmanager";
+
+    fn now(&self) -> Micros {
+        (self.now)()
+    }
+
+    /// Applies `[alert.alertmanager]` (at start and on every reload).
+    fn configure(&mut self, config: &Config) {
+        self.cfg = config.alert.alertmanager.clone();
+        self.settings = config.tracker_settings();
+        self.retry_max = config.alert.retry_max.0;
+        self.endpoints.clone_from(&self.cfg.urls);
+        self.tls = None;
+        self.lanes = None;
+        self.stats.disabled = None;
+        self.stats.unusable = false;
+        if self.endpoints.iter().any(|e| e.tls) {
+            let extra = match &self.cfg.ca_file {
+                None => Ok(Vec::new()),
+                Some(ca) => crate::notify::transport::read_ca(ca),
+            };
+            match extra.and_then(crate::notify::smtp::implicit_tls_config) {
+                Ok(c) => self.tls = Some(c),
+                Err(e) => {
+                    tracing::error!("Alertmanager over https: {e}");
+                    self.stats.disabled = Some(e);
+                    self.stats.unusable = true;
+                }
+            }
+        }
+        if self.endpoints.is_empty() {
+            self.stats.disabled = Some("[alert.alertmanager] urls is empty".into());
+        }
+        self.stats.target = self
+            .endpoints
+            .iter()
+            .map(Endpoint::shown)
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.publish.send_replace(self.stats.clone());
     }
 
     /// Delivers what is due in the outbox; returns when to look next.
@@ -445,133 +560,6 @@ impl AlertmanagerTask {
         let next = outbox::next_due(&entries, 0, now)
             .map_or(self.next_resend, |d| d.min(self.next_resend));
         Ok(Some(next))
-    }
-
-    /// No instance took `due`: each is tried again after the backoff (and
-    /// `entries`, the outbox as published, says so).
-    async fn retry_later(
-        &mut self,
-        due: Vec<OutboxEntry>,
-        entries: &mut [OutboxEntry],
-        alerts: usize,
-        err: String,
-        now: Micros,
-    ) -> Result<(), StoreError> {
-        self.stats.failed += 1;
-        self.stats.last_result = Some(err.clone());
-        let attempts = due.iter().map(|e| e.attempts).max().unwrap_or(0) + 1;
-        let retry_in = backoff(attempts - 1, self.retry_max, due[0].seq);
-        tracing::warn!(
-            "Alertmanager did not take {} alert{} ({err}); attempt {attempts}, retrying in {}",
-            alerts,
-            if alerts == 1 { "" } else { "s" },
-            human_duration(retry_in)
-        );
-        let updated: Vec<OutboxEntry> = due
-            .into_iter()
-            .map(|mut e| {
-                e.attempts = attempts;
-                e.next_attempt_at = now + retry_in;
-                e.last_error = Some(err.clone());
-                e
-            })
-            .collect();
-        for u in &updated {
-            if let Some(e) = entries.iter_mut().find(|e| e.seq == u.seq) {
-                *e = u.clone();
-            }
-        }
-        self.blocking(move |s| s.outbox_update(&updated)).await
-    }
-
-    /// Posts every open incident that was announced (its alert went into
-    /// the outbox) as firing, and the heartbeat while the service runs (not
-    /// for `run --once`, which is gone before the heartbeat would end).
-    async fn resend(&mut self, shutdown: &CancellationToken, beat: bool) -> Result<(), StoreError> {
-        let settings = self.settings.clone();
-        let open = self
-            .blocking(move |s| {
-                s.incidents(
-                    &Filter {
-                        open: true,
-                        ..Filter::default()
-                    },
-                    &settings,
-                )
-            })
-            .await?;
-        let now = (self.now)();
-        let mut alerts = Vec::new();
-        for i in open
-            .iter()
-            .filter(|i| i.announced && i.over_threshold_at.is_some())
-        {
-            alerts.extend(self.alerts_for(i, now));
-        }
-        if beat {
-            alerts.push(heartbeat(&self.cfg, &self.host, self.started, now));
-        }
-        if alerts.is_empty() {
-            return Ok(());
-        }
-        match self.post_all(&alerts, shutdown).await {
-            Ok(_) => {
-                self.stats.last_success_at = Some(now);
-                self.publish.send_replace(self.stats.clone());
-            }
-            Err(e) => {
-                if !shutdown.is_cancelled() {
-                    tracing::warn!("firing alerts and the heartbeat not posted again: {e}");
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn publish_outbox(&mut self, entries: &[OutboxEntry]) {
-        self.stats.outbox = entries.len() as u64;
-        // Held back by a silence is not stuck.
-        let now = (self.now)();
-        let waiting = || entries.iter().filter(|e| !e.held_at(now));
-        self.stats.oldest_queued_at = waiting().map(|e| e.queued_at).min();
-        self.stats.failing_attempts = waiting().next().map_or(0, |e| e.attempts);
-        self.publish.send_replace(self.stats.clone());
-    }
-
-    /// Delivers until `shutdown`.
-    pub(crate) async fn run(
-        self,
-        wake: Arc<Notify>,
-        config: watch::Receiver<Arc<Config>>,
-        shutdown: CancellationToken,
-    ) {
-        worker::run(self, wake, config, shutdown).await;
-    }
-
-    /// `run --once`: one attempt at everything, firing alerts included.
-    /// Returns how many posts failed.
-    pub(crate) async fn deliver_all_once(&mut self, shutdown: &CancellationToken) -> u64 {
-        worker::deliver_all_once(self, shutdown).await
-    }
-}
-
-impl worker::Deliverer for AlertmanagerTask {
-    const OUTBOX: &'static str = "Alertmanager";
-
-    fn now(&self) -> Micros {
-        (self.now)()
-    }
-
-    fn configure(&mut self, config: &Config) {
-        AlertmanagerTask::configure(self, config);
-    }
-
-    async fn pass(
-        &mut self,
-        shutdown: &CancellationToken,
-        mode: Mode,
-    ) -> Result<Option<Micros>, StoreError> {
-        AlertmanagerTask::pass(self, shutdown, mode).await
     }
 
     fn failed(&self) -> u64 {
