@@ -88,7 +88,7 @@ pub use config::Config;
 pub use daemon::{Edges, RunOptions, Source, run};
 pub use journal::collector::discover;
 pub use journal::handle::add_matches;
-pub use journal::{Format, ReadOptions, Reader, ReaderCtl, ReaderEvent};
+pub use journal::{Format, Mode, ReadError, ReadOptions, Reader, ReaderCtl, ReaderEvent};
 pub use notify::render::{FULL, Rendered, render, render_with};
 pub use notify::{EmailTransport, smtp::Progress};
 pub use report::IncidentOut;

@@ -186,7 +186,12 @@ pub(crate) fn status(s: &StatusOut, zone: Zone) -> String {
         },
     );
     row("future_dated", &s.future_dated.to_string());
-    row("mail", &s.mail);
+    row(
+        "mail",
+        &s.mail
+            .as_ref()
+            .map_or_else(|| "-".into(), ToString::to_string),
+    );
     row("outbox", &s.outbox.to_string());
     row("outbox_oldest_seconds", &secs(s.outbox_oldest_seconds));
     row("mails_sent", &s.mails_sent.to_string());

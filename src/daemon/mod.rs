@@ -86,8 +86,8 @@ pub(crate) enum Control {
 }
 
 /// Starts a journal reader after a position (or at the config's first
-/// start point), following or not.
-pub type Source = Arc<dyn Fn(&Position, bool) -> Result<Reader, SourceError> + Send + Sync>;
+/// start point), following or reading once.
+pub type Source = Arc<dyn Fn(&Position, Mode) -> Result<Reader, SourceError> + Send + Sync>;
 
 #[derive(Debug, Clone)]
 pub struct RunOptions {
@@ -166,8 +166,7 @@ fn start_of(origin: ReadFrom) -> Start {
 pub(crate) fn journal_source(config: &Config, origin: ReadFrom) -> Source {
     let target = target_of(config);
     let filter = config.filter();
-    Arc::new(move |position: &Position, follow| {
-        let mode = if follow { Mode::Follow } else { Mode::Once };
+    Arc::new(move |position: &Position, mode| {
         crate::journal::open::follow(&target, &filter, start_of(origin), position, mode)
     })
 }
@@ -464,7 +463,8 @@ pub async fn run(
         .source
         .clone()
         .unwrap_or_else(|| journal_source(&config, loaded.origin.unwrap_or(ReadFrom::Head)));
-    let reader = source(&loaded.position, !opts.once)?;
+    let mode = if opts.once { Mode::Once } else { Mode::Follow };
+    let reader = source(&loaded.position, mode)?;
     let from = reading_from(
         &loaded.position,
         loaded.origin.unwrap_or(ReadFrom::Head),
@@ -512,7 +512,7 @@ pub async fn run(
         ),
         AlertmanagerTask::new(store.clone(), &config, am_tx, reports_tx, edges.now.clone()),
     );
-    if opts.once {
+    if mode == Mode::Once {
         return run_once(ingest, source.clone(), reader, channels, delivery, &stop).await;
     }
     let (mailer, alertmanager) = delivery;

@@ -15,7 +15,7 @@ use systemd::journal::{
     Journal, JournalWaitResult, OpenDirectoryOptions, OpenFilesOptions, OpenOptions,
 };
 
-use super::protocol::Warning;
+use super::protocol::{Mode, ReadError, Warning};
 use super::{Entry, EntryFilter, SourceError, Text};
 
 /// Which journal to open.
@@ -57,6 +57,16 @@ pub(crate) enum Start {
     After(String),
 }
 
+impl Start {
+    /// The cursor the read resumes after, if it does.
+    pub(crate) fn cursor(&self) -> Option<&str> {
+        match self {
+            Start::After(c) => Some(c),
+            _ => None,
+        }
+    }
+}
+
 /// `s=` (sequence number id) and `i=` (sequence number) of a cursor.
 pub(crate) fn seqnum(cursor: &str) -> Option<(String, u64)> {
     let mut id = None;
@@ -84,7 +94,7 @@ pub(crate) fn open(
     t: &Target,
     filter: &EntryFilter,
     start: &Start,
-    follow: bool,
+    mode: Mode,
 ) -> Result<Journal, SourceError> {
     let mut j = match t {
         Target::System => OpenOptions::default().system(true).local_only(true).open(),
@@ -120,7 +130,7 @@ pub(crate) fn open(
     }
     j.set_data_threshold(0)
         .map_err(|e| journal_err(t, "cannot set data threshold", &e))?;
-    let terms = if follow {
+    let terms = if mode.follows() {
         terms(filter)
     } else {
         present_terms(&mut j, filter)
@@ -221,12 +231,15 @@ pub(crate) fn resume_whole(
     whole: &mut Journal,
     pos: Option<&str>,
     start: &Start,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, ReadError> {
     let start = match pos {
         Some(c) => Start::After(c.to_string()),
         None => start.clone(),
     };
-    seek(whole, &start).map_err(|e| format!("cannot seek: {e}"))?;
+    seek(whole, &start).map_err(|source| ReadError::Seek {
+        cursor: start.cursor().map(str::to_string),
+        source,
+    })?;
     Ok(match start {
         Start::After(c) => Some(c),
         _ => None,

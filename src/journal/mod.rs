@@ -31,8 +31,7 @@ pub(crate) mod text;
 
 pub(crate) use detect::open_input;
 pub(crate) use handle::{Start, Target};
-pub(crate) use protocol::Mode;
-pub use protocol::{Reader, ReaderCtl, ReaderEvent};
+pub use protocol::{Mode, ReadError, Reader, ReaderCtl, ReaderEvent};
 
 use std::io::{self, BufRead};
 use std::path::PathBuf;
@@ -132,6 +131,13 @@ pub enum SourceError {
     },
     #[error("{path}: {message}")]
     Journal { path: String, message: String },
+    /// A journal reader that opened failed partway.
+    #[error("{path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: ReadError,
+    },
 }
 
 pub(crate) type Items = Box<dyn Iterator<Item = Result<Item, SourceError>> + Send>;

@@ -158,10 +158,10 @@ impl Iterator for Drain {
                         reason,
                     })));
                 }
-                ReaderEvent::Failed(message) => {
-                    return Some(Err(SourceError::Journal {
+                ReaderEvent::Failed(source) => {
+                    return Some(Err(SourceError::Read {
                         path: self.target.clone(),
-                        message,
+                        source,
                     }));
                 }
             }

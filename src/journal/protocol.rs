@@ -33,7 +33,7 @@ pub enum ReaderEvent {
     /// reader got to them.
     Lost(u64),
     /// Reading failed; the thread has ended.
-    Failed(String),
+    Failed(ReadError),
     /// Something could not be read (a file, one host's files); the rest is.
     Warning(Warning),
     /// A collector's host's journal (any unit: journal-remote keeps all it
@@ -43,6 +43,65 @@ pub enum ReaderEvent {
         host: sentinel_core::model::Text,
         at: sentinel_core::time::Micros,
     },
+}
+
+/// Why a reader stopped, or one collector group's read did: what it was
+/// doing when libsystemd (or inotify) failed, with the errno and message
+/// it gave. The reader's consumer says which journal (the scanned path,
+/// the collector's host).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot open: {0}")]
+    Open(#[source] systemd::Error),
+    #[error("cannot set data threshold: {0}")]
+    DataThreshold(#[source] systemd::Error),
+    #[error("cannot add matches: {0}")]
+    Matches(#[source] systemd::Error),
+    /// Seeking to where the read starts; `cursor` when that is after one.
+    #[error("cannot seek{}: {source}", seek_to(cursor.as_deref()))]
+    Seek {
+        cursor: Option<String>,
+        #[source]
+        source: systemd::Error,
+    },
+    #[error("reading the next entry: {0}")]
+    Next(#[source] systemd::Error),
+    #[error("reading an entry: {0}")]
+    Entry(#[source] systemd::Error),
+    #[error("reading a cursor: {0}")]
+    Cursor(#[source] systemd::Error),
+    #[error("reading a time: {0}")]
+    Time(#[source] systemd::Error),
+    #[error("waiting for the journal: {0}")]
+    Wait(#[source] systemd::Error),
+    /// An unfiltered handle on a group's files, after libsystemd gave up
+    /// on one of them through the match.
+    #[error("cannot open the files again")]
+    Reopen,
+    /// The last entry read, looked for again through that handle.
+    #[error("cannot find the last entry read again")]
+    Refind,
+    /// Watching a collector's directory (inotify).
+    #[error("watching {}: {source}", dir.display())]
+    Watch {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting on the watch of a collector's directory.
+    #[error("waiting for {}: {source}", dir.display())]
+    WatchWait {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The collector's worker threads are gone.
+    #[error("the journal workers ended")]
+    WorkersEnded,
+}
+
+fn seek_to(cursor: Option<&str>) -> String {
+    cursor.map_or_else(String::new, |c| format!(" to cursor {c}"))
 }
 
 /// A part of the journal that could not be read, and why.
@@ -107,9 +166,11 @@ pub enum ReaderCtl {
     Ping(u64),
 }
 
-/// Whether a reader ends at the tail or keeps waiting for new entries.
+/// Whether a reader ends at the tail or keeps waiting for new entries; and
+/// so whether the service delivers once, everything at once, or keeps
+/// delivering what is due.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub enum Mode {
     /// Read what is there, then end (`scan`, `run --once`).
     Once,
     /// Keep waiting for new entries (the service).
@@ -118,7 +179,7 @@ pub(crate) enum Mode {
 
 impl Mode {
     #[must_use]
-    pub(crate) fn follows(self) -> bool {
+    pub fn follows(self) -> bool {
         self == Mode::Follow
     }
 }
@@ -182,5 +243,49 @@ impl ControlLine {
         // Reset before draining: a message sent after the drain wakes again.
         let _ = rustix::io::read(&self.wake, &mut counter);
         self.rx.try_iter().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The words a log line or `scan`'s error says, with libsystemd's errno.
+    #[test]
+    fn read_errors_say_what_the_reader_was_doing() {
+        let ebadmsg = || systemd::Error::from_raw_os_error(74);
+        assert_eq!(
+            ReadError::Next(ebadmsg()).to_string(),
+            "reading the next entry: Bad message (os error 74)"
+        );
+        assert_eq!(
+            ReadError::Seek {
+                cursor: None,
+                source: ebadmsg()
+            }
+            .to_string(),
+            "cannot seek: Bad message (os error 74)"
+        );
+        let at = ReadError::Seek {
+            cursor: Some("s=1f2e;i=1a".into()),
+            source: systemd::Error::from_raw_os_error(22),
+        };
+        assert_eq!(
+            at.to_string(),
+            "cannot seek to cursor s=1f2e;i=1a: Invalid argument (os error 22)"
+        );
+        assert_eq!(
+            std::error::Error::source(&at).map(ToString::to_string),
+            Some("Invalid argument (os error 22)".into())
+        );
+        let dir = PathBuf::from("/var/log/journal/remote");
+        assert_eq!(
+            ReadError::WatchWait {
+                dir,
+                source: std::io::Error::from_raw_os_error(9)
+            }
+            .to_string(),
+            "waiting for /var/log/journal/remote: Bad file descriptor (os error 9)"
+        );
     }
 }

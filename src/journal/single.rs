@@ -31,7 +31,7 @@ use super::handle::{
     self, Intact, Interner, Start, Target, damaged, find_cursor, in_match, journal_files,
     read_entry, resume_whole, seqnum,
 };
-use super::protocol::{ControlLine, Mode, Reader, ReaderCtl, ReaderEvent};
+use super::protocol::{ControlLine, Mode, ReadError, Reader, ReaderCtl, ReaderEvent};
 use super::{EntryFilter, SourceError};
 
 /// What a single-host reader reads.
@@ -61,7 +61,7 @@ impl Probe {
             kernel: false,
             ..EntryFilter::default()
         };
-        handle::open(&spec.target, &unfiltered, &Start::Head, spec.mode.follows())
+        handle::open(&spec.target, &unfiltered, &Start::Head, spec.mode)
             .ok()
             .map(|j| Self { j })
     }
@@ -204,7 +204,7 @@ impl<'a> Pump<'a> {
         self.tx.blocking_send(ev).is_ok()
     }
 
-    fn run(&mut self) -> Result<(), String> {
+    fn run(&mut self) -> Result<(), ReadError> {
         if let (Some(p), Some(c)) = (self.probe.as_mut(), &self.skip_cursor) {
             self.progress.advance(seqnum(c));
             let lost = self.progress.lost_before(p.head());
@@ -224,19 +224,14 @@ impl<'a> Pump<'a> {
         }
     }
 
-    fn cursor(&self) -> Result<String, String> {
-        self.j
-            .cursor()
-            .map_err(|e| format!("reading a cursor: {e}"))
+    fn cursor(&self) -> Result<String, ReadError> {
+        self.j.cursor().map_err(ReadError::Cursor)
     }
 
     /// Reads entries until `next()` finds no more.
-    fn read(&mut self) -> Result<State, String> {
+    fn read(&mut self) -> Result<State, ReadError> {
         loop {
-            let n = self
-                .j
-                .next()
-                .map_err(|e| format!("reading the next entry: {e}"))?;
+            let n = self.j.next().map_err(ReadError::Next)?;
             if n == 0 {
                 return Ok(State::AtEnd);
             }
@@ -245,8 +240,7 @@ impl<'a> Pump<'a> {
                     continue;
                 }
             }
-            let mut entry = read_entry(&mut self.j, &mut self.names)
-                .map_err(|e| format!("reading an entry: {e}"))?;
+            let mut entry = read_entry(&mut self.j, &mut self.names).map_err(ReadError::Entry)?;
             if self.whole {
                 if !in_match(&self.spec.filter, &entry) {
                     continue;
@@ -294,7 +288,7 @@ impl<'a> Pump<'a> {
 
     /// At the end of what is there: the short batch goes out; a one-time
     /// read looks for a file libsystemd dropped, then ends.
-    fn at_end(&mut self) -> Result<State, String> {
+    fn at_end(&mut self) -> Result<State, ReadError> {
         if let Some(last) = self.batch.last_mut() {
             // A short batch at the end of what is there: its last entry is
             // the one a commit lands on.
@@ -305,7 +299,7 @@ impl<'a> Pump<'a> {
                     Ok(c) => c,
                     Err(e) => Probe::open(self.spec)
                         .and_then(|mut p| find_cursor(&mut p.j, last))
-                        .ok_or_else(|| format!("reading a cursor: {e}"))?,
+                        .ok_or(ReadError::Cursor(e))?,
                 };
                 self.progress.advance(seqnum(&c));
                 last.cursor = Some(c);
@@ -379,7 +373,7 @@ impl<'a> Pump<'a> {
     /// Waits for the journal or a control message (see the module doc for
     /// the timeout). Invalidate (rotation, new files) also just means: call
     /// `next()` again, after counting what vacuum removed unread.
-    fn wait(&mut self) -> Result<State, String> {
+    fn wait(&mut self) -> Result<State, ReadError> {
         let timeout = wait_time(self.last_entry);
         let changed = if self.waited {
             handle::wait(&mut self.j, self.ctl.fd(), timeout)
@@ -387,7 +381,7 @@ impl<'a> Pump<'a> {
             self.waited = true;
             self.j.wait(Some(timeout))
         }
-        .map_err(|e| format!("waiting for the journal: {e}"))?;
+        .map_err(ReadError::Wait)?;
         if matches!(changed, JournalWaitResult::Invalidate) {
             // Files were added or removed (rotation, vacuum).
             if let Some(p) = self.probe.as_mut() {
@@ -436,8 +430,7 @@ pub(crate) fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> 
         .name("journal".into())
         .spawn(move || {
             // The handle is created, used and dropped on this thread only.
-            let j = match handle::open(&spec.target, &spec.filter, &spec.start, spec.mode.follows())
-            {
+            let j = match handle::open(&spec.target, &spec.filter, &spec.start, spec.mode) {
                 Ok(j) => {
                     let _ = opened_tx.send(Ok(()));
                     j

@@ -23,7 +23,46 @@ pub(crate) enum Action {
     /// Wait until then (a silence ends); not a delivery attempt.
     Hold(Hold),
     /// Never to be delivered, and why.
-    Drop(String),
+    Drop(DropReason),
+}
+
+/// Why an alert is never to be delivered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DropReason {
+    /// An endpoint incident (design 5.2) stands for its incident.
+    Covered { endpoint: String },
+    /// A reminder of an incident someone acknowledged.
+    Acknowledged { by: String },
+    /// A trouble alert raised in a silence that its incident resolved in:
+    /// the silence's.
+    ResolvedWhileSilenced { silence: String },
+    /// The resolved notice of such an incident, never announced.
+    NeverAnnounced { silence: String },
+    /// A resolved notice whose opening alert an earlier pass dropped as a
+    /// silence's (which one, that pass knew).
+    OpeningDropped,
+}
+
+/// As logged after "… not mailed: ".
+impl std::fmt::Display for DropReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DropReason::Covered { endpoint } => {
+                write!(f, "endpoint incident {endpoint} stands for it")
+            }
+            DropReason::Acknowledged { by } => write!(f, "a reminder, and {by} acknowledged it"),
+            DropReason::ResolvedWhileSilenced { silence } => {
+                write!(f, "it resolved while silenced ({silence})")
+            }
+            DropReason::NeverAnnounced { silence } => write!(
+                f,
+                "it resolved while silenced ({silence}); nobody was told it opened"
+            ),
+            DropReason::OpeningDropped => {
+                f.write_str("it resolved while silenced; nobody was told it opened")
+            }
+        }
+    }
 }
 
 /// When an incident's alerts waiting in one channel's outbox were queued:
@@ -82,11 +121,13 @@ pub(crate) fn decide(
     now: Micros,
     q: Queued,
 ) -> Action {
-    if let Some(cover) = &i.covered_by() {
+    if let Some(cover) = i.covered_by() {
         // An endpoint incident stands for it (design 5.2): its alert is
         // that one's, and its end is told only where its own start was.
         if e.kind != AlertKind::Resolved || i.alerted_at.is_none() {
-            return Action::Drop(format!("endpoint incident {cover} stands for it"));
+            return Action::Drop(DropReason::Covered {
+                endpoint: cover.to_string(),
+            });
         }
     }
     if e.kind == AlertKind::Resolved && i.resolved_at.is_none() {
@@ -100,7 +141,7 @@ pub(crate) fn decide(
     }
     if e.kind == AlertKind::Repeat {
         if let Some(a) = &i.ack {
-            return Action::Drop(format!("a reminder, and {} acknowledged it", a.by));
+            return Action::Drop(DropReason::Acknowledged { by: a.by.clone() });
         }
     }
     let holding: Vec<&Silence> = silencing(i, silences, now).collect();
@@ -113,13 +154,14 @@ pub(crate) fn decide(
     if let Some(s) = suppressing(i, q, silences) {
         match e.kind {
             AlertKind::Opened | AlertKind::Repeat => {
-                return Action::Drop(format!("it resolved while silenced ({})", s.id));
+                return Action::Drop(DropReason::ResolvedWhileSilenced {
+                    silence: s.id.clone(),
+                });
             }
             AlertKind::Resolved if i.alerted_at.is_none() => {
-                return Action::Drop(format!(
-                    "it resolved while silenced ({}); nobody was told it opened",
-                    s.id
-                ));
+                return Action::Drop(DropReason::NeverAnnounced {
+                    silence: s.id.clone(),
+                });
             }
             AlertKind::Resolved => {}
         }
@@ -130,7 +172,7 @@ pub(crate) fn decide(
         && q.trouble.is_none()
     {
         // Its opening alert was dropped as the silence's in an earlier pass.
-        return Action::Drop("it resolved while silenced; nobody was told it opened".into());
+        return Action::Drop(DropReason::OpeningDropped);
     }
     Action::Deliver
 }
@@ -188,7 +230,7 @@ pub(crate) fn held_note(entries: &[OutboxEntry], silences: &[Silence]) -> Option
 }
 
 /// The entries still to deliver, and those dropped with why.
-pub(crate) type Applied = (Vec<OutboxEntry>, Vec<(OutboxEntry, String)>);
+pub(crate) type Applied = (Vec<OutboxEntry>, Vec<(OutboxEntry, DropReason)>);
 
 /// Applies silences and acknowledgements to outbox entries (of one
 /// channel): dropped entries leave the outbox, held ones get their
@@ -329,7 +371,7 @@ mod tests {
         i.set_covered_by(Some("ep1".into()));
         for kind in [AlertKind::Opened, AlertKind::Repeat, AlertKind::Resolved] {
             assert!(
-                matches!(decide(&entry(kind), &i, &[], SECOND, q), Action::Drop(why) if why.contains("ep1")),
+                matches!(decide(&entry(kind), &i, &[], SECOND, q), Action::Drop(DropReason::Covered { endpoint }) if endpoint == "ep1"),
                 "{kind:?}"
             );
         }
@@ -342,7 +384,7 @@ mod tests {
         );
         assert!(matches!(
             decide(&entry(AlertKind::Repeat), &i, &[], SECOND, q),
-            Action::Drop(_)
+            Action::Drop(DropReason::Covered { .. })
         ));
     }
 
@@ -403,10 +445,12 @@ mod tests {
         let mut r = i.clone();
         r.resolved_at = Some(90 * SECOND);
         let gone = queued(40 * SECOND, Some(90 * SECOND));
-        assert!(matches!(
+        assert_eq!(
             decide(&held, &r, &s, 100 * SECOND, gone),
-            Action::Drop(_)
-        ));
+            Action::Drop(DropReason::ResolvedWhileSilenced {
+                silence: "s1".into()
+            })
+        );
         let notice = OutboxEntry {
             hold: Some(Hold {
                 until: 100 * SECOND,
@@ -415,12 +459,14 @@ mod tests {
             queued_at: 90 * SECOND,
             ..entry(AlertKind::Resolved)
         };
-        assert!(matches!(
+        assert_eq!(
             decide(&notice, &r, &s, 100 * SECOND, gone),
-            Action::Drop(_)
-        ));
+            Action::Drop(DropReason::NeverAnnounced {
+                silence: "s1".into()
+            })
+        );
         // Its opening alert dropped in an earlier pass: the same.
-        assert!(matches!(
+        assert_eq!(
             decide(
                 &notice,
                 &r,
@@ -431,8 +477,8 @@ mod tests {
                     ..gone
                 }
             ),
-            Action::Drop(_)
-        ));
+            Action::Drop(DropReason::OpeningDropped)
+        );
         // It had been announced before the silence: the notice goes.
         r.alerted_at = Some(SECOND);
         assert_eq!(decide(&notice, &r, &s, 100 * SECOND, gone), Action::Deliver);
@@ -513,7 +559,7 @@ mod tests {
             comment: String::new(),
         });
         assert!(
-            matches!(decide(&entry(AlertKind::Repeat), &i, &[], 0, Queued::default()), Action::Drop(w) if w.contains("bob"))
+            matches!(decide(&entry(AlertKind::Repeat), &i, &[], 0, Queued::default()), Action::Drop(DropReason::Acknowledged { by }) if by == "bob")
         );
         i.resolved_at = Some(0);
         assert_eq!(
@@ -581,5 +627,37 @@ mod tests {
             "{note}"
         );
         assert_eq!(held_note(&[entry(AlertKind::Opened)], &[s]), None);
+    }
+
+    /// The words of the log line ("… not mailed: why").
+    #[test]
+    fn a_dropped_alert_says_why() {
+        let said = |r: DropReason| r.to_string();
+        assert_eq!(
+            said(DropReason::Covered {
+                endpoint: "ep1".into()
+            }),
+            "endpoint incident ep1 stands for it"
+        );
+        assert_eq!(
+            said(DropReason::Acknowledged { by: "bob".into() }),
+            "a reminder, and bob acknowledged it"
+        );
+        assert_eq!(
+            said(DropReason::ResolvedWhileSilenced {
+                silence: "s1".into()
+            }),
+            "it resolved while silenced (s1)"
+        );
+        assert_eq!(
+            said(DropReason::NeverAnnounced {
+                silence: "s1".into()
+            }),
+            "it resolved while silenced (s1); nobody was told it opened"
+        );
+        assert_eq!(
+            said(DropReason::OpeningDropped),
+            "it resolved while silenced; nobody was told it opened"
+        );
     }
 }

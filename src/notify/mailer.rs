@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{DeliveryError, EmailTransport, backoff, next_group, outbox, worker};
 use crate::config::Config;
+use crate::journal::Mode;
 use crate::status::DeliveryStats;
 use crate::store::{Channel, OutboxEntry, Store, StoreError};
 use sentinel_core::signals::Cause;
@@ -73,7 +74,7 @@ impl Mailer {
             now,
             retry_now: false,
         };
-        m.configure(config);
+        worker::Deliverer::configure(&mut m, config);
         // What waits in the outbox is known before the first pass: a
         // `status` right after a start says it (the store is read once).
         if let Ok(all) = m.store.outbox() {
@@ -84,47 +85,6 @@ impl Mailer {
             m.publish_outbox(&mine);
         }
         m
-    }
-
-    /// Applies `[alert]` (at start and on every reload): the transport is
-    /// rebuilt, so new recipients and a fixed server take effect at once.
-    pub(crate) fn configure(&mut self, config: &Config) {
-        self.group_wait = config.alert.group_wait.0;
-        self.retry_max = config.alert.retry_max.0;
-        self.routes.clone_from(&config.alert.route);
-        self.default_to = !config.alert.to.is_empty();
-        self.settings = config.tracker_settings();
-        match EmailTransport::from_config(&config.alert) {
-            Ok(Some(t)) => {
-                // Another server, or mail switched back on: what waits for
-                // its backoff is tried at once, oldest first.
-                if self
-                    .transport
-                    .as_ref()
-                    .is_none_or(|old| old.target != t.target)
-                    || self.stats.disabled.is_some()
-                {
-                    self.retry_now = true;
-                }
-                self.stats.disabled = None;
-                self.stats.unusable = false;
-                self.stats.target.clone_from(&t.target);
-                self.transport = Some(t);
-            }
-            Ok(None) => {
-                self.transport = None;
-                self.stats.disabled = Some("[alert] to is empty".into());
-                self.stats.unusable = false;
-                self.stats.target = String::new();
-            }
-            Err(e) => {
-                tracing::error!("email alerts cannot be sent: {e}");
-                self.transport = None;
-                self.stats.disabled = Some(e.to_string());
-                self.stats.unusable = true;
-            }
-        }
-        self.publish.send_replace(self.stats.clone());
     }
 
     /// Delivers until `shutdown`. `wake` says alerts were committed;
@@ -165,87 +125,6 @@ impl Mailer {
             self.stats.last_result = entries.first().and_then(|e| e.last_error.clone());
         }
         self.publish.send_replace(self.stats.clone());
-    }
-
-    /// Delivers every group that is due; returns when next to look.
-    async fn pass(
-        &mut self,
-        shutdown: &CancellationToken,
-        once: bool,
-    ) -> Result<Option<Micros>, StoreError> {
-        let entries = self.outbox().await?;
-        let mut entries = if self.transport.is_none() {
-            entries
-        } else {
-            self.controls(entries).await?
-        };
-        self.publish_outbox(&entries);
-        if self.transport.is_none() {
-            return Ok(None);
-        }
-        if std::mem::take(&mut self.retry_now) {
-            let now = (self.now)();
-            for e in &mut entries {
-                e.next_attempt_at = e.next_attempt_at.min(now);
-            }
-        }
-        let mut tried: HashSet<u64> = HashSet::new();
-        loop {
-            let now = (self.now)();
-            let group = if once {
-                // Everything is due and gathered, but nothing twice.
-                let candidates: Vec<OutboxEntry> = entries
-                    .iter()
-                    .filter(|e| !tried.contains(&e.seq))
-                    .map(|e| OutboxEntry {
-                        attempts: e.attempts.max(1),
-                        next_attempt_at: now,
-                        ..e.clone()
-                    })
-                    .collect();
-                next_group(&candidates, Micros::MAX / 4, now)
-            } else {
-                next_group(&entries, self.group_wait, now)
-            };
-            let Some(group) = group else { break };
-            tried.extend(group.iter().map(|e| e.seq));
-            // One mail per route: each goes to its own recipients.
-            for (route, part, found) in self.split_by_route(group).await? {
-                let to = match route {
-                    Some(r) => self.routes[r].to.clone(),
-                    None if self.default_to => Vec::new(),
-                    None => {
-                        let seqs: Vec<u64> = part.iter().map(|e| e.seq).collect();
-                        for e in &part {
-                            tracing::info!(
-                                "{} for node {} not mailed: no [[alert.route]] matches it and [alert] to is empty",
-                                e.kind.words(),
-                                sentinel_core::tracker::one_line(&e.node, 80)
-                            );
-                        }
-                        self.write(seqs.clone(), Vec::new()).await?;
-                        entries.retain(|e| !seqs.contains(&e.seq));
-                        continue;
-                    }
-                };
-                let (outcome, updated) = self.deliver(part, found, to, shutdown).await?;
-                match outcome {
-                    Outcome::Cancelled => return Ok(None),
-                    Outcome::Delivered => {
-                        entries.retain(|e| !updated.iter().any(|u| u.seq == e.seq));
-                    }
-                    Outcome::Failed => {
-                        for u in updated {
-                            if let Some(e) = entries.iter_mut().find(|e| e.seq == u.seq) {
-                                *e = u;
-                            }
-                        }
-                    }
-                }
-            }
-            self.publish_outbox(&entries);
-        }
-        Ok(outbox::next_due(&entries, self.group_wait, (self.now)()))
     }
 
     /// A group's entries by the route their incident's mail takes, and
@@ -491,16 +370,126 @@ impl worker::Deliverer for Mailer {
         (self.now)()
     }
 
+    /// Applies `[alert]` (at start and on every reload): the transport is
+    /// rebuilt, so new recipients and a fixed server take effect at once.
     fn configure(&mut self, config: &Config) {
-        Mailer::configure(self, config);
+        self.group_wait = config.alert.group_wait.0;
+        self.retry_max = config.alert.retry_max.0;
+        self.routes.clone_from(&config.alert.route);
+        self.default_to = !config.alert.to.is_empty();
+        self.settings = config.tracker_settings();
+        match EmailTransport::from_config(&config.alert) {
+            Ok(Some(t)) => {
+                // Another server, or mail switched back on: what waits for
+                // its backoff is tried at once, oldest first.
+                if self
+                    .transport
+                    .as_ref()
+                    .is_none_or(|old| old.target != t.target)
+                    || self.stats.disabled.is_some()
+                {
+                    self.retry_now = true;
+                }
+                self.stats.disabled = None;
+                self.stats.unusable = false;
+                self.stats.target.clone_from(&t.target);
+                self.transport = Some(t);
+            }
+            Ok(None) => {
+                self.transport = None;
+                self.stats.disabled = Some("[alert] to is empty".into());
+                self.stats.unusable = false;
+                self.stats.target = String::new();
+            }
+            Err(e) => {
+                tracing::error!("email alerts cannot be sent: {e}");
+                self.transport = None;
+                self.stats.disabled = Some(e.to_string());
+                self.stats.unusable = true;
+            }
+        }
+        self.publish.send_replace(self.stats.clone());
     }
 
+    /// Delivers every group that is due; returns when next to look.
     async fn pass(
         &mut self,
         shutdown: &CancellationToken,
-        once: bool,
+        mode: Mode,
     ) -> Result<Option<Micros>, StoreError> {
-        Mailer::pass(self, shutdown, once).await
+        let entries = self.outbox().await?;
+        let mut entries = if self.transport.is_none() {
+            entries
+        } else {
+            self.controls(entries).await?
+        };
+        self.publish_outbox(&entries);
+        if self.transport.is_none() {
+            return Ok(None);
+        }
+        if std::mem::take(&mut self.retry_now) {
+            let now = (self.now)();
+            for e in &mut entries {
+                e.next_attempt_at = e.next_attempt_at.min(now);
+            }
+        }
+        let mut tried: HashSet<u64> = HashSet::new();
+        loop {
+            let now = (self.now)();
+            let group = if mode == Mode::Once {
+                // Everything is due and gathered, but nothing twice.
+                let candidates: Vec<OutboxEntry> = entries
+                    .iter()
+                    .filter(|e| !tried.contains(&e.seq))
+                    .map(|e| OutboxEntry {
+                        attempts: e.attempts.max(1),
+                        next_attempt_at: now,
+                        ..e.clone()
+                    })
+                    .collect();
+                next_group(&candidates, Micros::MAX / 4, now)
+            } else {
+                next_group(&entries, self.group_wait, now)
+            };
+            let Some(group) = group else { break };
+            tried.extend(group.iter().map(|e| e.seq));
+            // One mail per route: each goes to its own recipients.
+            for (route, part, found) in self.split_by_route(group).await? {
+                let to = match route {
+                    Some(r) => self.routes[r].to.clone(),
+                    None if self.default_to => Vec::new(),
+                    None => {
+                        let seqs: Vec<u64> = part.iter().map(|e| e.seq).collect();
+                        for e in &part {
+                            tracing::info!(
+                                "{} for node {} not mailed: no [[alert.route]] matches it and [alert] to is empty",
+                                e.kind.words(),
+                                sentinel_core::tracker::one_line(&e.node, 80)
+                            );
+                        }
+                        self.write(seqs.clone(), Vec::new()).await?;
+                        entries.retain(|e| !seqs.contains(&e.seq));
+                        continue;
+                    }
+                };
+                let (outcome, updated) = self.deliver(part, found, to, shutdown).await?;
+                match outcome {
+                    Outcome::Cancelled => return Ok(None),
+                    Outcome::Delivered => {
+                        entries.retain(|e| !updated.iter().any(|u| u.seq == e.seq));
+                    }
+                    Outcome::Failed => {
+                        for u in updated {
+                            if let Some(e) = entries.iter_mut().find(|e| e.seq == u.seq) {
+                                *e = u;
+                            }
+                        }
+                    }
+                }
+            }
+            self.publish_outbox(&entries);
+        }
+        Ok(outbox::next_due(&entries, self.group_wait, (self.now)()))
     }
 
     fn failed(&self) -> u64 {

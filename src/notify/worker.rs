@@ -9,6 +9,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::journal::Mode;
 use crate::store::{Store, StoreError};
 use sentinel_core::time::{Micros, SECOND};
 
@@ -22,12 +23,12 @@ pub(crate) trait Deliverer {
     /// Takes reloaded settings.
     fn configure(&mut self, config: &Config);
 
-    /// Delivers what is due (everything, with `once`); returns when next
-    /// to look.
+    /// Delivers what is due (everything, with [`Mode::Once`]); returns
+    /// when next to look.
     async fn pass(
         &mut self,
         shutdown: &CancellationToken,
-        once: bool,
+        mode: Mode,
     ) -> Result<Option<Micros>, StoreError>;
 
     /// Deliveries that failed so far.
@@ -60,7 +61,7 @@ pub(crate) async fn run<D: Deliverer>(
                 task.configure(&c);
             }
         }
-        next = match task.pass(&shutdown, false).await {
+        next = match task.pass(&shutdown, Mode::Follow).await {
             Ok(n) => n,
             Err(e) => {
                 tracing::error!("{} outbox: {e}", D::OUTBOX);
@@ -77,7 +78,7 @@ pub(crate) async fn deliver_all_once<D: Deliverer>(
     shutdown: &CancellationToken,
 ) -> u64 {
     let before = task.failed();
-    if let Err(e) = task.pass(shutdown, true).await {
+    if let Err(e) = task.pass(shutdown, Mode::Once).await {
         tracing::error!("{} outbox: {e}", D::OUTBOX);
     }
     task.failed() - before

@@ -17,7 +17,7 @@ mod status;
 pub(crate) use crate::status::AckRequest;
 pub(crate) use incidents::{IncidentList, NodeList, ack, incident, incidents, nodes};
 pub(crate) use silences::{MAX_SILENCE, MAX_SILENCES, NewSilence, SilenceList, SilenceOut};
-pub(crate) use status::{DeliveryOut, StatusOut, lag, status};
+pub(crate) use status::{Delivery, DeliveryOut, StatusOut, lag, status};
 
 use crate::status::{DeliveryStats, StatusSnapshot};
 use crate::store::{Channel, Store, StoreError};

@@ -8,10 +8,92 @@ use crate::status::StatusSnapshot;
 use crate::store::{Channel, Stats, Store};
 use sentinel_core::time::{Micros, SECOND, rfc3339};
 
+/// Whether a delivery sends. In the JSON, as ever: `"enabled"`, or
+/// `"disabled (why)"`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    Enabled,
+    /// Nothing is delivered, and why ("[alert] to is empty").
+    Disabled {
+        why: String,
+    },
+}
+
+impl Delivery {
+    fn of(disabled: Option<&String>) -> Self {
+        disabled.map_or(Delivery::Enabled, |why| Delivery::Disabled {
+            why: why.clone(),
+        })
+    }
+
+    /// What [`Display`](std::fmt::Display) wrote.
+    fn parse(said: &str) -> Option<Self> {
+        if said == "enabled" {
+            return Some(Delivery::Enabled);
+        }
+        let why = said.strip_prefix("disabled (")?.strip_suffix(')')?;
+        Some(Delivery::Disabled { why: why.into() })
+    }
+}
+
+impl std::fmt::Display for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Delivery::Enabled => f.write_str("enabled"),
+            Delivery::Disabled { why } => write!(f, "disabled ({why})"),
+        }
+    }
+}
+
+impl Serialize for Delivery {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Delivery {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let said = String::deserialize(d)?;
+        Delivery::parse(&said).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "{said:?} is neither \"enabled\" nor \"disabled (why)\""
+            ))
+        })
+    }
+}
+
+/// `StatusOut::mail`: the email delivery's [`Delivery`], `"-"` without one.
+mod mail_or_dash {
+    use super::Delivery;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[allow(clippy::ref_option)] // serde's `with` hands the field by reference
+    pub(super) fn serialize<S: Serializer>(m: &Option<Delivery>, s: S) -> Result<S::Ok, S::Error> {
+        match m {
+            Some(d) => d.serialize(s),
+            None => s.serialize_str("-"),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Delivery>, D::Error> {
+        let said = String::deserialize(d)?;
+        if said == "-" {
+            return Ok(None);
+        }
+        Delivery::parse(&said).map(Some).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "mail {said:?} is neither \"-\", \"enabled\" nor \"disabled (why)\""
+            ))
+        })
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) struct DeliveryOut {
     pub channel: Channel,
-    pub state: String,
+    pub state: Delivery,
     pub target: String,
     pub outbox: u64,
     pub outbox_oldest_seconds: Option<f64>,
@@ -80,7 +162,9 @@ pub(crate) struct StatusOut {
     /// their host's time, as `scan` warns).
     #[serde(default)]
     pub future_dated: u64,
-    pub mail: String,
+    /// The email delivery's state (`None`: not configured).
+    #[serde(with = "mail_or_dash")]
+    pub mail: Option<Delivery>,
     pub outbox: u64,
     pub outbox_oldest_seconds: Option<f64>,
     pub mails_sent: u64,
@@ -189,13 +273,7 @@ pub(crate) fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, Qu
         silent_hosts: live.map(silent_hosts).unwrap_or_default(),
         silent_incidents: live.map(|l| l.status.settings.silent_after > 0),
         future_dated: summary.future_dated,
-        mail: match &email {
-            Some(d) => d
-                .disabled
-                .as_ref()
-                .map_or_else(|| "enabled".to_string(), |why| format!("disabled ({why})")),
-            None => "-".into(),
-        },
+        mail: email.as_ref().map(|d| Delivery::of(d.disabled.as_ref())),
         outbox: outbox_len,
         outbox_oldest_seconds: oldest.map(|t| seconds(now - t)),
         mails_sent: email.as_ref().map_or(0, |d| d.sent),
@@ -227,10 +305,7 @@ fn deliveries(l: &Live, now: Micros) -> Vec<DeliveryOut> {
         .iter()
         .map(|(c, d)| DeliveryOut {
             channel: *c,
-            state: d
-                .disabled
-                .as_ref()
-                .map_or_else(|| "enabled".to_string(), |why| format!("disabled ({why})")),
+            state: Delivery::of(d.disabled.as_ref()),
             target: d.target.clone(),
             outbox: d.outbox,
             outbox_oldest_seconds: d.oldest_queued_at.map(|t| seconds(now - t)),
@@ -278,5 +353,53 @@ pub(crate) fn lag(s: &StatusSnapshot, now: Micros) -> Micros {
         0
     } else {
         s.summary.last_at.map_or(0, |t| (now - t).max(0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The socket's JSON is a contract: the same strings as before the
+    /// enum, and back.
+    #[test]
+    fn delivery_states_are_the_same_strings() {
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct Both {
+            #[serde(with = "mail_or_dash")]
+            mail: Option<Delivery>,
+            state: Delivery,
+        }
+        let off = Delivery::Disabled {
+            why: "no SMTP password (none loaded)".into(),
+        };
+        for (b, json) in [
+            (
+                Both {
+                    mail: Some(Delivery::Enabled),
+                    state: Delivery::Enabled,
+                },
+                r#"{"mail":"enabled","state":"enabled"}"#,
+            ),
+            (
+                Both {
+                    mail: None,
+                    state: off.clone(),
+                },
+                r#"{"mail":"-","state":"disabled (no SMTP password (none loaded))"}"#,
+            ),
+            (
+                Both {
+                    mail: Some(off),
+                    state: Delivery::Disabled { why: String::new() },
+                },
+                r#"{"mail":"disabled (no SMTP password (none loaded))","state":"disabled ()"}"#,
+            ),
+        ] {
+            assert_eq!(serde_json::to_string(&b).unwrap(), json);
+            assert_eq!(serde_json::from_str::<Both>(json).unwrap(), b);
+        }
+        assert!(serde_json::from_str::<Both>(r#"{"mail":"on","state":"enabled"}"#).is_err());
+        assert!(serde_json::from_str::<Both>(r#"{"mail":"-","state":"disabled"}"#).is_err());
     }
 }

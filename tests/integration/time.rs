@@ -23,7 +23,7 @@ use kubelet_sentinel::{self as daemon, Edges, RunOptions};
 use kubelet_sentinel::{Entry, EntryFilter};
 use kubelet_sentinel::{Filter, Store, StoreError};
 use kubelet_sentinel::{Micros, SECOND};
-use kubelet_sentinel::{Reader, ReaderCtl, ReaderEvent};
+use kubelet_sentinel::{Mode, Reader, ReaderCtl, ReaderEvent};
 use proptest::prelude::*;
 use sentinel_core::testing::{End, replay, replay_through};
 use tokio::sync::mpsc;
@@ -385,7 +385,8 @@ fn scripted_source(
     done: Arc<std::sync::atomic::AtomicBool>,
 ) -> daemon::Source {
     let wall = move || T0 + start.elapsed().as_micros() as Micros;
-    Arc::new(move |_cursor, follow| {
+    Arc::new(move |_cursor, mode| {
+        let follow = mode == Mode::Follow;
         let (tx, rx) = mpsc::channel(16);
         let (ctl_tx, mut ctl) = mpsc::unbounded_channel();
         let journal = journal.clone();

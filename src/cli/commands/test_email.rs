@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::api::{self, Request};
 use crate::cli::args::Exit;
 use crate::cli::load_config;
-use crate::query::StatusOut;
+use crate::query::{Delivery, StatusOut};
 
 /// Sends a sample alert, built as the service builds its transport.
 pub(crate) fn test_email(
@@ -85,12 +85,11 @@ pub(crate) fn test_email(
             // when the running service cannot send with what it has.
             let socket = PathBuf::from(&config.api.socket);
             if let Ok(s) = api::ask::<StatusOut>(&socket, &Request::Status) {
-                if s.mail.starts_with("disabled") {
+                if let Some(off @ Delivery::Disabled { .. }) = &s.mail {
                     let _ = writeln!(
                         out,
-                        "note: the running service cannot send yet: mail {} \
+                        "note: the running service cannot send yet: mail {off} \
                          (systemctl restart kubelet-sentinel loads the password and the config)",
-                        s.mail
                     );
                 }
             }

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::super::{DaemonError, Source};
-use crate::journal::{Reader, ReaderCtl};
+use crate::journal::{Mode, Reader, ReaderCtl};
 use sentinel_core::model::Position;
 use sentinel_core::time::{Micros, SECOND, human_duration};
 
@@ -136,7 +136,7 @@ impl Supervisor {
             }
             self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
             self.restarts += 1;
-            match source(position, true) {
+            match source(position, Mode::Follow) {
                 Ok(r) => return Ok(r),
                 Err(e) => tracing::error!(
                     restarts = self.restarts,

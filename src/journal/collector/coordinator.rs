@@ -33,7 +33,7 @@ use super::watch::{Changes, Watch};
 use super::worker::Worker;
 use super::{Done, Event, Job, Spec};
 use crate::journal::handle::{Start, Unreadable};
-use crate::journal::protocol::{Reader, ReaderCtl, ReaderEvent, Warning};
+use crate::journal::protocol::{ReadError, Reader, ReaderCtl, ReaderEvent, Warning};
 use crate::journal::{SourceError, Text};
 
 /// Workers at most, whatever the number of cores.
@@ -203,12 +203,12 @@ impl Coordinator {
         let mut workers = Vec::new();
         for w in 0..n {
             let (job_tx, job_rx) = std_mpsc::channel();
-            let (filter, follow, batch) = (spec.filter.clone(), spec.mode.follows(), spec.batch);
+            let (filter, mode, batch) = (spec.filter.clone(), spec.mode, spec.batch);
             let (tx, done) = (tx.clone(), events_tx.clone());
             // Handles are created, used and dropped on the worker's thread.
             let spawned = std::thread::Builder::new()
                 .name(format!("journal-{w}"))
-                .spawn(move || Worker::new(filter, follow, batch, tx, done).run(&job_rx));
+                .spawn(move || Worker::new(filter, mode, batch, tx, done).run(&job_rx));
             if let Ok(h) = spawned {
                 jobs.push(job_tx);
                 workers.push(h);
@@ -455,7 +455,7 @@ impl Coordinator {
             && (self.spec.mode.follows() || self.retries.is_empty())
     }
 
-    fn run(&mut self) -> Result<(), String> {
+    fn run(&mut self) -> Result<(), ReadError> {
         if self.spec.mode.follows() {
             self.start_watching()?;
         }
@@ -492,13 +492,10 @@ impl Coordinator {
                     Ok(e) => e,
                     Err(std_mpsc::RecvTimeoutError::Timeout) => continue,
                     Err(std_mpsc::RecvTimeoutError::Disconnected) => {
-                        return Err("the journal workers ended".into());
+                        return Err(ReadError::WorkersEnded);
                     }
                 },
-                None => self
-                    .events
-                    .recv()
-                    .map_err(|_| "the journal workers ended".to_string())?,
+                None => self.events.recv().map_err(|_| ReadError::WorkersEnded)?,
             };
             match event {
                 Event::Ctl(ReaderCtl::Sync(n)) => {
@@ -600,9 +597,12 @@ impl Coordinator {
     }
 
     /// What changed on disk.
-    fn changed(&mut self, changes: Changes) -> Result<(), String> {
-        if let Some(e) = changes.failed {
-            return Err(format!("waiting for {}: {e}", self.spec.dir.display()));
+    fn changed(&mut self, changes: Changes) -> Result<(), ReadError> {
+        if let Some(source) = changes.failed {
+            return Err(ReadError::WatchWait {
+                dir: self.spec.dir.clone(),
+                source,
+            });
         }
         if changes.rescan {
             // Watch first, then look: what is written in a new directory
@@ -639,10 +639,17 @@ impl Coordinator {
 
     /// Watches the directory (and its subdirectories) and starts the thread
     /// that forwards what inotify says.
-    fn start_watching(&mut self) -> Result<(), String> {
+    fn start_watching(&mut self) -> Result<(), ReadError> {
         let dir = self.spec.dir.clone();
-        let events = self.events_tx.clone().ok_or("no event channel")?;
-        let watch = Watch::start(events).map_err(|e| format!("watching {}: {e}", dir.display()))?;
+        let watching = |source| ReadError::Watch {
+            dir: dir.clone(),
+            source,
+        };
+        let events = self
+            .events_tx
+            .clone()
+            .ok_or_else(|| watching(std::io::Error::other("no event channel")))?;
+        let watch = Watch::start(events).map_err(watching)?;
         self.watch = Some(watch);
         match self.add_watch(&dir) {
             Ok(()) => self.watch_subdirs(),
@@ -657,7 +664,7 @@ impl Coordinator {
                         dir.display()
                     ))));
             }
-            Err(e) => return Err(format!("watching {}: {e}", dir.display())),
+            Err(e) => return Err(watching(e.into())),
         }
         Ok(())
     }

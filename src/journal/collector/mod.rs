@@ -34,7 +34,7 @@ pub use groups::discover;
 pub(crate) use groups::{Starts, holds_cursor};
 
 use super::handle::Start;
-use super::protocol::{Mode, ReaderCtl};
+use super::protocol::{Mode, ReadError, ReaderCtl};
 use super::{EntryFilter, Text};
 
 /// What a collector reader reads.
@@ -67,7 +67,7 @@ struct Done {
     cursor: Option<String>,
     /// Read to the end (or more is waiting).
     at_end: bool,
-    error: Option<String>,
+    error: Option<ReadError>,
     /// The consumer is gone.
     closed: bool,
 }

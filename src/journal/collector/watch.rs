@@ -18,7 +18,7 @@ pub(super) struct Changes {
     /// The files written to, by watch.
     pub(super) touched: Vec<(i32, PathBuf)>,
     /// Waiting on inotify failed.
-    pub(super) failed: Option<String>,
+    pub(super) failed: Option<std::io::Error>,
 }
 
 /// The directory's inotify watch, and the thread that waits on it and
@@ -84,7 +84,7 @@ fn forward_inotify(fd: &OwnedFd, stop: &OwnedFd, events: &std_mpsc::Sender<Event
         match rustix::event::poll(&mut fds, None) {
             Ok(_) | Err(rustix::io::Errno::INTR) => {}
             Err(e) => {
-                let failed = Some(e.to_string());
+                let failed = Some(e.into());
                 let _ = events.send(Event::Fs(Changes {
                     rescan: false,
                     touched: Vec::new(),

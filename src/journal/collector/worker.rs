@@ -18,7 +18,7 @@ use crate::journal::handle::{
     Intact, Interner, Start, add_terms, damaged, find_cursor, in_match, present_terms, read_entry,
     resume_whole, seek, seqnum, terms, unfiltered,
 };
-use crate::journal::protocol::ReaderEvent;
+use crate::journal::protocol::{Mode, ReadError, ReaderEvent};
 use crate::journal::{Entry, EntryFilter, Text};
 
 /// Handles a worker keeps open; the least recently used is closed first.
@@ -47,7 +47,7 @@ struct OpenGroup {
 enum Stop {
     /// The consumer is gone.
     Closed,
-    Failed(String),
+    Failed(ReadError),
 }
 
 impl Done {
@@ -60,15 +60,9 @@ impl Done {
     }
 }
 
-impl From<String> for Stop {
-    fn from(e: String) -> Self {
+impl From<ReadError> for Stop {
+    fn from(e: ReadError) -> Self {
         Stop::Failed(e)
-    }
-}
-
-impl From<&str> for Stop {
-    fn from(e: &str) -> Self {
-        Stop::Failed(e.to_string())
     }
 }
 
@@ -88,7 +82,7 @@ struct Pass<'a> {
 pub(super) struct Worker {
     pub(super) filter: EntryFilter,
     /// Following: every term of the filter stays (see `present_terms`).
-    pub(super) follow: bool,
+    pub(super) mode: Mode,
     pub(super) batch: usize,
     pub(super) tx: mpsc::Sender<ReaderEvent>,
     pub(super) done: std_mpsc::Sender<Event>,
@@ -108,14 +102,14 @@ pub(super) struct Worker {
 impl Worker {
     pub(super) fn new(
         filter: EntryFilter,
-        follow: bool,
+        mode: Mode,
         batch: usize,
         tx: mpsc::Sender<ReaderEvent>,
         done: std_mpsc::Sender<Event>,
     ) -> Self {
         Self {
             filter,
-            follow,
+            mode,
             batch,
             tx,
             done,
@@ -169,21 +163,23 @@ impl Worker {
         files: &[PathBuf],
         start: &Start,
         filtered: bool,
-    ) -> Result<Journal, String> {
+    ) -> Result<Journal, ReadError> {
         let mut j = OpenFilesOptions::default()
             .open_files(files.iter().map(|p| p.as_os_str().as_encoded_bytes()))
-            .map_err(|e| format!("cannot open: {e}"))?;
-        j.set_data_threshold(0)
-            .map_err(|e| format!("cannot set data threshold: {e}"))?;
+            .map_err(ReadError::Open)?;
+        j.set_data_threshold(0).map_err(ReadError::DataThreshold)?;
         if filtered {
-            let terms = if self.follow {
+            let terms = if self.mode.follows() {
                 terms(&self.filter)
             } else {
                 present_terms(&mut j, &self.filter)
             };
-            add_terms(&mut j, &terms).map_err(|e| format!("cannot add matches: {e}"))?;
+            add_terms(&mut j, &terms).map_err(ReadError::Matches)?;
         }
-        seek(&mut j, start).map_err(|e| format!("cannot seek: {e}"))?;
+        seek(&mut j, start).map_err(|source| ReadError::Seek {
+            cursor: start.cursor().map(str::to_string),
+            source,
+        })?;
         Ok(j)
     }
 
@@ -335,19 +331,11 @@ impl Worker {
         };
         let mut j = self.open_group(files, &Start::Head, true)?;
         let mut batch = Vec::with_capacity(self.batch);
-        while j
-            .next()
-            .map_err(|e| format!("reading the next entry: {e}"))?
-            > 0
-        {
-            if j.timestamp_usec()
-                .map_err(|e| format!("reading a time: {e}"))?
-                >= until
-            {
+        while j.next().map_err(ReadError::Next)? > 0 {
+            if j.timestamp_usec().map_err(ReadError::Time)? >= until {
                 break;
             }
-            let mut e = read_entry(&mut j, &mut self.names)
-                .map_err(|e| format!("reading an entry: {e}"))?;
+            let mut e = read_entry(&mut j, &mut self.names).map_err(ReadError::Entry)?;
             e.cursor = None;
             e.group = Some(self.names.group(key));
             if let Some(w) = self.walked.get_mut(key) {
@@ -374,9 +362,7 @@ impl Worker {
         reuse: bool,
     ) -> Result<(), Stop> {
         loop {
-            let n =
-                o.j.next()
-                    .map_err(|e| format!("reading the next entry: {e}"))?;
+            let n = o.j.next().map_err(ReadError::Next)?;
             if n == 0 {
                 // A handle over named files: files leave it only when
                 // libsystemd gives up on them.
@@ -397,9 +383,8 @@ impl Worker {
                     continue;
                 }
             }
-            let cursor = |j: &Journal| j.cursor().map_err(|e| format!("reading a cursor: {e}"));
-            let mut entry = read_entry(&mut o.j, &mut self.names)
-                .map_err(|e| format!("reading an entry: {e}"))?;
+            let cursor = |j: &Journal| j.cursor().map_err(ReadError::Cursor);
+            let mut entry = read_entry(&mut o.j, &mut self.names).map_err(ReadError::Entry)?;
             if o.whole {
                 if !in_match(&self.filter, &entry) {
                     continue;
@@ -436,11 +421,10 @@ impl Worker {
     /// After libsystemd gave up on a file through the match: go on from the
     /// last entry read, without the match.
     fn go_on_whole(o: &mut OpenGroup, pass: &mut Pass<'_>, done: &Done) -> Result<(), Stop> {
-        let mut u = unfiltered(&o.files).ok_or("cannot open the files again")?;
+        let mut u = unfiltered(&o.files).ok_or(ReadError::Reopen)?;
         if let Some(last) = pass.batch.last_mut() {
             if last.cursor.is_none() {
-                let found =
-                    find_cursor(&mut u, last).ok_or("cannot find the last entry read again")?;
+                let found = find_cursor(&mut u, last).ok_or(ReadError::Refind)?;
                 last.cursor = Some(found);
             }
         }
@@ -471,7 +455,7 @@ impl Worker {
                     Ok(c) => c,
                     Err(e) => unfiltered(&o.files)
                         .and_then(|mut u| find_cursor(&mut u, last))
-                        .ok_or_else(|| format!("reading a cursor: {e}"))?,
+                        .ok_or(ReadError::Cursor(e))?,
                 });
             }
             done.cursor.clone_from(&last.cursor);

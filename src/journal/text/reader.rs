@@ -11,7 +11,7 @@ use super::paste::{
 };
 use super::prefix::{Prefix, Stamp, clean_ident, host_tag, prefix, with_klog_fraction};
 use crate::journal::{Entry, Item, Malformed, SourceError};
-use sentinel_core::time::{Clock, Micros, Placer};
+use sentinel_core::time::{Clock, Impossible, Micros, Placer};
 
 /// The most of one physical line that is kept: well above journald's
 /// `LineMax` (48 KiB), below anything that costs memory.
@@ -115,9 +115,9 @@ enum Physical<'a> {
 
 impl<R: BufRead> TextReader<R> {
     /// The line's own time: a klog header's, or a JSON-format `ts`.
-    fn own_time(&mut self, msg: &str) -> Result<Option<Micros>, String> {
+    fn own_time(&mut self, msg: &str) -> Result<Option<Micros>, Impossible> {
         if let Some(wall) = sentinel_core::parse::klog::leading_time(msg) {
-            return self.placer.place(wall).map(Some).map_err(|e| e.to_string());
+            return self.placer.place(wall).map(Some);
         }
         if msg.starts_with("{\"") {
             let Some(ts) = msg.split_once("\"ts\":").map(|(_, t)| t) else {
@@ -136,20 +136,16 @@ impl<R: BufRead> TextReader<R> {
         Ok(None)
     }
 
-    fn stamp_time(&mut self, at: Stamp, msg: &str) -> Result<Option<Micros>, String> {
+    fn stamp_time(&mut self, at: Stamp, msg: &str) -> Result<Option<Micros>, Impossible> {
         match at {
-            Stamp::Wall(w) => self
-                .placer
-                .place(with_klog_fraction(w, msg))
-                .map(Some)
-                .map_err(|e| e.to_string()),
+            Stamp::Wall(w) => self.placer.place(with_klog_fraction(w, msg)).map(Some),
             Stamp::Absolute(t) => Ok(Some(t)),
             Stamp::Unknown => self.own_time(msg),
         }
     }
 
     /// A record that starts with a journal or syslog prefix.
-    fn prefixed<'a>(&mut self, msg: &'a str, p: Prefix<'_>) -> Result<Physical<'a>, String> {
+    fn prefixed<'a>(&mut self, msg: &'a str, p: Prefix<'_>) -> Result<Physical<'a>, Impossible> {
         Ok(Physical::Record {
             entry: Entry {
                 at: self.stamp_time(p.at, msg)?,
@@ -162,7 +158,7 @@ impl<R: BufRead> TextReader<R> {
         })
     }
 
-    fn classify<'a>(&mut self, line: &'a str) -> Result<Physical<'a>, String> {
+    fn classify<'a>(&mut self, line: &'a str) -> Result<Physical<'a>, Impossible> {
         let trimmed = line.trim();
         if is_banner(trimmed) {
             return Ok(Physical::Skip);
@@ -358,10 +354,10 @@ impl<R: BufRead> TextReader<R> {
         };
         let classified = match self.classify(&text) {
             Ok(c) => c,
-            Err(reason) => {
+            Err(impossible) => {
                 self.ready.push_back(Item::Malformed(Malformed {
                     place: self.place(),
-                    reason,
+                    reason: impossible.to_string(),
                 }));
                 return;
             }

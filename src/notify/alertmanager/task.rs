@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::alerts::{alert, firing_until, heartbeat};
 use crate::config::Endpoint;
 use crate::config::{AlertmanagerConfig, Config};
+use crate::journal::Mode;
 use crate::notify::{backoff, outbox, worker};
 use crate::status::DeliveryStats;
 use crate::status::{DeliveryReport, Now};
@@ -193,7 +194,7 @@ impl AlertmanagerTask {
             posted: HashMap::new(),
             host: crate::config::hostname(),
         };
-        t.configure(config);
+        worker::Deliverer::configure(&mut t, config);
         // As the mailer: the outbox as it stands, before the first pass.
         if let Ok(all) = t.store.outbox() {
             let mine: Vec<OutboxEntry> = all
@@ -203,42 +204,6 @@ impl AlertmanagerTask {
             t.publish_outbox(&mine);
         }
         t
-    }
-
-    /// Applies `[alert.alertmanager]` (at start and on every reload).
-    pub(crate) fn configure(&mut self, config: &Config) {
-        self.cfg = config.alert.alertmanager.clone();
-        self.settings = config.tracker_settings();
-        self.retry_max = config.alert.retry_max.0;
-        self.endpoints.clone_from(&self.cfg.urls);
-        self.tls = None;
-        self.lanes = None;
-        self.stats.disabled = None;
-        self.stats.unusable = false;
-        if self.endpoints.iter().any(|e| e.tls) {
-            let extra = match &self.cfg.ca_file {
-                None => Ok(Vec::new()),
-                Some(ca) => crate::notify::transport::read_ca(ca),
-            };
-            match extra.and_then(crate::notify::smtp::implicit_tls_config) {
-                Ok(c) => self.tls = Some(c),
-                Err(e) => {
-                    tracing::error!("Alertmanager over https: {e}");
-                    self.stats.disabled = Some(e);
-                    self.stats.unusable = true;
-                }
-            }
-        }
-        if self.endpoints.is_empty() {
-            self.stats.disabled = Some("[alert.alertmanager] urls is empty".into());
-        }
-        self.stats.target = self
-            .endpoints
-            .iter()
-            .map(Endpoint::shown)
-            .collect::<Vec<_>>()
-            .join(", ");
-        self.publish.send_replace(self.stats.clone());
     }
 
     fn active(&self) -> bool {
@@ -325,125 +290,6 @@ impl AlertmanagerTask {
         }
         out.push(a);
         out
-    }
-
-    /// Delivers what is due in the outbox; returns when to look next.
-    async fn pass(
-        &mut self,
-        shutdown: &CancellationToken,
-        once: bool,
-    ) -> Result<Option<Micros>, StoreError> {
-        let entries: Vec<OutboxEntry> = self
-            .blocking(|s| s.outbox())
-            .await?
-            .into_iter()
-            .filter(|e| e.channel == Channel::Alertmanager)
-            .collect();
-        if !self.active() {
-            self.publish_outbox(&entries);
-            return Ok(None);
-        }
-        let now = (self.now)();
-        // Silences hold alerts back, acknowledgements drop reminders.
-        let (mut entries, dropped) = self
-            .blocking(move |s| crate::notify::control::apply(&s, entries, now))
-            .await?;
-        for (e, why) in dropped {
-            tracing::info!(
-                incident = %e.incident,
-                node = %sentinel_core::tracker::one_line(&e.node, 253),
-                "{} for node {} not posted to Alertmanager: {why}",
-                e.kind.words(),
-                sentinel_core::tracker::one_line(&e.node, 80)
-            );
-        }
-        self.publish_outbox(&entries);
-        // Everything due goes in one POST: an alert list is what the API
-        // takes, and the Alertmanager does the grouping.
-        let due: Vec<OutboxEntry> = entries
-            .iter()
-            .filter(|e| !e.held_at(now))
-            .filter(|e| once || e.next_attempt_at <= now)
-            .cloned()
-            .collect();
-        if !due.is_empty() {
-            let ids: Vec<String> = due.iter().map(|e| e.incident.clone()).collect();
-            let found = self
-                .blocking(move |s| {
-                    ids.iter()
-                        .map(|id| s.incident(id))
-                        .collect::<Result<Vec<_>, _>>()
-                })
-                .await?;
-            let mut incidents: Vec<Incident> = Vec::new();
-            for i in found.into_iter().flatten() {
-                if !incidents.iter().any(|x| x.id == i.id) {
-                    incidents.push(i);
-                }
-            }
-            let mut alerts = Vec::new();
-            for i in &incidents {
-                alerts.extend(self.alerts_for(i, now));
-            }
-            let seqs: Vec<u64> = due.iter().map(|e| e.seq).collect();
-            let result = if alerts.is_empty() {
-                Ok(String::new())
-            } else {
-                self.post_all(&alerts, shutdown).await
-            };
-            if shutdown.is_cancelled() {
-                return Ok(None);
-            }
-            let now = (self.now)();
-            self.stats.last_at = Some(now);
-            match result {
-                Ok(to) => {
-                    let remove = seqs.clone();
-                    // The first alerts of their incidents (not resolved
-                    // notices) count as their delivery.
-                    let firsts: Vec<String> = incidents
-                        .iter()
-                        .filter(|i| {
-                            due.iter()
-                                .any(|e| e.incident == i.id && e.kind != AlertKind::Resolved)
-                        })
-                        .map(|i| i.id.clone())
-                        .collect();
-                    let recorded = firsts.clone();
-                    self.blocking(move |s| s.delivered(&remove, &recorded, now))
-                        .await?;
-                    entries.retain(|e| !seqs.contains(&e.seq));
-                    if !alerts.is_empty() {
-                        tracing::info!(
-                            "{} alert{} posted to Alertmanager {to}",
-                            alerts.len(),
-                            if alerts.len() == 1 { "" } else { "s" }
-                        );
-                        self.stats.sent += 1;
-                        self.stats.last_result = Some(format!("posted to {to}"));
-                        self.stats.last_success_at = Some(now);
-                        let _ = self.reports.send(DeliveryReport {
-                            incidents: firsts,
-                            at: now,
-                        });
-                    }
-                }
-                Err(err) => {
-                    self.retry_later(due, &mut entries, alerts.len(), err, now)
-                        .await?;
-                }
-            }
-            self.publish_outbox(&entries);
-        }
-        // Firing alerts again, so a restarted Alertmanager has them back.
-        let now = (self.now)();
-        if once || now >= self.next_resend {
-            self.next_resend = now + self.cfg.resend_interval.0;
-            self.resend(shutdown, !once).await?;
-        }
-        let next = outbox::next_due(&entries, 0, now)
-            .map_or(self.next_resend, |d| d.min(self.next_resend));
-        Ok(Some(next))
     }
 
     /// No instance took `due`: each is tried again after the backoff (and
@@ -561,16 +407,159 @@ impl worker::Deliverer for AlertmanagerTask {
         (self.now)()
     }
 
+    /// Applies `[alert.alertmanager]` (at start and on every reload).
     fn configure(&mut self, config: &Config) {
-        AlertmanagerTask::configure(self, config);
+        self.cfg = config.alert.alertmanager.clone();
+        self.settings = config.tracker_settings();
+        self.retry_max = config.alert.retry_max.0;
+        self.endpoints.clone_from(&self.cfg.urls);
+        self.tls = None;
+        self.lanes = None;
+        self.stats.disabled = None;
+        self.stats.unusable = false;
+        if self.endpoints.iter().any(|e| e.tls) {
+            let extra = match &self.cfg.ca_file {
+                None => Ok(Vec::new()),
+                Some(ca) => crate::notify::transport::read_ca(ca),
+            };
+            match extra.and_then(crate::notify::smtp::implicit_tls_config) {
+                Ok(c) => self.tls = Some(c),
+                Err(e) => {
+                    tracing::error!("Alertmanager over https: {e}");
+                    self.stats.disabled = Some(e);
+                    self.stats.unusable = true;
+                }
+            }
+        }
+        if self.endpoints.is_empty() {
+            self.stats.disabled = Some("[alert.alertmanager] urls is empty".into());
+        }
+        self.stats.target = self
+            .endpoints
+            .iter()
+            .map(Endpoint::shown)
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.publish.send_replace(self.stats.clone());
     }
 
+    /// Delivers what is due in the outbox; returns when to look next.
     async fn pass(
         &mut self,
         shutdown: &CancellationToken,
-        once: bool,
+        mode: Mode,
     ) -> Result<Option<Micros>, StoreError> {
-        AlertmanagerTask::pass(self, shutdown, once).await
+        let entries: Vec<OutboxEntry> = self
+            .blocking(|s| s.outbox())
+            .await?
+            .into_iter()
+            .filter(|e| e.channel == Channel::Alertmanager)
+            .collect();
+        if !self.active() {
+            self.publish_outbox(&entries);
+            return Ok(None);
+        }
+        let now = (self.now)();
+        // Silences hold alerts back, acknowledgements drop reminders.
+        let (mut entries, dropped) = self
+            .blocking(move |s| crate::notify::control::apply(&s, entries, now))
+            .await?;
+        for (e, why) in dropped {
+            tracing::info!(
+                incident = %e.incident,
+                node = %sentinel_core::tracker::one_line(&e.node, 253),
+                "{} for node {} not posted to Alertmanager: {why}",
+                e.kind.words(),
+                sentinel_core::tracker::one_line(&e.node, 80)
+            );
+        }
+        self.publish_outbox(&entries);
+        // Everything due goes in one POST: an alert list is what the API
+        // takes, and the Alertmanager does the grouping.
+        let due: Vec<OutboxEntry> = entries
+            .iter()
+            .filter(|e| !e.held_at(now))
+            .filter(|e| mode == Mode::Once || e.next_attempt_at <= now)
+            .cloned()
+            .collect();
+        if !due.is_empty() {
+            let ids: Vec<String> = due.iter().map(|e| e.incident.clone()).collect();
+            let found = self
+                .blocking(move |s| {
+                    ids.iter()
+                        .map(|id| s.incident(id))
+                        .collect::<Result<Vec<_>, _>>()
+                })
+                .await?;
+            let mut incidents: Vec<Incident> = Vec::new();
+            for i in found.into_iter().flatten() {
+                if !incidents.iter().any(|x| x.id == i.id) {
+                    incidents.push(i);
+                }
+            }
+            let mut alerts = Vec::new();
+            for i in &incidents {
+                alerts.extend(self.alerts_for(i, now));
+            }
+            let seqs: Vec<u64> = due.iter().map(|e| e.seq).collect();
+            let result = if alerts.is_empty() {
+                Ok(String::new())
+            } else {
+                self.post_all(&alerts, shutdown).await
+            };
+            if shutdown.is_cancelled() {
+                return Ok(None);
+            }
+            let now = (self.now)();
+            self.stats.last_at = Some(now);
+            match result {
+                Ok(to) => {
+                    let remove = seqs.clone();
+                    // The first alerts of their incidents (not resolved
+                    // notices) count as their delivery.
+                    let firsts: Vec<String> = incidents
+                        .iter()
+                        .filter(|i| {
+                            due.iter()
+                                .any(|e| e.incident == i.id && e.kind != AlertKind::Resolved)
+                        })
+                        .map(|i| i.id.clone())
+                        .collect();
+                    let recorded = firsts.clone();
+                    self.blocking(move |s| s.delivered(&remove, &recorded, now))
+                        .await?;
+                    entries.retain(|e| !seqs.contains(&e.seq));
+                    if !alerts.is_empty() {
+                        tracing::info!(
+                            "{} alert{} posted to Alertmanager {to}",
+                            alerts.len(),
+                            if alerts.len() == 1 { "" } else { "s" }
+                        );
+                        self.stats.sent += 1;
+                        self.stats.last_result = Some(format!("posted to {to}"));
+                        self.stats.last_success_at = Some(now);
+                        let _ = self.reports.send(DeliveryReport {
+                            incidents: firsts,
+                            at: now,
+                        });
+                    }
+                }
+                Err(err) => {
+                    self.retry_later(due, &mut entries, alerts.len(), err, now)
+                        .await?;
+                }
+            }
+            self.publish_outbox(&entries);
+        }
+        // Firing alerts again, so a restarted Alertmanager has them back.
+        let now = (self.now)();
+        if mode == Mode::Once || now >= self.next_resend {
+            self.next_resend = now + self.cfg.resend_interval.0;
+            self.resend(shutdown, mode.follows()).await?;
+        }
+        let next = outbox::next_due(&entries, 0, now)
+            .map_or(self.next_resend, |d| d.min(self.next_resend));
+        Ok(Some(next))
     }
 
     fn failed(&self) -> u64 {
