@@ -66,8 +66,8 @@ const CORE_FLOORS: &[&[&str]] = &[
 const TRACKER_FLOORS: &[&[&str]] = &[
     &["terms", "decision", "timeline", "words"],
     &["evidence", "settings"],
-    &["detail"],
     &["incident"],
+    &["kind"],
     &["open"],
     &[
         "endpoint",

@@ -23,11 +23,12 @@
 //! go: entry time always; wall time only for quiet the journal confirms.
 
 // Floors, bottom first (a file imports only lower ones; the architecture
-// test holds them): the shared words (`terms`, `evidence`, `decision`,
-// `words`, `timeline`, `settings`), each kind's data (`detail`), the
-// incident, the open incidents (`open`), then the machines that change
-// them (`endpoint`, `down`, `not_ready`, `silent`, `context`, `bounds`,
-// and this file).
+// test holds them): the shared words (`terms`, `decision`, `timeline`,
+// `words`; `evidence`, `settings`); the incident, whatever its kind
+// (`incident`); the kinds, each its data and rules, and the one enum of
+// them (`kind/`); the open incidents (`open`); then the machines that
+// change them (`endpoint`, `down`, `not_ready`, `silent`, `context`,
+// `bounds`, and this file).
 mod decision;
 mod evidence;
 mod settings;
@@ -35,8 +36,8 @@ mod terms;
 pub mod timeline;
 mod words;
 
-mod detail;
 mod incident;
+mod kind;
 mod open;
 
 mod bounds;
@@ -51,10 +52,10 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde::{Deserialize, Serialize};
 
 pub use decision::{AlertKind, Alerted, Decision, Observation};
-pub use detail::{Counters, Detail, Down, NodeStatus, NotReady, Outage, Silent};
 pub use endpoint::{Member, MemberWrite};
 pub use evidence::Evidence;
-pub use incident::{Ack, Anchor, Incident};
+pub use incident::{Ack, Anchor, IncidentOf};
+pub use kind::{Counters, Detail, Down, Incident, NodeStatus, NotReady, Outage, Silent};
 use open::OpenKey;
 pub use settings::{Limits, Settings, Threshold};
 pub use terms::{IncidentKind, Resolution, Status, Verdict};

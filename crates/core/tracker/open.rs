@@ -15,8 +15,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::detail::Detail;
-use super::incident::{Incident, incident_id};
+use super::incident::incident_id;
+use super::kind::{Detail, Incident};
 use super::terms::IncidentKind;
 use crate::time::Micros;
 

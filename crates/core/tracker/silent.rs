@@ -37,15 +37,12 @@
 
 use super::open::OpenKey;
 use super::{
-    AlertKind, Decision, Detail, Incident, IncidentKind, Origin, Resolution, Settings, Silent,
-    Tracker,
+    AlertKind, Decision, Detail, Incident, IncidentKind, Origin, Resolution, Silent, Tracker,
 };
 use std::collections::BTreeSet;
 
 use crate::signals::SignalKind;
 use crate::time::Micros;
-
-use crate::time::{clock, human_duration};
 
 impl Tracker {
     /// Whether the source is a collector's directory, whose hosts are
@@ -230,46 +227,11 @@ impl Tracker {
     }
 }
 
-impl Incident {
-    /// One paragraph for a person: which host, since when, its last node.
-    pub(super) fn silent_diagnosis(&self, h: &Silent, settings: &Settings) -> String {
-        let host = self.host.as_deref().unwrap_or(&self.node);
-        let last = h.last_entry_at;
-        // Opened `silent_after` past its last entry; a late upload that
-        // went on while it was behind moved its last entry, not the
-        // opening.
-        let after = (self.opened_at - last).max(settings.silent_after);
-        let mut s = format!(
-            "Host {host} (last node {}) has written nothing since {}: silent for {} or more \
-             while the other hosts' journals went on. The host may be down, cut off from the \
-             collector, or its journal upload (systemd-journal-upload) stopped.",
-            self.node,
-            clock(last),
-            human_duration(after),
-        );
-        match (self.resolution, self.resolved_at) {
-            (Some(Resolution::Wrote), Some(r)) if r - last >= settings.silent_after => {
-                s.push_str(&format!(
-                    " Resolved at {}: the host wrote again after {} of silence.",
-                    clock(r),
-                    human_duration(r - last)
-                ));
-            }
-            (Some(Resolution::Wrote), Some(r)) => s.push_str(&format!(
-                " Resolved at {}: its journal, uploaded late, caught up with the other hosts'.",
-                clock(r)
-            )),
-            _ => {}
-        }
-        s
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::time::SECOND;
-    use crate::tracker::Status;
+    use crate::tracker::{Settings, Status};
 
     const MIN: Micros = 60 * SECOND;
 

@@ -40,16 +40,14 @@ use serde::{Deserialize, Serialize};
 
 use super::Tracker;
 use super::decision::{AlertKind, Decision};
-use super::detail::{Detail, Outage};
 use super::evidence::{EVIDENCE_HEAD, Evidence};
-use super::incident::{Incident, incident_id};
+use super::incident::incident_id;
+use super::kind::{Detail, Incident, Outage};
 use super::open::OpenKey;
 use super::terms::{IncidentKind, Resolution};
-use super::words::one_line;
 use crate::signals::Cause;
 use crate::time::{Micros, SECOND};
 
-mod diagnosis;
 mod fast;
 
 use fast::NodesNamed;
