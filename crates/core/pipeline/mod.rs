@@ -13,6 +13,11 @@ use crate::signals::{self, Signal};
 use crate::time::Micros;
 use crate::tracker::{Decision, Observation, Settings, Tracker};
 
+mod hosts;
+
+use hosts::HostBook;
+pub use hosts::{FUTURE_SLACK, HOST_IDLE, KUBELETS_BEGAN};
+
 /// What was read, for the summary and the metrics. Every kubelet entry is
 /// counted once as a line, a continuation, or unparsed.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -146,48 +151,9 @@ pub struct Pipeline {
     out: Vec<Out>,
     /// Malformed records, for the caller to report.
     pub malformed: Vec<Malformed>,
-    /// Each host's clock (design section 4.1).
-    clocks: BTreeMap<Text, HostClock>,
-    /// Counts batches, to tell which hosts a batch carried.
-    batch: u64,
+    /// The hosts read: their clocks, which write now, `[fleet] max_hosts`.
+    hosts: HostBook,
     no_host: Text,
-    /// Entries dated after this are not believed (see [`Pipeline::set_now`]).
-    horizon: Option<Micros>,
-    /// Every host read, with the number of [`Pipeline::caught_up`] calls
-    /// before its first and before its latest entry (see [`Pipeline::live`]).
-    hosts_read: BTreeMap<Text, (u64, u64)>,
-    catch_ups: u64,
-    /// Hosts whose clock cannot be trusted (see [`Pipeline::clock_untrusted`]).
-    untrusted_clocks: BTreeSet<Text>,
-    /// Past `[fleet] max_hosts` by records: the fleet's time when the idle
-    /// hosts' records were last forgotten, and the records left (all
-    /// active then) — looked at again when either moved, not at every
-    /// refused entry.
-    active_hosts: Option<(Micros, usize)>,
-}
-
-/// A host with no entry for this long (of the fleet's time) and no open
-/// incident no longer counts toward `[fleet] max_hosts`: a fleet whose
-/// nodes come and go under new names keeps reading the new ones.
-pub const HOST_IDLE: Micros = 24 * 3600 * crate::time::SECOND;
-
-/// No kubelet wrote before this (Kubernetes' first commit, June 2014): a
-/// line dated earlier comes from a host whose clock is wrong.
-pub const KUBELETS_BEGAN: Micros = 1_401_580_800_000_000;
-
-/// How far ahead of the machine's clock an entry may be dated (time zones,
-/// a skewed clock) before its time is not believed.
-pub const FUTURE_SLACK: Micros = 24 * 3600 * crate::time::SECOND;
-
-/// How far a host's entries have got, and when the last of them was read.
-#[derive(Debug, Clone, Copy)]
-struct HostClock {
-    /// The latest entry time seen from the host.
-    seen_at: Micros,
-    /// Wall time when its latest entry was read (the service only).
-    arrived_at: Option<Micros>,
-    /// The batch that last carried an entry of the host.
-    batch: u64,
 }
 
 /// Bound on malformed records kept for reporting; the rest are only counted.
@@ -208,14 +174,8 @@ impl Pipeline {
             summary: Summary::default(),
             out: Vec::new(),
             malformed: Vec::new(),
-            clocks: BTreeMap::new(),
-            batch: 0,
+            hosts: HostBook::default(),
             no_host: Text::from(""),
-            horizon: None,
-            hosts_read: BTreeMap::new(),
-            catch_ups: 0,
-            untrusted_clocks: BTreeSet::new(),
-            active_hosts: None,
         }
     }
 
@@ -272,7 +232,7 @@ impl Pipeline {
 
     /// Each host's newest entry time (its clock), host by host.
     pub fn host_times(&self) -> impl Iterator<Item = (&str, Micros)> {
-        self.clocks.iter().map(|(h, c)| (&**h, c.seen_at))
+        self.hosts.times().map(|(h, at)| (&**h, at))
     }
 
     #[must_use]
@@ -311,13 +271,10 @@ impl Pipeline {
     /// state at every commit, until the end (a collector's catch-up would
     /// otherwise hold one line per host).
     pub fn activity(&mut self, host: &str, at: Micros, decisions: &mut Vec<Decision>) {
-        if self.horizon.is_none_or(|h| at <= h) && self.within_hosts(host, Some(at)) {
+        if self.hosts.believed(at) && self.hosts.within(&mut self.tracker, host, Some(at)) {
             self.tracker.journal_reaches(host, at, decisions);
             if self.joiner.earliest_held(host).is_some_and(|e| e <= at) {
-                let mut out = std::mem::take(&mut self.out);
-                self.joiner.release_quiet(host, at, &mut out);
-                self.drain(&mut out, decisions);
-                self.out = out;
+                self.join(decisions, |j, out| j.release_quiet(host, at, out));
             }
         }
     }
@@ -326,7 +283,7 @@ impl Pipeline {
     /// within `[fleet] max_hosts`. Counts (and names the first of) those
     /// that are not.
     fn admits(&mut self, host: &str, at: Option<Micros>) -> bool {
-        if self.within_hosts(host, at) {
+        if self.hosts.within(&mut self.tracker, host, at) {
             return true;
         }
         self.summary.hosts_refused += 1;
@@ -336,57 +293,19 @@ impl Pipeline {
         false
     }
 
-    /// A host already read, or one more within `[fleet] max_hosts` of the
-    /// hosts active lately (see [`HOST_IDLE`]).
-    fn within_hosts(&mut self, host: &str, at: Option<Micros>) -> bool {
-        let most = self.tracker.settings().max_hosts;
-        if self.tracker.knows_host(host)
-            || self.hosts_read.contains_key(host)
-            || self.tracker.hosts().max(self.hosts_read.len()) < most
-        {
-            return true;
-        }
-        // The fleet's time, or this entry's when later: a refused host's
-        // entries move no clock, yet say how late it is.
-        let fleet = self.tracker.fleet_newest().unwrap_or(0).max(
-            at.filter(|&t| self.horizon.is_none_or(|h| t <= h))
-                .unwrap_or(0),
-        );
-        let records = self.tracker.hosts();
-        let active = match self.active_hosts {
-            Some((at, n)) if n == records && fleet - at < 60 * crate::time::SECOND => n,
-            _ => {
-                // The idle hosts' records go (they are what grew); the
-                // hosts left are the active ones.
-                for h in self
-                    .tracker
-                    .forget_idle_hosts(fleet.saturating_sub(HOST_IDLE))
-                {
-                    self.clocks.remove(h.as_str());
-                    self.hosts_read.remove(h.as_str());
-                    self.untrusted_clocks.remove(h.as_str());
-                }
-                let count = self.tracker.hosts();
-                self.active_hosts = Some((fleet, count));
-                count
-            }
-        };
-        active < most
-    }
-
     /// The machine's clock, given by the caller (the core reads none): an
     /// entry dated more than [`FUTURE_SLACK`] after it (a year-9999 record,
     /// a garbage timestamp) is counted as damaged and read at the time of
     /// the entry before it, so it cannot move its host's clock to the end
     /// of time and resolve everything open.
     pub fn set_now(&mut self, now: Micros) {
-        self.horizon = Some(now.saturating_add(FUTURE_SLACK));
+        self.hosts.set_now(now);
     }
 
     /// The reader has read everything there is (the service, at each
     /// `Tail`): what it reads from now on was written after this.
     pub fn caught_up(&mut self) {
-        self.catch_ups += 1;
+        self.hosts.caught_up();
     }
 
     /// `host`'s latest entry was read after the reader had been caught up
@@ -396,9 +315,7 @@ impl Pipeline {
     /// quiet hands on later) what was read from it had already been written.
     #[must_use]
     pub fn live(&self, host: &str) -> bool {
-        self.hosts_read
-            .get(host)
-            .is_some_and(|&(first, latest)| first < latest)
+        self.hosts.live(host)
     }
 
     /// Whether `host`'s clock cannot be trusted: the service read lines of
@@ -407,17 +324,18 @@ impl Pipeline {
     /// read, not by its times (which still place its lines).
     #[must_use]
     pub fn clock_untrusted(&self, host: &str) -> bool {
-        self.untrusted_clocks.contains(host)
+        self.hosts.clock_untrusted(host)
     }
 
     fn distrust(&mut self, e: &Entry) {
         let host = e.host.clone().unwrap_or_else(|| self.no_host.clone());
-        if !self.untrusted_clocks.contains(&host) {
-            self.untrusted_clocks.insert(host);
-        }
+        self.hosts.distrust(host);
     }
 
-    /// Takes one entry.
+    /// Takes one entry: admitted (its host within the bounds), dated
+    /// (its time believed, or its host's), then routed (a context line,
+    /// an untrusted writer's, a foreign line, systemd's word about the
+    /// kubelet, or the kubelet's own line to the joiner).
     pub fn push(&mut self, mut entry: Entry, decisions: &mut Vec<Decision>) {
         self.summary.entries += 1;
         if let Some(host) = entry.host.as_deref() {
@@ -425,36 +343,25 @@ impl Pipeline {
                 return;
             }
         }
+        self.date(&mut entry, decisions);
+        self.route(entry, decisions);
+    }
+
+    /// Dates an entry: a time before any kubelet or past the machine's
+    /// clock marks its host's clock untrusted; one past the clock is not
+    /// believed (counted damaged, read at its host's time). An entry
+    /// without a time of its own takes the last one seen. Any entry of a
+    /// host with a believed time shows how far its journal has got.
+    fn date(&mut self, entry: &mut Entry, decisions: &mut Vec<Decision>) {
         let mut future = false;
-        if let (Some(at), Some(_)) = (entry.at, self.horizon) {
+        if let (Some(at), true) = (entry.at, self.hosts.has_clock()) {
             if at < KUBELETS_BEGAN {
-                self.distrust(&entry);
+                self.distrust(entry);
             }
-        }
-        if let (Some(at), Some(horizon)) = (entry.at, self.horizon) {
-            if at > horizon {
-                self.distrust(&entry);
+            if !self.hosts.believed(at) {
+                self.distrust(entry);
                 future = true;
-                self.summary.damaged += 1;
-                self.summary.future_dated += 1;
-                if self.malformed.len() < MALFORMED_KEPT {
-                    self.malformed.push(Malformed {
-                        place: format!(
-                            "an entry from {}{}",
-                            source_name(&entry),
-                            entry
-                                .cursor
-                                .as_deref()
-                                .map(|c| format!(" (cursor {c})"))
-                                .unwrap_or_default()
-                        ),
-                        reason: format!(
-                            "dated {}, more than a day after this machine's clock: read at the \
-                             time of its host's entry before it",
-                            crate::time::rfc3339(at)
-                        ),
-                    });
-                }
+                self.future_dated(entry, at);
                 entry.at = None;
             }
         }
@@ -471,15 +378,45 @@ impl Pipeline {
             self.see_time(at);
         } else {
             entry.at = if future {
-                let host = entry.host.as_deref().unwrap_or("");
-                self.clocks.get(host).map(|c| c.seen_at)
+                self.hosts.seen_at(entry.host.as_deref().unwrap_or(""))
             } else {
                 self.summary.last_at
             };
             // A status header or catalog line (foreign, never timed) is
             // not an entry whose time is missing.
-            self.summary.untimed += u64::from(entry.at.is_none() && !foreign(&entry));
+            self.summary.untimed += u64::from(entry.at.is_none() && !foreign(entry));
         }
+    }
+
+    /// An entry dated `at`, more than a day after the machine's clock:
+    /// counted damaged and reported.
+    fn future_dated(&mut self, entry: &Entry, at: Micros) {
+        self.summary.damaged += 1;
+        self.summary.future_dated += 1;
+        if self.malformed.len() < MALFORMED_KEPT {
+            self.malformed.push(Malformed {
+                place: format!(
+                    "an entry from {}{}",
+                    source_name(entry),
+                    entry
+                        .cursor
+                        .as_deref()
+                        .map(|c| format!(" (cursor {c})"))
+                        .unwrap_or_default()
+                ),
+                reason: format!(
+                    "dated {}, more than a day after this machine's clock: read at the \
+                     time of its host's entry before it",
+                    crate::time::rfc3339(at)
+                ),
+            });
+        }
+    }
+
+    /// Where a dated entry goes: another unit's (context), an untrusted
+    /// writer's look-alike, or the kubelet's: a foreign line, systemd's
+    /// word about the unit, or a line of the kubelet's own for the joiner.
+    fn route(&mut self, entry: Entry, decisions: &mut Vec<Decision>) {
         if !self.filter.matches(&entry) && !self.adopt(&entry) {
             self.context(&entry, decisions);
             return;
@@ -494,56 +431,49 @@ impl Pipeline {
                 self.tracker.kubelet_pid(&host, pid);
             }
         }
-        match self.hosts_read.get_mut(&host) {
-            Some((_, latest)) => *latest = self.catch_ups,
-            None => {
-                self.hosts_read
-                    .insert(host.clone(), (self.catch_ups, self.catch_ups));
-            }
-        }
+        self.hosts.read(&host);
         let at = entry.at;
         // A line held for continuations whose stream this entry shows has
         // ended is handed on first, in the journal's order.
-        let mut out = std::mem::take(&mut self.out);
-        self.joiner.release_ended(&entry, &mut out);
-        self.drain(&mut out, decisions);
-        self.out = out;
+        self.join(decisions, |j, out| j.release_ended(&entry, out));
         if foreign(&entry) {
             self.summary.foreign += 1;
-            let mut out = std::mem::take(&mut self.out);
-            self.joiner.interrupt(&entry, &mut out);
-            self.drain(&mut out, decisions);
-            self.out = out;
-            if let Some(at) = at {
-                self.tick(&host, at, decisions);
-            }
-            return;
-        }
-        if entry.from_systemd || entry.identifier.as_deref() == Some("systemd") {
-            let text = crate::model::text(&entry.message);
-            match signals::recognize_systemd(&text) {
-                Some(sig) => {
-                    self.summary.kubelet_lines += 1;
-                    self.summary.lines += 1;
-                    self.summary.recognized += 1;
-                    let at = entry.at.unwrap_or(0);
-                    self.observe(&sig, at, &entry, None, &text, decisions);
-                }
-                // systemd's other words about the unit ("Deactivated
-                // successfully", "Failed to kill control group"): not the
-                // kubelet's lines, so not unparsed ones either.
-                None => self.summary.foreign += 1,
-            }
+            self.join(decisions, |j, out| j.interrupt(&entry, out));
+        } else if entry.from_systemd || entry.identifier.as_deref() == Some("systemd") {
+            self.systemd(&entry, decisions);
         } else {
             self.summary.kubelet_lines += 1;
-            let mut out = std::mem::take(&mut self.out);
-            self.joiner.push(entry, &mut out);
-            self.drain(&mut out, decisions);
-            self.out = out;
+            self.join(decisions, |j, out| j.push(entry, out));
         }
         if let Some(at) = at {
             self.tick(&host, at, decisions);
         }
+    }
+
+    /// systemd's word about the kubelet's unit (design 5.1).
+    fn systemd(&mut self, entry: &Entry, decisions: &mut Vec<Decision>) {
+        let text = crate::model::text(&entry.message);
+        match signals::recognize_systemd(&text) {
+            Some(sig) => {
+                self.summary.kubelet_lines += 1;
+                self.summary.lines += 1;
+                self.summary.recognized += 1;
+                let at = entry.at.unwrap_or(0);
+                self.observe(&sig, at, entry, None, &text, decisions);
+            }
+            // systemd's other words about the unit ("Deactivated
+            // successfully", "Failed to kill control group"): not the
+            // kubelet's lines, so not unparsed ones either.
+            None => self.summary.foreign += 1,
+        }
+    }
+
+    /// Has the joiner hand on what `op` releases, and reads it.
+    fn join(&mut self, decisions: &mut Vec<Decision>, op: impl FnOnce(&mut Joiner, &mut Vec<Out>)) {
+        let mut out = std::mem::take(&mut self.out);
+        op(&mut self.joiner, &mut out);
+        self.drain(&mut out, decisions);
+        self.out = out;
     }
 
     /// An entry outside the kubelet's filter: a context line (design 5.4)
@@ -612,15 +542,7 @@ impl Pipeline {
     /// host with it; never past a line of the host still held for
     /// continuations, so when held lines are handed on changes nothing.
     fn tick(&mut self, host: &Text, at: Micros, decisions: &mut Vec<Decision>) {
-        let batch = self.batch;
-        let clock = self.clocks.entry(host.clone()).or_insert(HostClock {
-            seen_at: at,
-            arrived_at: None,
-            batch,
-        });
-        clock.seen_at = clock.seen_at.max(at);
-        clock.batch = batch;
-        let seen = clock.seen_at;
+        let seen = self.hosts.tick(host, at);
         self.advance_host(host, seen, decisions);
     }
 
@@ -635,22 +557,13 @@ impl Pipeline {
     /// The service: the hosts of the entries pushed since the last call
     /// were read at wall time `wall`.
     pub fn stamp_arrivals(&mut self, wall: Micros) {
-        for c in self.clocks.values_mut() {
-            if c.batch == self.batch {
-                c.arrived_at = Some(wall);
-            }
-        }
-        self.batch += 1;
+        self.hosts.stamp_arrivals(wall);
     }
 
-    /// A host's clock and when its last entry was read: after a restart,
-    /// before its next entry, the last signal of its open incidents and the
-    /// service's start.
+    /// A host's clock and when its last entry was read (see
+    /// [`HostBook::clock_of`]).
     fn clock_of(&self, host: &str, started: Micros) -> (Micros, Micros) {
-        match self.clocks.get(host) {
-            Some(c) => (c.seen_at, c.arrived_at.unwrap_or(started)),
-            None => (self.tracker.latest_signal(host).unwrap_or(started), started),
-        }
+        self.hosts.clock_of(&self.tracker, host, started)
     }
 
     /// Wall time at which the next open incident will have been quiet for
@@ -688,12 +601,11 @@ impl Pipeline {
                 (h.to_string(), seen.saturating_add((wall - arrived).max(0)))
             })
             .collect();
-        let mut out = std::mem::take(&mut self.out);
-        for (h, to) in held {
-            self.joiner.release_quiet(&h, to, &mut out);
-        }
-        self.drain(&mut out, decisions);
-        self.out = out;
+        self.join(decisions, |j, out| {
+            for (h, to) in held {
+                j.release_quiet(&h, to, out);
+            }
+        });
         let hosts: Vec<(String, Micros)> = self
             .tracker
             .due_hosts()
@@ -709,10 +621,7 @@ impl Pipeline {
 
     /// Hands on lines held for continuations (end of input).
     pub fn flush(&mut self, decisions: &mut Vec<Decision>) {
-        let mut out = std::mem::take(&mut self.out);
-        self.joiner.flush(&mut out);
-        self.drain(&mut out, decisions);
-        self.out = out;
+        self.join(decisions, Joiner::flush);
     }
 
     /// Moves every host's clock to `now` (tests).
@@ -724,11 +633,8 @@ impl Pipeline {
     /// entry, and judge which hosts went silent.
     pub fn finish(&mut self, decisions: &mut Vec<Decision>) {
         self.flush(decisions);
-        let clocks: Vec<(Text, Micros)> = self
-            .clocks
-            .iter()
-            .map(|(h, c)| (h.clone(), c.seen_at))
-            .collect();
+        let clocks: Vec<(Text, Micros)> =
+            self.hosts.times().map(|(h, at)| (h.clone(), at)).collect();
         for (h, at) in clocks {
             self.tracker.advance_host(&h, at, decisions);
         }
@@ -847,7 +753,7 @@ impl Pipeline {
             // This line's own time, not its host's history: one damaged
             // record does not shut a host out for the rest of a run, and a
             // restarted service judges the line as `scan` does.
-            clock_untrusted: at < KUBELETS_BEGAN || self.horizon.is_some_and(|h| at > h),
+            clock_untrusted: self.hosts.untrusted_time(at),
         };
         self.tracker.observe(&obs, decisions);
     }
