@@ -51,7 +51,7 @@
 //!   own `clippy.toml` keep that; `tests/integration/architecture.rs`
 //!   parses both crates and checks the floors, the core's names, that
 //!   tests come last and that no file passes 720 lines of non-test code;
-//!   clippy keeps functions under 120.
+//!   clippy keeps functions under 120 lines (100 in the core).
 //! - One writer per store tree. The ingest task (`daemon/ingest`) writes
 //!   incidents, their indexes, positions, the tracker's state, counts and
 //!   new outbox entries, each batch in one transaction; the delivery tasks

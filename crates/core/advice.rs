@@ -56,6 +56,24 @@ fn cause_steps(i: &Incident) -> Vec<String> {
             shell_word(i.host.as_deref().unwrap_or(&i.node))
         ),
     ];
+    steps_for_cause(i, &node, &mut steps);
+    if i.context
+        .iter()
+        .any(|l| l.kind == crate::context::ContextKind::ClockStep)
+    {
+        steps.push("the node's clock: timedatectl; chronyc tracking (or timedatectl timesync-status): a stepped clock makes good certificates look expired or not yet valid".into());
+    }
+    if i.lost_link() {
+        steps.push("the node's own link: ip link; networkctl status (or nmcli device); the switch port and the cable or virtual NIC".into());
+    }
+    if i.context.iter().any(|l| l.kind.is_runtime()) {
+        steps.push("systemctl status containerd (or crio, docker); journalctl -u containerd around the stop: who stopped it, and is it running again".into());
+    }
+    steps
+}
+
+/// What to check for the incident's own cause.
+fn steps_for_cause(i: &Incident, node: &str, steps: &mut Vec<String>) {
     match i.cause() {
         Cause::ApiUnreachable => {
             steps.push(match i.api_endpoint() {
@@ -133,19 +151,6 @@ fn cause_steps(i: &Incident) -> Vec<String> {
             steps.push("the node's memory and limits: free -m, kubectl describe node (Allocatable against Capacity, pods' requests and limits), evictionHard memory.available".into());
         }
     }
-    if i.context
-        .iter()
-        .any(|l| l.kind == crate::context::ContextKind::ClockStep)
-    {
-        steps.push("the node's clock: timedatectl; chronyc tracking (or timedatectl timesync-status): a stepped clock makes good certificates look expired or not yet valid".into());
-    }
-    if i.lost_link() {
-        steps.push("the node's own link: ip link; networkctl status (or nmcli device); the switch port and the cable or virtual NIC".into());
-    }
-    if i.context.iter().any(|l| l.kind.is_runtime()) {
-        steps.push("systemctl status containerd (or crio, docker); journalctl -u containerd around the stop: who stopped it, and is it running again".into());
-    }
-    steps
 }
 
 /// A word safe to paste into a shell: node names are DNS names, anything

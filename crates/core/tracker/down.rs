@@ -35,54 +35,11 @@ impl Tracker {
         match sig.kind {
             SignalKind::KubeletStopping | SignalKind::KubeletStopped => {
                 let asked = pending.is_none() && !restarting;
-                let now_stopping = sig.kind == SignalKind::KubeletStopping && asked;
-                if origin.stopping != now_stopping {
-                    origin.stopping = now_stopping;
-                    self.dirty_origins.insert(host.to_string());
-                }
-                if asked {
-                    // A stop that was asked for ends the node's not-ready
-                    // incident too: nothing is left to be not ready.
-                    let ready_key = OpenKey::new(IncidentKind::NotReady, node);
-                    self.expire(&ready_key, at, out);
-                    if let Some(inc) = self.open.get_mut(&ready_key) {
-                        inc.add_evidence(evidence.clone());
-                    }
-                    self.resolve(&ready_key, at, Resolution::Stopped, out);
-                    if let Some(inc) = self.open.get_mut(&key) {
-                        inc.add_evidence(evidence);
-                    }
-                    self.resolve(&key, at, Resolution::Stopped, out);
-                } else if let Some(inc) = self.open.get_mut(&key) {
-                    inc.add_evidence(evidence);
-                    inc.last_signal_at = inc.last_signal_at.max(at);
-                    out.push(Decision::UpdateIncident { id: inc.id.clone() });
-                }
+                self.stopped(obs, node, &key, asked, evidence, out);
                 return;
             }
             SignalKind::KubeletStarted => {
-                if origin.stopping {
-                    origin.stopping = false;
-                    self.dirty_origins.insert(host.to_string());
-                }
-                let Some(inc) = self.open.get_mut(&key) else {
-                    return;
-                };
-                inc.add_evidence(evidence);
-                inc.last_signal_at = inc.last_signal_at.max(at);
-                inc.last_trouble_at = inc.last_trouble_at.max(at);
-                let restarted = pending.is_some();
-                if let Some(d) = inc.down_mut() {
-                    d.pending = None;
-                    d.restarting = false;
-                }
-                if restarted {
-                    self.restarted(&key, at, out);
-                }
-                self.update_due(&key);
-                if let Some(inc) = self.open.get(&key) {
-                    out.push(Decision::UpdateIncident { id: inc.id.clone() });
-                }
+                self.started(host, &key, pending.is_some(), at, evidence, out);
                 return;
             }
             // An exit while a stop that was asked for is under way was
@@ -117,6 +74,82 @@ impl Tracker {
             self.gave_up(&key, at, out);
         }
         self.update_due(&key);
+    }
+
+    /// systemd stops the kubelet (`Stopping`, `Stopped`): a stop that was
+    /// `asked` for (no failed exit or restart before it) ends the node's
+    /// kubelet-down and not-ready incidents; one that is part of a restart
+    /// joins the open incident.
+    fn stopped(
+        &mut self,
+        obs: &Observation<'_>,
+        node: &str,
+        key: &OpenKey,
+        asked: bool,
+        evidence: Evidence,
+        out: &mut Vec<Decision>,
+    ) {
+        let at = obs.at;
+        let host = obs.host.unwrap_or("");
+        let origin = self.origins.entry(host.to_string()).or_default();
+        let now_stopping = obs.signal.kind == SignalKind::KubeletStopping && asked;
+        if origin.stopping != now_stopping {
+            origin.stopping = now_stopping;
+            self.dirty_origins.insert(host.to_string());
+        }
+        if asked {
+            // A stop that was asked for ends the node's not-ready
+            // incident too: nothing is left to be not ready.
+            let ready_key = OpenKey::new(IncidentKind::NotReady, node);
+            self.expire(&ready_key, at, out);
+            if let Some(inc) = self.open.get_mut(&ready_key) {
+                inc.add_evidence(evidence.clone());
+            }
+            self.resolve(&ready_key, at, Resolution::Stopped, out);
+            if let Some(inc) = self.open.get_mut(key) {
+                inc.add_evidence(evidence);
+            }
+            self.resolve(key, at, Resolution::Stopped, out);
+        } else if let Some(inc) = self.open.get_mut(key) {
+            inc.add_evidence(evidence);
+            inc.last_signal_at = inc.last_signal_at.max(at);
+            out.push(Decision::UpdateIncident { id: inc.id.clone() });
+        }
+    }
+
+    /// The kubelet started: a restart of the open incident's when an
+    /// unrequested exit came before it.
+    fn started(
+        &mut self,
+        host: &str,
+        key: &OpenKey,
+        restarted: bool,
+        at: Micros,
+        evidence: Evidence,
+        out: &mut Vec<Decision>,
+    ) {
+        let origin = self.origins.entry(host.to_string()).or_default();
+        if origin.stopping {
+            origin.stopping = false;
+            self.dirty_origins.insert(host.to_string());
+        }
+        let Some(inc) = self.open.get_mut(key) else {
+            return;
+        };
+        inc.add_evidence(evidence);
+        inc.last_signal_at = inc.last_signal_at.max(at);
+        inc.last_trouble_at = inc.last_trouble_at.max(at);
+        if let Some(d) = inc.down_mut() {
+            d.pending = None;
+            d.restarting = false;
+        }
+        if restarted {
+            self.restarted(key, at, out);
+        }
+        self.update_due(key);
+        if let Some(inc) = self.open.get(key) {
+            out.push(Decision::UpdateIncident { id: inc.id.clone() });
+        }
     }
 
     /// A kubelet-down incident's restart: counted, and held to

@@ -25,6 +25,32 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// What was counted, in words (`3 status retries, 1 lister miss`).
+    fn in_words(&self) -> String {
+        let mut counts = Vec::new();
+        for (n, one, many) in [
+            (self.retries, "status retry", "status retries"),
+            (
+                self.exhausted,
+                "exhausted retry cycle",
+                "exhausted retry cycles",
+            ),
+            (
+                self.register_failures,
+                "failed registration",
+                "failed registrations",
+            ),
+            (self.lister_misses, "lister miss", "lister misses"),
+            (self.lease_failures, "lease failure", "lease failures"),
+            (self.watch_failures, "watch failure", "watch failures"),
+        ] {
+            if n > 0 {
+                counts.push(format!("{n} {}", if n == 1 { one } else { many }));
+            }
+        }
+        counts.join(", ")
+    }
+
     /// Status retries and failed registrations: what the threshold counts.
     #[must_use]
     pub fn counted_retries(&self) -> u64 {
@@ -117,31 +143,10 @@ impl NodeStatus {
             return self.race_diagnosis(i);
         }
         let mut parts = Vec::new();
-        let mut counts = Vec::new();
-        for (n, one, many) in [
-            (c.retries, "status retry", "status retries"),
-            (
-                c.exhausted,
-                "exhausted retry cycle",
-                "exhausted retry cycles",
-            ),
-            (
-                c.register_failures,
-                "failed registration",
-                "failed registrations",
-            ),
-            (c.lister_misses, "lister miss", "lister misses"),
-            (c.lease_failures, "lease failure", "lease failures"),
-            (c.watch_failures, "watch failure", "watch failures"),
-        ] {
-            if n > 0 {
-                counts.push(format!("{n} {}", if n == 1 { one } else { many }));
-            }
-        }
         let span = i.last_signal_at - i.opened_at;
         parts.push(format!(
             "{} on node {} from {} over {}.",
-            counts.join(", "),
+            c.in_words(),
             i.node,
             clock(i.opened_at),
             human_duration(span)
