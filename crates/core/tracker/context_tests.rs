@@ -7,6 +7,7 @@ use crate::context::ContextKind;
 use crate::model::{Entry, EntryFilter};
 use crate::pipeline::{Pipeline, PipelineState};
 use crate::signals::Cause;
+use crate::time::SECOND;
 use crate::tracker::{Member, MemberWrite};
 
 const T0: Micros = 1_796_205_600_000_000; // 2026-12-02T10:00:00Z

@@ -26,9 +26,9 @@
 // test holds them): the shared words (`terms`, `decision`, `timeline`,
 // `words`; `evidence`, `settings`); the incident, whatever its kind
 // (`incident`); the kinds, each its data and rules, and the one enum of
-// them (`kind/`); the open incidents (`open`); then the machines that
-// change them (`endpoint`, `down`, `not_ready`, `silent`, `context`,
-// `bounds`, and this file).
+// them (`kind/`); the open incidents (`open`); then what changes them:
+// each kind's machine (`machine/`), the context lines (`context`), the
+// bounds (`bounds`), and this file, which routes a line to them.
 mod decision;
 mod evidence;
 mod settings;
@@ -42,27 +42,24 @@ mod open;
 
 mod bounds;
 mod context;
-mod down;
-mod endpoint;
-mod not_ready;
-mod silent;
+mod machine;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
 pub use decision::{AlertKind, Alerted, Decision, Observation};
-pub use endpoint::{Member, MemberWrite};
 pub use evidence::Evidence;
 pub use incident::{Ack, Anchor, IncidentOf};
 pub use kind::{Counters, Detail, Down, Incident, NodeStatus, NotReady, Outage, Silent};
+pub use machine::endpoint::{Member, MemberWrite};
 use open::OpenKey;
 pub use settings::{Limits, Settings, Threshold};
 pub use terms::{IncidentKind, Resolution, Status, Verdict};
 pub use words::{cause_explanation, one_line};
 
-use crate::signals::{Cause, Role, Signal, SignalKind};
-use crate::time::{Micros, SECOND};
+use crate::signals::{Role, Signal, SignalKind};
+use crate::time::Micros;
 
 /// What one kubelet (one host) told us lately. Persisted one record a host
 /// (the store's `hosts` tree), written when it changes; what it does not
@@ -201,7 +198,7 @@ pub struct Tracker {
     /// Endpoint incidents and the node incidents they are derived from,
     /// by endpoint and cause (see `endpoint.rs`; bounded there).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    fleet_groups: BTreeMap<String, endpoint::Group>,
+    fleet_groups: BTreeMap<String, machine::endpoint::Group>,
     /// The groups whose members the store holds records of, as of the last
     /// [`Tracker::take_member_writes`].
     #[serde(skip)]
@@ -580,104 +577,6 @@ impl Tracker {
             .get(node)
             .and_then(|by| by.values().copied().max())
             .or_else(|| self.registered_at.get(node).copied())
-    }
-
-    fn open_incident(&mut self, obs: &Observation<'_>, key: OpenKey, out: &mut Vec<Decision>) {
-        let node = key.subject.as_str();
-        let at = obs.at;
-        let host = obs.host.unwrap_or("");
-        let origin = self.origins.get(host).cloned().unwrap_or_default();
-        // The registration or kubelet start this trouble came after.
-        let registered = self.registered(node).filter(|&t| t <= at).map(|t| Anchor {
-            kind: SignalKind::Registered,
-            at: t,
-        });
-        let started = origin.started_at.filter(|&t| t <= at).map(|t| Anchor {
-            kind: SignalKind::KubeletStarted,
-            at: t,
-        });
-        let anchor = match (registered, started) {
-            (Some(r), Some(s)) => Some(if s.at > r.at { s } else { r }),
-            (r, s) => r.or(s),
-        };
-        let caches_synced_at = origin
-            .caches_synced_at
-            .filter(|&c| anchor.is_none_or(|a| c <= a.at));
-        let lookback = self.settings.race_window.max(60 * SECOND);
-        let mut inc = Incident {
-            anchor,
-            detail: Detail::NodeStatus(NodeStatus {
-                caches_synced_at,
-                ..NodeStatus::default()
-            }),
-            ..Incident::opening(key.incident_id(at), IncidentKind::NodeStatus, node, obs)
-        };
-        origin.mark(&mut inc, at, lookback);
-        out.push(Decision::OpenIncident { id: inc.id.clone() });
-        self.open.insert(key, inc);
-    }
-
-    #[allow(
-        clippy::wildcard_enum_match_arm,
-        reason = "a signal kind not named here takes the one path: a new signal is a row of the table, not a new dispatch"
-    )]
-    fn count(&mut self, obs: &Observation<'_>, key: &OpenKey, out: &mut Vec<Decision>) {
-        let s = &self.settings;
-        let Some(inc) = self.open.get_mut(key) else {
-            return;
-        };
-        let Detail::NodeStatus(n) = &mut inc.detail else {
-            return;
-        };
-        let at = obs.at;
-        let sig = obs.signal;
-        let cause = sig.cause.unwrap_or(Cause::Unknown);
-        if n.api_endpoint.is_none() {
-            n.api_endpoint.clone_from(&sig.endpoint);
-        }
-        let c = &mut n.counters;
-        let mut counted_retry = false;
-        match sig.kind {
-            SignalKind::StatusRetry => {
-                c.retries += 1;
-                counted_retry = true;
-            }
-            SignalKind::RegisterFailed => {
-                c.register_failures += 1;
-                counted_retry = true;
-            }
-            SignalKind::StatusExhausted => c.exhausted += 1,
-            SignalKind::ListerMiss => c.lister_misses += 1,
-            SignalKind::LeaseFailed => c.lease_failures += 1,
-            SignalKind::WatchFailed => c.watch_failures += 1,
-            _ => {}
-        }
-        // The exhausted line carries no error of its own ("exceeds retry
-        // count"), so it says nothing about the lister.
-        if sig.kind.role() == Role::Trouble
-            && cause != Cause::ListerLag
-            && sig.kind != SignalKind::StatusExhausted
-        {
-            n.non_lister_trouble += 1;
-        }
-        inc.last_signal_at = inc.last_signal_at.max(at);
-        *inc.causes.entry(cause).or_default() += 1;
-        if sig.kind.role() == Role::Trouble {
-            inc.last_trouble_at = inc.last_trouble_at.max(at);
-        }
-        if sig.kind.role() != Role::Marker {
-            inc.timeline.add(at, sig.kind.as_str());
-        }
-        inc.add_evidence(Evidence::new(at, obs.cursor, sig.kind, obs.text).with_cause(sig.cause));
-        let id = inc.id.clone();
-        out.push(Decision::UpdateIncident { id: id.clone() });
-        if counted_retry {
-            let limits = s.limits(inc.kind(), &inc.node, inc.cause());
-            inc.count_toward_threshold(at, limits.retries, &limits, out);
-        }
-        let deadline = at + s.resolve_after;
-        let d = self.due.entry(host_key(inc)).or_insert(deadline);
-        *d = (*d).min(deadline);
     }
 
     /// Resolves `node`'s incident if it has been quiet for `resolve_after`

@@ -5,6 +5,7 @@ use super::*;
 use crate::model::Entry;
 use crate::signals::Cause;
 use crate::testing::End;
+use crate::time::SECOND;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 

@@ -6,6 +6,7 @@ use crate::model::{Entry, EntryFilter};
 use crate::pipeline::Pipeline;
 use crate::signals::Cause;
 use crate::testing::End;
+use crate::time::SECOND;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 

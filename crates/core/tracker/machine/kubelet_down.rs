@@ -1,13 +1,13 @@
 //! Kubelet-down incidents: the kubelet's own life under systemd (starts,
 //! exits, restarts, systemd giving up) as the tracker counts it.
 
-use super::open::OpenKey;
-use super::{
+use crate::signals::{Cause, Signal, SignalKind};
+use crate::time::{Micros, SECOND};
+use crate::tracker::open::OpenKey;
+use crate::tracker::{
     AlertKind, Anchor, Decision, Detail, Evidence, Incident, IncidentKind, Observation, Resolution,
     Tracker,
 };
-use crate::signals::{Cause, Signal, SignalKind};
-use crate::time::{Micros, SECOND};
 
 impl Tracker {
     /// The kubelet's own life (design 5.1): systemd's lines about the unit
@@ -16,7 +16,7 @@ impl Tracker {
         clippy::wildcard_enum_match_arm,
         reason = "a signal kind not named here takes the one path: a new signal is a row of the table, not a new dispatch"
     )]
-    pub(super) fn life(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
+    pub(crate) fn life(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
         let at = obs.at;
         let host = obs.host.unwrap_or("");
         let sig = obs.signal;
@@ -154,7 +154,7 @@ impl Tracker {
 
     /// A kubelet-down incident's restart: counted, and held to
     /// `[alert] restarts` within `window`.
-    pub(super) fn restarted(&mut self, key: &OpenKey, at: Micros, out: &mut Vec<Decision>) {
+    pub(crate) fn restarted(&mut self, key: &OpenKey, at: Micros, out: &mut Vec<Decision>) {
         let s = &self.settings;
         let Some(inc) = self.open.get_mut(key) else {
             return;
@@ -177,7 +177,7 @@ impl Tracker {
 
     /// systemd gave up on the kubelet: alerted at once (a second alert if
     /// its crash loop already raised one).
-    pub(super) fn gave_up(&mut self, key: &OpenKey, at: Micros, out: &mut Vec<Decision>) {
+    pub(crate) fn gave_up(&mut self, key: &OpenKey, at: Micros, out: &mut Vec<Decision>) {
         let Some(inc) = self.open.get_mut(key) else {
             return;
         };
@@ -193,7 +193,7 @@ impl Tracker {
 
     /// Opens a `kind` incident (kubelet-down, not-ready) anchored at the
     /// kubelet's start on its host, when that came before it.
-    pub(super) fn open_anchored(
+    pub(crate) fn open_anchored(
         &mut self,
         obs: &Observation<'_>,
         key: OpenKey,

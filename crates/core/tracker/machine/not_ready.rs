@@ -3,16 +3,18 @@
 //! eviction manager under memory, disk or pid pressure. Judged on entry
 //! time alone, so `scan`, `run --once` and a following run agree.
 
-use super::open::OpenKey;
-use super::{AlertKind, Decision, Detail, Evidence, Incident, IncidentKind, Observation, Tracker};
 use crate::signals::{Cause, SignalKind};
 use crate::time::Micros;
+use crate::tracker::open::OpenKey;
+use crate::tracker::{
+    AlertKind, Decision, Detail, Evidence, Incident, IncidentKind, Observation, Tracker,
+};
 
 impl Tracker {
     /// A line about the node's readiness: a trouble line opens the node's
     /// not-ready incident (one open a node) or joins it; a supporting line
     /// joins an open one and votes for its cause.
-    pub(super) fn not_ready(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
+    pub(crate) fn not_ready(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
         let at = obs.at;
         let host = obs.host.unwrap_or("");
         let sig = obs.signal;
@@ -124,7 +126,7 @@ impl Tracker {
 
     /// Whether the node's kubelet-down incident is open: its not-ready
     /// incident then stays open (the kubelet is not there to say).
-    pub(super) fn held_by_down(&self, i: &Incident) -> bool {
+    pub(crate) fn held_by_down(&self, i: &Incident) -> bool {
         i.kind() == IncidentKind::NotReady
             && self
                 .open
@@ -133,7 +135,7 @@ impl Tracker {
 
     /// When an open incident is due to resolve on quiet (see
     /// [`Incident::due`]); never while a kubelet-down incident holds it.
-    pub(super) fn due_of(&self, i: &Incident) -> Option<Micros> {
+    pub(crate) fn due_of(&self, i: &Incident) -> Option<Micros> {
         if self.held_by_down(i) {
             return None;
         }
@@ -142,7 +144,7 @@ impl Tracker {
 
     /// The node's kubelet-down incident ended at `at`: its not-ready
     /// incident's quiet is counted from then.
-    pub(super) fn release_not_ready(&mut self, node: &str, at: Micros) {
+    pub(crate) fn release_not_ready(&mut self, node: &str, at: Micros) {
         let key = OpenKey::new(IncidentKind::NotReady, node);
         if let Some(Detail::NotReady(r)) = self.open.get_mut(&key).map(|i| &mut i.detail) {
             r.quiet_from = r.quiet_from.max(at);

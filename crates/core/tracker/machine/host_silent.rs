@@ -35,8 +35,8 @@
 //!   same gap make none of each other silent; one host alone is never
 //!   silent.
 
-use super::open::OpenKey;
-use super::{
+use crate::tracker::open::OpenKey;
+use crate::tracker::{
     AlertKind, Decision, Detail, Incident, IncidentKind, Origin, Resolution, Silent, Tracker,
 };
 use std::collections::BTreeSet;

@@ -38,15 +38,15 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::Tracker;
-use super::decision::{AlertKind, Decision};
-use super::evidence::{EVIDENCE_HEAD, Evidence};
-use super::incident::incident_id;
-use super::kind::{Detail, Incident, Outage};
-use super::open::OpenKey;
-use super::terms::{IncidentKind, Resolution};
 use crate::signals::Cause;
 use crate::time::{Micros, SECOND};
+use crate::tracker::Tracker;
+use crate::tracker::decision::{AlertKind, Decision};
+use crate::tracker::evidence::{EVIDENCE_HEAD, Evidence};
+use crate::tracker::incident::incident_id;
+use crate::tracker::kind::{Detail, Incident, Outage};
+use crate::tracker::open::OpenKey;
+use crate::tracker::terms::{IncidentKind, Resolution};
 
 mod fast;
 
@@ -469,7 +469,7 @@ impl Tracker {
     /// `keys`' open incidents and those resolved or forgotten): brings the
     /// endpoint incidents up to date, and takes back the alerts of the
     /// nodes they cover.
-    pub(super) fn correlate(&mut self, keys: &[OpenKey], from: usize, out: &mut Vec<Decision>) {
+    pub(crate) fn correlate(&mut self, keys: &[OpenKey], from: usize, out: &mut Vec<Decision>) {
         if self.settings.fleet_min_nodes < 2 || out.len() <= from {
             return;
         }
@@ -850,11 +850,11 @@ impl Tracker {
     }
 
     /// The endpoint incidents kept (open ones and those resolved lately).
-    pub(super) fn outages(&self) -> impl Iterator<Item = &Incident> {
+    pub(crate) fn outages(&self) -> impl Iterator<Item = &Incident> {
         self.fleet_groups.values().flat_map(|g| g.outages.iter())
     }
 
-    pub(super) fn outage_mut(&mut self, id: &str) -> Option<&mut Incident> {
+    pub(crate) fn outage_mut(&mut self, id: &str) -> Option<&mut Incident> {
         self.fleet_groups
             .values_mut()
             .flat_map(|g| g.outages.iter_mut())
@@ -866,7 +866,7 @@ impl Tracker {
 impl Tracker {
     /// Every group's members, by group then opening and id (as the
     /// store's records are ordered).
-    pub(super) fn members_of(&self) -> Vec<(String, Member)> {
+    pub(crate) fn members_of(&self) -> Vec<(String, Member)> {
         self.fleet_groups
             .iter()
             .flat_map(|(k, g)| g.members.iter().map(move |m| (k.clone(), m.clone())))
