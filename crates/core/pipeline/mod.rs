@@ -11,7 +11,7 @@ use crate::parse::join::{HeldWrite, Joined, Joiner, Out};
 use crate::parse::parse_line;
 use crate::signals::{self, Signal};
 use crate::time::Micros;
-use crate::tracker::{Decision, Observation, Settings, Tracker};
+use crate::tracker::{Decision, Incident, MemberWrite, Observation, Origin, Settings, Tracker};
 
 mod hosts;
 
@@ -135,6 +135,22 @@ pub struct PipelineState {
     pub summary: Summary,
 }
 
+/// What a batch changed that is kept apart from [`PipelineState`]
+/// ([`Pipeline::take_changes`]).
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// Taken out of the history (closed below the threshold, never said).
+    pub forgotten: Vec<Incident>,
+    /// Resolved, evicted or closed.
+    pub resolved: Vec<Incident>,
+    /// The hosts' records that changed (`None`: forgotten).
+    pub origins: Vec<(String, Option<Origin>)>,
+    /// The outages' member records that changed.
+    pub members: Vec<MemberWrite>,
+    /// The held lines that changed, one record a stream.
+    pub held: Vec<HeldWrite>,
+}
+
 /// [`PipelineState`] by reference, for writing it.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct PipelineStateRef<'a> {
@@ -201,15 +217,23 @@ impl Pipeline {
     }
 
     /// From now on, keeps the held lines' changes for
-    /// [`Pipeline::take_held_writes`] (the service, which stores them).
+    /// [`Pipeline::take_changes`] (the service, which stores them).
     pub fn track_held_writes(&mut self) {
         self.joiner.track_writes();
     }
 
-    /// The held lines that changed since the last call, to store one
-    /// record a stream (they are not in [`Pipeline::state`]).
-    pub fn take_held_writes(&mut self) -> Vec<HeldWrite> {
-        self.joiner.take_writes()
+    /// What changed since the last call, besides the open incidents the
+    /// decisions named: what the caller stores with the next commit, taken
+    /// at once (the incidents resolved and forgotten, the hosts' records,
+    /// the outages' members, the held lines).
+    pub fn take_changes(&mut self) -> Changes {
+        Changes {
+            forgotten: self.tracker.take_forgotten(),
+            resolved: self.tracker.take_resolved(),
+            origins: self.tracker.take_dirty_origins(),
+            members: self.tracker.take_member_writes(),
+            held: self.joiner.take_writes(),
+        }
     }
 
     /// Puts back the held lines a store kept, after [`Pipeline::from_state`].

@@ -213,7 +213,9 @@ fn run(entries: &[Entry], batches: &[usize]) -> Vec<Incident> {
             let mut state: PipelineState =
                 serde_json::from_str(&serde_json::to_string(&p.state()).unwrap()).unwrap();
             let open: Vec<Incident> = p.tracker().open_incidents().cloned().collect();
-            let resolved = p.tracker_mut().take_resolved();
+            // What a commit takes, as the service takes it.
+            let changes = p.take_changes();
+            let resolved = changes.resolved;
             let origins: Vec<(String, Origin)> = p
                 .tracker()
                 .origins
@@ -226,7 +228,7 @@ fn run(entries: &[Entry], batches: &[usize]) -> Vec<Incident> {
                 })
                 .collect();
             // The member records, as the store holds them by now.
-            for w in p.tracker_mut().take_member_writes() {
+            for w in changes.members {
                 match w {
                     MemberWrite::DropGroup(g) => stored.retain(|(sg, ..), _| *sg != g),
                     MemberWrite::Put(g, m) => {
@@ -242,7 +244,7 @@ fn run(entries: &[Entry], batches: &[usize]) -> Vec<Incident> {
                 .iter()
                 .map(|((g, ..), m)| (g.clone(), m.clone()))
                 .collect();
-            for (k, line) in p.take_held_writes() {
+            for (k, line) in changes.held {
                 match line {
                     Some(l) => held.insert(k, l),
                     None => held.remove(&k),

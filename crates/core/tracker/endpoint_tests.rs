@@ -602,11 +602,13 @@ fn apply(stored: &mut Stored, writes: Vec<MemberWrite>) {
 /// `old`: the state as a store from before the members were kept apart
 /// holds it (each group's members inside it, no member records).
 fn restarted(p: &mut Pipeline, stored: &mut Stored, old: bool) -> Pipeline {
-    apply(stored, p.tracker_mut().take_member_writes());
+    // What a commit takes, as the service takes it.
+    let changes = p.take_changes();
+    apply(stored, changes.members);
     // One restart a run: the held lines' records are what their writes
     // since the start left.
     let mut held = BTreeMap::new();
-    for (k, line) in p.take_held_writes() {
+    for (k, line) in changes.held {
         match line {
             Some(l) => held.insert(k, l),
             None => held.remove(&k),

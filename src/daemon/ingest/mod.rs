@@ -60,7 +60,7 @@ use crate::status::{AckError, AckRequest, Acknowledged, Command, ReloadOutcome};
 use crate::status::{DeliveryReport, Now};
 use crate::store::{Batch, OutboxEntry, Stats, StatsDelta, Store, StoreError};
 use sentinel_core::model::Position;
-use sentinel_core::pipeline::Pipeline;
+use sentinel_core::pipeline::{Changes, Pipeline};
 use sentinel_core::time::{Micros, human_duration};
 use sentinel_core::tracker::{AlertKind, Alerted, Decision, Incident};
 
@@ -511,11 +511,16 @@ impl Ingest {
         self.apply_decisions();
         self.load_covered().await;
         let settings = self.pipeline.tracker().settings().clone();
-        let forget = self.pipeline.tracker_mut().take_forgotten();
+        let Changes {
+            forgotten: forget,
+            resolved: mut incidents,
+            origins,
+            members,
+            held,
+        } = self.pipeline.take_changes();
         for i in &forget {
             self.retries.forget(&i.id, &i.node);
         }
-        let mut incidents = self.pipeline.tracker_mut().take_resolved();
         let resolved: BTreeSet<String> = incidents.iter().map(|i| i.id.clone()).collect();
         for i in &incidents {
             self.pending.stats.resolved.push(i.verdict(&settings));
@@ -554,9 +559,9 @@ impl Ingest {
             group_cursors,
             state: Some(state),
             incidents,
-            origins: self.pipeline.tracker_mut().take_dirty_origins(),
-            members: self.pipeline.tracker_mut().take_member_writes(),
-            held: self.pipeline.take_held_writes(),
+            origins,
+            members,
+            held,
             alerts: std::mem::take(&mut self.pending.alerts),
             stats: std::mem::take(&mut self.pending.stats),
             forget,
