@@ -95,6 +95,12 @@ impl Replay {
             .collect()
     }
 
+    /// The kinds of the alerts raised, in order.
+    #[must_use]
+    pub fn alert_kinds(&self) -> Vec<AlertKind> {
+        self.alerts().into_iter().map(|(kind, _)| kind).collect()
+    }
+
     /// The one incident there is.
     ///
     /// # Panics

@@ -2,9 +2,8 @@
 //! the kubelet's fatal lines replayed through the pipeline.
 
 use super::*;
-use crate::model::Entry;
 use crate::signals::Cause;
-use crate::testing::End;
+use crate::testing::{End, Replay, unit_line};
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 
@@ -16,31 +15,11 @@ const STOPPED: &str = "Stopped kubelet: The Kubernetes Node Agent.";
 const STOPPING: &str = "Stopping kubelet: The Kubernetes Node Agent...";
 const READY: &str = r#"I0101 00:00:00.000000    1 kubelet_node_status.go:679] "Recording event message for node" node="w1" event="NodeReady""#;
 
-struct Replay {
-    incidents: Vec<Incident>,
-    alerts: Vec<AlertKind>,
-    settings: Settings,
-}
-
 fn replay(lines: &[(i64, String)], end_ms: i64) -> Replay {
-    let settings = Settings::default();
-    let entries = lines.iter().map(|(ms, text)| {
-        let systemd = !text.contains(".go:");
-        Entry {
-            at: Some(T0 + ms * 1000),
-            host: Some("w1".into()),
-            unit: Some("kubelet.service".into()),
-            identifier: Some(if systemd { "systemd" } else { "kubelet" }.into()),
-            message: text.as_bytes().to_vec(),
-            ..Entry::default()
-        }
-    });
-    let r = crate::testing::replay(entries, &settings, End::At(T0 + end_ms * 1000));
-    Replay {
-        alerts: r.alerts().into_iter().map(|(kind, _)| kind).collect(),
-        incidents: r.incidents,
-        settings,
-    }
+    let entries = lines
+        .iter()
+        .map(|(ms, text)| unit_line(T0 + ms * 1000, "w1", text));
+    crate::testing::replay(entries, &Settings::default(), End::At(T0 + end_ms * 1000))
 }
 
 /// `n` crash cycles 10.5 s apart: start, the fatal swap line, systemd's
@@ -76,9 +55,12 @@ fn a_swap_crash_loop_is_one_incident_with_its_restarts() {
     assert_eq!(i.restarts(), 40);
     assert_eq!(i.cause(), Cause::Swap);
     assert_eq!(i.verdict(&r.settings), Verdict::CrashLoop);
-    assert_eq!(r.alerts.first(), Some(&AlertKind::Opened));
+    assert_eq!(r.alert_kinds().first(), Some(&AlertKind::Opened));
     assert_eq!(
-        r.alerts.iter().filter(|a| **a == AlertKind::Opened).count(),
+        r.alert_kinds()
+            .iter()
+            .filter(|a| **a == AlertKind::Opened)
+            .count(),
         1
     );
     let d = i.diagnosis(&r.settings);
@@ -114,7 +96,7 @@ fn a_kubelet_killed_once_and_up_again_is_transient() {
     assert_eq!(i.cause(), Cause::Killed);
     assert_eq!(i.verdict(&r.settings), Verdict::Transient);
     assert_eq!(i.restarts(), 1);
-    assert!(r.alerts.is_empty());
+    assert!(r.alert_kinds().is_empty());
 }
 
 #[test]
@@ -141,7 +123,7 @@ fn a_unit_systemd_gave_up_on_is_failed_and_alerts_at_once() {
     let i = &r.incidents[0];
     assert_eq!(i.verdict(&r.settings), Verdict::Failed);
     assert_eq!(i.status(), Status::Open);
-    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    assert_eq!(r.alert_kinds(), vec![AlertKind::Opened]);
 }
 
 #[test]
@@ -154,7 +136,7 @@ fn an_exit_with_no_restart_for_resolve_after_is_failed() {
     let i = &r.incidents[0];
     assert_eq!(i.verdict(&r.settings), Verdict::Failed);
     assert_eq!(i.cause(), Cause::Unknown);
-    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    assert_eq!(r.alert_kinds(), vec![AlertKind::Opened]);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use super::*;
 use crate::model::Entry;
 use crate::signals::Cause;
-use crate::testing::End;
+use crate::testing::{End, Replay};
 use crate::time::SECOND;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
@@ -20,12 +20,6 @@ const DISK: &str = r#"W0715 16:24:50.000000    2001 eviction_manager.go:369] "Ev
 const READY: &str = r#"I0715 16:24:50.000000    2001 kubelet_node_status.go:493] "Fast updating node status as it just became ready""#;
 const REGISTERED: &str = r#"I0715 16:24:50.000000    2001 kubelet_node_status.go:78] "Successfully registered node" node="w1""#;
 
-struct Replay {
-    incidents: Vec<Incident>,
-    alerts: Vec<AlertKind>,
-    settings: Settings,
-}
-
 /// The lines (ms after `T0`) as one host's journal; with `follow`, the
 /// host's clock is also moved to every entry's time as it arrives (a
 /// following service), else only at the end (`scan`).
@@ -36,15 +30,10 @@ fn replay(lines: &[(i64, String)], end_ms: i64, follow: bool) -> Replay {
         .map(|(ms, text)| crate::testing::unit_line(T0 + ms * 1000, "w1", text))
         .collect();
     let end = End::At(T0 + end_ms * 1000);
-    let r = if follow {
+    if follow {
         crate::testing::replay_following(entries, &settings, end)
     } else {
         crate::testing::replay(entries, &settings, end)
-    };
-    Replay {
-        alerts: r.alerts().into_iter().map(|(kind, _)| kind).collect(),
-        incidents: r.incidents,
-        settings,
     }
 }
 
@@ -53,7 +42,7 @@ fn judged(lines: &[(i64, String)], end_ms: i64) -> Replay {
     let scan = replay(lines, end_ms, false);
     let follow = replay(lines, end_ms, true);
     assert_eq!(scan.incidents, follow.incidents);
-    assert_eq!(scan.alerts, follow.alerts);
+    assert_eq!(scan.alerts(), follow.alerts());
     scan
 }
 
@@ -83,7 +72,7 @@ fn a_network_ready_40s_after_the_start_is_the_startup_race() {
     assert_eq!(i.resolution, Some(Resolution::NodeReady));
     assert_eq!(i.resolved_at, Some(T0 + 42_000_000));
     assert_eq!(i.verdict(&r.settings), Verdict::StartupRace);
-    assert!(r.alerts.is_empty(), "{:?}", r.alerts);
+    assert!(r.alert_kinds().is_empty(), "{:?}", r.alert_kinds());
     let d = i.diagnosis(&r.settings);
     assert!(d.contains("start-up race"), "{d}");
     assert!(d.contains("cni plugin not initialized"), "{d}");
@@ -101,7 +90,7 @@ fn a_network_never_ready_is_persistent_and_alerts_once() {
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
     // Over 3 min of trouble: the first line after 2 s + 180 s.
     assert_eq!(i.over_threshold_at, Some(T0 + 187_000_000));
-    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    assert_eq!(r.alert_kinds(), vec![AlertKind::Opened]);
     assert_eq!(i.counters(), Counters::default());
     let d = i.diagnosis(&r.settings);
     assert!(d.contains("Persistent"), "{d}");
@@ -123,7 +112,10 @@ fn a_runtime_down_five_minutes_is_persistent_then_resolved_on_quiet() {
         i.resolved_at,
         Some(T0 + (600_000 + 59 * 5_000 + 60_000) * 1000)
     );
-    assert_eq!(r.alerts, vec![AlertKind::Opened, AlertKind::Resolved]);
+    assert_eq!(
+        r.alert_kinds(),
+        vec![AlertKind::Opened, AlertKind::Resolved]
+    );
 }
 
 #[test]
@@ -135,7 +127,7 @@ fn trouble_that_ends_sooner_long_after_the_start_is_transient() {
     let i = &r.incidents[0];
     assert_eq!(i.cause(), Cause::DiskPressure);
     assert_eq!(i.verdict(&r.settings), Verdict::Transient);
-    assert!(r.alerts.is_empty());
+    assert!(r.alert_kinds().is_empty());
 }
 
 #[test]
@@ -279,7 +271,7 @@ fn the_start_up_state_past_not_ready_after_is_persistent() {
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
     // The first line more than 180 s after the first one: 1 s + 185 s.
     assert_eq!(i.over_threshold_at, Some(T0 + 186_000_000));
-    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    assert_eq!(r.alert_kinds(), vec![AlertKind::Opened]);
     // Its lines from then on: 60 in all, 37 before.
     assert_eq!(i.not_ready_signals(), 23);
     let d = i.diagnosis(&r.settings);
@@ -314,7 +306,7 @@ fn pleg_s_own_count_dates_the_incident() {
     assert_eq!(i.cause(), Cause::Pleg);
     assert_eq!(i.opened_at, T0 + 10_000_000_000 - 9_012_500_000);
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
-    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    assert_eq!(r.alert_kinds(), vec![AlertKind::Opened]);
     let d = i.diagnosis(&r.settings);
     assert!(d.contains("By the kubelet's own count"), "{d}");
     // A start 10 min before: not ready since the start at the earliest.
@@ -341,7 +333,7 @@ fn lines_newest_first_date_the_incident_from_the_oldest() {
     assert_eq!(i.last_trouble_at, T0 + 296_000_000);
     assert_eq!(i.not_ready_signals(), 60);
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
-    assert_eq!(r.alerts, vec![AlertKind::Opened]);
+    assert_eq!(r.alert_kinds(), vec![AlertKind::Opened]);
     let d = i.diagnosis(&r.settings);
     assert!(!d.contains("own count"), "{d}");
 }

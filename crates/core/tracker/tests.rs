@@ -5,7 +5,7 @@ use super::*;
 use crate::model::{Entry, EntryFilter};
 use crate::pipeline::Pipeline;
 use crate::signals::Cause;
-use crate::testing::End;
+use crate::testing::{End, Replay, unit_line};
 use crate::time::SECOND;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
@@ -13,37 +13,15 @@ const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 /// A kubelet line at `ms` after T0 from `host`.
 type Line<'a> = (i64, &'a str, &'a str);
 
-struct Replay {
-    incidents: Vec<Incident>,
-    alerts: Vec<(AlertKind, String)>,
-    settings: Settings,
-}
-
-fn replay_with(lines: &[Line<'_>], settings: Settings, end_ms: i64) -> Replay {
-    let entries = lines.iter().map(|(ms, host, text)| Entry {
-        at: Some(T0 + ms * 1000),
-        host: Some((*host).into()),
-        unit: Some("kubelet.service".into()),
-        identifier: Some(
-            if text.starts_with("kubelet.service") || text.starts_with("Started") {
-                "systemd".into()
-            } else {
-                "kubelet".into()
-            },
-        ),
-        message: text.as_bytes().to_vec(),
-        ..Entry::default()
-    });
-    let r = crate::testing::replay(entries, &settings, End::At(T0 + end_ms * 1000));
-    Replay {
-        alerts: r.alerts(),
-        incidents: r.incidents,
-        settings,
-    }
+fn replay_with(lines: &[Line<'_>], settings: &Settings, end_ms: i64) -> Replay {
+    let entries = lines
+        .iter()
+        .map(|(ms, host, text)| unit_line(T0 + ms * 1000, host, text));
+    crate::testing::replay(entries, settings, End::At(T0 + end_ms * 1000))
 }
 
 fn replay(lines: &[Line<'_>], end_ms: i64) -> Replay {
-    replay_with(lines, Settings::default(), end_ms)
+    replay_with(lines, &Settings::default(), end_ms)
 }
 
 const REFUSED: &str = r#"E0715 16:24:50.000000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w2\": Get \"https://10.0.0.1:6443/api/v1/nodes/w2?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#;
@@ -121,7 +99,7 @@ fn startup_race_is_recognised_and_never_alerts() {
             SignalKind::StatusRetry
         ]
     );
-    assert!(r.alerts.is_empty());
+    assert!(r.alerts().is_empty());
 }
 
 #[test]
@@ -139,7 +117,7 @@ fn persistent_outage_alerts_once_then_resolves_with_a_notice() {
     // The 6th retry (more than 5) crossed the threshold: in the second cycle.
     assert_eq!(i.over_threshold_at, Some(T0 + 10_000_000));
     assert_eq!(i.status(), Status::Resolved);
-    let kinds: Vec<AlertKind> = r.alerts.iter().map(|(k, _)| *k).collect();
+    let kinds: Vec<AlertKind> = r.alerts().iter().map(|(k, _)| *k).collect();
     assert_eq!(kinds, [AlertKind::Opened, AlertKind::Resolved]);
     assert!(
         i.diagnosis(&r.settings)
@@ -157,8 +135,8 @@ fn reminders_repeat_while_over_threshold() {
         repeat_interval: 30 * SECOND,
         ..Settings::default()
     };
-    let r = replay_with(&lines, settings, 95_000);
-    let kinds: Vec<AlertKind> = r.alerts.iter().map(|(k, _)| *k).collect();
+    let r = replay_with(&lines, &settings, 95_000);
+    let kinds: Vec<AlertKind> = r.alerts().iter().map(|(k, _)| *k).collect();
     // Over at 10 s; reminders at 40 s and 70 s; still open at the end.
     assert_eq!(
         kinds,
@@ -198,7 +176,7 @@ fn flapping_makes_separate_transient_incidents() {
         assert_eq!(i.status(), Status::Resolved);
     }
     assert_eq!(r.incidents[0].counters().retries, 2);
-    assert!(r.alerts.is_empty());
+    assert!(r.alerts().is_empty());
 }
 
 #[test]
@@ -304,7 +282,7 @@ fn failed_registrations_count_toward_the_threshold() {
     assert_eq!(i.counters().register_failures, 7);
     assert_eq!(i.counters().retries, 0);
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
-    assert_eq!(r.alerts.len(), 1);
+    assert_eq!(r.alerts().len(), 1);
 }
 
 #[test]
@@ -354,7 +332,7 @@ fn nodes_in_trouble_stay_within_the_bounds_quietest_evicted_first() {
         max_nodes: 4,
         ..Settings::default()
     };
-    let r = replay_with(&lines, settings, 2_500);
+    let r = replay_with(&lines, &settings, 2_500);
     let open: Vec<&str> = r
         .incidents
         .iter()
@@ -371,7 +349,7 @@ fn nodes_in_trouble_stay_within_the_bounds_quietest_evicted_first() {
     assert_eq!(evicted[0].node, "f0", "the quietest goes first");
     // Each was alerted; none gets a resolved notice (nothing says it ended).
     let resolved_notices = r
-        .alerts
+        .alerts()
         .iter()
         .filter(|(k, _)| *k == AlertKind::Resolved)
         .count();
