@@ -1361,6 +1361,31 @@ fn an_outage_followed_across_restarts_is_the_one_scan_sees() {
     );
 }
 
+/// A service started on a collector whose files are all there already
+/// reads every host during its catch-up, so at its first tail every
+/// host's journal has just moved and none is judged (a late upload read as
+/// it arrives would look the same). Nothing else arrives, so no other tail
+/// would come: the service looks again soon after such a tail, and the
+/// silent host is judged from its last entry, as `scan` judges it. Before,
+/// it was never judged (and a restart that read a host's last entries
+/// again lost its silence the same way).
+#[test]
+fn a_silent_host_is_judged_though_nothing_arrives_after_the_catch_up() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("remote");
+    std::fs::create_dir(&dir).unwrap();
+    forty_hosts(&dir, kubelet_sentinel::now() - 2 * 3600 * SECOND);
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        "[fleet]\nsilent_incidents = true\n",
+    );
+    svc.start();
+    svc.settled();
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    check_forty(&svc.incidents());
+}
+
 /// Writes issue 19's collector of 40 hosts into `dir`, from `t0` on.
 fn forty_hosts(dir: &Path, t0: Micros) {
     let end = t0 + 30 * 60 * SECOND;

@@ -674,8 +674,10 @@ impl Pipeline {
     /// so far: the hosts whose journal is `[fleet] silent_after` behind the
     /// newest, and did not move since the last tail, are silent (design
     /// 5.2; [`Pipeline::finish`] judges every host at a one-shot read's end).
-    pub fn judge_silence_at_tail(&mut self, decisions: &mut Vec<Decision>) {
-        self.tracker.judge_silence_at_tail(decisions);
+    /// Returns whether a host that moved since the last tail was held
+    /// back (see [`Tracker::judge_silence_at_tail`]): look again soon.
+    pub fn judge_silence_at_tail(&mut self, decisions: &mut Vec<Decision>) -> bool {
+        self.tracker.judge_silence_at_tail(decisions)
     }
 
     fn note_unparsed(&mut self, m: &[u8]) {

@@ -70,6 +70,9 @@ const BATCH_ENTRIES: u64 = 20_000;
 const SHUTDOWN_CHECK: u64 = 64;
 /// …or this long after the previous commit, whichever comes first.
 const BATCH_INTERVAL: Duration = Duration::from_millis(500);
+/// How soon the reader is asked to look again when a tail held back a host
+/// whose journal had just moved (see `Tracker::judge_silence_at_tail`).
+const SILENCE_RECHECK: Micros = 2 * sentinel_core::time::SECOND;
 
 /// Where ingest reports to and hears from.
 pub(super) struct Channels {
@@ -138,6 +141,10 @@ pub(super) struct Ingest {
     /// The last cursor read (any group), for `status`.
     cursor: Option<String>,
     caught_up: bool,
+    /// A tail held back a host that would be silent, its journal having
+    /// just moved: the wall time at which to look again (`status` says
+    /// not caught up until then).
+    silence_recheck: Option<Micros>,
     supervisor: Supervisor,
     admission: Admission,
     retries: RetryCounts,
@@ -192,6 +199,7 @@ impl Ingest {
                 .or_else(|| s.position.groups.values().next().cloned()),
             position: s.position,
             caught_up: false,
+            silence_recheck: None,
             supervisor: Supervisor::new(),
             admission: Admission::default(),
             retries,
@@ -627,7 +635,7 @@ impl Ingest {
             started: self.started,
             journal: &self.journal,
             cursor: self.cursor.as_deref(),
-            caught_up: self.caught_up,
+            caught_up: self.caught_up && self.silence_recheck.is_none(),
             commits: self.commits.count,
             last_commit_at: self.commits.last_at,
             reader_restarts: self.supervisor.restarts(),
@@ -723,6 +731,10 @@ impl Ingest {
             }
             let quiet_at = if follow && self.caught_up {
                 let due = self.pipeline.next_quiet_at(self.started);
+                let due = match (due, self.silence_recheck) {
+                    (Some(d), Some(r)) => Some(d.min(r)),
+                    (d, r) => d.or(r),
+                };
                 self.supervisor.quiet_at(due, (self.now)())
             } else {
                 None
@@ -787,8 +799,10 @@ impl Ingest {
             Some(ReaderEvent::Tail { sync }) => {
                 self.caught_up = true;
                 self.pipeline.caught_up();
-                self.pipeline
+                let held = self
+                    .pipeline
                     .judge_silence_at_tail(&mut self.pending.decisions);
+                self.silence_recheck = held.then(|| (self.now)() + SILENCE_RECHECK);
                 if let Some(wall) = self.supervisor.tail(sync) {
                     self.pipeline
                         .advance_quiet(wall, self.started, &mut self.pending.decisions);
@@ -867,6 +881,7 @@ impl Ingest {
         self.commit(None).await?;
         drop(old);
         self.caught_up = false;
+        self.silence_recheck = None;
         self.supervisor
             .restart(source, &self.position, shutdown)
             .await

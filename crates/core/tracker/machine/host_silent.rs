@@ -163,9 +163,27 @@ impl Tracker {
 
     /// As [`Tracker::judge_silence`], at a following reader's tail: a host
     /// whose journal moved since the last tail is judged at the next one.
-    pub fn judge_silence_at_tail(&mut self, out: &mut Vec<Decision>) {
+    /// Returns whether such a host was held back, one that would be silent
+    /// now: the caller looks again soon (a tail with nothing new judges
+    /// it), so a host whose last entries came just before the reader went
+    /// quiet (the rest of an upload, read again after a restart) is not
+    /// left unjudged while nothing else arrives.
+    pub fn judge_silence_at_tail(&mut self, out: &mut Vec<Decision>) -> bool {
         let moved = std::mem::take(&mut self.moved);
         self.judge(&moved, out);
+        let after = self.settings.silent_after;
+        let newest = self.fleet_newest;
+        self.fleet
+            && after > 0
+            && moved.iter().any(|h| {
+                self.origins
+                    .get(h)
+                    .and_then(|o| o.last_entry_at)
+                    .is_some_and(|t| newest.saturating_sub(t) >= after)
+                    && !self
+                        .open
+                        .contains_key(&OpenKey::new(IncidentKind::HostSilent, h))
+            })
     }
 
     fn judge(&mut self, moved: &BTreeSet<String>, out: &mut Vec<Decision>) {
