@@ -15,7 +15,7 @@ use super::Endpoint;
 use crate::clock::parse_duration;
 use sentinel_core::signals::Cause;
 use sentinel_core::time::{Micros, human_duration};
-use sentinel_core::tracker::IncidentKind;
+use sentinel_core::tracker::{IncidentKind, Selector};
 
 /// A duration written as `60s`, `10m`, `90d`; parsed while deserializing so
 /// a bad value is reported at its line.
@@ -279,12 +279,17 @@ impl Serialize for Route {
 
 impl Route {
     #[must_use]
+    pub fn selector(&self) -> Selector<'_> {
+        Selector {
+            node: self.node.as_deref(),
+            causes: &self.causes,
+            kinds: &self.kinds,
+        }
+    }
+
+    #[must_use]
     pub fn matches(&self, kind: IncidentKind, node: &str, cause: Cause) -> bool {
-        self.node
-            .as_deref()
-            .is_none_or(|g| sentinel_core::model::glob(g, node))
-            && (self.causes.is_empty() || self.causes.contains(&cause))
-            && (self.kinds.is_empty() || self.kinds.contains(&kind))
+        self.selector().matches(kind, node, cause)
     }
 }
 

@@ -5,10 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use sentinel_core::model::glob;
 use sentinel_core::signals::Cause;
 use sentinel_core::time::Micros;
-use sentinel_core::tracker::{AlertKind, IncidentKind, Verdict};
+use sentinel_core::tracker::{AlertKind, IncidentKind, Selector, Verdict};
 
 pub(crate) use sentinel_core::kinds::Channel;
 
@@ -156,11 +155,20 @@ impl Silence {
         self.starts_at <= now && now < self.ends_at
     }
 
+    /// What it silences: its node glob, and its cause and kind if it
+    /// names them.
+    #[must_use]
+    pub fn selector(&self) -> Selector<'_> {
+        Selector {
+            node: Some(&self.node),
+            causes: self.cause.as_slice(),
+            kinds: self.kind.as_slice(),
+        }
+    }
+
     #[must_use]
     pub fn matches(&self, kind: IncidentKind, node: &str, cause: Cause) -> bool {
-        glob(&self.node, node)
-            && self.cause.is_none_or(|c| c == cause)
-            && self.kind.is_none_or(|k| k == kind)
+        self.selector().matches(kind, node, cause)
     }
 }
 

@@ -54,7 +54,7 @@ pub use incident::{Ack, Anchor, IncidentOf};
 pub use kind::{Counters, Detail, Down, Incident, NodeStatus, NotReady, Outage, Silent};
 pub use machine::endpoint::{Member, MemberWrite};
 use open::OpenKey;
-pub use settings::{Limits, Settings, Threshold};
+pub use settings::{Limits, Selector, Settings, Threshold};
 pub use terms::{IncidentKind, Resolution, Status, Verdict};
 pub use words::{cause_explanation, one_line};
 

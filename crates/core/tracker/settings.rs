@@ -89,6 +89,27 @@ fn default_max_nodes() -> usize {
     defaults::MAX_NODES as usize
 }
 
+/// Which incidents a route, a threshold or a silence is for: a node glob
+/// (`None`: any node), causes and kinds (empty: any). One rule for the
+/// three, borrowed from each (a silence names at most one cause and one
+/// kind: its options as slices).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Selector<'a> {
+    pub node: Option<&'a str>,
+    pub causes: &'a [Cause],
+    pub kinds: &'a [IncidentKind],
+}
+
+impl Selector<'_> {
+    /// Whether an incident of `kind` for `node` with `cause` is selected.
+    #[must_use]
+    pub fn matches(&self, kind: IncidentKind, node: &str, cause: Cause) -> bool {
+        self.node.is_none_or(|g| crate::model::glob(g, node))
+            && (self.causes.is_empty() || self.causes.contains(&cause))
+            && (self.kinds.is_empty() || self.kinds.contains(&kind))
+    }
+}
+
 /// Thresholds for the incidents of some nodes and/or causes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Threshold {
@@ -106,12 +127,17 @@ pub struct Threshold {
 
 impl Threshold {
     #[must_use]
+    pub fn selector(&self) -> Selector<'_> {
+        Selector {
+            node: self.node.as_deref(),
+            causes: &self.causes,
+            kinds: &self.kinds,
+        }
+    }
+
+    #[must_use]
     pub fn matches(&self, kind: IncidentKind, node: &str, cause: Cause) -> bool {
-        self.node
-            .as_deref()
-            .is_none_or(|g| crate::model::glob(g, node))
-            && (self.causes.is_empty() || self.causes.contains(&cause))
-            && (self.kinds.is_empty() || self.kinds.contains(&kind))
+        self.selector().matches(kind, node, cause)
     }
 }
 
