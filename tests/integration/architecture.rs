@@ -68,7 +68,7 @@ const TRACKER_FLOORS: &[&[&str]] = &[
     &["evidence", "settings"],
     &["incident"],
     &["kind"],
-    &["open"],
+    &["open", "groups"],
     &["machine", "context", "bounds"],
     &["mod"],
 ];

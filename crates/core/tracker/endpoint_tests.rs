@@ -10,7 +10,7 @@ use crate::model::{Entry, EntryFilter};
 use crate::pipeline::Pipeline;
 use crate::signals::Cause;
 use crate::time::SECOND;
-use crate::tracker::machine::endpoint;
+use crate::tracker::groups as endpoint;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 const MS: Micros = 1000;

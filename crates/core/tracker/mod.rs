@@ -26,7 +26,8 @@
 // test holds them): the shared words (`terms`, `decision`, `timeline`,
 // `words`; `evidence`, `settings`); the incident, whatever its kind
 // (`incident`); the kinds, each its data and rules, and the one enum of
-// them (`kind/`); the open incidents (`open`); then what changes them:
+// them (`kind/`); the open incidents (`open`) and the endpoint groups
+// with the outages derived from them (`groups/`); then what changes them:
 // each kind's machine (`machine/`), the context lines (`context`), the
 // bounds (`bounds`), and this file, which routes a line to them.
 mod decision;
@@ -36,6 +37,7 @@ mod terms;
 pub mod timeline;
 mod words;
 
+mod groups;
 mod incident;
 mod kind;
 mod open;
@@ -50,9 +52,9 @@ use serde::{Deserialize, Serialize};
 
 pub use decision::{AlertKind, Alerted, Decision, Observation};
 pub use evidence::Evidence;
+pub use groups::{Member, MemberWrite};
 pub use incident::{Ack, Anchor, IncidentOf};
 pub use kind::{Counters, Detail, Down, Incident, NodeStatus, NotReady, Outage, Silent};
-pub use machine::endpoint::{Member, MemberWrite};
 use open::OpenKey;
 pub use settings::{Limits, Selector, Settings, Threshold};
 pub use terms::{IncidentKind, Resolution, Status, Verdict};
@@ -198,7 +200,7 @@ pub struct Tracker {
     /// Endpoint incidents and the node incidents they are derived from,
     /// by endpoint and cause (see `endpoint.rs`; bounded there).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    fleet_groups: BTreeMap<String, machine::endpoint::Group>,
+    fleet_groups: BTreeMap<String, groups::Group>,
     /// The groups whose members the store holds records of, as of the last
     /// [`Tracker::take_member_writes`].
     #[serde(skip)]

@@ -4,7 +4,7 @@
 //! incidents). Each is an `impl Tracker` for now: the tracker's fields
 //! are theirs to read and change.
 
-pub(crate) mod endpoint;
+mod endpoint;
 mod host_silent;
 mod kubelet_down;
 mod node_status;

@@ -26,15 +26,15 @@ use super::{EVIDENCE_HEAD, Group, MEMBERS_MAX, Member, group_key, group_of};
 
 /// What a shortcut changed: the outage to tell of, and the node incident
 /// it now covers (a new member).
-pub(super) struct Moved {
+pub(crate) struct Moved {
     /// Whether the outage changed (a line may change none of it).
-    pub(super) changed: bool,
-    pub(super) outage: String,
-    pub(super) covered: Option<(String, String)>,
+    pub(crate) changed: bool,
+    pub(crate) outage: String,
+    pub(crate) covered: Option<(String, String)>,
 }
 
 /// Takes node incident `i`'s change by a shortcut, if one applies.
-pub(super) fn shortcut(
+pub(crate) fn shortcut(
     groups: &mut BTreeMap<String, Group>,
     i: &Incident,
     resolve_after: Micros,
@@ -176,7 +176,7 @@ fn join(g: &mut Group, m: Member) -> Option<Moved> {
 /// say, so it is equal whatever it holds: two groups with the same members
 /// and outages are the same group, whichever of them has been asked.
 #[derive(Debug, Clone, Default)]
-pub(super) struct NodesNamed(BTreeMap<String, BTreeSet<String>>);
+pub(crate) struct NodesNamed(BTreeMap<String, BTreeSet<String>>);
 
 impl PartialEq for NodesNamed {
     fn eq(&self, _: &Self) -> bool {
@@ -189,7 +189,7 @@ impl Eq for NodesNamed {}
 impl NodesNamed {
     /// Adds `node` to the nodes outage `id` names (`listed`, the first
     /// time); whether it is new to them.
-    pub(super) fn add(&mut self, id: &str, listed: &[String], node: &str) -> bool {
+    pub(crate) fn add(&mut self, id: &str, listed: &[String], node: &str) -> bool {
         let named = self
             .0
             .entry(id.to_string())
