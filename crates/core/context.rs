@@ -135,14 +135,12 @@ impl Window {
 /// What kind of trouble is being explained, with what [`explain`] needs
 /// of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trouble<'a> {
+pub enum Trouble {
     /// The kubelet went down (kubelet-down): the runtime's unit around it,
     /// and an OOM kill of the kubelet before an exit by signal.
     KubeletDown {
         /// The kubelet's pid on the host, when known.
         pid: Option<u32>,
-        /// Names the kubelet runs under (its identifiers).
-        names: &'a [&'a str],
     },
     /// The container runtime is down or slow (a `runtime`/`pleg` not-ready
     /// incident): the runtime's unit around it.
@@ -159,12 +157,7 @@ pub enum Trouble<'a> {
 /// window and span give the same lines. The not-ready kind calls it with
 /// [`Trouble::Runtime`].
 #[must_use]
-pub fn explain<'w>(
-    trouble: Trouble<'_>,
-    from: Micros,
-    to: Micros,
-    window: &'w Window,
-) -> Vec<&'w ContextLine> {
+pub fn explain(trouble: Trouble, from: Micros, to: Micros, window: &Window) -> Vec<&ContextLine> {
     let within = |l: &ContextLine, before: Micros| l.at >= from - before && l.at <= to + AFTER;
     // A runtime that stopped or died long before and was not started again
     // since is still down when the trouble begins.
@@ -180,11 +173,11 @@ pub fn explain<'w>(
     window
         .lines()
         .filter(|l| match trouble {
-            Trouble::KubeletDown { pid, names } => {
+            Trouble::KubeletDown { pid } => {
                 runtime(l)
                     || (l.kind == ContextKind::OomKill
                         && within(l, OOM_BEFORE)
-                        && kills_kubelet(l, pid, names))
+                        && kills_kubelet(l, pid))
             }
             Trouble::Runtime => runtime(l),
             Trouble::Network => l.kind == ContextKind::LinkLost && within(l, LINK_BEFORE),
@@ -193,12 +186,12 @@ pub fn explain<'w>(
         .collect()
 }
 
-/// Whether an OOM kill names the kubelet: its pid, or one of its names.
+/// Whether an OOM kill is the kubelet's: the pid the OOM killer names is
+/// the one the kubelet writes as on that host. Never by a name: anybody
+/// can name a process `kubelet`.
 #[must_use]
-pub fn kills_kubelet(l: &ContextLine, pid: Option<u32>, names: &[&str]) -> bool {
-    l.kind == ContextKind::OomKill
-        && ((pid.is_some() && l.pid == pid)
-            || l.process.as_deref().is_some_and(|p| names.contains(&p)))
+pub fn kills_kubelet(l: &ContextLine, pid: Option<u32>) -> bool {
+    l.kind == ContextKind::OomKill && pid.is_some() && l.pid == pid
 }
 
 /// The container runtimes' units (by name stem).
@@ -355,42 +348,63 @@ fn physical(iface: &str) -> bool {
 
 /// The kernel's OOM-killer and link lines; every other kernel line is
 /// dropped by a cheap look at a few words first.
+///
+/// Read by their structure, never by a word found anywhere: a kernel line
+/// also carries text any user writes (a segfaulting process's name, up to
+/// 15 bytes, at the start of its line; the file of the mapping; the name
+/// of the process the OOM killer took), so each is matched from its fixed
+/// start (or, for a link, its fixed end), and the pid is read where the
+/// kernel writes it, after the user's text for `oom-kill:`.
 fn kernel(text: &str) -> Option<(ContextKind, Option<u32>, Option<String>)> {
-    if let Some(i) = text.find("Killed process ") {
-        // `Out of memory: Killed process 4242 (kubelet) total-vm:…`,
-        // `Memory cgroup out of memory: Killed process 4242 (kubelet) …`
-        let rest = &text[i + "Killed process ".len()..];
+    if let Some(rest) = killed_process(text) {
+        // `4242 (kubelet) total-vm:…`: the pid, then the name in
+        // parentheses (which may hold any byte, `)` too).
         let (pid, rest) = rest.split_once(' ')?;
-        let name = rest.strip_prefix('(')?.split_once(')')?.0;
-        return Some((
-            ContextKind::OomKill,
-            pid.parse().ok(),
-            Some(name.to_string()),
-        ));
+        let pid: u32 = pid.parse().ok()?;
+        let name = rest.strip_prefix('(').and_then(|r| {
+            r.rfind(") total-vm:")
+                .or_else(|| r.rfind(')'))
+                .map(|e| r[..e].to_string())
+        });
+        return Some((ContextKind::OomKill, Some(pid), name));
     }
-    if let Some(i) = text.find("oom-kill:") {
-        // `oom-kill:constraint=…,task_memcg=/system.slice/kubelet.service,task=kubelet,pid=4242,uid=0`
-        let fields = &text[i + "oom-kill:".len()..];
-        let field = |k: &str| {
-            fields
-                .split(',')
-                .find_map(|f| f.strip_prefix(k))
-                .map(str::to_string)
-        };
-        let pid = field("pid=").and_then(|p| p.parse().ok());
-        return Some((ContextKind::OomKill, pid, field("task=")));
+    if let Some(fields) = text.strip_prefix("oom-kill:constraint=") {
+        // `oom-kill:constraint=…,task_memcg=/system.slice/kubelet.service,task=kubelet,pid=4242,uid=0`:
+        // the task's name and cgroup are anybody's text, the pid and uid
+        // the line's last two fields.
+        let (rest, uid) = fields.rsplit_once(",uid=")?;
+        uid.parse::<u32>().ok()?;
+        let (rest, pid) = rest.rsplit_once(",pid=")?;
+        let pid: u32 = pid.parse().ok()?;
+        let task = rest.rsplit_once(",task=").map(|(_, t)| t.to_string());
+        return Some((ContextKind::OomKill, Some(pid), task));
     }
-    let lower_at = [
-        "Link is Down",
-        "NIC Link is Down",
-        "Link is down",
-        "Link down",
-    ]
-    .iter()
-    .find_map(|p| text.find(p))?;
-    let before = text[..lower_at].trim_end();
+    // `e1000e 0000:00:1f.6 eno1: NIC Link is Down`: the driver's words end
+    // the line.
+    let line = text.trim_end();
+    let line = line.strip_suffix('.').unwrap_or(line);
+    let phrase = ["Link is Down", "Link is down", "Link down"]
+        .iter()
+        .find(|p| line.ends_with(*p))?;
+    let before = line[..line.len() - phrase.len()].trim_end();
     let iface = last_word(before.trim_end_matches("NIC").trim_end());
     physical(iface).then_some((ContextKind::LinkLost, None, None))
+}
+
+/// What follows `Killed process ` when the line is the OOM killer's:
+/// `Out of memory: `, `Memory cgroup out of memory: ` or
+/// `Out of memory (oom_kill_allocating_task): ` before it, or nothing
+/// (older kernels).
+fn killed_process(text: &str) -> Option<&str> {
+    let rest = [
+        "Out of memory: ",
+        "Memory cgroup out of memory: ",
+        "Out of memory (oom_kill_allocating_task): ",
+    ]
+    .iter()
+    .find_map(|p| text.strip_prefix(p))
+    .unwrap_or(text);
+    rest.strip_prefix("Killed process ")
 }
 
 #[cfg(test)]
@@ -501,6 +515,57 @@ mod tests {
         }
     }
 
+    /// The kernel's lines carry text any user writes: a segfaulting
+    /// process's name (up to 15 bytes) starts its line, and the file of
+    /// the mapping and the OOM killer's victim's name stand inside others.
+    /// Planted there, as the kernel writes them, they name no link, no OOM
+    /// kill and no pid.
+    #[test]
+    fn names_a_stranger_plants_in_kernel_lines_say_nothing() {
+        for planted in [
+            // prctl(PR_SET_NAME, "0 Link is Down"); then a segfault.
+            "0 Link is Down[4711]: segfault at 0 ip 000055d0c0a0b0c0 sp 00007ffc1a2b3c40 error 4 in s[55d0c0a0a000+1000]",
+            "eth0: Link is Down[4711]: segfault at 0 ip 000055d0c0a0b0c0 sp 00007ffc1a2b3c40 error 6 likely on CPU 1 (core 1, socket 0)",
+            // A process named `oom-kill:x`, its mapping a file named
+            // `a,pid=4242,task=kubelet`.
+            "oom-kill:x[4711]: segfault at 0 ip 000055d0c0a0b0c0 sp 00007ffc1a2b3c40 error 4 in a,pid=4242,task=kubelet[55d0c0a0a000+1000]",
+            "Killed process [4711]: segfault at 0 ip 000055d0c0a0b0c0 sp 00007ffc1a2b3c40 error 4 in s[55d0c0a0a000+1000]",
+            "s[4711]: segfault at 0 ip 000055d0c0a0b0c0 sp 00007ffc1a2b3c40 error 4 in Killed process 4242 (kubelet)[55d0c0a0a000+1000]",
+        ] {
+            assert_eq!(classify("kernel", false, planted), None, "{planted}");
+        }
+        // The OOM killer's own line, whose task and cgroup a user named:
+        // the pid is the one the kernel writes last, not one in the name.
+        let l = classify(
+            "kernel",
+            false,
+            "oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,\
+             oom_memcg=/user.slice/user-1000.slice,task_memcg=/user.slice/a,pid=4242,uid=0,\
+             task=a,pid=4242,pid=999,uid=1000",
+        )
+        .unwrap();
+        assert_eq!((l.kind, l.pid), (ContextKind::OomKill, Some(999)));
+        let l = classify(
+            "kernel",
+            false,
+            "Memory cgroup out of memory: Killed process 999 (kubelet) total-vm:1kB, anon-rss:0kB",
+        )
+        .unwrap();
+        assert_eq!((l.pid, l.process.as_deref()), (Some(999), Some("kubelet")));
+        // A user's own process named `kubelet`, killed in its cgroup, is
+        // not the kubelet (pid 4242): never by a name alone.
+        assert!(!kills_kubelet(&l, Some(4242)));
+        assert!(!kills_kubelet(&l, None));
+        // A name holding `) total-vm:` leaves the pid where it is.
+        let l = classify(
+            "kernel",
+            false,
+            "Out of memory: Killed process 77 (a) total-vm:) total-vm:1kB, anon-rss:0kB",
+        )
+        .unwrap();
+        assert_eq!(l.pid, Some(77));
+    }
+
     #[test]
     fn network_and_time_daemons() {
         let n = "systemd-networkd.service";
@@ -570,17 +635,10 @@ mod tests {
         let t = 10 * SECOND;
         assert_eq!(explain(Trouble::Network, t, t, &w).len(), 1);
         assert_eq!(explain(Trouble::Clock, t, t, &w).len(), 0);
-        let names = ["kubelet"];
-        let down = Trouble::KubeletDown {
-            pid: Some(42),
-            names: &names,
-        };
+        let down = Trouble::KubeletDown { pid: Some(42) };
         // java's OOM kill does not explain the kubelet's exit.
         assert_eq!(explain(down, t, t, &w).len(), 1);
-        let by_pid = Trouble::KubeletDown {
-            pid: Some(7),
-            names: &names,
-        };
+        let by_pid = Trouble::KubeletDown { pid: Some(7) };
         assert_eq!(explain(by_pid, t, t, &w).len(), 2);
         // Lines after the trouble's latest time, or long before it, do not.
         let early = -AFTER - SECOND;

@@ -137,6 +137,7 @@ fn journal() -> Vec<u8> {
     let mut j = J { out: Vec::new() };
     runtime_and_oom(&mut j);
     link_clock_bystander_forged(&mut j);
+    planted_kernel_names(&mut j);
     j.out
 }
 
@@ -324,6 +325,51 @@ fn link_clock_bystander_forged(j: &mut J) {
     }
 }
 
+/// w-planted: the kernel's own lines (transport kernel, as the kernel
+/// writes them) carrying names a local user chose: a process named
+/// `0 Link is Down` and one named `oom-kill:x` that segfault (the second
+/// in a file named `a,pid=4242,task=kubelet`), and the user's own process
+/// named `kubelet` killed in its memory cgroup. Then the real kubelet (pid
+/// 4242) is killed by a signal and its status updates fail.
+fn planted_kernel_names(j: &mut J) {
+    let h = "w-planted";
+    j.healthy(0.0, h);
+    j.kernel(
+        80.0,
+        h,
+        "0 Link is Down[31337]: segfault at 0 ip 000055d0c0a0b0c0 sp 00007ffc1a2b3c40 error 4 in s[55d0c0a0a000+1000]",
+    );
+    j.kernel(
+        80.5,
+        h,
+        "oom-kill:x[31338]: segfault at 0 ip 000055d0c0a0b0c0 sp 00007ffc1a2b3c40 error 4 in a,pid=4242,task=kubelet[55d0c0a0a000+1000]",
+    );
+    j.kernel(
+        81.0,
+        h,
+        "Memory cgroup out of memory: Killed process 31339 (kubelet) total-vm:1048576kB, anon-rss:524288kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:2048kB oom_score_adj:0",
+    );
+    j.systemd(
+        81.5,
+        h,
+        KUBELET,
+        "kubelet.service: Main process exited, code=killed, status=9/KILL",
+    );
+    j.systemd(
+        81.5,
+        h,
+        KUBELET,
+        "kubelet.service: Failed with result 'signal'.",
+    );
+    for k in 0..18 {
+        j.status_error(
+            83.0 + f64::from(k) * 10.0,
+            h,
+            "dial tcp 10.0.0.1:6443: connect: connection refused",
+        );
+    }
+}
+
 fn by<'a>(v: &'a [serde_json::Value], host: &str, kind: &str) -> &'a serde_json::Value {
     v.iter()
         .find(|i| i["host"] == host && i["kind"] == kind)
@@ -453,6 +499,21 @@ fn the_nodes_other_units_explain_the_kubelets_trouble() {
             .as_str()
             .unwrap()
             .contains("lost its network")
+    );
+    // Names planted in the kernel's own lines change no cause and explain
+    // nothing: the kubelet was killed, not by the OOM killer, and the
+    // node kept its link.
+    let planted = by(&inc, "w-planted", "kubelet-down");
+    assert_eq!(planted["cause"], "killed", "{planted:#}");
+    assert_eq!(planted["context"], serde_json::json!([]), "{planted:#}");
+    let planted = by(&inc, "w-planted", "node-status");
+    assert_eq!(planted["context"], serde_json::json!([]), "{planted:#}");
+    assert!(
+        !planted["diagnosis"]
+            .as_str()
+            .unwrap()
+            .contains("lost its network"),
+        "{planted:#}"
     );
 
     // run --once on the directory (a collector, host by host): the same.

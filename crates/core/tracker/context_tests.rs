@@ -106,6 +106,8 @@ const KILLED: &str = "kubelet.service: Main process exited, code=killed, status=
 fn oom_journal(host: &str) -> Vec<Entry> {
     let k = "kubelet.service";
     vec![
+        // The kubelet writes as pid 4242: the OOM kill of pid 4242 is its.
+        kubelet(-5, host, r#""Pod status is inconsistent" pod="default/x""#),
         kernel(0, host, OOM),
         kernel(
             0,

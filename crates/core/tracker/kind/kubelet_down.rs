@@ -14,18 +14,6 @@ use crate::tracker::settings::Settings;
 use crate::tracker::terms::{Resolution, Verdict};
 use crate::tracker::words::{cause_explanation, one_line};
 
-/// Names the kubelet runs under: an OOM kill of one is the kubelet's.
-const KUBELET_NAMES: &[&str] = &[
-    "kubelet",
-    "kubenswrapper",
-    "hyperkube",
-    "kubelite",
-    "k3s",
-    "k3s-agent",
-    "k3s-server",
-    "rke2",
-];
-
 /// A kubelet-down incident's own counters (design 5.1).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Down {
@@ -116,11 +104,8 @@ impl Down {
 
     /// What its context would explain: the kubelet's own death (the OOM
     /// killer naming its pid).
-    pub(crate) fn trouble(kubelet_pid: Option<u32>) -> Trouble<'static> {
-        Trouble::KubeletDown {
-            pid: kubelet_pid,
-            names: KUBELET_NAMES,
-        }
+    pub(crate) fn trouble(kubelet_pid: Option<u32>) -> Trouble {
+        Trouble::KubeletDown { pid: kubelet_pid }
     }
 
     pub(crate) fn diagnosis<D>(

@@ -355,7 +355,7 @@ impl Incident {
     }
 
     /// What kind of trouble its context would explain, if any.
-    pub(crate) fn trouble(&self, kubelet_pid: Option<u32>) -> Option<Trouble<'static>> {
+    pub(crate) fn trouble(&self, kubelet_pid: Option<u32>) -> Option<Trouble> {
         match &self.detail {
             Detail::NodeStatus(_) => NodeStatus::trouble(self, self.cause()),
             Detail::KubeletDown(_) => Some(Down::trouble(kubelet_pid)),

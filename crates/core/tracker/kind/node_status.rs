@@ -111,7 +111,7 @@ impl NodeStatus {
 
     /// What its context would explain: a network that is down, or a
     /// clock that makes good certificates look expired.
-    pub(crate) fn trouble<D>(i: &IncidentOf<D>, cause: Cause) -> Option<Trouble<'static>> {
+    pub(crate) fn trouble<D>(i: &IncidentOf<D>, cause: Cause) -> Option<Trouble> {
         #[allow(
             clippy::wildcard_enum_match_arm,
             reason = "a cause not named here explains nothing of this trouble"

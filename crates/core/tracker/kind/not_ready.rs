@@ -88,7 +88,7 @@ impl NotReady {
 
     /// What its context would explain: a runtime that is down or slow
     /// (its unit stopped, failed or restarting around it).
-    pub(crate) fn trouble(cause: Cause) -> Option<Trouble<'static>> {
+    pub(crate) fn trouble(cause: Cause) -> Option<Trouble> {
         matches!(cause, Cause::Runtime | Cause::Pleg).then_some(Trouble::Runtime)
     }
 
