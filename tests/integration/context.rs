@@ -370,6 +370,24 @@ fn planted_kernel_names(j: &mut J) {
     }
 }
 
+/// Names planted in the kernel's own lines change no cause and explain
+/// nothing: the kubelet was killed, not by the OOM killer, and the node
+/// kept its link.
+fn nothing_planted_counts(inc: &[serde_json::Value]) {
+    let planted = by(inc, "w-planted", "kubelet-down");
+    assert_eq!(planted["cause"], "killed", "{planted:#}");
+    assert_eq!(planted["context"], serde_json::json!([]), "{planted:#}");
+    let planted = by(inc, "w-planted", "node-status");
+    assert_eq!(planted["context"], serde_json::json!([]), "{planted:#}");
+    assert!(
+        !planted["diagnosis"]
+            .as_str()
+            .unwrap()
+            .contains("lost its network"),
+        "{planted:#}"
+    );
+}
+
 fn by<'a>(v: &'a [serde_json::Value], host: &str, kind: &str) -> &'a serde_json::Value {
     v.iter()
         .find(|i| i["host"] == host && i["kind"] == kind)
@@ -500,21 +518,7 @@ fn the_nodes_other_units_explain_the_kubelets_trouble() {
             .unwrap()
             .contains("lost its network")
     );
-    // Names planted in the kernel's own lines change no cause and explain
-    // nothing: the kubelet was killed, not by the OOM killer, and the
-    // node kept its link.
-    let planted = by(&inc, "w-planted", "kubelet-down");
-    assert_eq!(planted["cause"], "killed", "{planted:#}");
-    assert_eq!(planted["context"], serde_json::json!([]), "{planted:#}");
-    let planted = by(&inc, "w-planted", "node-status");
-    assert_eq!(planted["context"], serde_json::json!([]), "{planted:#}");
-    assert!(
-        !planted["diagnosis"]
-            .as_str()
-            .unwrap()
-            .contains("lost its network"),
-        "{planted:#}"
-    );
+    nothing_planted_counts(&inc);
 
     // run --once on the directory (a collector, host by host): the same.
     let svc = Service::new(&format!("directory = \"{}\"", journals.display()), "");
