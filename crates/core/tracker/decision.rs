@@ -50,11 +50,11 @@ pub enum Decision {
     UpdateIncident {
         id: String,
     },
-    /// The incident is now in [`Tracker::take_resolved`].
+    /// The incident is now in [`Tracker::take_resolved`](crate::tracker::Tracker::take_resolved).
     ResolveIncident {
         id: String,
     },
-    /// The incident leaves the history (see [`Tracker::take_forgotten`]).
+    /// The incident leaves the history (see [`Tracker::take_forgotten`](crate::tracker::Tracker::take_forgotten)).
     ForgetIncident {
         id: String,
     },

@@ -113,7 +113,7 @@ pub struct Member {
     pub(crate) cover: Option<String>,
 }
 
-/// A change to the stored member records ([`Tracker::take_member_writes`]).
+/// A change to the stored member records ([`Tracker::take_member_writes`](crate::tracker::Tracker::take_member_writes)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemberWrite {
     /// Every record of this group goes (the group is gone, or made anew).
@@ -173,7 +173,7 @@ pub(crate) struct Group {
     #[serde(default, skip_serializing)]
     pub(crate) members: Vec<Member>,
     /// Members added, changed or taken out since the last
-    /// [`Tracker::take_member_writes`], by (opening, id).
+    /// [`Tracker::take_member_writes`](crate::tracker::Tracker::take_member_writes), by (opening, id).
     #[serde(skip)]
     pub(crate) dirty: BTreeSet<(Micros, String)>,
     /// Made (again) since then: every record of its name is written anew.
