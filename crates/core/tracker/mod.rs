@@ -101,6 +101,11 @@ pub struct Origin {
     /// The pid its kubelet last wrote as.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     kubelet_pid: Option<u32>,
+    /// When its node last said it was ready (a node-ready marker): a
+    /// not-ready incident after that, however soon after the kubelet's
+    /// start, is no start-up race.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ready_at: Option<Micros>,
     /// Since when its kubelet has said only its start-up state (`container
     /// runtime status check may not have completed yet`, `pleg has yet to
     /// be successful`), since its last start or ready marker: trouble once
@@ -531,7 +536,10 @@ impl Tracker {
                 origin.started_at = Some(at);
                 origin.starting_since = None;
             }
-            SignalKind::NodeReady => origin.starting_since = None,
+            SignalKind::NodeReady => {
+                origin.starting_since = None;
+                origin.ready_at = Some(at);
+            }
             SignalKind::CachesSynced => origin.caches_synced_at = Some(at),
             _ => {}
         }

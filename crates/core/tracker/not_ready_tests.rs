@@ -57,6 +57,29 @@ fn lines(v: &[(i64, &str)]) -> Vec<(i64, String)> {
     v.iter().map(|(t, s)| (*t, (*s).to_string())).collect()
 }
 
+/// The attack report's D33: a node whose kubelet started and became ready;
+/// two minutes later containerd stops and starts again 20 s later. Within
+/// `not_ready_after` of the kubelet's start, but the node had been ready:
+/// a running node's trouble, transient, not the start-up race.
+#[test]
+fn a_runtime_restart_on_a_node_that_was_ready_is_transient() {
+    let mut l = lines(&[(0, STARTED), (1_000, REGISTERED), (5_000, READY)]);
+    l.extend(every_5s(RUNTIME, 120_000, 5));
+    l.push((141_000, READY.to_string()));
+    let r = judged(&l, 600_000);
+    let i = r.one();
+    assert_eq!(i.kind(), IncidentKind::NotReady);
+    assert_eq!(i.cause(), Cause::Runtime);
+    assert_eq!(i.verdict(&r.settings), Verdict::Transient, "{i:#?}");
+    assert!(r.alert_kinds().is_empty());
+    // Without the ready line before it, the same lines are the race.
+    let mut l = lines(&[(0, STARTED), (1_000, REGISTERED)]);
+    l.extend(every_5s(RUNTIME, 120_000, 5));
+    l.push((141_000, READY.to_string()));
+    let r = judged(&l, 600_000);
+    assert_eq!(r.one().verdict(&r.settings), Verdict::StartupRace);
+}
+
 #[test]
 fn a_network_ready_40s_after_the_start_is_the_startup_race() {
     let mut l = lines(&[(0, STARTED), (1_000, REGISTERED)]);

@@ -311,7 +311,7 @@ impl Incident {
         match &self.detail {
             Detail::NodeStatus(n) => n.verdict(self, s, ended),
             Detail::KubeletDown(d) => d.verdict(ended),
-            Detail::NotReady(_) => NotReady::verdict(self, s, ended),
+            Detail::NotReady(r) => r.verdict(self, s, ended),
             Detail::Endpoint(_) if self.over_threshold_at.is_some() => Verdict::Persistent,
             Detail::HostSilent(_) | Detail::Endpoint(_) => ended,
         }

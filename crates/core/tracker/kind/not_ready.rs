@@ -25,14 +25,20 @@ pub struct NotReady {
     /// incident that held it open (0: from its last trouble).
     #[serde(default)]
     pub quiet_from: Micros,
+    /// The node was ready after its kubelet's last start and before this
+    /// opened: not the start-up race, however soon after the start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ready_since_start: bool,
 }
 
 impl NotReady {
     /// Design 5.3: the start-up race when it opened within
-    /// `not_ready_after` of the kubelet's start and ended before its trouble
-    /// lasted that long (persistent is decided before); transient when it
-    /// ended otherwise; undetermined while open.
-    pub(crate) fn verdict<D>(i: &IncidentOf<D>, s: &Settings, ended: Verdict) -> Verdict {
+    /// `not_ready_after` of the kubelet's start, the node not ready since
+    /// that start (a node that was ready, then not, is a running node's
+    /// trouble: a runtime restarted), and ended before its trouble lasted
+    /// that long (persistent is decided before); transient when it ended
+    /// otherwise; undetermined while open.
+    pub(crate) fn verdict<D>(&self, i: &IncidentOf<D>, s: &Settings, ended: Verdict) -> Verdict {
         if i.over_threshold_at.is_some() {
             return Verdict::Persistent;
         }
@@ -45,7 +51,7 @@ impl NotReady {
                 && i.opened_at >= a.at
                 && i.opened_at - a.at <= s.not_ready_after
         });
-        if ended == Verdict::Transient && soon_after_start && !closed {
+        if ended == Verdict::Transient && soon_after_start && !closed && !self.ready_since_start {
             Verdict::StartupRace
         } else {
             ended

@@ -29,11 +29,23 @@ impl Tracker {
             self.make_room(host, at, out);
             self.open_anchored(obs, key.clone(), out);
             let since = stuck.or_else(|| self.pleg_since(obs));
-            if let (Some(since), Some(inc)) = (since, self.open.get_mut(&key)) {
-                // Not ready since its first start-up line, or since PLEG
-                // stalled by the kubelet's own count.
-                inc.opened_at = since;
-                inc.first_trouble = SignalKind::NotReady;
+            // The node was ready since its kubelet's last start: this is
+            // trouble of a running node (a runtime restarted, a network
+            // lost), not the start-up race.
+            let ready = self.origins.get(host).is_some_and(|o| {
+                o.ready_at
+                    .is_some_and(|r| r <= at && o.started_at.is_none_or(|s| r >= s))
+            });
+            if let Some(inc) = self.open.get_mut(&key) {
+                if let (true, Detail::NotReady(r)) = (ready, &mut inc.detail) {
+                    r.ready_since_start = true;
+                }
+                if let Some(since) = since {
+                    // Not ready since its first start-up line, or since PLEG
+                    // stalled by the kubelet's own count.
+                    inc.opened_at = since;
+                    inc.first_trouble = SignalKind::NotReady;
+                }
             }
         }
         let s = &self.settings;
