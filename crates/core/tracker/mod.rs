@@ -440,12 +440,13 @@ impl Tracker {
     /// Takes one recognised line.
     pub fn observe(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) {
         let from = out.len();
-        let node = self.observe_one(obs, out);
+        // The node's node-status incident's key, made once a line.
+        let key = OpenKey {
+            kind: IncidentKind::NodeStatus,
+            subject: self.observe_one(obs, out),
+        };
         if obs.clock_untrusted {
-            if let Some(i) = self
-                .open
-                .get_mut(&OpenKey::new(IncidentKind::NodeStatus, &node))
-            {
+            if let Some(i) = self.open.get_mut(&key) {
                 if let Detail::NodeStatus(n) = &mut i.detail {
                     if !n.clock_untrusted {
                         n.clock_untrusted = true;
@@ -459,15 +460,12 @@ impl Tracker {
             .get(obs.host.unwrap_or(""))
             .is_some_and(|o| !o.context.is_empty())
         {
-            for kind in [
-                IncidentKind::NodeStatus,
-                IncidentKind::KubeletDown,
-                IncidentKind::NotReady,
-            ] {
-                self.link(&OpenKey::new(kind, &node), out);
+            self.link(&key, out);
+            for kind in [IncidentKind::KubeletDown, IncidentKind::NotReady] {
+                self.link(&OpenKey::new(kind, &key.subject), out);
             }
         }
-        self.correlate(&[OpenKey::new(IncidentKind::NodeStatus, &node)], from, out);
+        self.correlate(std::slice::from_ref(&key), from, out);
     }
 
     fn observe_one(&mut self, obs: &Observation<'_>, out: &mut Vec<Decision>) -> String {

@@ -170,44 +170,33 @@ impl Tracker {
     /// left unjudged while nothing else arrives.
     pub fn judge_silence_at_tail(&mut self, out: &mut Vec<Decision>) -> bool {
         let moved = std::mem::take(&mut self.moved);
-        self.judge(&moved, out);
-        let after = self.settings.silent_after;
-        let newest = self.fleet_newest;
-        self.fleet
-            && after > 0
-            && moved.iter().any(|h| {
-                self.origins
-                    .get(h)
-                    .and_then(|o| o.last_entry_at)
-                    .is_some_and(|t| newest.saturating_sub(t) >= after)
-                    && !self
-                        .open
-                        .contains_key(&OpenKey::new(IncidentKind::HostSilent, h))
-            })
+        self.judge(&moved, out)
     }
 
-    fn judge(&mut self, moved: &BTreeSet<String>, out: &mut Vec<Decision>) {
+    /// Opens the incidents of the hosts that are silent and did not move;
+    /// returns whether one that moved would have been.
+    fn judge(&mut self, moved: &BTreeSet<String>, out: &mut Vec<Decision>) -> bool {
         let after = self.settings.silent_after;
         let newest = self.fleet_newest;
         if after <= 0 || !self.fleet {
-            return;
+            return false;
         }
-        let silent: Vec<(String, Micros)> = self
+        let (held, silent): (Vec<_>, Vec<_>) = self
             .origins
             .iter()
             .filter_map(|(h, o)| o.last_entry_at.map(|t| (h, t)))
             .filter(|(h, t)| {
                 newest.saturating_sub(*t) >= after
-                    && !moved.contains(h.as_str())
                     && !self
                         .open
                         .contains_key(&OpenKey::new(IncidentKind::HostSilent, h))
             })
             .map(|(h, t)| (h.clone(), t))
-            .collect();
+            .partition(|(h, _)| moved.contains(h));
         for (h, t) in silent {
             self.open_silent(&h, t, out);
         }
+        !held.is_empty()
     }
 
     /// The newest time any host's journal has reached.
