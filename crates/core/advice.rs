@@ -5,12 +5,12 @@
 
 use crate::signals::Cause;
 use crate::time::Micros;
-use crate::tracker::{Detail, Incident, Silent};
+use crate::tracker::Incident;
 
 /// A host gone silent: is it up, is its upload running, what is the node.
-fn silent_steps(i: &Incident, h: &Silent) -> Vec<String> {
+fn silent_steps(i: &Incident, last_entry_at: Micros) -> Vec<String> {
     let host = shell_word(i.host.as_deref().unwrap_or(&i.node));
-    let since = short_utc(h.last_entry_at);
+    let since = short_utc(last_entry_at);
     vec![
         format!("kubectl get node {} -o wide (Ready? when did it last heartbeat?)", shell_word(&i.node)),
         format!("ping {host}; ssh {host} systemctl status systemd-journal-upload"),
@@ -36,12 +36,9 @@ pub fn header_text(s: &str, max: usize) -> String {
 /// The commands an operator runs next, for the cause.
 #[must_use]
 pub fn next_steps(i: &Incident) -> Vec<String> {
-    match &i.detail {
-        Detail::HostSilent(h) => silent_steps(i, h),
-        Detail::NodeStatus(_)
-        | Detail::KubeletDown(_)
-        | Detail::NotReady(_)
-        | Detail::Endpoint(_) => cause_steps(i),
+    match i.detail.silent_since() {
+        Some(last) => silent_steps(i, last),
+        None => cause_steps(i),
     }
 }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::signals::SignalKind;
 use crate::time::{Micros, Zone, human, human_duration};
-use crate::tracker::{Detail, Incident, Resolution};
+use crate::tracker::{Incident, Resolution};
 
 /// Columns of the drawing.
 pub const COLUMNS: usize = 60;
@@ -159,14 +159,7 @@ impl Picture {
         if let Some(a) = i.anchor {
             markers.push((a.at, MarkerKind::of_anchor(a.kind)));
         }
-        let synced = match &i.detail {
-            Detail::NodeStatus(n) => n.caches_synced_at,
-            Detail::KubeletDown(_)
-            | Detail::NotReady(_)
-            | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => None,
-        };
-        if let Some(c) = synced {
+        if let Some(c) = i.detail.caches_synced_at() {
             markers.push((c, MarkerKind::CachesSynced));
         }
         if let Some(o) = i.over_threshold_at {

@@ -9,9 +9,7 @@ use std::fmt::Write as _;
 
 use sentinel_core::signals::Cause;
 use sentinel_core::time::{clock, human_duration};
-use sentinel_core::tracker::{
-    AlertKind, Incident, IncidentKind, Settings, Status, Verdict, cause_explanation,
-};
+use sentinel_core::tracker::{AlertKind, Incident, Settings, Status, Verdict, cause_explanation};
 
 pub(crate) use sentinel_core::advice::{header_text, next_steps};
 
@@ -142,9 +140,7 @@ fn one_outage<'a>(incidents: &[&'a Incident]) -> Option<(&'a str, Cause)> {
     let c = first.cause();
     incidents
         .iter()
-        .all(|i| {
-            i.kind() == IncidentKind::NodeStatus && i.api_endpoint() == Some(e) && i.cause() == c
-        })
+        .all(|i| !i.kind().of_many_nodes() && i.api_endpoint() == Some(e) && i.cause() == c)
         .then_some((e, c))
 }
 

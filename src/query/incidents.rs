@@ -121,10 +121,7 @@ pub(crate) fn nodes(store: &Store, live: Option<&Live>) -> Result<NodeList, Quer
     // Newest first: the first seen per node is its last.
     // An endpoint incident is listed under its endpoint, no node's row;
     // its nodes have their own incidents.
-    for i in all
-        .iter()
-        .filter(|i| i.kind() != sentinel_core::tracker::IncidentKind::Endpoint)
-    {
+    for i in all.iter().filter(|i| !i.kind().of_many_nodes()) {
         let row = rows.entry(i.node.clone()).or_insert_with(|| NodeRow {
             node: i.node.clone(),
             hosts: Vec::new(),

@@ -1,74 +1,65 @@
 //! Context (design 5.4): the node's other units' lines join the incidents
 //! they explain. Each host keeps a bounded window of them in its
-//! [`Origin`]; an incident takes the ones that explain it when it opens,
+//! record ([`super::hosts::Origin`]); an incident takes the ones that explain it when it opens,
 //! when its trouble goes on, and when such a line arrives while it is open.
 //! They never open an incident.
 
+use super::decision::Decision;
+use super::hosts::Hosts;
+use super::ledger::{Ledger, host_key};
 use super::open::OpenKey;
-use super::{Decision, Tracker, host_key};
 use crate::context::{self as ctx, ContextLine};
 
-impl Tracker {
-    /// Takes one context line of `host` (journal time `line.at`): into the
-    /// host's window, and onto the open incidents of the host it explains.
-    pub fn context(&mut self, host: &str, line: ContextLine, out: &mut Vec<Decision>) {
-        let origin = self.origins.entry(host.to_string()).or_default();
-        origin.context.push(line);
-        self.dirty_origins.insert(host.to_string());
-        let keys: Vec<OpenKey> = self.open.of_host(host).map(|(k, _)| k.clone()).collect();
-        let from = out.len();
-        for k in &keys {
-            self.link(k, out);
-        }
-        self.correlate(&keys, from, out);
-    }
+/// Takes one context line of `host` into the host's window; returns the
+/// host's open incidents, which it may explain (see [`link`]).
+pub(super) fn take(l: &Ledger, h: &mut Hosts, host: &str, line: ContextLine) -> Vec<OpenKey> {
+    h.entry(host).context.push(line);
+    h.touch(host);
+    l.open.of_host(host).map(|(k, _)| k.clone()).collect()
+}
 
-    /// The kubelet of `host` writes as `pid` (an OOM kill naming it is
-    /// the kubelet's).
-    pub fn kubelet_pid(&mut self, host: &str, pid: u32) {
-        if self.origins.get(host).and_then(|o| o.kubelet_pid) == Some(pid) {
-            return;
-        }
-        self.origins
-            .entry(host.to_string())
-            .or_default()
-            .kubelet_pid = Some(pid);
-        self.dirty_origins.insert(host.to_string());
+/// The kubelet of `host` writes as `pid` (an OOM kill naming it is the
+/// kubelet's).
+pub(super) fn kubelet_pid(h: &mut Hosts, host: &str, pid: u32) {
+    if h.get(host).and_then(|o| o.kubelet_pid) == Some(pid) {
+        return;
     }
+    h.entry(host).kubelet_pid = Some(pid);
+    h.touch(host);
+}
 
-    /// Adds to open incident `key` the host's context lines that explain
-    /// it and it lacks (at most [`ctx::INCIDENT_LINES`]).
-    pub(super) fn link(&mut self, key: &OpenKey, out: &mut Vec<Decision>) {
-        let Some(inc) = self.open.get(key) else {
-            return;
-        };
-        let Some(origin) = self.origins.get(&host_key(inc)) else {
-            return;
-        };
-        if origin.context.is_empty() {
-            return;
-        }
-        let Some(trouble) = inc.trouble(origin.kubelet_pid) else {
-            return;
-        };
-        let new: Vec<ContextLine> =
-            ctx::explain(trouble, inc.opened_at, inc.last_trouble_at, &origin.context)
-                .into_iter()
-                .filter(|l| !inc.context.contains(l))
-                .cloned()
-                .collect();
-        if new.is_empty() || inc.context.len() >= ctx::INCIDENT_LINES {
-            return;
-        }
-        let Some(inc) = self.open.get_mut(key) else {
-            return;
-        };
-        for l in new {
-            if inc.context.len() < ctx::INCIDENT_LINES {
-                inc.context.push(l);
-            }
-        }
-        inc.context.sort_by_key(|l| l.at);
-        out.push(Decision::UpdateIncident { id: inc.id.clone() });
+/// Adds to open incident `key` the host's context lines that explain
+/// it and it lacks (at most [`ctx::INCIDENT_LINES`]).
+pub(super) fn link(l: &mut Ledger, h: &Hosts, key: &OpenKey, out: &mut Vec<Decision>) {
+    let Some(inc) = l.open.get(key) else {
+        return;
+    };
+    let Some(origin) = h.get(&host_key(inc)) else {
+        return;
+    };
+    if origin.context.is_empty() {
+        return;
     }
+    let Some(trouble) = inc.trouble(origin.kubelet_pid) else {
+        return;
+    };
+    let new: Vec<ContextLine> =
+        ctx::explain(trouble, inc.opened_at, inc.last_trouble_at, &origin.context)
+            .into_iter()
+            .filter(|c| !inc.context.contains(c))
+            .cloned()
+            .collect();
+    if new.is_empty() || inc.context.len() >= ctx::INCIDENT_LINES {
+        return;
+    }
+    let Some(inc) = l.open.get_mut(key) else {
+        return;
+    };
+    for line in new {
+        if inc.context.len() < ctx::INCIDENT_LINES {
+            inc.context.push(line);
+        }
+    }
+    inc.context.sort_by_key(|c| c.at);
+    out.push(Decision::UpdateIncident { id: inc.id.clone() });
 }

@@ -220,7 +220,7 @@ fn run(entries: &[Entry], batches: &[usize]) -> Vec<Incident> {
             let resolved = changes.resolved;
             let origins: Vec<(String, Origin)> = p
                 .tracker()
-                .origins
+                .hosts
                 .iter()
                 .map(|(h, o)| {
                     (
@@ -266,7 +266,7 @@ fn run(entries: &[Entry], batches: &[usize]) -> Vec<Incident> {
                     })
                     .collect(),
             );
-            q.tracker_mut().resolved = resolved;
+            q.tracker_mut().ledger.resolved = resolved;
             p = q;
         }
     }

@@ -10,7 +10,8 @@ use crate::model::{Entry, EntryFilter};
 use crate::pipeline::Pipeline;
 use crate::signals::Cause;
 use crate::time::SECOND;
-use crate::tracker::groups as endpoint;
+use crate::tracker::machine::endpoint::groups as endpoint;
+use std::collections::BTreeSet;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 const MS: Micros = 1000;
@@ -51,7 +52,7 @@ fn run_with(
     record: bool,
 ) -> (Run, u64) {
     let mut p = Pipeline::new(EntryFilter::default(), settings);
-    p.tracker_mut().long_way = long_way;
+    p.tracker_mut().outages.long_way = long_way;
     let mut decisions = Vec::new();
     let mut steps = Vec::new();
     for (ms, host, text) in lines {
@@ -92,7 +93,7 @@ fn run_with(
     let mut incidents = p.tracker_mut().take_resolved();
     incidents.extend(p.tracker().open_incidents().cloned());
     incidents.sort_by_key(|i| (i.opened_at, i.node.clone()));
-    let shortcuts = p.tracker().shortcuts;
+    let shortcuts = p.tracker().outages.shortcuts;
     let run = Run {
         incidents,
         alerts,
@@ -351,7 +352,7 @@ fn the_groups_kept_are_bounded() {
         p.push(e, &mut d);
     }
     p.flush(&mut d);
-    assert!(p.tracker().fleet_groups.len() <= endpoint::GROUPS_MAX);
+    assert!(p.tracker().outages.groups.len() <= endpoint::GROUPS_MAX);
 }
 
 /// Past [`endpoint::MEMBERS_MAX`] members, all of them open, a node new to
@@ -374,7 +375,7 @@ fn the_members_kept_are_bounded_when_all_are_open() {
     assert_eq!(alone, 50);
 }
 
-/// The shortcuts (`endpoint/fast.rs`) give what deriving every group again
+/// The shortcuts (`machine/endpoint/groups/fast.rs`) give what deriving every group again
 /// gives: the same incidents (endpoint ones, and each node's cover) and
 /// the same alerts, in order, over random fleets: nodes opening at random,
 /// retrying at random gaps (some past `resolve_after`, so they resolve and
@@ -537,7 +538,7 @@ fn a_host_whose_clock_is_wrong_neither_makes_nor_swells_an_outage() {
         p.finish(&mut d);
         let mut all = p.tracker_mut().take_resolved();
         all.extend(p.tracker().open_incidents().cloned());
-        all.extend(p.tracker().outages().cloned());
+        all.extend(p.tracker().outages.outages().cloned());
         all.sort_by(|a, b| a.id.cmp(&b.id));
         all.dedup_by(|a, b| a.id == b.id);
         (all, d)
@@ -646,7 +647,7 @@ fn restarted(p: &mut Pipeline, stored: &mut Stored, old: bool) -> Pipeline {
     let open: Vec<Incident> = p.tracker().open_incidents().cloned().collect();
     let origins: Vec<(String, Origin)> = p
         .tracker()
-        .origins
+        .hosts
         .iter()
         .map(|(h, o)| (h.clone(), o.clone()))
         .collect();
@@ -655,7 +656,7 @@ fn restarted(p: &mut Pipeline, stored: &mut Stored, old: bool) -> Pipeline {
     let mut q = Pipeline::from_state(EntryFilter::default(), state);
     q.track_held_writes();
     q.restore_held(held.into_iter().collect());
-    q.tracker_mut().resolved = p.tracker_mut().take_resolved();
+    q.tracker_mut().ledger.resolved = p.tracker_mut().take_resolved();
     q
 }
 
@@ -741,7 +742,7 @@ fn members_run(
             p.flush(&mut d);
             let w = p.tracker_mut().take_member_writes();
             assert!(
-                matches!(&w[..], [MemberWrite::Put(_, m)] if m.key().1 == p.tracker().open.get(&super::open::OpenKey::new(IncidentKind::NodeStatus, host)).unwrap().id),
+                matches!(&w[..], [MemberWrite::Put(_, m)] if m.key().1 == p.tracker().ledger.open.get(&super::open::OpenKey::new(IncidentKind::NodeStatus, host)).unwrap().id),
                 "one line of {host} writes its record alone: {w:?}"
             );
             apply(&mut stored, w);
@@ -875,6 +876,7 @@ fn a_group_made_again_between_commits_drops_its_old_records() {
             && held[0].0 == group
             && held[0].1.key().1
                 == p.tracker()
+                    .ledger
                     .open
                     .get(&super::open::OpenKey::new(
                         IncidentKind::NodeStatus,

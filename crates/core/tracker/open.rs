@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::incident::incident_id;
-use super::kind::{Detail, Incident};
+use super::kind::Incident;
 use super::terms::IncidentKind;
 use crate::time::Micros;
 
@@ -39,12 +39,9 @@ impl OpenKey {
 
     /// Where an open incident is kept.
     pub(crate) fn of(i: &Incident) -> Self {
-        let subject = match &i.detail {
-            Detail::HostSilent(_) => i.host.as_deref().unwrap_or(&i.node),
-            Detail::NodeStatus(_)
-            | Detail::KubeletDown(_)
-            | Detail::NotReady(_)
-            | Detail::Endpoint(_) => &i.node,
+        let subject = match i.host.as_deref() {
+            Some(host) if i.kind().kept_by_host() => host,
+            _ => &i.node,
         };
         Self::new(i.kind(), subject)
     }
@@ -52,13 +49,7 @@ impl OpenKey {
     /// What came before the subject in the string the key was (states
     /// written before keys were typed, and the order below).
     fn prefix(&self) -> &'static str {
-        match self.kind {
-            IncidentKind::NodeStatus => "",
-            IncidentKind::KubeletDown => "kubelet-down:",
-            IncidentKind::NotReady => "not-ready:",
-            IncidentKind::HostSilent => "host-silent:",
-            IncidentKind::Endpoint => "endpoint:",
-        }
+        self.kind.key_prefix()
     }
 
     /// The id of the incident kept here that opens at `at`.
@@ -166,7 +157,7 @@ fn host_of(i: &Incident) -> &str {
 }
 
 fn evictable(i: &Incident) -> bool {
-    i.kind() != IncidentKind::Endpoint
+    !i.kind().of_many_nodes()
 }
 
 impl Open {

@@ -40,6 +40,64 @@ crate::kinds::spelling!(IncidentKind {
     Endpoint => "endpoint",
 });
 
+impl IncidentKind {
+    /// The kind whose open incident of the same node holds this kind's
+    /// open: a node's not-ready incident stays open while its kubelet-down
+    /// one is (the kubelet is not there to say), and its quiet counts from
+    /// that one's end.
+    #[must_use]
+    pub fn held_by(self) -> Option<IncidentKind> {
+        match self {
+            Self::NotReady => Some(Self::KubeletDown),
+            Self::NodeStatus | Self::KubeletDown | Self::HostSilent | Self::Endpoint => None,
+        }
+    }
+
+    /// Whether a node-ready marker ends the node's open incident of this
+    /// kind (a node-status incident's own rule is its machine's).
+    #[must_use]
+    pub fn ends_at_node_ready(self) -> bool {
+        match self {
+            Self::KubeletDown | Self::NotReady => true,
+            Self::NodeStatus | Self::HostSilent | Self::Endpoint => false,
+        }
+    }
+
+    /// Whether an open incident of this kind is kept by its host, not by
+    /// its node (a host-silent one: a host that wrote nothing names none).
+    #[must_use]
+    pub fn kept_by_host(self) -> bool {
+        match self {
+            Self::HostSilent => true,
+            Self::NodeStatus | Self::KubeletDown | Self::NotReady | Self::Endpoint => false,
+        }
+    }
+
+    /// Whether incidents of this kind stand for several nodes (derived
+    /// from their incidents, kept with them, never evicted).
+    #[must_use]
+    pub fn of_many_nodes(self) -> bool {
+        match self {
+            Self::Endpoint => true,
+            Self::NodeStatus | Self::KubeletDown | Self::NotReady | Self::HostSilent => false,
+        }
+    }
+
+    /// What came before the subject of an open incident's key when keys
+    /// were strings: its id is made of these bytes, and the open
+    /// incidents are ordered by them.
+    #[must_use]
+    pub(crate) fn key_prefix(self) -> &'static str {
+        match self {
+            Self::NodeStatus => "",
+            Self::KubeletDown => "kubelet-down:",
+            Self::NotReady => "not-ready:",
+            Self::HostSilent => "host-silent:",
+            Self::Endpoint => "endpoint:",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Verdict {
     StartupRace,

@@ -4,7 +4,7 @@
 use super::*;
 use crate::model::{Entry, EntryFilter};
 use crate::pipeline::Pipeline;
-use crate::signals::Cause;
+use crate::signals::{Cause, Role, SignalKind};
 use crate::testing::{End, Replay, unit_line};
 use crate::time::SECOND;
 

@@ -47,6 +47,16 @@ pub struct Down {
 }
 
 impl Down {
+    /// Quiet came at `due` after an exit no restart followed: systemd is
+    /// not restarting it, judged failed (true); otherwise nothing waits.
+    pub(crate) fn judged_at_due(&mut self, due: Micros) -> bool {
+        if self.pending.is_none() {
+            return false;
+        }
+        self.gave_up_at = Some(due);
+        true
+    }
+
     /// Failed once systemd gave up, a crash loop over its threshold;
     /// else as every incident ends.
     pub(crate) fn verdict(&self, ended: Verdict) -> Verdict {

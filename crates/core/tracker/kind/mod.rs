@@ -66,6 +66,57 @@ impl Detail {
             IncidentKind::Endpoint => Detail::Endpoint(Outage::default()),
         }
     }
+
+    /// Quiet came at `due` to an incident that waits for something (a
+    /// kubelet-down one for a restart after its exit): it is judged then
+    /// (true), not ended.
+    pub(crate) fn judged_at_due(&mut self, due: Micros) -> bool {
+        match self {
+            Detail::KubeletDown(d) => d.judged_at_due(due),
+            Detail::NodeStatus(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => false,
+        }
+    }
+
+    /// When the node's informer caches synced, before the incident's
+    /// anchor (a marker on its picture).
+    #[must_use]
+    pub fn caches_synced_at(&self) -> Option<Micros> {
+        match self {
+            Detail::NodeStatus(n) => n.caches_synced_at,
+            Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
+        }
+    }
+
+    /// When the host's journal last wrote, for an incident about its
+    /// host's silence (its next steps are about the host, not the node).
+    #[must_use]
+    pub fn silent_since(&self) -> Option<Micros> {
+        match self {
+            Detail::HostSilent(h) => Some(h.last_entry_at),
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::Endpoint(_) => None,
+        }
+    }
+
+    /// The incident that held this one open (see
+    /// [`IncidentKind::held_by`]) ended at `at`: its quiet counts from then.
+    pub(crate) fn released(&mut self, at: Micros) {
+        match self {
+            Detail::NotReady(r) => r.released(at),
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => {}
+        }
+    }
 }
 
 impl Incident {

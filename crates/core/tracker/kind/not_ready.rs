@@ -32,6 +32,12 @@ pub struct NotReady {
 }
 
 impl NotReady {
+    /// Its node's kubelet-down incident, which held it open, ended at
+    /// `at`: its quiet is counted from then.
+    pub(crate) fn released(&mut self, at: Micros) {
+        self.quiet_from = self.quiet_from.max(at);
+    }
+
     /// Design 5.3: the start-up race when it opened within
     /// `not_ready_after` of the kubelet's start, the node not ready since
     /// that start (a node that was ready, then not, is a running node's

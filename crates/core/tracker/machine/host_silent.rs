@@ -1,23 +1,23 @@
 //! Host-silent incidents (design 5.2): a collector's host whose journal
 //! stopped while the others' went on. Only a collector's directory is
-//! judged ([`Tracker::set_fleet`]).
+//! judged ([`SilentWatch::set_fleet`]).
 //!
 //! The tracker is told, entry by entry, how far each host's journal has
-//! got ([`Tracker::activity`]: "host H's journal reaches time T"), and
+//! got ([`SilentWatch::activity`]: "host H's journal reaches time T"), and
 //! decides from those times only, never from a clock:
 //! - a host is silent once the newest time of any host is `silent_after`
 //!   or more past its own; the incident opens at its last time +
 //!   `silent_after` (when the fleet's time passed that), whenever it is
 //!   judged, so `scan`, `run --once` and a following `run` give one id;
 //! - it is judged where the reader has read everything there is
-//!   ([`Tracker::judge_silence`]: the end of a one-shot read, each `Tail`
+//!   ([`SilentWatch::judge_silence`]: the end of a one-shot read, each `Tail`
 //!   of a following one), so hosts read in parallel at different speeds
 //!   do not look silent to each other mid-read;
 //! - at a following reader's tail, a host whose journal moved since the
 //!   last tail is not judged yet: its files are still arriving (a late
 //!   upload, read as it is written), and the tail after its last entry
 //!   judges it from that entry, as a one-shot read judges every host at
-//!   its end ([`Tracker::judge_silence_at_tail`]);
+//!   its end ([`SilentWatch::judge_silence_at_tail`]);
 //! - an entry that continues a silent host's journal (less than
 //!   `silent_after` after its last) while it is still `silent_after`
 //!   behind the fleet is more of a late upload: the incident stays open,
@@ -35,38 +35,55 @@
 //!   same gap make none of each other silent; one host alone is never
 //!   silent.
 
-use crate::tracker::open::OpenKey;
-use crate::tracker::{
-    AlertKind, Decision, Detail, Incident, IncidentKind, Origin, Resolution, Silent, Tracker,
-};
 use std::collections::BTreeSet;
 
 use crate::signals::SignalKind;
 use crate::time::Micros;
+use crate::tracker::decision::{AlertKind, Decision};
+use crate::tracker::hosts::{Hosts, Origin};
+use crate::tracker::kind::{Detail, Incident, Silent};
+use crate::tracker::ledger::Ledger;
+use crate::tracker::open::OpenKey;
+use crate::tracker::terms::{IncidentKind, Resolution};
 
-impl Tracker {
+/// What host silence is judged by, beside the hosts' own times.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(in crate::tracker) struct SilentWatch {
+    /// Hosts whose journal moved since silence was last judged at a tail:
+    /// not judged there, their upload may go on.
+    moved: BTreeSet<String>,
+    /// The source is a collector's directory (hosts read apart): only
+    /// there are hosts judged silent.
+    fleet: bool,
+    /// The newest time any host's journal reached (derived from the
+    /// hosts' records; 0: none yet).
+    fleet_newest: Micros,
+}
+impl SilentWatch {
     /// Whether the source is a collector's directory, whose hosts are
     /// judged silent; a single node's journal (whose host name may change
     /// once, at provisioning) and saved logs never are.
-    pub fn set_fleet(&mut self, collector: bool) {
+    pub(in crate::tracker) fn set_fleet(&mut self, collector: bool) {
         self.fleet = collector;
     }
 
     /// The service was switched to another journal: how far the old one's
     /// hosts got is no measure of the new one's.
-    pub fn forget_journal_times(&mut self) {
-        for (h, o) in &mut self.origins {
-            if o.last_entry_at.take().is_some() {
-                self.dirty_origins.insert(h.clone());
-            }
+    pub(in crate::tracker) fn forget_journal_times(&mut self, hosts: &mut Hosts) {
+        let had: Vec<String> = hosts
+            .iter_mut()
+            .filter_map(|(h, o)| o.last_entry_at.take().map(|_| h.clone()))
+            .collect();
+        for h in had {
+            hosts.touch(&h);
         }
         self.fleet_newest = 0;
     }
 
     /// How far each host's journal has got (its newest entry of any unit,
     /// as far as the reader tells): what its silence is judged by.
-    pub fn journal_times(&self) -> impl Iterator<Item = (&str, Micros)> {
-        self.origins
+    pub(in crate::tracker) fn journal_times(hosts: &Hosts) -> impl Iterator<Item = (&str, Micros)> {
+        hosts
             .iter()
             .filter_map(|(h, o)| o.last_entry_at.map(|t| (h.as_str(), t)))
     }
@@ -74,23 +91,45 @@ impl Tracker {
     /// `host`'s journal reaches `at` (an entry of it was read). Ends its
     /// host-silent incident; records one it had in a gap that nobody
     /// judged (see the module's doc).
-    pub fn activity(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
-        self.reaches(host, at, true, out);
+    pub(in crate::tracker) fn activity(
+        &mut self,
+        l: &mut Ledger,
+        hosts: &mut Hosts,
+        host: &str,
+        at: Micros,
+        out: &mut Vec<Decision>,
+    ) {
+        self.reaches(l, hosts, host, at, true, out);
     }
 
     /// `host`'s journal files reach `at` (a collector's reader reads it
     /// from their headers, whatever unit wrote last): ends its host-silent
     /// incident. Coarse (once a read of the host's files), so a jump in it
     /// is no gap of the host's.
-    pub fn journal_reaches(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
-        self.reaches(host, at, false, out);
+    pub(in crate::tracker) fn journal_reaches(
+        &mut self,
+        l: &mut Ledger,
+        hosts: &mut Hosts,
+        host: &str,
+        at: Micros,
+        out: &mut Vec<Decision>,
+    ) {
+        self.reaches(l, hosts, host, at, false, out);
     }
 
-    fn reaches(&mut self, host: &str, at: Micros, gaps: bool, out: &mut Vec<Decision>) {
+    fn reaches(
+        &mut self,
+        l: &mut Ledger,
+        hosts: &mut Hosts,
+        host: &str,
+        at: Micros,
+        gaps: bool,
+        out: &mut Vec<Decision>,
+    ) {
         if host.is_empty() {
             return;
         }
-        let previous = if let Some(o) = self.origins.get_mut(host) {
+        let previous = if let Some(o) = hosts.get_mut(host) {
             let p = o.last_entry_at;
             if p.is_some_and(|p| p >= at) {
                 return;
@@ -102,16 +141,14 @@ impl Tracker {
                 last_entry_at: Some(at),
                 ..Origin::default()
             };
-            self.origins.insert(host.to_string(), o);
+            hosts.insert(host, o);
             None
         };
-        if !self.dirty_origins.contains(host) {
-            self.dirty_origins.insert(host.to_string());
-        }
+        hosts.touch(host);
         if !self.moved.contains(host) {
             self.moved.insert(host.to_string());
         }
-        let after = self.settings.silent_after;
+        let after = l.settings.silent_after;
         let fleet = self.fleet_newest;
         // Only a host that kept writing moves the fleet's time on: one
         // that jumps over a gap of its own (every host after the collector
@@ -121,7 +158,7 @@ impl Tracker {
             self.fleet_newest = fleet.max(at);
         }
         let key = OpenKey::new(IncidentKind::HostSilent, host);
-        if !self.open.contains_key(&key) {
+        if !l.open.contains_key(&key) {
             match previous {
                 // A gap of its own, which the fleet's time passed: hosts
                 // read in parallel (a collector's catch-up) run ahead of
@@ -133,7 +170,7 @@ impl Tracker {
                         && at.saturating_sub(p) >= after
                         && fleet.saturating_sub(p) >= after =>
                 {
-                    self.open_silent(host, p, out);
+                    Self::open_silent(l, hosts, host, p, out);
                 }
                 _ => return,
             }
@@ -141,7 +178,7 @@ impl Tracker {
             && self.fleet_newest.saturating_sub(at) >= after
         {
             // More of a late upload, still behind: silent since this entry.
-            if let Some(inc) = self.open.get_mut(&key) {
+            if let Some(inc) = l.open.get_mut(&key) {
                 if let Detail::HostSilent(s) = &mut inc.detail {
                     s.last_entry_at = at;
                 }
@@ -149,16 +186,21 @@ impl Tracker {
             }
             return;
         }
-        self.resolve(&key, at, Resolution::Wrote, out);
+        l.resolve(&key, at, Resolution::Wrote, out);
     }
 
     /// Opens a host-silent incident for every host whose journal's time
     /// is `silent_after` or more behind the newest of any host's; call it
     /// at the end of a one-shot read, where the reader has read everything
     /// there will be.
-    pub fn judge_silence(&mut self, out: &mut Vec<Decision>) {
+    pub(in crate::tracker) fn judge_silence(
+        &mut self,
+        l: &mut Ledger,
+        hosts: &Hosts,
+        out: &mut Vec<Decision>,
+    ) {
         self.moved.clear();
-        self.judge(&BTreeSet::new(), out);
+        self.judge(l, hosts, &BTreeSet::new(), out);
     }
 
     /// As [`Tracker::judge_silence`], at a following reader's tail: a host
@@ -168,51 +210,63 @@ impl Tracker {
     /// it), so a host whose last entries came just before the reader went
     /// quiet (the rest of an upload, read again after a restart) is not
     /// left unjudged while nothing else arrives.
-    pub fn judge_silence_at_tail(&mut self, out: &mut Vec<Decision>) -> bool {
+    pub(in crate::tracker) fn judge_silence_at_tail(
+        &mut self,
+        l: &mut Ledger,
+        hosts: &Hosts,
+        out: &mut Vec<Decision>,
+    ) -> bool {
         let moved = std::mem::take(&mut self.moved);
-        self.judge(&moved, out)
+        self.judge(l, hosts, &moved, out)
     }
 
     /// Opens the incidents of the hosts that are silent and did not move;
     /// returns whether one that moved would have been.
-    fn judge(&mut self, moved: &BTreeSet<String>, out: &mut Vec<Decision>) -> bool {
-        let after = self.settings.silent_after;
+    fn judge(
+        &self,
+        l: &mut Ledger,
+        hosts: &Hosts,
+        moved: &BTreeSet<String>,
+        out: &mut Vec<Decision>,
+    ) -> bool {
+        let after = l.settings.silent_after;
         let newest = self.fleet_newest;
         if after <= 0 || !self.fleet {
             return false;
         }
-        let (held, silent): (Vec<_>, Vec<_>) = self
-            .origins
+        let (held, silent): (Vec<_>, Vec<_>) = hosts
             .iter()
             .filter_map(|(h, o)| o.last_entry_at.map(|t| (h, t)))
             .filter(|(h, t)| {
                 newest.saturating_sub(*t) >= after
-                    && !self
+                    && !l
                         .open
                         .contains_key(&OpenKey::new(IncidentKind::HostSilent, h))
             })
             .map(|(h, t)| (h.clone(), t))
             .partition(|(h, _)| moved.contains(h));
         for (h, t) in silent {
-            self.open_silent(&h, t, out);
+            Self::open_silent(l, hosts, &h, t, out);
         }
         !held.is_empty()
     }
 
     /// The newest time any host's journal has reached.
     #[must_use]
-    pub fn fleet_newest(&self) -> Option<Micros> {
+    pub(in crate::tracker) fn fleet_newest(&self) -> Option<Micros> {
         (self.fleet_newest > 0).then_some(self.fleet_newest)
     }
 
-    fn open_silent(&mut self, host: &str, last: Micros, out: &mut Vec<Decision>) {
+    fn open_silent(
+        l: &mut Ledger,
+        hosts: &Hosts,
+        host: &str,
+        last: Micros,
+        out: &mut Vec<Decision>,
+    ) {
         let key = OpenKey::new(IncidentKind::HostSilent, host);
-        let at = last.saturating_add(self.settings.silent_after);
-        let node = self
-            .origins
-            .get(host)
-            .and_then(|o| o.registered_node.clone().or_else(|| o.named_node.clone()))
-            .unwrap_or_else(|| host.to_string());
+        let at = last.saturating_add(l.settings.silent_after);
+        let node = hosts.node_of(host).unwrap_or_else(|| host.to_string());
         let mut inc = Incident::blank(
             key.incident_id(at),
             IncidentKind::HostSilent,
@@ -230,7 +284,18 @@ impl Tracker {
         inc.last_alert_at = Some(at);
         out.push(Decision::OpenIncident { id: inc.id.clone() });
         out.push(inc.raise(AlertKind::Opened, at));
-        self.open.insert(key, inc);
+        l.open.insert(key, inc);
+    }
+
+    /// `host`'s record was forgotten.
+    pub(in crate::tracker) fn forget(&mut self, host: &str) {
+        self.moved.remove(host);
+    }
+
+    /// The hosts' records were put back: the fleet's time is theirs.
+    pub(in crate::tracker) fn restore(&mut self, hosts: &Hosts) {
+        let newest = hosts.iter().filter_map(|(_, o)| o.last_entry_at).max();
+        self.fleet_newest = newest.unwrap_or(0).max(self.fleet_newest);
     }
 }
 
@@ -238,6 +303,7 @@ impl Tracker {
 mod tests {
     use super::*;
     use crate::time::SECOND;
+    use crate::tracker::Tracker;
     use crate::tracker::{Settings, Status};
 
     const MIN: Micros = 60 * SECOND;

@@ -2,217 +2,198 @@
 //! exits, restarts, systemd giving up) as the tracker counts it.
 
 use crate::signals::{Cause, Signal, SignalKind};
-use crate::time::{Micros, SECOND};
+use crate::time::Micros;
+use crate::tracker::decision::{Decision, Observation};
+use crate::tracker::evidence::Evidence;
+use crate::tracker::hosts::Hosts;
+use crate::tracker::kind::{Detail, Incident};
+use crate::tracker::ledger::Ledger;
 use crate::tracker::open::OpenKey;
-use crate::tracker::{
-    AlertKind, Anchor, Decision, Detail, Evidence, Incident, IncidentKind, Observation, Resolution,
-    Tracker,
-};
+use crate::tracker::terms::{IncidentKind, Resolution};
 
-impl Tracker {
-    /// The kubelet's own life (design 5.1): systemd's lines about the unit
-    /// and the kubelet's fatal line make `kubelet-down` incidents.
-    #[allow(
-        clippy::wildcard_enum_match_arm,
-        reason = "a signal kind not named here takes the one path: a new signal is a row of the table, not a new dispatch"
-    )]
-    pub(crate) fn life(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
-        let at = obs.at;
-        let host = obs.host.unwrap_or("");
-        let sig = obs.signal;
-        let key = OpenKey::new(IncidentKind::KubeletDown, node);
-        self.expire(&key, at, out);
-        // The node's not-ready incident whose quiet was over by now ends
-        // before a kubelet-down incident can open and hold it: a following
-        // service, whose clock moves on between entries, ends it then too.
-        self.expire(&OpenKey::new(IncidentKind::NotReady, node), at, out);
-        let down = self.open.get(&key).and_then(Incident::down);
-        let pending = down.and_then(|d| d.pending);
-        let restarting = down.is_some_and(|d| d.restarting);
-        let origin = self.origins.entry(host.to_string()).or_default();
-        let stopping = origin.stopping;
-        let evidence = Evidence::new(at, obs.cursor, sig.kind, obs.text).with_cause(sig.cause);
-        match sig.kind {
-            SignalKind::KubeletStopping | SignalKind::KubeletStopped => {
-                let asked = pending.is_none() && !restarting;
-                self.stopped(obs, node, &key, asked, evidence, out);
-                return;
-            }
-            SignalKind::KubeletStarted => {
-                self.started(host, &key, pending.is_some(), at, evidence, out);
-                return;
-            }
-            // An exit while a stop that was asked for is under way was
-            // asked for too; a fatal line or systemd giving up never is.
-            SignalKind::KubeletExited | SignalKind::KubeletFailed | SignalKind::KubeletRestart
-                if stopping =>
-            {
-                if let Some(inc) = self.open.get_mut(&key) {
-                    inc.add_evidence(evidence);
-                }
-                return;
-            }
-            _ => {}
-        }
-        if !self.open.contains_key(&key) {
-            self.make_room(host, at, out);
-            self.open_anchored(obs, key.clone(), out);
-        }
-        let Some(inc) = self.open.get_mut(&key) else {
-            return;
-        };
-        inc.last_signal_at = inc.last_signal_at.max(at);
-        inc.last_trouble_at = inc.last_trouble_at.max(at);
-        inc.timeline.add(at, sig.kind.as_str());
-        let (restarted, gave_up) = record_life(inc, sig, &evidence, at);
-        inc.add_evidence(evidence);
-        out.push(Decision::UpdateIncident { id: inc.id.clone() });
-        if restarted {
-            self.restarted(&key, at, out);
-        }
-        if gave_up {
-            self.gave_up(&key, at, out);
-        }
-        self.update_due(&key);
+use super::open_anchored;
+
+/// The kubelet's own life (design 5.1): systemd's lines about the unit
+/// and the kubelet's fatal line make `kubelet-down` incidents.
+#[allow(
+    clippy::wildcard_enum_match_arm,
+    reason = "a signal kind not named here takes the one path: a new signal is a row of the table, not a new dispatch"
+)]
+pub(in crate::tracker) fn life(
+    l: &mut Ledger,
+    h: &mut Hosts,
+    obs: &Observation<'_>,
+    node: &str,
+    out: &mut Vec<Decision>,
+) {
+    let at = obs.at;
+    let host = obs.host.unwrap_or("");
+    let sig = obs.signal;
+    let key = OpenKey::new(IncidentKind::KubeletDown, node);
+    l.expire(&key, at, out);
+    // The node's incidents this one holds open whose quiet was over by
+    // now end before it can open and hold them: a following service,
+    // whose clock moves on between entries, ends them then too.
+    for held in held_by_down() {
+        l.expire(&OpenKey::new(held, node), at, out);
     }
-
-    /// systemd stops the kubelet (`Stopping`, `Stopped`): a stop that was
-    /// `asked` for (no failed exit or restart before it) ends the node's
-    /// kubelet-down and not-ready incidents; one that is part of a restart
-    /// joins the open incident.
-    fn stopped(
-        &mut self,
-        obs: &Observation<'_>,
-        node: &str,
-        key: &OpenKey,
-        asked: bool,
-        evidence: Evidence,
-        out: &mut Vec<Decision>,
-    ) {
-        let at = obs.at;
-        let host = obs.host.unwrap_or("");
-        let origin = self.origins.entry(host.to_string()).or_default();
-        let now_stopping = obs.signal.kind == SignalKind::KubeletStopping && asked;
-        if origin.stopping != now_stopping {
-            origin.stopping = now_stopping;
-            self.dirty_origins.insert(host.to_string());
+    let down = l.open.get(&key).and_then(Incident::down);
+    let pending = down.and_then(|d| d.pending);
+    let restarting = down.is_some_and(|d| d.restarting);
+    let stopping = h.get(host).is_some_and(|o| o.stopping);
+    let evidence = Evidence::new(at, obs.cursor, sig.kind, obs.text).with_cause(sig.cause);
+    match sig.kind {
+        SignalKind::KubeletStopping | SignalKind::KubeletStopped => {
+            let asked = pending.is_none() && !restarting;
+            stopped(l, h, obs, &key, asked, evidence, out);
+            return;
         }
-        if asked {
-            // A stop that was asked for ends the node's not-ready
-            // incident too: nothing is left to be not ready.
-            let ready_key = OpenKey::new(IncidentKind::NotReady, node);
-            self.expire(&ready_key, at, out);
-            if let Some(inc) = self.open.get_mut(&ready_key) {
-                inc.add_evidence(evidence.clone());
-            }
-            self.resolve(&ready_key, at, Resolution::Stopped, out);
-            if let Some(inc) = self.open.get_mut(key) {
+        SignalKind::KubeletStarted => {
+            started(l, h, obs, &key, pending.is_some(), evidence, out);
+            return;
+        }
+        // An exit while a stop that was asked for is under way was
+        // asked for too; a fatal line or systemd giving up never is.
+        SignalKind::KubeletExited | SignalKind::KubeletFailed | SignalKind::KubeletRestart
+            if stopping =>
+        {
+            if let Some(inc) = l.open.get_mut(&key) {
                 inc.add_evidence(evidence);
             }
-            self.resolve(key, at, Resolution::Stopped, out);
-        } else if let Some(inc) = self.open.get_mut(key) {
-            inc.add_evidence(evidence);
-            inc.last_signal_at = inc.last_signal_at.max(at);
-            out.push(Decision::UpdateIncident { id: inc.id.clone() });
-        }
-    }
-
-    /// The kubelet started: a restart of the open incident's when an
-    /// unrequested exit came before it.
-    fn started(
-        &mut self,
-        host: &str,
-        key: &OpenKey,
-        restarted: bool,
-        at: Micros,
-        evidence: Evidence,
-        out: &mut Vec<Decision>,
-    ) {
-        let origin = self.origins.entry(host.to_string()).or_default();
-        if origin.stopping {
-            origin.stopping = false;
-            self.dirty_origins.insert(host.to_string());
-        }
-        let Some(inc) = self.open.get_mut(key) else {
             return;
-        };
+        }
+        _ => {}
+    }
+    if !l.open.contains_key(&key) {
+        l.make_room(host, at, out);
+        open_anchored(l, h, obs, key.clone(), out);
+    }
+    let Some(inc) = l.open.get_mut(&key) else {
+        return;
+    };
+    inc.last_signal_at = inc.last_signal_at.max(at);
+    inc.last_trouble_at = inc.last_trouble_at.max(at);
+    inc.timeline.add(at, sig.kind.as_str());
+    let (restarted, gave_up) = record_life(inc, sig, &evidence, at);
+    inc.add_evidence(evidence);
+    out.push(Decision::UpdateIncident { id: inc.id.clone() });
+    if restarted {
+        restart(l, &key, at, out);
+    }
+    if gave_up {
+        l.gave_up(&key, at, out);
+    }
+    l.update_due(&key);
+}
+
+/// The kinds a kubelet-down incident holds open (see
+/// [`IncidentKind::held_by`]).
+fn held_by_down() -> impl Iterator<Item = IncidentKind> {
+    IncidentKind::ALL
+        .iter()
+        .copied()
+        .filter(|k| k.held_by() == Some(IncidentKind::KubeletDown))
+}
+
+/// systemd stops the kubelet (`Stopping`, `Stopped`): a stop that was
+/// `asked` for (no failed exit or restart before it) ends the node's
+/// kubelet-down incident and those it holds; one that is part of a
+/// restart joins the open incident.
+fn stopped(
+    l: &mut Ledger,
+    h: &mut Hosts,
+    obs: &Observation<'_>,
+    key: &OpenKey,
+    asked: bool,
+    evidence: Evidence,
+    out: &mut Vec<Decision>,
+) {
+    let at = obs.at;
+    let host = obs.host.unwrap_or("");
+    let now_stopping = obs.signal.kind == SignalKind::KubeletStopping && asked;
+    let origin = h.entry(host);
+    if origin.stopping != now_stopping {
+        origin.stopping = now_stopping;
+        h.touch(host);
+    }
+    if asked {
+        // A stop that was asked for ends the node's not-ready incident
+        // too: nothing is left to be not ready.
+        for held in held_by_down() {
+            let held = OpenKey::new(held, &key.subject);
+            l.expire(&held, at, out);
+            if let Some(inc) = l.open.get_mut(&held) {
+                inc.add_evidence(evidence.clone());
+            }
+            l.resolve(&held, at, Resolution::Stopped, out);
+        }
+        if let Some(inc) = l.open.get_mut(key) {
+            inc.add_evidence(evidence);
+        }
+        l.resolve(key, at, Resolution::Stopped, out);
+    } else if let Some(inc) = l.open.get_mut(key) {
         inc.add_evidence(evidence);
         inc.last_signal_at = inc.last_signal_at.max(at);
-        inc.last_trouble_at = inc.last_trouble_at.max(at);
+        out.push(Decision::UpdateIncident { id: inc.id.clone() });
+    }
+}
+
+/// The kubelet started: a restart of the open incident's when an
+/// unrequested exit came before it.
+fn started(
+    l: &mut Ledger,
+    h: &mut Hosts,
+    obs: &Observation<'_>,
+    key: &OpenKey,
+    restarted: bool,
+    evidence: Evidence,
+    out: &mut Vec<Decision>,
+) {
+    let (host, at) = (obs.host.unwrap_or(""), obs.at);
+    let origin = h.entry(host);
+    if origin.stopping {
+        origin.stopping = false;
+        h.touch(host);
+    }
+    let Some(inc) = l.open.get_mut(key) else {
+        return;
+    };
+    inc.add_evidence(evidence);
+    inc.last_signal_at = inc.last_signal_at.max(at);
+    inc.last_trouble_at = inc.last_trouble_at.max(at);
+    if let Some(d) = inc.down_mut() {
+        d.pending = None;
+        d.restarting = false;
+    }
+    if restarted {
+        restart(l, key, at, out);
+    }
+    l.update_due(key);
+    if let Some(inc) = l.open.get(key) {
+        out.push(Decision::UpdateIncident { id: inc.id.clone() });
+    }
+}
+
+/// A kubelet-down incident's restart: counted, and held to
+/// `[alert] restarts` within `window`.
+fn restart(l: &mut Ledger, key: &OpenKey, at: Micros, out: &mut Vec<Decision>) {
+    let s = &l.settings;
+    let Some(inc) = l.open.get_mut(key) else {
+        return;
+    };
+    let limits = s.limits(inc.kind(), &inc.node, inc.cause());
+    // A route's `retries` counts node-status retries; its `window` and
+    // `repeat_interval` hold here too.
+    let restarts = s.restarts;
+    let Some(d) = inc.down_mut() else {
+        return;
+    };
+    d.restarts += 1;
+    d.first_restart_at.get_or_insert(at);
+    if inc.count_toward_threshold(at, restarts, &limits, out) {
         if let Some(d) = inc.down_mut() {
-            d.pending = None;
-            d.restarting = false;
+            d.crash_loop_at.get_or_insert(at);
         }
-        if restarted {
-            self.restarted(key, at, out);
-        }
-        self.update_due(key);
-        if let Some(inc) = self.open.get(key) {
-            out.push(Decision::UpdateIncident { id: inc.id.clone() });
-        }
-    }
-
-    /// A kubelet-down incident's restart: counted, and held to
-    /// `[alert] restarts` within `window`.
-    pub(crate) fn restarted(&mut self, key: &OpenKey, at: Micros, out: &mut Vec<Decision>) {
-        let s = &self.settings;
-        let Some(inc) = self.open.get_mut(key) else {
-            return;
-        };
-        let limits = s.limits(inc.kind(), &inc.node, inc.cause());
-        // A route's `retries` counts node-status retries; its `window` and
-        // `repeat_interval` hold here too.
-        let restarts = s.restarts;
-        let Some(d) = inc.down_mut() else {
-            return;
-        };
-        d.restarts += 1;
-        d.first_restart_at.get_or_insert(at);
-        if inc.count_toward_threshold(at, restarts, &limits, out) {
-            if let Some(d) = inc.down_mut() {
-                d.crash_loop_at.get_or_insert(at);
-            }
-        }
-    }
-
-    /// systemd gave up on the kubelet: alerted at once (a second alert if
-    /// its crash loop already raised one).
-    pub(crate) fn gave_up(&mut self, key: &OpenKey, at: Micros, out: &mut Vec<Decision>) {
-        let Some(inc) = self.open.get_mut(key) else {
-            return;
-        };
-        let kind = if inc.over_threshold_at.is_none() {
-            inc.over_threshold_at = Some(at);
-            AlertKind::Opened
-        } else {
-            AlertKind::Repeat
-        };
-        inc.last_alert_at = Some(at);
-        out.push(inc.raise(kind, at));
-    }
-
-    /// Opens a `kind` incident (kubelet-down, not-ready) anchored at the
-    /// kubelet's start on its host, when that came before it.
-    pub(crate) fn open_anchored(
-        &mut self,
-        obs: &Observation<'_>,
-        key: OpenKey,
-        out: &mut Vec<Decision>,
-    ) {
-        let at = obs.at;
-        let host = obs.host.unwrap_or("");
-        let origin = self.origins.get(host).cloned().unwrap_or_default();
-        let anchor = origin.started_at.filter(|&t| t <= at).map(|t| Anchor {
-            kind: SignalKind::KubeletStarted,
-            at: t,
-        });
-        let mut inc = Incident {
-            anchor,
-            ..Incident::opening(key.incident_id(at), key.kind, &key.subject, obs)
-        };
-        origin.mark(&mut inc, at, 60 * SECOND);
-        out.push(Decision::OpenIncident { id: inc.id.clone() });
-        self.open.insert(key, inc);
     }
 }
 

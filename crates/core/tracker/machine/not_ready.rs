@@ -5,162 +5,139 @@
 
 use crate::signals::{Cause, SignalKind};
 use crate::time::Micros;
+use crate::tracker::decision::{AlertKind, Decision, Observation};
+use crate::tracker::evidence::Evidence;
+use crate::tracker::hosts::Hosts;
+use crate::tracker::kind::Detail;
+use crate::tracker::ledger::Ledger;
 use crate::tracker::open::OpenKey;
-use crate::tracker::{
-    AlertKind, Decision, Detail, Evidence, Incident, IncidentKind, Observation, Tracker,
-};
+use crate::tracker::settings::Settings;
+use crate::tracker::terms::IncidentKind;
 
-impl Tracker {
-    /// A line about the node's readiness: a trouble line opens the node's
-    /// not-ready incident (one open a node) or joins it; a supporting line
-    /// joins an open one and votes for its cause.
-    pub(crate) fn not_ready(&mut self, obs: &Observation<'_>, node: &str, out: &mut Vec<Decision>) {
-        let at = obs.at;
-        let host = obs.host.unwrap_or("");
-        let sig = obs.signal;
-        let key = OpenKey::new(IncidentKind::NotReady, node);
-        self.expire(&key, at, out);
-        let stuck = self.stuck_starting(obs);
-        let trouble = sig.kind == SignalKind::NotReady || stuck.is_some();
-        if !self.open.contains_key(&key) {
-            if !trouble {
-                return;
-            }
-            self.make_room(host, at, out);
-            self.open_anchored(obs, key.clone(), out);
-            let since = stuck.or_else(|| self.pleg_since(obs));
-            // The node was ready since its kubelet's last start: this is
-            // trouble of a running node (a runtime restarted, a network
-            // lost), not the start-up race.
-            let ready = self.origins.get(host).is_some_and(|o| {
-                o.ready_at
-                    .is_some_and(|r| r <= at && o.started_at.is_none_or(|s| r >= s))
-            });
-            if let Some(inc) = self.open.get_mut(&key) {
-                if let (true, Detail::NotReady(r)) = (ready, &mut inc.detail) {
-                    r.ready_since_start = true;
-                }
-                if let Some(since) = since {
-                    // Not ready since its first start-up line, or since PLEG
-                    // stalled by the kubelet's own count.
-                    inc.opened_at = since;
-                    inc.first_trouble = SignalKind::NotReady;
-                }
-            }
-        }
-        let s = &self.settings;
-        let Some(inc) = self.open.get_mut(&key) else {
+use super::open_anchored;
+
+/// A line about the node's readiness: a trouble line opens the node's
+/// not-ready incident (one open a node) or joins it; a supporting line
+/// joins an open one and votes for its cause.
+pub(in crate::tracker) fn not_ready(
+    l: &mut Ledger,
+    h: &mut Hosts,
+    obs: &Observation<'_>,
+    node: &str,
+    out: &mut Vec<Decision>,
+) {
+    let at = obs.at;
+    let host = obs.host.unwrap_or("");
+    let sig = obs.signal;
+    let key = OpenKey::new(IncidentKind::NotReady, node);
+    l.expire(&key, at, out);
+    let stuck = stuck_starting(&l.settings, h, obs);
+    let trouble = sig.kind == SignalKind::NotReady || stuck.is_some();
+    if !l.open.contains_key(&key) {
+        if !trouble {
             return;
+        }
+        l.make_room(host, at, out);
+        open_anchored(l, h, obs, key.clone(), out);
+        let since = stuck.or_else(|| pleg_since(h, obs));
+        // The node was ready since its kubelet's last start: this is
+        // trouble of a running node (a runtime restarted, a network
+        // lost), not the start-up race.
+        let ready = h.get(host).is_some_and(|o| {
+            o.ready_at
+                .is_some_and(|r| r <= at && o.started_at.is_none_or(|s| r >= s))
+        });
+        if let Some(inc) = l.open.get_mut(&key) {
+            if let (true, Detail::NotReady(r)) = (ready, &mut inc.detail) {
+                r.ready_since_start = true;
+            }
+            if let Some(since) = since {
+                // Not ready since its first start-up line, or since PLEG
+                // stalled by the kubelet's own count.
+                inc.opened_at = since;
+                inc.first_trouble = SignalKind::NotReady;
+            }
+        }
+    }
+    let s = &l.settings;
+    let Some(inc) = l.open.get_mut(&key) else {
+        return;
+    };
+    let cause = sig.cause.unwrap_or(Cause::Unknown);
+    if let Detail::NotReady(r) = &mut inc.detail {
+        r.not_ready_signals += 1;
+        r.last_cause = Some(cause);
+    }
+    *inc.causes.entry(cause).or_default() += 1;
+    inc.last_signal_at = inc.last_signal_at.max(at);
+    if trouble {
+        inc.last_trouble_at = inc.last_trouble_at.max(at);
+        // A line older than its opening (a late one, a paste newest
+        // first) is placed at its own time: not ready since then.
+        inc.opened_at = inc.opened_at.min(at);
+    }
+    // A start-up line past its time is trouble, and kept as such.
+    let kind = if trouble {
+        SignalKind::NotReady
+    } else {
+        sig.kind
+    };
+    inc.timeline.add(at, kind.as_str());
+    inc.add_evidence(Evidence::new(at, obs.cursor, kind, obs.text).with_cause(sig.cause));
+    out.push(Decision::UpdateIncident { id: inc.id.clone() });
+    // Persistent once its trouble lasts longer than `not_ready_after`:
+    // the alert, then a reminder every `repeat_interval` while it goes on.
+    if trouble && inc.last_trouble_at - inc.opened_at > s.not_ready_after {
+        let limits = s.limits(inc.kind(), &inc.node, inc.cause());
+        let kind = match (inc.over_threshold_at, inc.last_alert_at) {
+            (None, _) => Some(AlertKind::Opened),
+            (Some(_), Some(last)) if at - last >= limits.repeat_interval => Some(AlertKind::Repeat),
+            _ => None,
         };
-        let cause = sig.cause.unwrap_or(Cause::Unknown);
-        if let Detail::NotReady(r) = &mut inc.detail {
-            r.not_ready_signals += 1;
-            r.last_cause = Some(cause);
+        if let Some(kind) = kind {
+            inc.over_threshold_at.get_or_insert(at);
+            inc.last_alert_at = Some(at);
+            out.push(inc.raise(kind, at));
         }
-        *inc.causes.entry(cause).or_default() += 1;
-        inc.last_signal_at = inc.last_signal_at.max(at);
-        if trouble {
-            inc.last_trouble_at = inc.last_trouble_at.max(at);
-            // A line older than its opening (a late one, a paste newest
-            // first) is placed at its own time: not ready since then.
-            inc.opened_at = inc.opened_at.min(at);
-        }
-        // A start-up line past its time is trouble, and kept as such.
-        let kind = if trouble {
-            SignalKind::NotReady
-        } else {
-            sig.kind
-        };
-        inc.timeline.add(at, kind.as_str());
-        inc.add_evidence(Evidence::new(at, obs.cursor, kind, obs.text).with_cause(sig.cause));
-        out.push(Decision::UpdateIncident { id: inc.id.clone() });
-        // Persistent once its trouble lasts longer than `not_ready_after`:
-        // the alert, then a reminder every `repeat_interval` while it goes on.
-        if trouble && inc.last_trouble_at - inc.opened_at > s.not_ready_after {
-            let limits = s.limits(inc.kind(), &inc.node, inc.cause());
-            let kind = match (inc.over_threshold_at, inc.last_alert_at) {
-                (None, _) => Some(AlertKind::Opened),
-                (Some(_), Some(last)) if at - last >= limits.repeat_interval => {
-                    Some(AlertKind::Repeat)
-                }
-                _ => None,
-            };
-            if let Some(kind) = kind {
-                inc.over_threshold_at.get_or_insert(at);
-                inc.last_alert_at = Some(at);
-                out.push(inc.raise(kind, at));
-            }
-        }
-        self.update_due(&key);
     }
+    l.update_due(&key);
+}
 
-    /// A line of the kubelet's start-up state alone (see
-    /// [`crate::signals::only_starting`]) is no trouble while it starts;
-    /// once the host's kubelet has said nothing else for longer than
-    /// `not_ready_after` since its last start or ready marker, it never
-    /// finished starting: trouble, since its first such line (returned).
-    fn stuck_starting(&mut self, obs: &Observation<'_>) -> Option<Micros> {
-        if obs.signal.kind != SignalKind::NotReadySupport
-            || !crate::signals::says_only_starting(&obs.text.to_ascii_lowercase())
-        {
-            return None;
-        }
-        let host = obs.host.unwrap_or("");
-        let origin = self.origins.entry(host.to_string()).or_default();
-        match origin.starting_since {
-            Some(since) if since <= obs.at => {
-                (obs.at - since > self.settings.not_ready_after).then_some(since)
-            }
-            _ => {
-                origin.starting_since = Some(obs.at);
-                self.dirty_origins.insert(host.to_string());
-                None
-            }
+/// A line of the kubelet's start-up state alone (see
+/// [`crate::signals::only_starting`]) is no trouble while it starts;
+/// once the host's kubelet has said nothing else for longer than
+/// `not_ready_after` since its last start or ready marker, it never
+/// finished starting: trouble, since its first such line (returned).
+fn stuck_starting(s: &Settings, h: &mut Hosts, obs: &Observation<'_>) -> Option<Micros> {
+    if obs.signal.kind != SignalKind::NotReadySupport
+        || !crate::signals::says_only_starting(&obs.text.to_ascii_lowercase())
+    {
+        return None;
+    }
+    let host = obs.host.unwrap_or("");
+    let origin = h.entry(host);
+    match origin.starting_since {
+        Some(since) if since <= obs.at => (obs.at - since > s.not_ready_after).then_some(since),
+        _ => {
+            origin.starting_since = Some(obs.at);
+            h.touch(host);
+            None
         }
     }
+}
 
-    /// When PLEG became unhealthy by the kubelet's own count on a trouble
-    /// line (`pleg was last seen active 2h33m12s ago; threshold is 3m0s`),
-    /// if before the line: not before the kubelet's last start.
-    fn pleg_since(&self, obs: &Observation<'_>) -> Option<Micros> {
-        if obs.signal.kind != SignalKind::NotReady {
-            return None;
-        }
-        let stalled = crate::signals::pleg_unhealthy_for(&obs.text.to_ascii_lowercase())?;
-        let started = self
-            .origins
-            .get(obs.host.unwrap_or(""))
-            .and_then(|o| o.started_at)
-            .filter(|&t| t <= obs.at);
-        let since = obs.at.saturating_sub(stalled);
-        Some(started.map_or(since, |t| since.max(t))).filter(|&t| t < obs.at)
+/// When PLEG became unhealthy by the kubelet's own count on a trouble
+/// line (`pleg was last seen active 2h33m12s ago; threshold is 3m0s`),
+/// if before the line: not before the kubelet's last start.
+fn pleg_since(h: &Hosts, obs: &Observation<'_>) -> Option<Micros> {
+    if obs.signal.kind != SignalKind::NotReady {
+        return None;
     }
-
-    /// Whether the node's kubelet-down incident is open: its not-ready
-    /// incident then stays open (the kubelet is not there to say).
-    pub(crate) fn held_by_down(&self, i: &Incident) -> bool {
-        i.kind() == IncidentKind::NotReady
-            && self
-                .open
-                .contains_key(&OpenKey::new(IncidentKind::KubeletDown, &i.node))
-    }
-
-    /// When an open incident is due to resolve on quiet (see
-    /// [`Incident::due`]); never while a kubelet-down incident holds it.
-    pub(crate) fn due_of(&self, i: &Incident) -> Option<Micros> {
-        if self.held_by_down(i) {
-            return None;
-        }
-        i.due(self.settings.resolve_after)
-    }
-
-    /// The node's kubelet-down incident ended at `at`: its not-ready
-    /// incident's quiet is counted from then.
-    pub(crate) fn release_not_ready(&mut self, node: &str, at: Micros) {
-        let key = OpenKey::new(IncidentKind::NotReady, node);
-        if let Some(Detail::NotReady(r)) = self.open.get_mut(&key).map(|i| &mut i.detail) {
-            r.quiet_from = r.quiet_from.max(at);
-            self.update_due(&key);
-        }
-    }
+    let stalled = crate::signals::pleg_unhealthy_for(&obs.text.to_ascii_lowercase())?;
+    let started = h
+        .get(obs.host.unwrap_or(""))
+        .and_then(|o| o.started_at)
+        .filter(|&t| t <= obs.at);
+    let since = obs.at.saturating_sub(stalled);
+    Some(started.map_or(since, |t| since.max(t))).filter(|&t| t < obs.at)
 }

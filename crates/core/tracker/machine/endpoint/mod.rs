@@ -3,38 +3,73 @@
 //! them up to date (by a shortcut where one answers, else by deriving the
 //! group again), covers the nodes an outage stands for and takes back
 //! their alerts; and the groups' member records, for the store. The rules
-//! themselves are `tracker/groups/`.
+//! themselves are `groups/` beside this file.
+
+pub(in crate::tracker) mod groups;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+pub(in crate::tracker) use groups::Group;
+pub use groups::{Member, MemberWrite};
+
 use crate::signals::Cause;
 use crate::time::Micros;
-use crate::tracker::Tracker;
 use crate::tracker::decision::{AlertKind, Decision};
-use crate::tracker::groups::{
-    Derived, HORIZON, MEMBERS_MAX, Member, MemberWrite, NodesNamed, fast, outage_of, remove_member,
-    segments, upsert_member,
-};
 use crate::tracker::kind::Incident;
+use crate::tracker::ledger::Ledger;
 use crate::tracker::open::OpenKey;
 use crate::tracker::terms::IncidentKind;
+use groups::{
+    Derived, HORIZON, MEMBERS_MAX, NodesNamed, fast, outage_of, remove_member, segments,
+    upsert_member,
+};
 
-impl Tracker {
+/// The endpoint groups and the endpoint incidents derived from them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(in crate::tracker) struct Outages {
+    /// Endpoint incidents and the node incidents they are derived from,
+    /// by endpoint and cause (bounded, see `groups/`). Kept in the
+    /// tracker's state.
+    pub(in crate::tracker) groups: BTreeMap<String, Group>,
+    /// The groups whose members the store holds records of, as of the last
+    /// [`Outages::take_member_writes`].
+    stored: BTreeSet<String>,
+    /// Endpoint groups derived again at every change, never by the
+    /// shortcuts (tests hold the shortcuts to the same answer).
+    pub(in crate::tracker) long_way: bool,
+    /// Shortcuts taken, so far (tests count them).
+    pub(in crate::tracker) shortcuts: u64,
+}
+
+impl Outages {
+    pub(in crate::tracker) fn new(groups: BTreeMap<String, Group>) -> Self {
+        Self {
+            groups,
+            ..Self::default()
+        }
+    }
+
     /// After the tracker changed incidents (decisions `out[from..]`, about
     /// `keys`' open incidents and those resolved or forgotten): brings the
     /// endpoint incidents up to date, and takes back the alerts of the
     /// nodes they cover.
-    pub(crate) fn correlate(&mut self, keys: &[OpenKey], from: usize, out: &mut Vec<Decision>) {
-        if self.settings.fleet_min_nodes < 2 || out.len() <= from {
+    pub(in crate::tracker) fn correlate(
+        &mut self,
+        l: &mut Ledger,
+        keys: &[OpenKey],
+        from: usize,
+        out: &mut Vec<Decision>,
+    ) {
+        if l.settings.fleet_min_nodes < 2 || out.len() <= from {
             return;
         }
         let mut touched: BTreeSet<String> = BTreeSet::new();
-        let groups = &mut self.fleet_groups;
-        let after = self.settings.resolve_after;
+        let groups = &mut self.groups;
+        let after = l.settings.resolve_after;
         let mut uncover: Vec<Member> = Vec::new();
         let mut moved: Vec<fast::Moved> = Vec::new();
         for k in keys {
-            if let Some(i) = self.open.get(k) {
+            if let Some(i) = l.open.get(k) {
                 let quick = (!self.long_way)
                     .then(|| fast::shortcut(groups, i, after))
                     .flatten();
@@ -50,7 +85,7 @@ impl Tracker {
         for d in &out[from..] {
             match d {
                 Decision::ResolveIncident { id } => {
-                    if let Some(i) = self.resolved.iter().rev().find(|i| &i.id == id) {
+                    if let Some(i) = l.resolved.iter().rev().find(|i| &i.id == id) {
                         upsert_member(groups, i, after, &mut touched, &mut uncover);
                     }
                 }
@@ -64,7 +99,7 @@ impl Tracker {
             }
         }
         for m in uncover {
-            self.cover(&m.node, &m.id, None, out);
+            cover(l, &m.node, &m.id, None, out);
         }
         for m in moved {
             if m.changed {
@@ -73,35 +108,35 @@ impl Tracker {
                 });
             }
             if let Some((node, id)) = m.covered {
-                self.cover(&node, &id, Some(m.outage), out);
+                cover(l, &node, &id, Some(m.outage), out);
             }
         }
         for g in &touched {
-            self.rederive(g, out);
+            self.rederive(l, g, out);
         }
         if out[from..]
             .iter()
             .any(|d| matches!(d, Decision::QueueAlert { .. }))
         {
-            self.take_back_covered(from, out);
+            self.take_back_covered(l, from, out);
         }
     }
 
     /// Derives group `key`'s endpoint incidents again and says what changed.
-    fn rederive(&mut self, key: &str, out: &mut Vec<Decision>) {
+    fn rederive(&mut self, l: &mut Ledger, key: &str, out: &mut Vec<Decision>) {
         self.bound_members(key);
         let Some(old) = self
-            .fleet_groups
+            .groups
             .get_mut(key)
             .map(|g| std::mem::take(&mut g.outages))
         else {
             return;
         };
-        let Some(g) = self.fleet_groups.get(key) else {
+        let Some(g) = self.groups.get(key) else {
             return;
         };
-        let min = self.settings.fleet_min_nodes;
-        let window = self.settings.fleet_window;
+        let min = l.settings.fleet_min_nodes;
+        let window = l.settings.fleet_window;
         let derived: Vec<Derived> = segments(&g.members)
             .into_iter()
             .filter_map(|s| outage_of(&g.members, s, min, window))
@@ -147,15 +182,15 @@ impl Tracker {
             .filter(|(_, (m, c))| m.cover.as_deref() != c.map(|j| now[j].id.as_str()))
             .map(|(k, (m, c))| (k, m.node.clone(), m.id.clone(), id_of(*c)))
             .collect();
-        self.publish_outages(&old, &mut now, &mut paged, &mut told_end, out);
+        publish_outages(l, &old, &mut now, &mut paged, &mut told_end, out);
         paged.retain(|id, _| now.iter().any(|n| &n.id == id));
         told_end.retain(|id| now.iter().any(|n| n.id == *id));
         let mut changed = Vec::with_capacity(recovered.len());
         for (k, node, id, by) in recovered {
-            self.cover(&node, &id, by.clone(), out);
+            cover(l, &node, &id, by.clone(), out);
             changed.push((k, by));
         }
-        if let Some(g) = self.fleet_groups.get_mut(key) {
+        if let Some(g) = self.groups.get_mut(key) {
             for (k, by) in changed {
                 let m = &mut g.members[k];
                 m.cover = by;
@@ -167,82 +202,15 @@ impl Tracker {
             g.told_end = told_end;
             g.confirmed = confirmed;
             if g.members.is_empty() {
-                self.fleet_groups.remove(key);
+                self.groups.remove(key);
             }
         }
-    }
-
-    /// Decisions for a group's endpoint incidents, `old` then `now`:
-    /// opened, changed, resolved, forgotten; their alerts.
-    fn publish_outages(
-        &mut self,
-        old: &[Incident],
-        now: &mut [Incident],
-        paged: &mut BTreeMap<String, Micros>,
-        told_end: &mut BTreeSet<String>,
-        out: &mut Vec<Decision>,
-    ) {
-        for o in old {
-            if !now.iter().any(|n| n.id == o.id) {
-                self.resolved.retain(|r| r.id != o.id);
-                self.forgotten_incidents.push(o.clone());
-                out.push(Decision::ForgetIncident { id: o.id.clone() });
-            }
-        }
-        let send_resolved = self.settings.send_resolved;
-        for n in now.iter_mut() {
-            let before = old.iter().find(|o| o.id == n.id);
-            if before == Some(n) {
-                continue;
-            }
-            // Forgotten earlier in this batch and made again: kept.
-            self.forgotten_incidents.retain(|f| f.id != n.id);
-            let was_open = before.is_some_and(|b| b.resolved_at.is_none());
-            if before.is_none() {
-                out.push(Decision::OpenIncident { id: n.id.clone() });
-            }
-            if let Some(at) = n.over_threshold_at.filter(|_| !paged.contains_key(&n.id)) {
-                paged.insert(n.id.clone(), at);
-                out.push(n.raise(AlertKind::Opened, at));
-            }
-            self.resolved.retain(|r| r.id != n.id);
-            if let Some(end) = n.resolved_at {
-                self.resolved.push(n.clone());
-                out.push(Decision::ResolveIncident { id: n.id.clone() });
-                if (was_open || before.is_none())
-                    && paged.contains_key(&n.id)
-                    && send_resolved
-                    && told_end.insert(n.id.clone())
-                {
-                    out.push(n.raise(AlertKind::Resolved, end));
-                }
-            } else {
-                out.push(Decision::UpdateIncident { id: n.id.clone() });
-            }
-        }
-    }
-
-    /// Marks node incident `id` as covered by `by` (or by none) where the
-    /// tracker keeps it, and tells the caller, who keeps the rest.
-    fn cover(&mut self, node: &str, id: &str, by: Option<String>, out: &mut Vec<Decision>) {
-        let open = self
-            .open
-            .get_mut(&OpenKey::new(IncidentKind::NodeStatus, node))
-            .filter(|i| i.id == id);
-        let rest = self.resolved.iter_mut().filter(|i| i.id == id);
-        for i in open.into_iter().chain(rest) {
-            i.set_covered_by(by.clone());
-        }
-        out.push(Decision::CoverIncident {
-            id: id.to_string(),
-            by,
-        });
     }
 
     /// Keeps the members within the bounds: final segments leave.
     fn bound_members(&mut self, key: &str) {
-        let total: usize = self.fleet_groups.values().map(|g| g.members.len()).sum();
-        let Some(g) = self.fleet_groups.get_mut(key) else {
+        let total: usize = self.groups.values().map(|g| g.members.len()).sum();
+        let Some(g) = self.groups.get_mut(key) else {
             return;
         };
         let newest = g.members.last().map_or(0, |m| m.opened_at);
@@ -291,26 +259,14 @@ impl Tracker {
         }
     }
 
-    /// The endpoint incident covering node incident `id`, if one does and
-    /// should speak for it: always while it is open; for its end, only
-    /// when its own alert never went out.
-    fn covering(&self, id: &str, kind: AlertKind) -> Option<&str> {
-        let i = match self.open.key_of_id(id) {
-            Some(k) => self.open.get(k),
-            None => self.resolved.iter().rev().find(|i| i.id == id),
-        }?;
-        let cover = i.covered_by()?;
-        (kind != AlertKind::Resolved || !i.announced).then_some(cover)
-    }
-
     /// Covered nodes' alerts of this call are their endpoint incident's: a
     /// reminder of a node is the endpoint's reminder when one is due.
-    fn take_back_covered(&mut self, from: usize, out: &mut Vec<Decision>) {
+    fn take_back_covered(&mut self, l: &Ledger, from: usize, out: &mut Vec<Decision>) {
         let mut reminders: Vec<(String, Micros)> = Vec::new();
         let mut kept = Vec::with_capacity(out.len() - from);
         for d in out.drain(from..).collect::<Vec<_>>() {
             if let Decision::QueueAlert { id, kind, at, .. } = &d {
-                if let Some(cover) = self.covering(id, *kind) {
+                if let Some(cover) = covering(l, id, *kind) {
                     if *kind == AlertKind::Repeat {
                         reminders.push((cover.to_string(), *at));
                     }
@@ -321,14 +277,14 @@ impl Tracker {
         }
         out.extend(kept);
         for (cover, at) in reminders {
-            let Some(g) = self.fleet_groups.values_mut().find(|g| {
+            let Some(g) = self.groups.values_mut().find(|g| {
                 g.outages
                     .iter()
                     .any(|o| o.id == cover && o.resolved_at.is_none())
             }) else {
                 continue;
             };
-            let repeat = self
+            let repeat = l
                 .settings
                 .limits(
                     IncidentKind::Endpoint,
@@ -350,14 +306,14 @@ impl Tracker {
 
     /// The member records changed since the last call, to persist: every
     /// group made again or gone is dropped whole first.
-    pub fn take_member_writes(&mut self) -> Vec<MemberWrite> {
+    pub(in crate::tracker) fn take_member_writes(&mut self) -> Vec<MemberWrite> {
         let mut w: Vec<MemberWrite> = self
-            .stored_groups
+            .stored
             .iter()
-            .filter(|k| self.fleet_groups.get(*k).is_none_or(|g| g.fresh))
+            .filter(|k| self.groups.get(*k).is_none_or(|g| g.fresh))
             .map(|k| MemberWrite::DropGroup(k.clone()))
             .collect();
-        for (key, g) in &mut self.fleet_groups {
+        for (key, g) in &mut self.groups {
             let dirty = std::mem::take(&mut g.dirty);
             if std::mem::take(&mut g.fresh) {
                 w.extend(
@@ -374,7 +330,7 @@ impl Tracker {
                 });
             }
         }
-        self.stored_groups = self.fleet_groups.keys().cloned().collect();
+        self.stored = self.groups.keys().cloned().collect();
         w
     }
 
@@ -382,9 +338,9 @@ impl Tracker {
     /// opening and id) back into their groups. A state from before they
     /// were kept apart holds its members itself: they are written apart at
     /// the next commit.
-    pub fn restore_members(&mut self, members: Vec<(String, Member)>) {
+    pub(in crate::tracker) fn restore_members(&mut self, members: Vec<(String, Member)>) {
         let apart = !members.is_empty();
-        for g in self.fleet_groups.values_mut() {
+        for g in self.groups.values_mut() {
             if apart {
                 g.members.clear();
             } else if !g.members.is_empty() {
@@ -392,8 +348,8 @@ impl Tracker {
             }
         }
         for (key, m) in members {
-            self.stored_groups.insert(key.clone());
-            if let Some(g) = self.fleet_groups.get_mut(&key) {
+            self.stored.insert(key.clone());
+            if let Some(g) = self.groups.get_mut(&key) {
                 let at = g
                     .members
                     .partition_point(|x| (x.opened_at, &x.id) < (m.opened_at, &m.id));
@@ -401,28 +357,107 @@ impl Tracker {
             }
         }
         // A group with no member left is none.
-        self.fleet_groups.retain(|_, g| !g.members.is_empty());
+        self.groups.retain(|_, g| !g.members.is_empty());
     }
 
     /// The endpoint incidents kept (open ones and those resolved lately).
-    pub(crate) fn outages(&self) -> impl Iterator<Item = &Incident> {
-        self.fleet_groups.values().flat_map(|g| g.outages.iter())
+    pub(in crate::tracker) fn outages(&self) -> impl Iterator<Item = &Incident> {
+        self.groups.values().flat_map(|g| g.outages.iter())
     }
 
-    pub(crate) fn outage_mut(&mut self, id: &str) -> Option<&mut Incident> {
-        self.fleet_groups
+    pub(in crate::tracker) fn outage_mut(&mut self, id: &str) -> Option<&mut Incident> {
+        self.groups
             .values_mut()
             .flat_map(|g| g.outages.iter_mut())
             .find(|i| i.id == id)
     }
 }
 
+/// Decisions for a group's endpoint incidents, `old` then `now`:
+/// opened, changed, resolved, forgotten; their alerts.
+fn publish_outages(
+    l: &mut Ledger,
+    old: &[Incident],
+    now: &mut [Incident],
+    paged: &mut BTreeMap<String, Micros>,
+    told_end: &mut BTreeSet<String>,
+    out: &mut Vec<Decision>,
+) {
+    for o in old {
+        if !now.iter().any(|n| n.id == o.id) {
+            l.resolved.retain(|r| r.id != o.id);
+            l.forgotten_incidents.push(o.clone());
+            out.push(Decision::ForgetIncident { id: o.id.clone() });
+        }
+    }
+    let send_resolved = l.settings.send_resolved;
+    for n in now.iter_mut() {
+        let before = old.iter().find(|o| o.id == n.id);
+        if before == Some(n) {
+            continue;
+        }
+        // Forgotten earlier in this batch and made again: kept.
+        l.forgotten_incidents.retain(|f| f.id != n.id);
+        let was_open = before.is_some_and(|b| b.resolved_at.is_none());
+        if before.is_none() {
+            out.push(Decision::OpenIncident { id: n.id.clone() });
+        }
+        if let Some(at) = n.over_threshold_at.filter(|_| !paged.contains_key(&n.id)) {
+            paged.insert(n.id.clone(), at);
+            out.push(n.raise(AlertKind::Opened, at));
+        }
+        l.resolved.retain(|r| r.id != n.id);
+        if let Some(end) = n.resolved_at {
+            l.resolved.push(n.clone());
+            out.push(Decision::ResolveIncident { id: n.id.clone() });
+            if (was_open || before.is_none())
+                && paged.contains_key(&n.id)
+                && send_resolved
+                && told_end.insert(n.id.clone())
+            {
+                out.push(n.raise(AlertKind::Resolved, end));
+            }
+        } else {
+            out.push(Decision::UpdateIncident { id: n.id.clone() });
+        }
+    }
+}
+
+/// Marks node incident `id` as covered by `by` (or by none) where the
+/// tracker keeps it, and tells the caller, who keeps the rest.
+fn cover(l: &mut Ledger, node: &str, id: &str, by: Option<String>, out: &mut Vec<Decision>) {
+    let open = l
+        .open
+        .get_mut(&OpenKey::new(IncidentKind::NodeStatus, node))
+        .filter(|i| i.id == id);
+    let rest = l.resolved.iter_mut().filter(|i| i.id == id);
+    for i in open.into_iter().chain(rest) {
+        i.set_covered_by(by.clone());
+    }
+    out.push(Decision::CoverIncident {
+        id: id.to_string(),
+        by,
+    });
+}
+
+/// The endpoint incident covering node incident `id`, if one does and
+/// should speak for it: always while it is open; for its end, only
+/// when its own alert never went out.
+fn covering<'a>(l: &'a Ledger, id: &str, kind: AlertKind) -> Option<&'a str> {
+    let i = match l.open.key_of_id(id) {
+        Some(k) => l.open.get(k),
+        None => l.resolved.iter().rev().find(|i| i.id == id),
+    }?;
+    let cover = i.covered_by()?;
+    (kind != AlertKind::Resolved || !i.announced).then_some(cover)
+}
+
 #[cfg(test)]
-impl Tracker {
+impl Outages {
     /// Every group's members, by group then opening and id (as the
     /// store's records are ordered).
-    pub(crate) fn members_of(&self) -> Vec<(String, Member)> {
-        self.fleet_groups
+    pub(in crate::tracker) fn members_of(&self) -> Vec<(String, Member)> {
+        self.groups
             .iter()
             .flat_map(|(k, g)| g.members.iter().map(move |m| (k.clone(), m.clone())))
             .collect()
