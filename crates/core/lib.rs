@@ -37,7 +37,9 @@
 //! `context` (the node's other units' lines that explain trouble);
 //! `tracker` (signals and time to incidents and decisions: each incident
 //! kind's data and rules in `tracker/kind/`, what its lines do in
-//! `tracker/machine/`, its words at the edge in `notify/words/`); `pipeline`
+//! `tracker/machine/`, over the ledger of incidents (`tracker/ledger.rs`)
+//! and the hosts' records (`tracker/hosts.rs`); its words at the edge in
+//! `notify/words/`); `pipeline`
 //! (joiner → parser → table → tracker, wired once; the hosts read in
 //! `pipeline/hosts.rs`), `picture` and `advice`
 //! (what an incident looks like, what to check next); `testing` (feature
