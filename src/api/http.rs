@@ -86,6 +86,7 @@ impl ApiState {
                 .store
                 .silences()
                 .map_or(0, |v| v.iter().filter(|s| s.active(now)).count() as u64),
+            store_damaged: self.store.damaged(),
         }
     }
 

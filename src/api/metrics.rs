@@ -369,6 +369,13 @@ impl Snapshot {
         )?;
         Self::gauge(
             enc,
+            "store_damaged_records",
+            "Records of the store that could not be read (damaged on disk), set aside under \
+             the store's `damaged` records; the rest of the history is served.",
+            &one(l.store_damaged as f64),
+        )?;
+        Self::gauge(
+            enc,
             "config_restart_needed",
             "1 while changed config keys wait for a restart.",
             &one(if s.config.restart_needed.is_empty() {

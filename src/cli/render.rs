@@ -216,6 +216,15 @@ pub(crate) fn status(s: &StatusOut, zone: Zone) -> String {
     row("config_error", &opt(&s.config_error));
     row("store", &s.store);
     row("store_bytes", &s.store_bytes.to_string());
+    if s.store_damaged > 0 {
+        row(
+            "store_damaged",
+            &format!(
+                "{} (records that could not be read, set aside; the rest is served)",
+                s.store_damaged
+            ),
+        );
+    }
     if s.silences.is_empty() {
         row("silences", "-");
     }

@@ -33,6 +33,8 @@ pub(crate) struct Live {
     pub now: Micros,
     /// Silences in force at `now`.
     pub silences_active: u64,
+    /// Records of the store set aside because they could not be read.
+    pub store_damaged: u64,
 }
 
 /// Why a query has no answer.

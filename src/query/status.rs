@@ -178,6 +178,10 @@ pub(crate) struct StatusOut {
     pub config_error: Option<String>,
     pub store: String,
     pub store_bytes: u64,
+    /// Records of the store that could not be read, set aside (the rest
+    /// is served).
+    #[serde(default)]
+    pub store_damaged: u64,
     /// Silences in force now.
     #[serde(default)]
     pub silences: Vec<SilenceOut>,
@@ -289,6 +293,7 @@ pub(crate) fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, Qu
         config_error: live.and_then(|l| l.status.config.last_error.clone()),
         store: store.path().display().to_string(),
         store_bytes: store.size_on_disk(),
+        store_damaged: store.damaged(),
         silences: store
             .silences()?
             .iter()

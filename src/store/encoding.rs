@@ -1,7 +1,8 @@
 //! How records are written as bytes: JSON, and the records that grow with
-//! a fleet deflated (see [`to_record`]).
+//! a fleet deflated (see [`to_record`]); and read back, telling damage from
+//! another version's shape (see [`decode`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub(super) fn to_json<T: Serialize>(v: &T) -> Vec<u8> {
     // Serializing these plain data types cannot fail (no maps with
@@ -58,4 +59,34 @@ pub(super) fn inflate(v: &[u8], max: u64) -> Result<std::borrow::Cow<'_, [u8]>, 
         return Err(format!("it inflates past {max} bytes"));
     }
     Ok(std::borrow::Cow::Owned(out))
+}
+
+/// Why a stored record cannot be read.
+pub(super) enum Unreadable {
+    /// Its bytes are no record (a stream cut short or inflating past the
+    /// bound, JSON cut short or not JSON): damage, set aside.
+    Damaged(String),
+    /// Well-formed JSON of another shape: written by another version
+    /// (a downgrade), refused whole as before, never set aside.
+    Foreign(String),
+}
+
+impl std::fmt::Display for Unreadable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unreadable::Damaged(w) | Unreadable::Foreign(w) => f.write_str(w),
+        }
+    }
+}
+
+/// A stored record's value, plain or deflated (see [`to_record`]), or
+/// why it cannot be read.
+pub(super) fn decode<T: for<'de> Deserialize<'de>>(v: &[u8]) -> Result<T, Unreadable> {
+    let v = inflate(v, INFLATE_MAX).map_err(Unreadable::Damaged)?;
+    serde_json::from_slice(&v).map_err(|e| match e.classify() {
+        serde_json::error::Category::Data => Unreadable::Foreign(e.to_string()),
+        serde_json::error::Category::Io
+        | serde_json::error::Category::Syntax
+        | serde_json::error::Category::Eof => Unreadable::Damaged(e.to_string()),
+    })
 }

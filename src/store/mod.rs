@@ -12,6 +12,7 @@
 //! | `outbox` | sequence number (8 bytes, big-endian) | JSON [`OutboxEntry`] | ingest inserts (commit); the mailer and the Alertmanager task update and remove their own channel's entries (and `control::apply` in them) |
 //! | `deliveries` | incident id | when its first alert was delivered (8 bytes, big-endian): read into the incident's `alerted_at` | the mailer and the Alertmanager task, in the transaction that removes the delivered entries; ingest removes an incident's with it (prune, forget) |
 //! | `silences` | silence id | JSON [`Silence`] (ended ones are kept a day, then pruned) | the query server (add, expire); ingest's pruning removes ended ones |
+//! | `damaged` | the tree's name, `0x00`, the record's key | the record's bytes, as they were: a record that could not be read, set aside (see [`Store::set_aside`]) | whoever reads it first, in one transaction with its removal, only while it is still those bytes |
 //! | `meta` | `schema` | `3` (`2`: one flat incident for every kind; `1`: open incidents and hosts inside `state` too; `migrate.rs` moves them) | whoever opens the store first (a migration) |
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed | ingest (commit, source switch) |
 //! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) | ingest (commit, source switch) |
@@ -35,6 +36,7 @@
 //! incidents and per-host records are written when they change, not with
 //! every commit: a commit costs what the batch changed.
 
+mod damaged;
 mod encoding;
 mod keys;
 mod migrate;
@@ -44,7 +46,7 @@ mod silences;
 
 use std::path::{Path, PathBuf};
 
-use encoding::{INFLATE_MAX, inflate, to_json, to_record};
+use encoding::{decode, to_json, to_record};
 use keys::{by_time_key, member_key, member_prefix, node_key};
 use open::unreadable;
 
@@ -286,6 +288,10 @@ pub struct Store {
     outbox: sled::Tree,
     deliveries: sled::Tree,
     silences: sled::Tree,
+    damaged: sled::Tree,
+    /// What this process set aside, in words, not yet taken (the CLI
+    /// says them on stderr; the service logs them).
+    set_aside: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
     /// The silences as parsed, shared by every clone (one process holds
     /// the store): every delivery pass, query and scrape reads them, and
     /// only the silence functions below write the tree.
@@ -322,8 +328,7 @@ impl Store {
 
     /// A record read back, plain or deflated (see [`to_record`]).
     fn json<T: for<'de> Deserialize<'de>>(&self, key: &[u8], v: &[u8]) -> Result<T, StoreError> {
-        let v = inflate(v, INFLATE_MAX).map_err(|e| self.corrupt(key, &e))?;
-        serde_json::from_slice(&v).map_err(|e| self.corrupt(key, &e))
+        decode(v).map_err(|e| self.corrupt(key, &e))
     }
 
     #[must_use]
@@ -347,15 +352,20 @@ impl Store {
                 String::from_utf8_lossy(&v).into_owned(),
             );
         }
+        // A damaged state is set aside: the service starts from its
+        // cursor with the tracker's bookkeeping afresh (the open incidents
+        // and the hosts' records are records of their own).
         let state = match self.meta.get("state").map_err(|e| self.err(e))? {
-            Some(v) => Some(self.json(b"state", &v)?),
+            Some(v) => self.readable(&self.meta, b"state", &v)?,
             None => None,
         };
         let mut held = Vec::new();
         for kv in self.meta.scan_prefix(HELD) {
             let (k, v) = kv.map_err(|e| self.err(e))?;
             let stream = String::from_utf8_lossy(&k[HELD.len()..]).into_owned();
-            held.push((stream, self.json(&k, &v)?));
+            if let Some(j) = self.readable(&self.meta, &k, &v)? {
+                held.push((stream, j));
+            }
         }
         let mut open = Vec::new();
         for kv in &self.open {
@@ -367,16 +377,17 @@ impl Store {
         let mut origins = Vec::new();
         for kv in &self.hosts {
             let (h, v) = kv.map_err(|e| self.err(e))?;
-            origins.push((String::from_utf8_lossy(&h).into_owned(), self.json(&h, &v)?));
+            if let Some(o) = self.readable(&self.hosts, &h, &v)? {
+                origins.push((String::from_utf8_lossy(&h).into_owned(), o));
+            }
         }
         let mut members = Vec::new();
         for kv in &self.members {
             let (k, v) = kv.map_err(|e| self.err(e))?;
             let group = k.split(|&b| b == 0).next().unwrap_or_default();
-            members.push((
-                String::from_utf8_lossy(group).into_owned(),
-                self.json(&k, &v)?,
-            ));
+            if let Some(m) = self.readable(&self.members, &k, &v)? {
+                members.push((String::from_utf8_lossy(group).into_owned(), m));
+            }
         }
         let source = self
             .meta
@@ -412,7 +423,10 @@ impl Store {
             tracker: Tracker,
         }
         match self.meta.get("state").map_err(|e| self.err(e))? {
-            Some(v) => Ok(self.json::<State>(b"state", &v)?.tracker.settings),
+            Some(v) => Ok(self
+                .readable::<State>(&self.meta, b"state", &v)?
+                .map(|s| s.tracker.settings)
+                .unwrap_or_default()),
             None => Ok(Settings::default()),
         }
     }
@@ -421,7 +435,10 @@ impl Store {
     /// were kept) and then kept with every commit.
     pub fn stats(&self) -> Result<Stats, StoreError> {
         if let Some(v) = self.meta.get("stats").map_err(|e| self.err(e))? {
-            return self.json(b"stats", &v);
+            // Damaged: set aside and counted again.
+            if let Some(s) = self.readable(&self.meta, b"stats", &v)? {
+                return Ok(s);
+            }
         }
         let stats = self.count_stats(&self.settings()?)?;
         self.meta
@@ -434,7 +451,9 @@ impl Store {
         let mut stats = Stats::default();
         for kv in &self.incidents {
             let (k, v) = kv.map_err(|e| self.err(e))?;
-            let i: Incident = self.json(&k, &v)?;
+            let Some(i): Option<Incident> = self.readable(&self.incidents, &k, &v)? else {
+                continue;
+            };
             stats.incidents += 1;
             if i.resolved_at.is_some() {
                 *stats.resolved.entry(i.verdict(settings)).or_default() += 1;
@@ -625,7 +644,10 @@ impl Store {
 
     pub fn incident(&self, id: &str) -> Result<Option<Incident>, StoreError> {
         match self.incidents.get(id).map_err(|e| self.err(e))? {
-            Some(v) => Ok(Some(self.recorded(self.json(id.as_bytes(), &v)?)?)),
+            Some(v) => match self.readable(&self.incidents, id.as_bytes(), &v)? {
+                Some(i) => Ok(Some(self.recorded(i)?)),
+                None => Ok(None),
+            },
             None => Ok(None),
         }
     }
@@ -677,7 +699,9 @@ impl Store {
         let mut out = Vec::new();
         for kv in self.incidents.scan_prefix(prefix.as_bytes()).take(max) {
             let (k, v) = kv.map_err(|e| self.err(e))?;
-            out.push(self.recorded(self.json(&k, &v)?)?);
+            if let Some(i) = self.readable(&self.incidents, &k, &v)? {
+                out.push(self.recorded(i)?);
+            }
         }
         Ok(out)
     }
@@ -801,7 +825,9 @@ impl Store {
         let mut out = Vec::new();
         for kv in &self.outbox {
             let (k, v) = kv.map_err(|e| self.err(e))?;
-            out.push(self.json(&k, &v)?);
+            if let Some(e) = self.readable(&self.outbox, &k, &v)? {
+                out.push(e);
+            }
         }
         Ok(out)
     }
@@ -863,6 +889,7 @@ fn apply_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use encoding::{INFLATE_MAX, inflate};
 
     fn member(id: &str, at: Micros) -> Member {
         serde_json::from_value(serde_json::json!({
@@ -965,14 +992,17 @@ mod tests {
         assert_eq!(back(&s).unwrap(), Some(json.clone()));
         s.incidents.insert(inc.id.as_bytes(), json.clone()).unwrap();
         assert_eq!(back(&s).unwrap(), Some(json.clone()), "plain JSON");
+        // A truncated stream: set aside, named, the rest served.
+        let half = raw[..raw.len() / 2].to_vec();
         s.incidents
-            .insert(inc.id.as_bytes(), &raw[..raw.len() / 2])
+            .insert(inc.id.as_bytes(), half.as_slice())
             .unwrap();
-        let e = back(&s).unwrap_err();
-        assert!(
-            matches!(e, StoreError::Unreadable { .. }) && e.to_string().contains(&inc.id),
-            "{e}"
-        );
+        assert_eq!(back(&s).unwrap(), None, "set aside");
+        assert_eq!(s.damaged(), 1);
+        let mut aside = b"incidents\0".to_vec();
+        aside.extend_from_slice(inc.id.as_bytes());
+        assert_eq!(s.damaged.get(&aside).unwrap().as_deref(), Some(&half[..]));
+        assert!(s.incidents.get(inc.id.as_bytes()).unwrap().is_none());
         // A few kilobytes that would inflate to a megabyte.
         let bomb = to_record(&"0".repeat(1 << 20));
         assert!(bomb.len() < 16 << 10, "{}", bomb.len());
@@ -982,6 +1012,86 @@ mod tests {
                 .contains("past 1000 bytes")
         );
         assert_eq!(inflate(&bomb, 2 << 20).unwrap().len(), (1 << 20) + 2);
+    }
+
+    /// One damaged record costs itself (D32): an incident whose stream
+    /// is cut, a host record and a member that are not JSON, a stream
+    /// that inflates past the bound are set aside, counted and named; the
+    /// rest of the history is listed and loads; a record written again
+    /// since it was read is not set aside.
+    #[test]
+    fn a_damaged_record_is_set_aside_and_the_rest_is_served() {
+        use sentinel_core::testing::{End, kubelet, replay};
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("store")).unwrap();
+        let retry = |n: &str| {
+            format!(
+                r#"E1128 09:00:01.385427    2820 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"{n}\": Get \"https://10.0.0.1:6443/api/v1/nodes/{n}?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#
+            )
+        };
+        let incidents: Vec<Incident> = ["n1", "n2", "n3", "n4"]
+            .iter()
+            .map(|n| {
+                let lines = (0..8).map(|k| kubelet(k * sentinel_core::time::SECOND, n, &retry(n)));
+                replay(lines, &Settings::default(), End::Finish)
+                    .one()
+                    .clone()
+            })
+            .collect();
+        s.commit(&Batch {
+            incidents: incidents.clone(),
+            ..Batch::default()
+        })
+        .unwrap();
+        s.hosts
+            .insert("h1", &b"{\"named_node\":\"n1\"}"[..])
+            .unwrap();
+        s.hosts.insert("h2", &b"{\"named_node\":"[..]).unwrap();
+        let (cut, bomb) = (&incidents[0].id, &incidents[1].id);
+        let raw = s.incidents.get(cut.as_bytes()).unwrap().unwrap();
+        s.incidents
+            .insert(cut.as_bytes(), &raw[..raw.len() - 40])
+            .unwrap();
+        // Past the bound it may inflate to (64 MiB), from a few hundred KB.
+        let zeros = to_record(&"0".repeat((INFLATE_MAX + 1) as usize));
+        s.incidents.insert(bomb.as_bytes(), zeros).unwrap();
+        let listed = s
+            .incidents(&Filter::default(), &Settings::default())
+            .unwrap();
+        assert_eq!(listed.len(), 2, "{listed:#?}");
+        assert_eq!(s.damaged(), 2);
+        let loaded = s.load().unwrap();
+        assert_eq!(loaded.origins.len(), 1, "h2 set aside, h1 read");
+        assert_eq!(s.damaged(), 3);
+        // Read again: nothing more to set aside, nothing counted twice.
+        assert_eq!(
+            s.incidents(&Filter::default(), &Settings::default())
+                .unwrap()
+                .len(),
+            2
+        );
+        s.load().unwrap();
+        assert_eq!(s.damaged(), 3);
+        // A writer wrote the record again after it was read: it stays.
+        let good = s
+            .incidents
+            .get(incidents[2].id.as_bytes())
+            .unwrap()
+            .unwrap();
+        s.set_aside(&s.incidents, incidents[2].id.as_bytes(), b"stale", "test")
+            .unwrap();
+        assert_eq!(
+            s.incidents.get(incidents[2].id.as_bytes()).unwrap(),
+            Some(good)
+        );
+        assert_eq!(s.damaged(), 3);
+        // Well-formed JSON of another shape is another version's record (a
+        // downgrade): refused as before, never set aside.
+        s.hosts.insert("h3", &b"{\"markers\":5}"[..]).unwrap();
+        let e = s.load().unwrap_err();
+        assert!(e.to_string().contains("record h3 is damaged"), "{e}");
+        assert!(s.hosts.get("h3").unwrap().is_some());
+        assert_eq!(s.damaged(), 3);
     }
 
     /// Held lines are records of their own: written, removed, read back

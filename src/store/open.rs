@@ -152,6 +152,8 @@ impl Store {
             outbox: tree("outbox")?,
             deliveries: tree("deliveries")?,
             silences: tree("silences")?,
+            damaged: tree("damaged")?,
+            set_aside: std::sync::Arc::default(),
             parsed_silences: std::sync::Arc::default(),
             path: path.to_path_buf(),
             db,

@@ -18,7 +18,9 @@ impl Store {
         let mut out: Vec<Silence> = Vec::new();
         for kv in &self.silences {
             let (k, v) = kv.map_err(|e| self.err(e))?;
-            out.push(self.json(&k, &v)?);
+            if let Some(s) = self.readable(&self.silences, &k, &v)? {
+                out.push(s);
+            }
         }
         out.sort_by(|a, b| b.starts_at.cmp(&a.starts_at).then(a.id.cmp(&b.id)));
         *cached = Some(out.clone());

@@ -316,3 +316,59 @@ fn an_entry_that_lost_its_host_to_damage_is_still_its_boots() {
     let (got, err) = nodes(&damaged);
     assert_eq!(got, want, "{err}");
 }
+
+/// D32: one damaged record of the store (an incident whose deflated
+/// stream is cut, a host record that is no JSON) made `incidents` fail
+/// and `run` exit 65, which stops the unit for good. It is set aside,
+/// named in the log and counted in `status` and the metrics; the rest of
+/// the history is listed, and the service runs on.
+#[test]
+fn a_damaged_store_record_is_set_aside_and_the_service_runs_on() {
+    let src = tempfile::tempdir().unwrap();
+    journal(src.path());
+    let svc = Service::new(&format!("directory = \"{}\"", src.path().display()), "");
+    let out = svc.run_once();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let before = svc.incidents();
+    assert_eq!(before.as_array().unwrap().len(), 7, "{before:#}");
+    let damaged_id = before[0]["id"].as_str().unwrap().to_string();
+    {
+        // The service is stopped: the store is this test's to damage.
+        let db = sled::open(svc.dir.path().join("store")).unwrap();
+        let incidents = db.open_tree("incidents").unwrap();
+        let raw = incidents.get(damaged_id.as_bytes()).unwrap().unwrap();
+        assert_eq!(raw[0], 0x78, "an incident is stored deflated");
+        incidents
+            .insert(damaged_id.as_bytes(), &raw[..raw.len() / 2])
+            .unwrap();
+        db.open_tree("hosts")
+            .unwrap()
+            .insert("h1", &b"{\"named"[..])
+            .unwrap();
+        db.flush().unwrap();
+    }
+    let after = svc.query(&["incidents", "-o", "json"]);
+    let err = String::from_utf8_lossy(&after.stderr);
+    assert!(after.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("record {damaged_id} of incidents is damaged")),
+        "named: {err}"
+    );
+    let listed: serde_json::Value = serde_json::from_slice(&after.stdout).unwrap();
+    assert_eq!(
+        listed["incidents"].as_array().unwrap().len(),
+        6,
+        "{listed:#}"
+    );
+    let out = svc.run_once();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "run --once: {err}");
+    assert!(err.contains("record h1 of hosts is damaged"), "{err}");
+    let status = svc.status();
+    assert_eq!(status["store_damaged"], 2, "{status:#}");
+    assert_eq!(svc.incidents().as_array().unwrap().len(), 6);
+}

@@ -71,7 +71,13 @@ pub(crate) fn ask_or_read<T: DeserializeOwned>(
         (_, opened) => opened,
     };
     match opened {
-        Ok(Some(store)) => offline(&store).map_err(|e| Failure::Failed(e.to_string())),
+        Ok(Some(store)) => {
+            let answer = offline(&store).map_err(|e| Failure::Failed(e.to_string()));
+            for words in store.take_set_aside() {
+                eprintln!("kubelet-sentinel: store {}: {words}", path.display());
+            }
+            answer
+        }
         Ok(None) => Err(Failure::NotRunning(format!(
             "the service is not running (socket {}: {not_running}) and there is no store yet at {}",
             socket.display(),
