@@ -140,8 +140,16 @@ impl Snapshot {
         Self::counter(
             enc,
             "hosts_refused",
-            "Entries of hosts new past [fleet] max_hosts: not read.",
+            "Entries of hosts new past [fleet] max_hosts: not read (every host had an open \
+             incident).",
             &one(sum.hosts_refused),
+        )?;
+        Self::counter(
+            enc,
+            "hosts_given_way",
+            "Hosts whose records gave way to new hosts past [fleet] max_hosts: idle a day, or \
+             the quietest with no open incident.",
+            &one(sum.hosts_given_way),
         )?;
         Self::counter(
             enc,

@@ -169,6 +169,7 @@ pub(crate) fn status(s: &StatusOut, zone: Zone) -> String {
         ("evicted_forgotten", s.evicted_forgotten),
         ("hosts", s.hosts),
         ("hosts_refused", s.hosts_refused),
+        ("hosts_given_way", s.hosts_given_way),
     ] {
         row(k, &v.to_string());
     }

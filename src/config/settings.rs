@@ -383,8 +383,9 @@ pub struct FleetConfig {
     pub min_nodes: u32,
     /// ... when their incidents opened within this of each other.
     pub window: Period,
-    /// Hosts read at most: entries of a host new past it are counted
-    /// (`hosts_refused` in `status`, the metric), not read.
+    /// Hosts read at most: the quietest with no open incident give way to
+    /// new ones; while every host has one, entries of a host new past it
+    /// are counted (`hosts_refused` in `status`, the metric), not read.
     pub max_hosts: u32,
 }
 

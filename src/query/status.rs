@@ -146,6 +146,10 @@ pub(crate) struct StatusOut {
     /// Entries of hosts new past `[fleet] max_hosts`: not read.
     #[serde(default)]
     pub hosts_refused: u64,
+    /// Hosts whose records gave way to new ones past `[fleet] max_hosts`
+    /// (idle a day, or the quietest with no open incident).
+    #[serde(default)]
+    pub hosts_given_way: u64,
     /// `[fleet] max_hosts` as the service runs (null while stopped).
     #[serde(default)]
     pub max_hosts: Option<u64>,
@@ -273,6 +277,7 @@ pub(crate) fn status(store: &Store, live: Option<&Live>) -> Result<StatusOut, Qu
         evicted_forgotten: live.map_or(0, |l| l.status.forgotten),
         hosts: live.map_or(0, |l| l.status.hosts.len() as u64),
         hosts_refused: summary.hosts_refused,
+        hosts_given_way: summary.hosts_given_way,
         max_hosts: live.map(|l| l.status.settings.max_hosts as u64),
         silent_hosts: live.map(silent_hosts).unwrap_or_default(),
         silent_incidents: live.map(|l| l.status.settings.silent_after > 0),

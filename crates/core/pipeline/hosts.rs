@@ -19,6 +19,12 @@ pub const HOST_IDLE: Micros = 24 * 3600 * crate::time::SECOND;
 /// line dated earlier comes from a host whose clock is wrong.
 pub const KUBELETS_BEGAN: Micros = 1_401_580_800_000_000;
 
+/// Past `[fleet] max_hosts` with no host idle for [`HOST_IDLE`], this
+/// share of the hosts with no open incident, those quiet longest, give
+/// way to new ones at once (one pass over the records for the next
+/// `max_hosts / GIVE_WAY` new hosts).
+pub const GIVE_WAY: usize = 16;
+
 /// How far ahead of the machine's clock an entry may be dated (time zones,
 /// a skewed clock) before its time is not believed.
 pub const FUTURE_SLACK: Micros = 24 * 3600 * crate::time::SECOND;
@@ -55,6 +61,8 @@ pub(super) struct HostBook {
     /// active then) — looked at again when either moved, not at every
     /// refused entry.
     active: Option<(Micros, usize)>,
+    /// Hosts whose records gave way since [`HostBook::take_given_way`].
+    given_way: u64,
 }
 
 impl HostBook {
@@ -82,10 +90,20 @@ impl HostBook {
         at < KUBELETS_BEGAN || !self.believed(at)
     }
 
-    /// A host already read, or one more within `[fleet] max_hosts` of the
-    /// hosts active lately (see [`HOST_IDLE`]); past it, the idle hosts'
-    /// records are forgotten first (the tracker's and these).
-    pub(super) fn within(&mut self, tracker: &mut Tracker, host: &str, at: Option<Micros>) -> bool {
+    /// A host already read, or one more within `[fleet] max_hosts`; past
+    /// it, the idle hosts' records are forgotten first (see [`HOST_IDLE`]),
+    /// then those of the hosts quiet longest with no open incident (see
+    /// [`GIVE_WAY`]): a new host is refused only while every host has an
+    /// open incident (or a line `held` for its continuation), so no flood
+    /// of names keeps a real host out, and a host in trouble never gives
+    /// way.
+    pub(super) fn within(
+        &mut self,
+        tracker: &mut Tracker,
+        host: &str,
+        at: Option<Micros>,
+        held: impl Fn(&str) -> bool,
+    ) -> bool {
         let most = tracker.settings().max_hosts;
         if tracker.knows_host(host)
             || self.read.contains_key(host)
@@ -103,9 +121,14 @@ impl HostBook {
         let active = match self.active {
             Some((at, n)) if n == records && fleet - at < 60 * crate::time::SECOND => n,
             _ => {
-                // The idle hosts' records go (they are what grew); the
-                // hosts left are the active ones.
-                for h in tracker.forget_idle_hosts(fleet.saturating_sub(HOST_IDLE)) {
+                // The idle hosts' records go (they are what grew); then, if
+                // that is not room enough, the quietest give way.
+                let mut gone = tracker.forget_idle_hosts(fleet.saturating_sub(HOST_IDLE));
+                if tracker.hosts() >= most {
+                    gone.extend(tracker.forget_quietest_hosts((most / GIVE_WAY).max(1), held));
+                }
+                self.given_way += gone.len() as u64;
+                for h in gone {
                     self.clocks.remove(h.as_str());
                     self.read.remove(h.as_str());
                     self.untrusted.remove(h.as_str());
@@ -116,6 +139,12 @@ impl HostBook {
             }
         };
         active < most
+    }
+
+    /// Hosts whose records gave way (idle or quiet longest) since the last
+    /// call.
+    pub(super) fn take_given_way(&mut self) -> u64 {
+        std::mem::take(&mut self.given_way)
     }
 
     /// The reader has read everything there is (the service, at each

@@ -16,7 +16,7 @@ use crate::tracker::{Decision, Incident, MemberWrite, Observation, Origin, Setti
 mod hosts;
 
 use hosts::HostBook;
-pub use hosts::{FUTURE_SLACK, HOST_IDLE, KUBELETS_BEGAN};
+pub use hosts::{FUTURE_SLACK, GIVE_WAY, HOST_IDLE, KUBELETS_BEGAN};
 
 /// What was read, for the summary and the metrics. Every kubelet entry is
 /// counted once as a line, a continuation, or unparsed.
@@ -96,6 +96,10 @@ pub struct Summary {
     /// The first such host (cut to 200 bytes).
     #[serde(default)]
     pub first_refused_host: Option<String>,
+    /// Hosts quiet longest whose records gave way to new hosts past
+    /// `[fleet] max_hosts` (see [`hosts::GIVE_WAY`]).
+    #[serde(default)]
+    pub hosts_given_way: u64,
 }
 
 /// Bound on the nodes named in [`Summary::nodes`].
@@ -295,7 +299,12 @@ impl Pipeline {
     /// state at every commit, until the end (a collector's catch-up would
     /// otherwise hold one line per host).
     pub fn activity(&mut self, host: &str, at: Micros, decisions: &mut Vec<Decision>) {
-        if self.hosts.believed(at) && self.hosts.within(&mut self.tracker, host, Some(at)) {
+        let joiner = &self.joiner;
+        let held = |h: &str| joiner.earliest_held(h).is_some();
+        let admitted =
+            self.hosts.believed(at) && self.hosts.within(&mut self.tracker, host, Some(at), held);
+        self.summary.hosts_given_way += self.hosts.take_given_way();
+        if admitted {
             self.tracker.journal_reaches(host, at, decisions);
             if self.joiner.earliest_held(host).is_some_and(|e| e <= at) {
                 self.join(decisions, |j, out| j.release_quiet(host, at, out));
@@ -307,7 +316,11 @@ impl Pipeline {
     /// within `[fleet] max_hosts`. Counts (and names the first of) those
     /// that are not.
     fn admits(&mut self, host: &str, at: Option<Micros>) -> bool {
-        if self.hosts.within(&mut self.tracker, host, at) {
+        let joiner = &self.joiner;
+        let held = |h: &str| joiner.earliest_held(h).is_some();
+        let admitted = self.hosts.within(&mut self.tracker, host, at, held);
+        self.summary.hosts_given_way += self.hosts.take_given_way();
+        if admitted {
             return true;
         }
         self.summary.hosts_refused += 1;
@@ -995,38 +1008,32 @@ mod tests {
         );
     }
 
-    /// Hosts idle for [`HOST_IDLE`] with no open incident no longer count
-    /// toward `[fleet] max_hosts`: nodes that come and go under new names
-    /// are read, whatever hosts the records remember.
+    /// Past `[fleet] max_hosts`, the hosts quiet longest with no open
+    /// incident give way to new ones (their records forgotten, in the
+    /// store too); a host with an open incident never does, and while
+    /// every host has one a new host is refused and counted.
     #[test]
-    fn hosts_idle_for_a_day_make_room_under_max_hosts() {
+    fn quiet_hosts_give_way_to_new_ones_past_max_hosts() {
         let settings = Settings {
             max_hosts: 3,
             ..Settings::default()
         };
         let mut p = Pipeline::new(EntryFilter::default(), settings);
         let mut d = Vec::new();
-        let chatter = |host: &str, at: Micros| {
-            let mut e = kubelet(1, at, r#""SyncLoop (PLEG): event for pod" pod="default/p""#);
+        let line = |host: &str, at: Micros, text: &str| {
+            let mut e = kubelet(1, at, text);
             e.host = Some(host.into());
             e
         };
-        for h in ["old-0", "old-1", "old-2"] {
-            p.push(chatter(h, T0), &mut d);
+        let chatter = r#""SyncLoop (PLEG): event for pod" pod="default/p""#;
+        for (n, h) in ["old-0", "old-1", "old-2"].iter().enumerate() {
+            p.push(line(h, T0 + n as Micros, chatter), &mut d);
         }
-        p.push(chatter("new-0", T0 + SECOND), &mut d);
-        assert_eq!(p.summary().hosts_refused, 1, "all three active");
-        let later = T0 + HOST_IDLE + 60 * SECOND;
-        for (n, h) in ["new-0", "new-1", "new-2"].iter().enumerate() {
-            p.push(chatter(h, later + n as Micros), &mut d);
-        }
-        assert_eq!(p.summary().hosts_refused, 1, "{:?}", p.summary());
-        p.push(chatter("new-3", later + 10), &mut d);
-        assert_eq!(p.summary().hosts_refused, 2, "three active again");
-        // The idle hosts' records went to make room, in the store too: the
-        // records stay within the bound whatever names come and go.
+        p.push(line("new-0", T0 + SECOND, chatter), &mut d);
+        assert_eq!(p.summary().hosts_refused, 0, "{:?}", p.summary());
         assert_eq!(p.tracker().hosts(), 3);
-        assert!(!p.tracker().knows_host("old-0"));
+        assert!(!p.tracker().knows_host("old-0"), "the quietest gave way");
+        assert!(p.tracker().knows_host("new-0"));
         assert_eq!(p.host_times().count(), 3);
         let gone: Vec<String> = p
             .tracker_mut()
@@ -1034,10 +1041,81 @@ mod tests {
             .into_iter()
             .filter_map(|(h, o)| o.is_none().then_some(h))
             .collect();
-        assert_eq!(gone, ["old-0", "old-1", "old-2"]);
-        // Seen again, an old host is a new one, refused while three are active.
-        p.push(chatter("old-0", later + 20), &mut d);
-        assert_eq!(p.summary().hosts_refused, 3);
+        assert_eq!(gone, ["old-0"]);
+        // Every host in trouble: none gives way, the new one is refused.
+        let retry = |node: &str| {
+            format!(
+                r#""Error updating node status, will retry" err="error getting node \"{node}\": node \"{node}\" not found""#
+            )
+        };
+        for h in ["old-1", "old-2", "new-0"] {
+            p.push(line(h, T0 + 2 * SECOND, &retry(h)), &mut d);
+        }
+        p.push(line("new-1", T0 + 3 * SECOND, chatter), &mut d);
+        assert_eq!(p.summary().hosts_refused, 1);
+        assert_eq!(p.summary().first_refused_host.as_deref(), Some("new-1"));
+        assert!(p.tracker().knows_host("old-1"));
+    }
+
+    /// S20: one upload naming `max_hosts` hosts (a line each) no longer
+    /// blinds the collector to the hosts that come after it: once their
+    /// trouble ended, a real host's outage 80 s later opens its incident
+    /// and pages.
+    #[test]
+    fn a_flood_of_host_names_keeps_no_real_host_out() {
+        let settings = Settings {
+            max_hosts: 200,
+            ..Settings::default()
+        };
+        let mut p = Pipeline::new(EntryFilter::default(), settings);
+        let mut d = Vec::new();
+        let line = |host: &str, at: Micros, text: &str| {
+            let mut e = kubelet(1, at, text);
+            e.host = Some(host.into());
+            e
+        };
+        let miss = |node: &str| {
+            format!(
+                r#""Error updating node status, will retry" err="error getting node \"{node}\": node \"{node}\" not found""#
+            )
+        };
+        for n in 0..200 {
+            let h = format!("fake-{n:03}");
+            p.push(line(&h, T0, &miss(&h)), &mut d);
+        }
+        p.advance(T0 + 80 * SECOND, &mut d);
+        assert_eq!(
+            p.tracker().open_incidents().count(),
+            0,
+            "the flood's trouble ended"
+        );
+        let unreachable = r#""Error updating node status, will retry" err="error getting node \"worker-b\": Get \"https://10.0.0.1:6443/api/v1/nodes/worker-b?timeout=10s\": dial tcp 10.0.0.1:6443: connect: connection refused""#;
+        d.clear();
+        for k in 0..30 {
+            let at = T0 + 80 * SECOND + k * 10 * SECOND;
+            p.push(
+                line(
+                    "worker-a",
+                    at,
+                    r#""SyncLoop (PLEG): event for pod" pod="default/p""#,
+                ),
+                &mut d,
+            );
+            p.push(line("worker-b", at + 1, unreachable), &mut d);
+        }
+        p.finish(&mut d);
+        assert_eq!(p.summary().hosts_refused, 0, "{:?}", p.summary());
+        let b: Vec<&Incident> = p
+            .tracker()
+            .open_incidents()
+            .filter(|i| i.node == "worker-b")
+            .collect();
+        assert_eq!(b.len(), 1, "{b:#?}");
+        assert!(b[0].over_threshold_at.is_some());
+        assert!(d.iter().any(|x| matches!(
+            x,
+            Decision::QueueAlert { id, kind: crate::tracker::AlertKind::Opened, .. } if *id == b[0].id
+        )));
     }
 
     #[test]

@@ -441,12 +441,39 @@ impl Tracker {
             })
             .map(|(h, _)| h.clone())
             .collect();
-        for h in &idle {
+        self.forget_hosts(&idle);
+        idle
+    }
+
+    /// Forgets the records of the `n` hosts quiet longest (by their last
+    /// entry) of those with no open incident and not `kept` (a line held
+    /// for its continuation), however recent, and says which: they give
+    /// way to new hosts past `[fleet] max_hosts`, so a flood of names (one
+    /// upload naming 20 000 hosts) cannot keep the fleet's real hosts
+    /// out. A host with an open incident never gives way. One pass over
+    /// the records for `n` hosts.
+    pub fn forget_quietest_hosts(&mut self, n: usize, kept: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut quiet: Vec<(Micros, &String)> = self
+            .hosts
+            .iter()
+            .filter(|(h, _)| self.ledger.open.host_len(h) == 0 && !kept(h))
+            .map(|(h, o)| (o.last_entry_at.unwrap_or(Micros::MIN), h))
+            .collect();
+        if quiet.len() > n && n > 0 {
+            quiet.select_nth_unstable(n - 1);
+        }
+        quiet.truncate(n);
+        let gone: Vec<String> = quiet.into_iter().map(|(_, h)| h.clone()).collect();
+        self.forget_hosts(&gone);
+        gone
+    }
+
+    fn forget_hosts(&mut self, hosts: &[String]) {
+        for h in hosts {
             self.hosts.forget(h);
             self.silent.forget(h);
             self.ledger.forget_due(h);
         }
-        idle
     }
 
     /// Incidents closed to stay within the node bounds, so far.

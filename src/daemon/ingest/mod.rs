@@ -220,6 +220,7 @@ impl Ingest {
     fn entries(&mut self, entries: Vec<sentinel_core::model::Entry>, shutdown: &CancellationToken) {
         self.pipeline.set_now((self.now)());
         let refused = self.pipeline.summary().hosts_refused;
+        let given_way = self.pipeline.summary().hosts_given_way;
         let mut n = 0;
         for e in entries {
             if n % SHUTDOWN_CHECK == 0 && n > 0 && shutdown.is_cancelled() {
@@ -238,6 +239,7 @@ impl Ingest {
         }
         self.log_future_dated();
         self.log_refused(refused);
+        self.log_given_way(given_way);
         self.pipeline.stamp_arrivals((self.now)());
         self.pending.entries += n;
         self.caught_up = false;
@@ -315,6 +317,21 @@ impl Ingest {
         }
     }
 
+    /// Hosts whose records gave way past `[fleet] max_hosts`, logged at
+    /// the first and as their count doubles.
+    fn log_given_way(&self, before: u64) {
+        let s = self.pipeline.summary();
+        let now = s.hosts_given_way;
+        if now > before && (before == 0 || now.ilog2() > before.ilog2()) {
+            tracing::warn!(
+                "{now} hosts' records gave way to new hosts past [fleet] max_hosts ({}): the \
+                 quietest with no open incident go first (a host seen again starts afresh); \
+                 raise max_hosts if the fleet has more hosts than that",
+                self.pipeline.tracker().settings().max_hosts,
+            );
+        }
+    }
+
     /// Entries of hosts past `[fleet] max_hosts`, logged at the first and
     /// as their count doubles.
     fn log_refused(&self, before: u64) {
@@ -322,8 +339,8 @@ impl Ingest {
         let now = s.hosts_refused;
         if now > before && (before == 0 || now.ilog2() > before.ilog2()) {
             tracing::warn!(
-                "{now} entries of hosts past [fleet] max_hosts ({}) not read, the first of host {}; \
-                 raise max_hosts to read them",
+                "{now} entries of hosts past [fleet] max_hosts ({}) not read (every host had an \
+                 open incident), the first of host {}; raise max_hosts to read them",
                 self.pipeline.tracker().settings().max_hosts,
                 s.first_refused_host.as_deref().unwrap_or("?")
             );
