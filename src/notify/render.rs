@@ -13,7 +13,7 @@ use sentinel_core::tracker::{AlertKind, Incident, Settings, Status, Verdict, cau
 
 pub(crate) use sentinel_core::advice::{header_text, next_steps};
 
-use super::words::{KindWords, endpoint_words, group, span, when, words};
+use super::words::{KindWords, group, span, when, words};
 
 /// A rendered alert, before it becomes a MIME message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,8 +133,18 @@ impl Extent {
     }
 }
 
-/// One outage: every incident names the same endpoint and cause.
-fn one_outage<'a>(incidents: &[&'a Incident]) -> Option<(&'a str, Cause)> {
+/// The nodes of a group, each once.
+fn distinct_nodes(incidents: &[&Incident]) -> usize {
+    let mut nodes: Vec<&str> = incidents.iter().map(|i| i.node.as_str()).collect();
+    nodes.sort_unstable();
+    nodes.dedup();
+    nodes.len()
+}
+
+/// The endpoint and cause every node incident of a group names, if one.
+/// No outage by the rules (an endpoint incident stands for the nodes it
+/// covers, and their own alerts are not mailed), so never worded as one.
+fn shared_endpoint<'a>(incidents: &[&'a Incident]) -> Option<(&'a str, Cause)> {
     let first = incidents.first()?;
     let e = first.api_endpoint()?;
     let c = first.cause();
@@ -184,8 +194,8 @@ pub(crate) fn render_noted(
     d: Extent,
     note: Option<&str>,
 ) -> Rendered {
-    let outage = one_outage(incidents).filter(|_| incidents.len() > 1);
-    let subject = subject_of(incidents, kind, outage);
+    let shared = shared_endpoint(incidents).filter(|_| incidents.len() > 1);
+    let subject = subject_of(incidents, kind, shared);
     let mut text = String::new();
     let mut html =
         String::from("<!DOCTYPE html>\n<html><body style=\"font-family: sans-serif\">\n");
@@ -195,7 +205,7 @@ pub(crate) fn render_noted(
         html.push_str(&format!("<p><i>{}</i></p>\n", html_escape(&note)));
     }
     if incidents.len() > 1 {
-        group_table(&mut text, &mut html, incidents, outage, s, d);
+        group_table(&mut text, &mut html, incidents, shared, s, d);
     }
     let sections = d.sections;
     for i in incidents.iter().take(sections.max(1)) {
@@ -239,24 +249,24 @@ pub(crate) fn render_noted(
     }
 }
 
-/// A mail's subject: one incident's own, one outage's (its endpoint and
-/// cause), or a group's.
-fn subject_of(incidents: &[&Incident], kind: AlertKind, outage: Option<(&str, Cause)>) -> String {
+/// A mail's subject: one incident's own, or a group's (with the endpoint
+/// its nodes share, if one).
+fn subject_of(incidents: &[&Incident], kind: AlertKind, shared: Option<(&str, Cause)>) -> String {
     if incidents.len() == 1 {
         words(incidents[0]).subject(incidents[0], kind)
-    } else if let Some((e, c)) = outage {
-        let nodes = incidents.len();
+    } else if let Some((e, c)) = shared {
         match kind {
             AlertKind::Resolved => format!(
-                "[kubelet-sentinel] resolved: {} for {nodes} nodes ({})",
+                "[kubelet-sentinel] resolved: {} against {} ({})",
+                group_nodes(incidents),
                 header_text(e, 100),
                 c.as_str()
             ),
-            _ => format!(
-                "[kubelet-sentinel] {} {} from {nodes} nodes: {} ({})",
-                header_text(e, 100),
-                endpoint_words(c),
+            AlertKind::Opened | AlertKind::Repeat => format!(
+                "[kubelet-sentinel] {}: {} against {} ({})",
                 group_nodes(incidents),
+                group(incidents).map_or("incidents", KindWords::group_words),
+                header_text(e, 100),
                 c.as_str()
             ),
         }
@@ -282,24 +292,36 @@ fn group_table(
     text: &mut String,
     html: &mut String,
     incidents: &[&Incident],
-    outage: Option<(&str, Cause)>,
+    shared: Option<(&str, Cause)>,
     s: &Settings,
     d: Extent,
 ) {
-    let lead = match outage {
-        Some((e, c)) => format!(
-            "{} nodes at once against one API endpoint, {}: one outage ({}), not {} node \
-             problems. Look at that endpoint first: `curl -sk https://{}/healthz` from a node, \
-             its load balancer, the API server behind it.",
+    let nodes = distinct_nodes(incidents);
+    let together = if nodes == 1 {
+        format!(
+            "{} incidents of node {} raised together (a catch-up after a stop, or within \
+             [alert] group_wait)",
             incidents.len(),
+            header_text(&incidents[0].node, 100)
+        )
+    } else {
+        format!("{nodes} nodes at once")
+    };
+    let lead = match shared {
+        Some((e, c)) => format!(
+            "{together} against one API endpoint, {} ({}), each its own incident: no outage by \
+             kubelet-sentinel's rules (fewer than [fleet] min_nodes hosts in trouble at once, \
+             hosts whose clocks cannot be placed together, or not yet). Look at that endpoint \
+             first: `curl -sk https://{}/healthz` from a node, its load balancer, the API server \
+             behind it.",
             header_text(e, 270),
             c.as_str(),
-            incidents.len(),
             header_text(e, 270)
         ),
+        None if nodes == 1 => format!("{together}."),
         None => format!(
-            "{} nodes at once: when many nodes fail together, look at the API server first.",
-            incidents.len()
+            "{together}: when many nodes fail together, look at what they share first (the API \
+             server, a change rolled out to them, their network)."
         ),
     };
     let _ = writeln!(text, "{lead}\n");

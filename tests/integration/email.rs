@@ -120,6 +120,55 @@ fn golden_emails() {
     golden("resolved.txt", &as_file(&r));
 }
 
+/// D31: node incidents against one endpoint mailed together (no
+/// endpoint incident of them: fewer than `min_nodes`, or their clocks
+/// apart) are not worded as one outage. N16: two incidents of one node
+/// raised together are worded as one node's, not as "2 nodes at once".
+#[test]
+fn a_group_mail_says_what_the_history_says() {
+    let s = Settings::default();
+    let mut lines = outage("worker-04", "worker-04", 2, 0);
+    lines.extend(outage("n1", "n1", 2, 1_000));
+    lines.sort_by_key(|l| l.0);
+    let two = incidents(&lines, 30_000);
+    let refs: Vec<&Incident> = two.iter().collect();
+    let r = render(&refs, AlertKind::Opened, &s);
+    assert_eq!(
+        r.subject,
+        "[kubelet-sentinel] worker-04, n1: node status retries against 10.0.0.10:6443 (api-unreachable)"
+    );
+    assert!(!r.subject.contains("unreachable from"), "{}", r.subject);
+    assert!(
+        r.text.starts_with(
+            "2 nodes at once against one API endpoint, 10.0.0.10:6443 (api-unreachable), each \
+             its own incident: no outage by kubelet-sentinel's rules"
+        ),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains("one outage"), "{}", r.text);
+    let r = render(&refs, AlertKind::Resolved, &s);
+    assert_eq!(
+        r.subject,
+        "[kubelet-sentinel] resolved: worker-04, n1 against 10.0.0.10:6443 (api-unreachable)"
+    );
+    // One node, its trouble twice (a catch-up after a stop).
+    let mut lines = outage("n1", "n1", 2, 0);
+    lines.extend(deleted("n1", "n1", 2, 200_000));
+    let one_node = incidents(&lines, 230_000);
+    assert_eq!(one_node.len(), 2, "{one_node:#?}");
+    let refs: Vec<&Incident> = one_node.iter().collect();
+    let r = render(&refs, AlertKind::Opened, &s);
+    assert!(
+        r.text
+            .starts_with("2 incidents of node n1 raised together (a catch-up after a stop"),
+        "{}",
+        r.text
+    );
+    assert!(!r.text.contains("nodes at once"), "{}", r.text);
+    assert!(!r.text.contains("API server first"), "{}", r.text);
+}
+
 #[test]
 fn adversarial_names_and_texts_add_no_header_or_markup() {
     let s = Settings::default();
@@ -639,7 +688,9 @@ fn a_thousand_nodes_make_one_small_mail_built_in_linear_time() {
     let built = t.elapsed();
     assert!(
         r.subject
-            .starts_with("[kubelet-sentinel] 10.0.0.10:6443 unreachable from 1000 nodes: "),
+            .starts_with("[kubelet-sentinel] big-0000, big-0001, big-0002 +997 more: ")
+            && r.subject
+                .ends_with("node status retries against 10.0.0.10:6443 (api-unreachable)"),
         "{}",
         r.subject
     );
