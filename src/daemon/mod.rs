@@ -263,6 +263,8 @@ async fn resume(
         Some(o) if changed.is_none() => o,
         _ => origin_now(config.journal.start_at, now()),
     };
+    // A journal read before, changed back to: where it was left.
+    let mut back: Option<(Position, crate::store::ReadFrom)> = None;
     if changed.is_some()
         || loaded.source.as_deref() != Some(source.as_str())
         || loaded.origin != Some(origin)
@@ -270,19 +272,24 @@ async fn resume(
         // Before anything is read: the first commit's cursors are then
         // the new journal's.
         let (s, src, settings) = (store.clone(), source.clone(), config.tracker_settings());
-        tokio::task::spawn_blocking(move || {
+        back = tokio::task::spawn_blocking(move || {
             s.switch_source(&src, origin, closed.as_deref(), &settings)
         })
         .await
         .map_err(task)??;
-        loaded.origin = Some(origin);
+        loaded.origin = Some(back.as_ref().map_or(origin, |(_, o)| *o));
     }
     if let Some(old) = &changed {
+        let from = if back.is_some() {
+            "where the service left it when it last read it (what it got since is read; what \
+             was read then is not read, or mailed, again)"
+        } else {
+            "[journal] start_at"
+        };
         tracing::warn!(
             closed = ids.len(),
             "the journal changed: the store's position was in {old}, the config reads {source}. \
-             Its cursors are not applied to {source}: every host in it is read from [journal] \
-             start_at{}",
+             Its cursors are not applied to {source}: every host in it is read from {from}{}",
             if ids.is_empty() {
                 String::new()
             } else {
@@ -294,7 +301,7 @@ async fn resume(
                 )
             }
         );
-        loaded.position = Position::default();
+        loaded.position = back.map(|(p, _)| p).unwrap_or_default();
         // Held lines and per-stream bookkeeping belong to the old journal's
         // streams; the counts go on.
         loaded.held.clear();

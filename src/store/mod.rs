@@ -17,6 +17,7 @@
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed | ingest (commit, source switch) |
 //! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) | ingest (commit, source switch) |
 //! | | `source` | the journal the cursors belong to ([`crate::journal::source_id`]) | ingest (source switch at start) |
+//! | | `left/SOURCE` | JSON: where a journal read before was left (its cursors and origin), for a switch back to it; at most 16 (see `source.rs`) | ingest (source switch at start) |
 //! | | `origin` | JSON [`ReadFrom`]: where a host (or journal) with no cursor starts in that journal, `[journal] start_at` taken once at its first start | ingest (source switch at start; once for a store from before it was kept) |
 //! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, counters | ingest (commit) |
 //! | | `held/STREAM` | JSON (sequence, [`Joined`]), deflated when over 256 bytes: the line held for a stream until it is known to be whole, one record a stream, written when it changes (before, inside `state`: the next commit moves them) | ingest (commit, source switch) |
@@ -43,6 +44,7 @@ mod migrate;
 mod open;
 mod records;
 mod silences;
+mod source;
 
 use std::path::{Path, PathBuf};
 
@@ -575,73 +577,6 @@ impl Store {
         Ok(out)
     }
 
-    /// Records the journal the cursors belong to. With `closed`, the
-    /// journal changed: in one transaction the old journal's cursors and
-    /// pipeline state are forgotten (they mean nothing in another journal)
-    /// and its open incidents written as they were closed.
-    pub fn switch_source(
-        &self,
-        source: &str,
-        origin: ReadFrom,
-        closed: Option<&[Incident]>,
-        settings: &Settings,
-    ) -> Result<(), StoreError> {
-        let mut forget: Vec<sled::IVec> = Vec::new();
-        if closed.is_some() {
-            // The transactional view has no scans; this process holds the
-            // store's lock, so the keys cannot change in between.
-            for kv in self.meta.scan_prefix(b"cursor") {
-                forget.push(kv.map_err(|e| self.err(e))?.0);
-            }
-            // The held lines go with the state they belong to.
-            for kv in self.meta.scan_prefix(HELD) {
-                forget.push(kv.map_err(|e| self.err(e))?.0);
-            }
-            forget.push("state".into());
-        }
-        // The endpoint groups go with the state they belong to.
-        let mut members: Vec<sled::IVec> = Vec::new();
-        if closed.is_some() {
-            for kv in &self.members {
-                members.push(kv.map_err(|e| self.err(e))?.0);
-            }
-        }
-        let closed = closed.unwrap_or_default();
-        let delta = StatsDelta {
-            opened: 0,
-            forgotten: 0,
-            resolved: closed.iter().map(|i| i.verdict(settings)).collect(),
-        };
-        let result: Result<(), TransactionError<()>> =
-            (&self.incidents, &self.open, &self.members, &self.meta).transaction(
-                |(inc, open, members_t, meta)| {
-                    for i in closed {
-                        inc.insert(i.id.as_bytes(), to_record(i))?;
-                        open.remove(i.id.as_bytes())?;
-                    }
-                    for k in &members {
-                        members_t.remove(k)?;
-                    }
-                    for k in &forget {
-                        meta.remove(k)?;
-                    }
-                    if !delta.is_empty() {
-                        let mut stats: Stats = meta
-                            .get("stats")?
-                            .and_then(|v| serde_json::from_slice(&v).ok())
-                            .unwrap_or_default();
-                        stats.add(&delta);
-                        meta.insert("stats", to_json(&stats))?;
-                    }
-                    meta.insert("source", source.as_bytes())?;
-                    meta.insert("origin", to_json(&origin))?;
-                    Ok::<(), ConflictableTransactionError<()>>(())
-                },
-            );
-        self.finish_txn(result)?;
-        self.flush()
-    }
-
     pub fn incident(&self, id: &str) -> Result<Option<Incident>, StoreError> {
         match self.incidents.get(id).map_err(|e| self.err(e))? {
             Some(v) => match self.readable(&self.incidents, id.as_bytes(), &v)? {
@@ -962,8 +897,8 @@ mod tests {
     /// Incidents (and members and held lines, through the same function)
     /// longer than [`DEFLATE_OVER`] are written deflated and read back
     /// whole; a record written plain, as an older version wrote it, reads
-    /// as before; a damaged one is an error that names it, and one that
-    /// would inflate past the bound is refused, not inflated.
+    /// as before; a damaged one is set aside, and one that would inflate
+    /// past the bound is refused, not inflated.
     #[test]
     fn long_records_are_stored_deflated_and_plain_ones_still_read() {
         use sentinel_core::testing::{End, kubelet, replay};

@@ -591,6 +591,89 @@ fn switching_to_collector_loses_nothing_and_mails_no_false_resolved() {
     );
 }
 
+/// First-hour N15: `[journal]` changed to another journal and back. The
+/// first journal resumes where the service left it: what was read (and
+/// mailed) then is not read, or mailed, again; what it got meanwhile is
+/// read and mailed once.
+#[test]
+fn a_journal_changed_back_to_resumes_where_it_was_left() {
+    let (x, y) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let now = kubelet_sentinel::now();
+    upload(
+        x.path(),
+        "remote-10.0.0.1.journal",
+        "h1",
+        &storm(now - 900 * SECOND, "h1", 8),
+    );
+    upload(
+        y.path(),
+        "remote-10.0.0.9.journal",
+        "h9",
+        &storm(now - 800 * SECOND, "h9", 8),
+    );
+    let svc = Service::new(
+        "directory = \"JOURNAL\"",
+        "[incidents]\nresolve_after = \"4s\"\n\n[alert]\nto = [\"ops@example.com\"]\n\
+         transport = \"file\"\ngroup_wait = \"0s\"\n\n[alert.file]\ndirectory = \"MAILDIR\"\n",
+    );
+    let maildir = svc.dir.path().join("mail");
+    let config = std::fs::read_to_string(svc.config())
+        .unwrap()
+        .replace("MAILDIR", &maildir.display().to_string());
+    let read = |dir: &Path| {
+        std::fs::write(
+            svc.config(),
+            config.replace("JOURNAL", &dir.display().to_string()),
+        )
+        .unwrap();
+        let out = svc.run_once();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{err}");
+        err
+    };
+    read(x.path());
+    let first = mails_in_dir(&maildir);
+    assert!(!first.is_empty(), "the first journal's trouble is mailed");
+    let old = svc.incidents()[0]["id"].as_str().unwrap().to_string();
+    read(y.path());
+    let second = mails_in_dir(&maildir);
+    assert!(
+        second.len() > first.len(),
+        "the second journal's trouble is mailed"
+    );
+    // X got more trouble meanwhile.
+    upload(
+        x.path(),
+        "remote-10.0.0.1.journal",
+        "h1",
+        &storm(now - 300 * SECOND, "h1", 6),
+    );
+    let log = read(x.path());
+    let third = mails_in_dir(&maildir);
+    let new: Vec<&String> = third.iter().filter(|m| !second.contains(m)).collect();
+    let subjects: Vec<String> = new.iter().map(|m| crate::support::subject(m)).collect();
+    assert!(
+        subjects
+            .iter()
+            .any(|s| s.starts_with("[kubelet-sentinel] h1: ")),
+        "the trouble X got meanwhile is mailed: {subjects:#?}"
+    );
+    assert!(
+        !new.iter().any(|m| m.contains(&old)),
+        "the old trouble ({old}) mailed again: {subjects:#?}"
+    );
+    assert!(log.contains("where the service left it"), "{log}");
+    let h1: Vec<serde_json::Value> = svc
+        .incidents()
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["node"] == "h1")
+        .cloned()
+        .collect();
+    assert_eq!(h1.len(), 2, "the old and the new, once each: {h1:#?}");
+}
+
 /// Links in a collector's directory read nothing twice: a link to the
 /// directory inside itself, a symlinked file, a loop of links (D14).
 #[test]
