@@ -201,6 +201,13 @@ pub(super) fn read_junk(junk: &str) -> Junk<'_> {
             });
         let markup_only = |ws: &[&str]| ws.iter().all(|w| !w.chars().any(char::is_alphanumeric));
         match host {
+            // `2021-03-04T10:11:12Z ident[pid]:` (`snap logs`, a syslog
+            // line with no host): the word before the identifier is the
+            // time, no host.
+            Some(time) if stamp_like(time) && !clean_ident(ident).is_empty() && prefix_like => {
+                j.ident = Some(clean_ident(ident));
+                j.pid = pid;
+            }
             Some(host)
                 if !host.is_empty()
                     && !clean_ident(ident).is_empty()
@@ -238,6 +245,15 @@ pub(super) fn read_junk(junk: &str) -> Junk<'_> {
         }
     }
     j
+}
+
+/// A word that is a time, not a name: an RFC 3339 stamp or a time of day
+/// (`10:21:14`, `10:21:14.123`).
+pub(super) fn stamp_like(w: &str) -> bool {
+    iso_stamp(w).is_ok_and(|(rest, _)| rest.is_empty())
+        || (w.contains(':')
+            && w.chars()
+                .all(|c| c.is_ascii_digit() || c == ':' || c == '.'))
 }
 
 pub(super) fn host_like(s: &str) -> bool {

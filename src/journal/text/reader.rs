@@ -377,7 +377,12 @@ impl<R: BufRead> TextReader<R> {
             Physical::Skip => {}
             Physical::Record { mut entry, message } => {
                 let (_, html) = unwrap_markup(&text);
-                let mut msg = if html {
+                // A paste copied out of a web page's text keeps its quotes
+                // as `&quot;` with no tag around: a line of them and no
+                // quote of its own is decoded too.
+                let escaped = !message.contains('"')
+                    && (message.contains("&quot;") || message.contains("&#34;"));
+                let mut msg = if html || escaped {
                     decode_entities(message)
                 } else {
                     message.to_string()
@@ -587,6 +592,46 @@ mod tests {
                 [0];
         assert_eq!(e.host.as_deref(), Some("ip-172-20-47-6"));
         assert_eq!(e.identifier.as_deref(), Some("kubelet"));
+    }
+
+    /// `snap logs` and syslog lines with no host (`TIME ident[pid]: …`):
+    /// the time before the identifier is no host (it was taken for one,
+    /// and became the node of every incident that named none).
+    #[test]
+    fn a_prefix_with_no_host_names_none() {
+        for line in [
+            "2021-03-04T10:11:12Z microk8s.daemon-kubelet[4321]: E0304 10:11:12.123456    4321 a.go:1] x\n",
+            "Mar 04 10:11:12 microk8s.daemon-kubelet[4321]: E0304 10:11:12.123456    4321 a.go:1] x\n",
+        ] {
+            let e = &read(line)[0];
+            assert_eq!(
+                (e.host.as_deref(), e.identifier.as_deref(), e.pid),
+                (None, Some("microk8s.daemon-kubelet"), Some(4321)),
+                "{line}"
+            );
+            assert!(e.at.is_some(), "{line}");
+        }
+        // With a host, as before.
+        let e = &read(
+            "2021-03-04T10:11:12Z node-1 kubelet[4321]: E0304 10:11:12.123456    4321 a.go:1] x\n",
+        )[0];
+        assert_eq!(e.host.as_deref(), Some("node-1"));
+    }
+
+    /// A paste copied out of a web page's text: every quote `&quot;`, no
+    /// tag around it. Decoded, so its lines are recognised.
+    #[test]
+    fn a_paste_with_its_quotes_escaped_is_decoded() {
+        let e = &read(
+            "E0304 10:11:12.123456    4321 kubelet_node_status.go:470] &quot;Error updating node status, will retry&quot; err=&quot;error getting node \\&quot;node-a\\&quot;: nodes &quot;node-a&quot; not found&quot;\n",
+        )[0];
+        assert_eq!(
+            msg(e),
+            "E0304 10:11:12.123456    4321 kubelet_node_status.go:470] \"Error updating node status, will retry\" err=\"error getting node \\\"node-a\\\": nodes \"node-a\" not found\""
+        );
+        // A line with quotes of its own keeps an `&quot;` it logged.
+        let e = &read("E0304 10:11:12.123456    4321 a.go:1] \"x\" v=\"&quot;\"\n")[0];
+        assert!(msg(e).contains("&quot;"), "{}", msg(e));
     }
 
     #[test]
