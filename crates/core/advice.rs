@@ -36,10 +36,14 @@ pub fn header_text(s: &str, max: usize) -> String {
 /// The commands an operator runs next, for the cause.
 #[must_use]
 pub fn next_steps(i: &Incident) -> Vec<String> {
-    match i.detail.silent_since() {
+    let mut steps = match i.detail.silent_since() {
         Some(last) => silent_steps(i, last),
         None => cause_steps(i),
-    }
+    };
+    // A cause's steps and its context's may name the same command: once.
+    let mut seen = std::collections::BTreeSet::new();
+    steps.retain(|s| seen.insert(s.clone()));
+    steps
 }
 
 /// What to check for the incident's cause, on its node.
@@ -64,7 +68,18 @@ fn cause_steps(i: &Incident) -> Vec<String> {
         steps.push("the node's own link: ip link; networkctl status (or nmcli device); the switch port and the cable or virtual NIC".into());
     }
     if i.context.iter().any(|l| l.kind.is_runtime()) {
-        steps.push("systemctl status containerd (or crio, docker); journalctl -u containerd around the stop: who stopped it, and is it running again".into());
+        // The cause's runtime step, with what the context adds: one step.
+        const STATUS: &str = "systemctl status containerd (or crio, docker)";
+        let step = format!(
+            "{STATUS}; journalctl -u containerd around the stop: who stopped it, and is it running again"
+        );
+        match steps.iter().position(|s| s.starts_with(STATUS)) {
+            Some(k) => {
+                let rest = steps[k][STATUS.len()..].trim_start_matches(" on the node");
+                steps[k] = format!("{step}{rest}");
+            }
+            None => steps.push(step),
+        }
     }
     steps
 }

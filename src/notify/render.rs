@@ -232,10 +232,7 @@ pub(crate) fn render_noted(
     } else {
         "<id>"
     };
-    let footer = format!(
-        "`kubelet-sentinel show {id}` shows the whole timeline; `kubelet-sentinel ack {id}` stops \
-         the reminders (where kubelet-sentinel runs)."
-    );
+    let footer = footer(id);
     let _ = writeln!(text, "-- \nkubelet-sentinel: {footer}");
     html.push_str(&format!(
         "<p style=\"color:#666\">kubelet-sentinel: {}</p>\n</body></html>\n",
@@ -247,6 +244,14 @@ pub(crate) fn render_noted(
         html,
         to: Vec::new(),
     }
+}
+
+/// What a mail's last line says to do with incident `id`.
+pub(crate) fn footer(id: &str) -> String {
+    format!(
+        "`kubelet-sentinel show {id}` shows the whole timeline; `kubelet-sentinel ack {id}` stops \
+         the reminders (where kubelet-sentinel runs)."
+    )
 }
 
 /// A mail's subject: one incident's own, or a group's (with the endpoint

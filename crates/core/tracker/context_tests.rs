@@ -456,3 +456,50 @@ fn a_node_that_lost_its_link_is_no_part_of_an_endpoint_outage() {
     assert!(own.covered_by().is_none());
     assert!(own.lost_link());
 }
+
+/// First-hour N18: a runtime not-ready incident whose context has the
+/// runtime's own stop listed `systemctl status containerd` twice in its
+/// next steps: once now, with what the context adds.
+#[test]
+fn a_runtime_incident_with_the_runtimes_context_names_each_step_once() {
+    let d = "containerd.service";
+    let mut v = vec![
+        systemd(
+            10,
+            "w-rt",
+            d,
+            "Stopping containerd.service - containerd container runtime...",
+        ),
+        systemd(
+            11,
+            "w-rt",
+            d,
+            "containerd.service: Deactivated successfully.",
+        ),
+        systemd(
+            11,
+            "w-rt",
+            d,
+            "Stopped containerd.service - containerd container runtime.",
+        ),
+    ];
+    for i in 0..40 {
+        v.push(kubelet(
+            12 + i * 10,
+            "w-rt",
+            r#""Skipping pod synchronization" err="container runtime is down""#,
+        ));
+    }
+    let all = run(&v, &[]);
+    let i = by_node(&all, "w-rt");
+    assert_eq!(i.kind(), IncidentKind::NotReady, "{all:#?}");
+    assert_eq!(i.cause(), Cause::Runtime);
+    assert!(!i.context.is_empty(), "{i:#?}");
+    let steps = crate::advice::next_steps(i);
+    let status: Vec<&String> = steps
+        .iter()
+        .filter(|s| s.contains("systemctl status containerd"))
+        .collect();
+    assert_eq!(status.len(), 1, "{steps:#?}");
+    assert!(status[0].contains("who stopped it"), "{steps:#?}");
+}

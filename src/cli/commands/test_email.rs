@@ -61,7 +61,18 @@ pub(crate) fn test_email(
          If you read this, alerts reach you.\n\n",
         sentinel_core::tracker::one_line(host.trim(), 253)
     );
-    rendered.text = format!("{banner}{}", rendered.text);
+    // Its incident is a sample, in no history: no `show`/`ack` to offer.
+    let footer = crate::notify::render::footer(&incident.id);
+    let sample = format!(
+        "incident {} is a sample made for this test and kept nowhere: `show` and `ack` do not \
+         know it.",
+        incident.id
+    );
+    rendered.text = format!("{banner}{}", rendered.text.replace(&footer, &sample));
+    rendered.html = rendered.html.replace(
+        &crate::notify::render::html_escape(&footer),
+        &crate::notify::render::html_escape(&sample),
+    );
     rendered.html = format!(
         "<p><b>{}</b></p>\n{}",
         crate::notify::render::html_escape(banner.trim()),

@@ -3,7 +3,7 @@
 
 use sentinel_core::advice::header_text;
 use sentinel_core::time::human_duration;
-use sentinel_core::tracker::{AlertKind, Incident, NotReady, Settings};
+use sentinel_core::tracker::{AlertKind, Incident, NotReady, Resolution, Settings};
 
 use super::KindWords;
 
@@ -18,13 +18,24 @@ fn lasted(i: &Incident) -> String {
     human_duration(i.last_trouble_at - i.opened_at)
 }
 
+/// How it ended, in words: "ready again" only when the node said so.
+fn ended(i: &Incident) -> &'static str {
+    match i.resolution {
+        Some(Resolution::NodeReady) => "ready again",
+        Some(Resolution::Stopped) => "stopped (its kubelet was stopped)",
+        Some(Resolution::Quiet) => "quiet (no not-ready line since)",
+        Some(Resolution::Evicted | Resolution::SourceChanged | Resolution::Wrote) | None => "ended",
+    }
+}
+
 impl KindWords for NotReady {
     fn subject(&self, i: &Incident, kind: AlertKind) -> String {
         let node = header_text(&i.node, 100);
         let cause = i.cause().as_str();
         match kind {
             AlertKind::Resolved => format!(
-                "[kubelet-sentinel] resolved: {node} ready again, not ready for {} ({cause})",
+                "[kubelet-sentinel] resolved: {node} {}, not ready for {} ({cause})",
+                ended(i),
                 lasted(i)
             ),
             AlertKind::Repeat => format!(
