@@ -66,14 +66,11 @@ pub(crate) fn silences(list: &SilenceList, zone: Zone) -> String {
         .silences
         .iter()
         .map(|s| {
-            let cause = s.cause.map_or("any", |c| c.as_str());
             vec![
                 s.id.clone(),
                 terminal_text(&s.node, 60),
-                match &s.kind {
-                    Some(k) => format!("{cause} ({k})"),
-                    None => cause.to_string(),
-                },
+                s.kind.map_or("any", |k| k.as_str()).to_string(),
+                s.cause.map_or("any", |c| c.as_str()).to_string(),
                 match &s.expired_by {
                     Some(by) => format!("expired by {}", terminal_text(by, 30)),
                     None => s.state.to_string(),
@@ -85,7 +82,9 @@ pub(crate) fn silences(list: &SilenceList, zone: Zone) -> String {
         })
         .collect();
     report::columns(
-        &["ID", "NODE", "CAUSE", "STATE", "ENDS", "BY", "COMMENT"],
+        &[
+            "ID", "NODE", "KIND", "CAUSE", "STATE", "ENDS", "BY", "COMMENT",
+        ],
         &rows,
     )
 }
@@ -217,15 +216,17 @@ pub(crate) fn status(s: &StatusOut, zone: Zone) -> String {
     row("config_error", &opt(&s.config_error));
     row("store", &s.store);
     row("store_bytes", &s.store_bytes.to_string());
-    if s.store_damaged > 0 {
-        row(
-            "store_damaged",
-            &format!(
+    row(
+        "store_damaged",
+        &if s.store_damaged > 0 {
+            format!(
                 "{} (records that could not be read, set aside; the rest is served)",
                 s.store_damaged
-            ),
-        );
-    }
+            )
+        } else {
+            "0".to_string()
+        },
+    );
     if s.silences.is_empty() {
         row("silences", "-");
     }
@@ -233,9 +234,10 @@ pub(crate) fn status(s: &StatusOut, zone: Zone) -> String {
         row(
             "silence",
             &format!(
-                "{}  node {}  cause {}  until {}  by {}{}",
+                "{}  node {}  kind {}  cause {}  until {}  by {}{}",
                 x.id,
                 x.node,
+                x.kind.map_or("any", |k| k.as_str()),
                 x.cause.map_or("any", |c| c.as_str()),
                 when(&x.ends_at, zone),
                 x.created_by,
@@ -309,5 +311,35 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("lag_seconds            -\n"), "{table}");
+    }
+
+    /// A silence's kind is shown where its cause is (first-hour N23: a
+    /// `--kind kubelet-down` silence read `cause any`).
+    #[test]
+    fn a_silences_kind_is_shown() {
+        let silence = crate::store::Silence {
+            id: "s1".into(),
+            node: "n1".into(),
+            cause: None,
+            kind: Some(sentinel_core::tracker::IncidentKind::KubeletDown),
+            starts_at: 0,
+            ends_at: i64::MAX,
+            created_by: "root".into(),
+            comment: String::new(),
+            expired_by: None,
+            expired_at: None,
+        };
+        let out = crate::query::SilenceOut::new(&silence, 1);
+        let table = silences(
+            &crate::query::SilenceList {
+                silences: vec![out],
+            },
+            sentinel_core::time::Zone::Utc,
+        );
+        let mut lines = table.lines();
+        let head: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        assert_eq!(&head[..4], ["ID", "NODE", "KIND", "CAUSE"], "{table}");
+        assert_eq!(&row[..4], ["s1", "n1", "kubelet-down", "any"], "{table}");
     }
 }
