@@ -488,13 +488,15 @@ pub(crate) fn summary_line(summary: &Summary, incidents: &[Incident], zone: Zone
     let nodes: std::collections::BTreeSet<&str> =
         incidents.iter().map(|i| i.node.as_str()).collect();
     let mut s = format!(
-        "{} incident{} ({open} open) on {} node{}; {} entries read, {} kubelet lines, {} recognized, {} unparsed",
+        "{} incident{} ({open} open) on {} node{}; {} entr{} read, {} kubelet line{}, {} recognized, {} unparsed",
         incidents.len(),
         if incidents.len() == 1 { "" } else { "s" },
         nodes.len(),
         if nodes.len() == 1 { "" } else { "s" },
         summary.entries,
+        if summary.entries == 1 { "y" } else { "ies" },
         summary.kubelet_lines,
+        if summary.kubelet_lines == 1 { "" } else { "s" },
         summary.recognized,
         summary.unparsed,
     );
@@ -525,11 +527,20 @@ pub(crate) fn summary_line(summary: &Summary, incidents: &[Incident], zone: Zone
     }
     s.push('\n');
     if summary.untimed > 0 {
+        let (n, what) = match summary.untimed {
+            1 => (1, "entry carried"),
+            n => (n, "entries carried"),
+        };
+        // Said of incidents only when one has no time.
+        let then = if incidents.iter().any(|i| i.opened_at == 0) {
+            "their incidents' times are unknown (shown as 1970-01-01 in JSON)"
+        } else {
+            "read for what they say; no incident's time is theirs"
+        };
         let _ = writeln!(
             s,
-            "{} entries carried no time (no journal prefix, no klog header) and none came before \
-             them: their incidents' times are unknown (shown as 1970-01-01 in JSON)",
-            summary.untimed
+            "{n} {what} no time (no journal prefix, no klog header) and none came before \
+             them: {then}"
         );
     }
     for (name, n) in &summary.adopted {

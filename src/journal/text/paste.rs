@@ -6,6 +6,11 @@ use super::prefix::{Stamp, clean_ident, iso_stamp, syslog_stamp};
 use sentinel_core::parse::klog::split_header;
 use sentinel_core::time::Micros;
 
+/// A markdown code fence.
+pub(super) fn is_fence(t: &str) -> bool {
+    t.starts_with("```") || t.starts_with("~~~")
+}
+
 pub(super) fn is_banner(t: &str) -> bool {
     t.is_empty()
         || t.starts_with('#')

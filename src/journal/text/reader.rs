@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use std::io::BufRead;
 
 use super::paste::{
-    decode_entities, ends_inside_quote, heavily_indented, host_like, is_banner, normalise,
-    read_junk, record_start, starts_like_a_stamp, strip_markup, unwrap_markup,
+    decode_entities, ends_inside_quote, heavily_indented, host_like, is_banner, is_fence,
+    normalise, read_junk, record_start, starts_like_a_stamp, strip_markup, unwrap_markup,
 };
 use super::prefix::{Prefix, Stamp, clean_ident, host_tag, prefix, with_klog_fraction};
 use crate::journal::{Entry, Item, Malformed, SourceError};
@@ -35,7 +35,17 @@ pub(crate) struct TextReader<R> {
     wrap_width: Option<usize>,
     ready: VecDeque<Item>,
     done: bool,
+    /// A line starting a record was read: what comes before a paste's
+    /// first code fence until then is its prose.
+    seen_record: bool,
+    /// The lines that start no record before the first that does, held
+    /// (at most [`LEAD_MAX`]): dropped as prose at a code fence, else
+    /// handed on as they were.
+    lead: Vec<Entry>,
 }
+
+/// Lines held before a paste's first record (see `TextReader::lead`).
+const LEAD_MAX: usize = 64;
 
 struct Pending {
     entry: Entry,
@@ -89,6 +99,8 @@ impl<R: BufRead> TextReader<R> {
             wrap_width: None,
             ready: VecDeque::new(),
             done: false,
+            seen_record: false,
+            lead: Vec::new(),
         }
     }
 
@@ -322,10 +334,39 @@ impl<R: BufRead> TextReader<R> {
         found
     }
 
+    /// A paste's first code fence, and no record before it: the lines
+    /// before it are the paste's prose (`The kubelet keeps failing, logs
+    /// below:`), no kubelet line (they were counted as unparsed ones, with
+    /// no time). Those not handed on yet are dropped.
+    fn drop_prose(&mut self) {
+        if self.pending.as_ref().is_some_and(|p| !p.record) {
+            self.pending = None;
+        }
+        self.lead.clear();
+        self.last = None;
+    }
+
     /// Hands on the pending record, and makes `p` the pending one.
     fn replace_pending(&mut self, p: Option<Pending>) {
         if let Some(done) = std::mem::replace(&mut self.pending, p) {
-            self.ready.push_back(Item::Entry(done.finish()));
+            let record = done.record;
+            let e = done.finish();
+            if !self.seen_record && !record && self.lead.len() < LEAD_MAX && !self.done {
+                self.lead.push(e);
+                return;
+            }
+            self.hand_on_lead();
+            self.ready.push_back(Item::Entry(e));
+        }
+        if self.done {
+            self.hand_on_lead();
+        }
+    }
+
+    /// The lines held before the first record, handed on as they were.
+    fn hand_on_lead(&mut self) {
+        for e in std::mem::take(&mut self.lead) {
+            self.ready.push_back(Item::Entry(e));
         }
     }
 
@@ -352,6 +393,9 @@ impl<R: BufRead> TextReader<R> {
                 .map(|c| if c == '\t' { c } else { ' ' })
                 .collect()
         };
+        if !self.seen_record && is_fence(text.trim()) {
+            self.drop_prose();
+        }
         let classified = match self.classify(&text) {
             Ok(c) => c,
             Err(impossible) => {
@@ -376,6 +420,7 @@ impl<R: BufRead> TextReader<R> {
         match classified {
             Physical::Skip => {}
             Physical::Record { mut entry, message } => {
+                self.seen_record = true;
                 let (_, html) = unwrap_markup(&text);
                 // A paste copied out of a web page's text keeps its quotes
                 // as `&quot;` with no tag around: a line of them and no
@@ -616,6 +661,25 @@ mod tests {
             "2021-03-04T10:11:12Z node-1 kubelet[4321]: E0304 10:11:12.123456    4321 a.go:1] x\n",
         )[0];
         assert_eq!(e.host.as_deref(), Some("node-1"));
+    }
+
+    /// First-hour N21: a bug report's prose before its first code fence
+    /// is no kubelet line (it was counted as an unparsed one with no time,
+    /// and the summary called the incidents' times unknown).
+    #[test]
+    fn a_pastes_prose_before_its_code_is_no_line() {
+        let text = "The kubelet keeps failing after the upgrade,\nlogs below:\n\n```\nE1128 09:00:01.385427    2820 a.go:1] x\n```\nThanks!\n";
+        let e = read(text);
+        let msgs: Vec<String> = e.iter().map(msg).collect();
+        assert_eq!(
+            msgs[0], "E1128 09:00:01.385427    2820 a.go:1] x",
+            "{msgs:?}"
+        );
+        // Lines after a record stay what they were (a continuation's words).
+        assert_eq!(msgs.len(), 2, "{msgs:?}");
+        // No fence: a header-less first line is kept.
+        let e = read("goroutine 1 [running]:\nE1128 09:00:01.385427    2820 a.go:1] x\n");
+        assert_eq!(e.len(), 2, "{e:?}");
     }
 
     /// A paste copied out of a web page's text: every quote `&quot;`, no
