@@ -74,6 +74,14 @@ pub enum DeliveryError {
     Tls { server: String, detail: String },
     #[error("{server} rejected the login: {detail}")]
     Auth { server: String, detail: String },
+    /// `username` is set and the server offers no login (no AUTH PLAIN or
+    /// LOGIN in its EHLO answer).
+    #[error(
+        "{server} offers no login (no AUTH PLAIN or LOGIN), and [alert.smtp] username is set: \
+         remove username (and the password) for a relay that takes mail without one, or use \
+         the port or TLS setting where it offers AUTH (often 587 with STARTTLS)"
+    )]
+    NoLogin { server: String },
     #[error("{server} rejected the mail or a recipient: {detail}")]
     Rejected { server: String, detail: String },
     /// 552: the message is larger than the server takes; a smaller one may go.

@@ -232,6 +232,16 @@ impl SmtpServer {
             .await?;
         }
         if let Some(creds) = &self.credentials {
+            let offered = [Mechanism::Plain, Mechanism::Login]
+                .into_iter()
+                .any(|m| conn.server_info().supports_auth_mechanism(m));
+            if !offered {
+                // Not a refused login: the server offers none this side
+                // can use (on this port, or before STARTTLS).
+                return Err(DeliveryError::NoLogin {
+                    server: self.name(),
+                });
+            }
             self.step(
                 progress,
                 Phase::Login,

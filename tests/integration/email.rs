@@ -381,6 +381,24 @@ fn auth_right_and_wrong_password() {
         "the password must never be printed: {err}"
     );
     assert_eq!(smtp.mails().len(), 1);
+    // A relay that offers no login at all (first-hour N24): said so, not
+    // "rejected the login".
+    let plain = Smtpd::aiosmtpd(&dir.path().join("md-plain"), &[]);
+    let cfg = mail_config(
+        plain.port,
+        &dir.path().join("cfg-plain").tap_mkdir(),
+        &format!(
+            "username = \"alerts\"\npassword_file = \"{}\"",
+            dir.path().join("good").display()
+        ),
+        "",
+    );
+    let (code, _, err) = test_email(&cfg);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("offers no login") && !err.contains("rejected the login"),
+        "{err}"
+    );
 }
 
 #[test]
