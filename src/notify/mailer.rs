@@ -74,6 +74,12 @@ impl Mailer {
             now,
             retry_now: false,
         };
+        // What the last run delivered last: `status` says it after a restart.
+        if let Ok(Some((at, result))) = m.store.last_delivery(Channel::Email) {
+            m.stats.last_result = Some(result);
+            m.stats.last_at = Some(at);
+            m.stats.last_success_at = Some(at);
+        }
         worker::Deliverer::configure(&mut m, config);
         // What waits in the outbox is known before the first pass: a
         // `status` right after a start says it (the store is read once).
@@ -288,9 +294,14 @@ impl Mailer {
                 // Delivered: now, and only now, the entries go, and the
                 // delivery is recorded (in the same transaction).
                 let ids: Vec<String> = incidents.iter().map(|i| i.id.clone()).collect();
-                worker::on_store(&self.store, move |s| s.delivered(&seqs, &ids, now)).await?;
+                let words = format!("delivered to {to}");
+                let w = words.clone();
+                worker::on_store(&self.store, move |s| {
+                    s.delivered(&seqs, &ids, now, (Channel::Email, &w))
+                })
+                .await?;
                 tracing::info!("alert delivered to {to}: {}", rendered.subject);
-                self.delivered(&incidents, now, format!("delivered to {to}"));
+                self.delivered(&incidents, now, words);
                 Ok((Outcome::Delivered, group))
             }
             Err(err) => {
@@ -308,8 +319,13 @@ impl Mailer {
                          so it is not sent again"
                     );
                     let ids: Vec<String> = incidents.iter().map(|i| i.id.clone()).collect();
-                    worker::on_store(&self.store, move |s| s.delivered(&seqs, &ids, now)).await?;
-                    self.delivered(&incidents, now, format!("probably delivered: {err}"));
+                    let words = format!("probably delivered: {err}");
+                    let w = words.clone();
+                    worker::on_store(&self.store, move |s| {
+                        s.delivered(&seqs, &ids, now, (Channel::Email, &w))
+                    })
+                    .await?;
+                    self.delivered(&incidents, now, words);
                     return Ok((Outcome::Delivered, group));
                 }
                 let attempts = group.iter().map(|e| e.attempts).max().unwrap_or(0) + 1;

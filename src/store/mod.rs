@@ -21,6 +21,7 @@
 //! | | `origin` | JSON [`ReadFrom`]: where a host (or journal) with no cursor starts in that journal, `[journal] start_at` taken once at its first start | ingest (source switch at start; once for a store from before it was kept) |
 //! | | `state` | JSON [`PipelineState`]: tracker bookkeeping, counters | ingest (commit) |
 //! | | `held/STREAM` | JSON (sequence, [`Joined`]), deflated when over 256 bytes: the line held for a stream until it is known to be whole, one record a stream, written when it changes (before, inside `state`: the next commit moves them) | ingest (commit, source switch) |
+//! | | `last_delivery/CHANNEL` | JSON: the channel's last delivery (time, words), for `status` after a restart | the channel's delivery task, with [`Store::delivered`] |
 //! | | `stats` | JSON [`Stats`]: counts over the history | ingest (commit, prune); [`Store::stats`] once, for a store from before they were kept |
 //!
 //! Every tree but `outbox`, `deliveries` and `silences` has one writer,
@@ -70,6 +71,13 @@ use sentinel_core::tracker::{
 pub(crate) const SCHEMA: &[u8] = b"3";
 const SCHEMA_2: &[u8] = b"2";
 const SCHEMA_1: &[u8] = b"1";
+
+/// A channel's last delivery (`meta` `last_delivery/CHANNEL`).
+#[derive(Serialize, Deserialize)]
+struct LastDelivery {
+    at: Micros,
+    result: String,
+}
 
 /// One incident ready to write: id, value, `by_node` key, `by_time` key.
 type Record = (String, Vec<u8>, Vec<u8>, Vec<u8>);
@@ -600,17 +608,25 @@ impl Store {
         Ok(i)
     }
 
-    /// A delivery task delivered the alerts `seqs` of `incidents` at `at`:
-    /// the entries leave the outbox and the incidents' first delivery is
-    /// recorded, in one transaction, durable before it returns.
+    /// A delivery task delivered the alerts `seqs` of `incidents` at `at`
+    /// through `channel` (`result`, in words): the entries leave the
+    /// outbox, the incidents' first delivery is recorded, and the
+    /// channel's last delivery (what `status` says after a restart), in
+    /// one transaction, durable before it returns.
     pub fn delivered(
         &self,
         seqs: &[u64],
         incidents: &[String],
         at: Micros,
+        (channel, result): (Channel, &str),
     ) -> Result<(), StoreError> {
-        let r: Result<(), TransactionError<()>> =
-            (&self.outbox, &self.deliveries).transaction(|(outbox, deliveries)| {
+        let last = to_json(&LastDelivery {
+            at,
+            result: result.to_string(),
+        });
+        let key = format!("last_delivery/{channel}");
+        let r: Result<(), TransactionError<()>> = (&self.outbox, &self.deliveries, &self.meta)
+            .transaction(|(outbox, deliveries, meta)| {
                 for s in seqs {
                     outbox.remove(&s.to_be_bytes())?;
                 }
@@ -619,10 +635,24 @@ impl Store {
                         deliveries.insert(id.as_bytes(), &at.to_be_bytes())?;
                     }
                 }
+                meta.insert(key.as_bytes(), last.as_slice())?;
                 Ok::<(), ConflictableTransactionError<()>>(())
             });
         self.finish_txn(r)?;
         self.flush()
+    }
+
+    /// `channel`'s last delivery, as [`Store::delivered`] recorded it.
+    pub fn last_delivery(&self, channel: Channel) -> Result<Option<(Micros, String)>, StoreError> {
+        let key = format!("last_delivery/{channel}");
+        Ok(
+            match self.meta.get(key.as_bytes()).map_err(|e| self.err(e))? {
+                Some(v) => self
+                    .readable::<LastDelivery>(&self.meta, key.as_bytes(), &v)?
+                    .map(|l| (l.at, l.result)),
+                None => None,
+            },
+        )
     }
 
     /// Up to `max` incidents whose id starts with `prefix`.

@@ -506,6 +506,21 @@ fn an_outage_mails_once_the_race_never_and_resolution_follows() {
         .find(|i| i["node"] == "down-1")
         .unwrap();
     assert!(down["alerted_at"].is_string(), "{down}");
+    // A restart remembers the last delivery (first-hour N22: `status`
+    // said `last_delivery -` a minute after a mail went out).
+    let before = st["last_delivery"].clone();
+    assert!(
+        before
+            .as_str()
+            .is_some_and(|s| s.starts_with("delivered to")),
+        "{st}"
+    );
+    assert_eq!(svc.signal("TERM"), Some(0));
+    svc.start();
+    let st: serde_json::Value =
+        serde_json::from_slice(&svc.query(&["status", "-o", "json"]).stdout).unwrap();
+    assert_eq!(st["last_delivery"], before, "{st}");
+    assert!(st["last_delivery_at"].is_string(), "{st}");
 }
 
 #[test]

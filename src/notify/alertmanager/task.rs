@@ -194,6 +194,12 @@ impl AlertmanagerTask {
             posted: HashMap::new(),
             host: crate::config::hostname(),
         };
+        // As the mailer: what the last run posted last.
+        if let Ok(Some((at, result))) = t.store.last_delivery(Channel::Alertmanager) {
+            t.stats.last_result = Some(result);
+            t.stats.last_at = Some(at);
+            t.stats.last_success_at = Some(at);
+        }
         worker::Deliverer::configure(&mut t, config);
         // As the mailer: the outbox as it stands, before the first pass.
         if let Ok(all) = t.store.outbox() {
@@ -526,8 +532,11 @@ impl worker::Deliverer for AlertmanagerTask {
                         .map(|i| i.id.clone())
                         .collect();
                     let recorded = firsts.clone();
-                    self.blocking(move |s| s.delivered(&remove, &recorded, now))
-                        .await?;
+                    let words = format!("posted to {to}");
+                    self.blocking(move |s| {
+                        s.delivered(&remove, &recorded, now, (Channel::Alertmanager, &words))
+                    })
+                    .await?;
                     entries.retain(|e| !seqs.contains(&e.seq));
                     if !alerts.is_empty() {
                         tracing::info!(
