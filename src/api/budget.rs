@@ -17,6 +17,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use hyper::body::{Body, Frame, SizeHint};
@@ -29,6 +30,9 @@ pub(crate) const MAX_IN_FLIGHT: usize = 64;
 /// Lists (`/incidents`, `/nodes`, `/metrics`, `/silences`) per listener
 /// being built at a time: each may be tens of MB while it is made.
 pub(crate) const MAX_BULK_IN_FLIGHT: usize = 4;
+/// How long a list waits for one of those: then it is refused (the
+/// connection would otherwise end at its timeout, unanswered).
+pub(crate) const BULK_WAIT: Duration = Duration::from_secs(10);
 /// Bytes of answers per listener built and not yet taken by their clients.
 /// One answer larger than this is sent alone.
 pub(crate) const MAX_UNSENT_BYTES: usize = 64 << 20;
@@ -61,18 +65,35 @@ pub(crate) struct Full {
     pub held: usize,
 }
 
+/// Why a request has no slot to be answered in.
+#[derive(Debug)]
+pub(crate) enum NoSlot {
+    /// The server is closing.
+    Closing,
+    /// A list waited [`BULK_WAIT`] behind [`MAX_BULK_IN_FLIGHT`] others.
+    Busy,
+}
+
 impl Budgets {
-    /// A slot to build the answer to `method path` in: a list's own, or
-    /// one of the others'. None once the server is closing.
-    pub(crate) async fn slot(&self, method: &str, path: &str) -> Option<OwnedSemaphorePermit> {
-        let pool = if method == "GET"
-            && matches!(path, "/incidents" | "/nodes" | "/metrics" | "/silences")
-        {
-            &self.bulk
+    /// A slot to build the answer to `method path` in: a list's own
+    /// (waited for at most [`BULK_WAIT`]), or one of the others'.
+    pub(crate) async fn slot(
+        &self,
+        method: &str,
+        path: &str,
+    ) -> Result<OwnedSemaphorePermit, NoSlot> {
+        if method == "GET" && matches!(path, "/incidents" | "/nodes" | "/metrics" | "/silences") {
+            tokio::time::timeout(BULK_WAIT, self.bulk.clone().acquire_owned())
+                .await
+                .map_err(|_| NoSlot::Busy)?
+                .map_err(|_| NoSlot::Closing)
         } else {
-            &self.in_flight
-        };
-        pool.clone().acquire_owned().await.ok()
+            self.in_flight
+                .clone()
+                .acquire_owned()
+                .await
+                .map_err(|_| NoSlot::Closing)
+        }
     }
 
     /// The body that sends `answer` to `peer`, holding its share of the

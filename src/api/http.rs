@@ -173,6 +173,22 @@ fn busy(full: &budget::Full) -> HttpResponse {
     r
 }
 
+/// A list that waited its turn too long behind others being built.
+fn lists_busy() -> HttpResponse {
+    let mut r = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &format!(
+            "{} lists are being made for other clients, and this one waited {} s for its \
+             turn; try again, or ask for less (--limit)",
+            budget::MAX_BULK_IN_FLIGHT,
+            budget::BULK_WAIT.as_secs()
+        ),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    r
+}
+
 fn stopping() -> HttpResponse {
     error(StatusCode::SERVICE_UNAVAILABLE, "the service is stopping")
 }
@@ -537,8 +553,10 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             waiting
                 .done
                 .store(true, std::sync::atomic::Ordering::Relaxed);
-            let Some(slot) = budgets.slot(parts.method.as_str(), parts.uri.path()).await else {
-                return Ok(stopping());
+            let slot = match budgets.slot(parts.method.as_str(), parts.uri.path()).await {
+                Ok(slot) => slot,
+                Err(budget::NoSlot::Closing) => return Ok(stopping()),
+                Err(budget::NoSlot::Busy) => return Ok(lists_busy()),
             };
             let r = axum::http::Request::from_parts(parts, axum::body::Body::from(body));
             let Ok(answer) = app.oneshot(r).await;
