@@ -125,10 +125,13 @@ pub(crate) fn ask<T: DeserializeOwned>(socket: &Path, req: &Request) -> Result<T
         .enable_all()
         .build()
         .map_err(|e| ClientError::Other(e.to_string()))?;
+    // Asking again stays within the one TIMEOUT: the last refusal is
+    // the answer when the time is up.
     let (code, body) = rt.block_on(async {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
         let mut tries = 0;
         loop {
-            let r = match tokio::time::timeout(TIMEOUT, request(socket, req)).await {
+            let r = match tokio::time::timeout_at(deadline, request(socket, req)).await {
                 Ok(r) => r,
                 Err(_) => Err(ClientError::Other(format!(
                     "the service did not answer on {} within {}s",
@@ -137,7 +140,9 @@ pub(crate) fn ask<T: DeserializeOwned>(socket: &Path, req: &Request) -> Result<T
                 ))),
             };
             match r {
-                Ok((_, Some(wait), _)) if tries < RETRIES => {
+                Ok((_, Some(wait), _))
+                    if tries < RETRIES && tokio::time::Instant::now() + wait < deadline =>
+                {
                     tries += 1;
                     tokio::time::sleep(wait).await;
                 }
