@@ -12,7 +12,8 @@
 //! `status`) and answers to root do not count, so they never wait behind
 //! the bytes others hold; nor do the lists (`/incidents`, `/nodes`,
 //! `/metrics`, `/silences`) take the answering slots a `status` needs:
-//! they are built [`MAX_BULK_IN_FLIGHT`] at a time in their own queue.
+//! they are built [`MAX_BULK_IN_FLIGHT`] at a time in their own queue
+//! (root's among the others, so root never queues behind a crowd's lists).
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -76,13 +77,16 @@ pub(crate) enum NoSlot {
 
 impl Budgets {
     /// A slot to build the answer to `method path` in: a list's own
-    /// (waited for at most [`BULK_WAIT`]), or one of the others'.
+    /// (waited for at most [`BULK_WAIT`]), or one of the others' (root's
+    /// lists too: root never queues behind a crowd's lists).
     pub(crate) async fn slot(
         &self,
+        peer: Peer,
         method: &str,
         path: &str,
     ) -> Result<OwnedSemaphorePermit, NoSlot> {
-        if method == "GET" && matches!(path, "/incidents" | "/nodes" | "/metrics" | "/silences") {
+        let list = matches!(path, "/incidents" | "/nodes" | "/metrics" | "/silences");
+        if method == "GET" && list && !is_root(peer) {
             tokio::time::timeout(BULK_WAIT, self.bulk.clone().acquire_owned())
                 .await
                 .map_err(|_| NoSlot::Busy)?
@@ -99,8 +103,7 @@ impl Budgets {
     /// The body that sends `answer` to `peer`, holding its share of the
     /// unsent budget until its last byte is handed over; or [`Full`].
     pub(crate) fn hold(&self, peer: Peer, answer: Bytes) -> Result<axum::body::Body, Full> {
-        let root = matches!(peer, Peer::Local { uid: 0, .. });
-        if answer.len() <= SMALL_ANSWER_BYTES || root {
+        if answer.len() <= SMALL_ANSWER_BYTES || is_root(peer) {
             return Ok(axum::body::Body::from(answer));
         }
         let share = answer.len().min(MAX_UNSENT_BYTES);
@@ -116,6 +119,10 @@ impl Budgets {
             permit: Some(permit),
         }))
     }
+}
+
+fn is_root(peer: Peer) -> bool {
+    matches!(peer, Peer::Local { uid: 0, .. })
 }
 
 /// An answer handed out in copied pieces; its budget is given back, and

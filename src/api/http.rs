@@ -553,7 +553,10 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             waiting
                 .done
                 .store(true, std::sync::atomic::Ordering::Relaxed);
-            let slot = match budgets.slot(parts.method.as_str(), parts.uri.path()).await {
+            let slot = match budgets
+                .slot(peer, parts.method.as_str(), parts.uri.path())
+                .await
+            {
                 Ok(slot) => slot,
                 Err(budget::NoSlot::Closing) => return Ok(stopping()),
                 Err(budget::NoSlot::Busy) => return Ok(lists_busy()),
