@@ -8,21 +8,32 @@ collector may see) makes `GET /incidents` large. N clients, as `nobody` in the s
 bounded), each with a 4 KiB receive buffer, send `GET /incidents` and read
 only the status line; then, while they hold, root's `status` is timed and
 the service's RSS sampled for HOLD seconds. Prints one `key=value` line.
-Run as root; needs setpriv and the group systemd-journal.
+With `tcp`, the clients (any user: TCP is never root's) ask `/metrics` on
+`metrics_listen` instead, with a 4 KiB receive buffer set before connecting,
+and a scrape is timed too. Run as root; needs setpriv and the group
+systemd-journal.
 
-Usage: unread.py BINARY [INCIDENTS [N [HOLD]]]
+Usage: unread.py BINARY [INCIDENTS [N [HOLD [tcp]]]]
 """
 import grp, os, socket, subprocess, sys, tempfile, time
 
 
-def clients(path, n):
+def connect(where):
+    """A socket to `unix:PATH` or `tcp:PORT`, with a 4 KiB receive buffer."""
+    kind, addr = where.split(":", 1)
+    s = socket.socket(socket.AF_UNIX if kind == "unix" else socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(addr if kind == "unix" else ("127.0.0.1", int(addr)))
+    return s
+
+
+def clients(where, n):
     """The crowd (run as nobody): prints ok=… busy=… closed=…, then holds."""
     conns = []
+    path = b"/incidents" if where.startswith("unix:") else b"/metrics"
     for _ in range(n):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        s.connect(path)
-        s.sendall(b"GET /incidents HTTP/1.1\r\nHost: x\r\n\r\n")
+        s = connect(where)
+        s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
         conns.append(s)
     count = {"ok": 0, "busy": 0, "closed": 0}
     for s in conns:
@@ -64,6 +75,8 @@ def main():
     incidents = int(sys.argv[2]) if len(sys.argv) > 2 else 5000
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 100
     hold = float(sys.argv[4]) if len(sys.argv) > 4 else 10
+    tcp = len(sys.argv) > 5 and sys.argv[5] == "tcp"
+    port = 19000 + os.getpid() % 1000
     d = tempfile.mkdtemp(prefix="unread-")
     os.chmod(d, 0o755)
     os.mkdir(f"{d}/journals")
@@ -71,7 +84,8 @@ def main():
     cfg = f"{d}/config.toml"
     with open(cfg, "w") as f:
         f.write(f'[journal]\ndirectory = "{d}/journals"\nstart_at = "all"\n'
-                f'[store]\npath = "{d}/store"\n[api]\nsocket = "{d}/q.sock"\n')
+                f'[store]\npath = "{d}/store"\n[api]\nsocket = "{d}/q.sock"\n'
+                + (f'metrics_listen = "127.0.0.1:{port}"\n' if tcp else ""))
     svc = subprocess.Popen([binary, "--config", cfg, "run"], stdout=subprocess.DEVNULL,
                            stderr=open(f"{d}/log", "w"))
     try:
@@ -89,9 +103,10 @@ def main():
         time.sleep(2)
         before = rss_kib(svc.pid)
         gid = grp.getgrnam("systemd-journal").gr_gid
+        where = f"tcp:{port}" if tcp else f"unix:{d}/q.sock"
         crowd = subprocess.Popen(
             ["setpriv", "--reuid=65534", "--regid=65534", f"--groups={gid}", "--",
-             "/usr/bin/python3", os.path.abspath(__file__), "--clients", f"{d}/q.sock", str(n)],
+             "/usr/bin/python3", os.path.abspath(__file__), "--clients", where, str(n)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         peak, end = before, time.time() + hold
         counts = None
@@ -104,21 +119,24 @@ def main():
             else:
                 time.sleep(0.2)
         def answer_mb():
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            s.connect(f"{d}/q.sock")
-            s.sendall(b"GET /incidents HTTP/1.1\r\nHost: x\r\n\r\n")
-            got = 0
+            s = connect(where)
+            s.settimeout(60)
+            s.sendall(b"GET " + (b"/metrics" if tcp else b"/incidents") + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            got, head = 0, b""
             while b := s.recv(1 << 20):
-                got += len(b)
-            return f"{got / 1e6:.1f}"
+                got, head = got + len(b), head or b[:12]
+            return f"{got / 1e6:.1f} first={head.decode(errors='replace').replace(' ', '_')}"
         start = time.time()
         st = subprocess.run(["timeout", "30", binary, "--config", cfg, "status"],
                             stdout=subprocess.DEVNULL)
         took = time.time() - start
         peak = max(peak, rss_kib(svc.pid))
+        scrape = time.time()
+        answer = answer_mb()
+        scrape = time.time() - scrape
         crowd.stdin.close()
         crowd.wait()
-        print(f"incidents={incidents} answer_mb={answer_mb()} clients={n} {counts} rss_before_mib={before >> 10} "
+        print(f"incidents={incidents} answer_mb={answer} answer_s={scrape:.2f} clients={n} {counts} rss_before_mib={before >> 10} "
               f"rss_peak_mib={peak >> 10} status_s={took:.2f} status_exit={st.returncode}")
     finally:
         svc.terminate()
