@@ -33,7 +33,8 @@
 //!   and `report` (the JSON contract and tables).
 //! - `query/` (typed answers and typed errors; no HTTP, no JSON text) and
 //!   `scan` (the `scan` driver).
-//! - `api/`: the only place that knows HTTP: the query server, `/metrics`,
+//! - `api/`: the only place that knows HTTP: the query server and what it
+//!   may spend on answers (`budget`), `/metrics`,
 //!   the CLI's client, who is asking (peer credentials).
 //! - `daemon/`: `run`: the tasks on tokio (`tasks.rs`), the single writer
 //!   (`ingest/` and its parts), `sd_notify`, the config watcher.

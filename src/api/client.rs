@@ -17,6 +17,9 @@ use crate::store::Filter;
 /// Answers larger than this are refused (the whole history as JSON fits).
 const MAX_ANSWER: usize = 256 << 20;
 const TIMEOUT: Duration = Duration::from_secs(30);
+/// Times a large answer refused for the bytes others hold (503 with
+/// `Retry-After`) is asked for again, a second or so apart.
+const RETRIES: u32 = 5;
 
 /// What the CLI asks the running service.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,14 +125,29 @@ pub(crate) fn ask<T: DeserializeOwned>(socket: &Path, req: &Request) -> Result<T
         .enable_all()
         .build()
         .map_err(|e| ClientError::Other(e.to_string()))?;
+    // Asking again stays within the one TIMEOUT: the last refusal is
+    // the answer when the time is up.
     let (code, body) = rt.block_on(async {
-        match tokio::time::timeout(TIMEOUT, request(socket, req)).await {
-            Ok(r) => r,
-            Err(_) => Err(ClientError::Other(format!(
-                "the service did not answer on {} within {}s",
-                socket.display(),
-                TIMEOUT.as_secs()
-            ))),
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        let mut tries = 0;
+        loop {
+            let r = match tokio::time::timeout_at(deadline, request(socket, req)).await {
+                Ok(r) => r,
+                Err(_) => Err(ClientError::Other(format!(
+                    "the service did not answer on {} within {}s",
+                    socket.display(),
+                    TIMEOUT.as_secs()
+                ))),
+            };
+            match r {
+                Ok((_, Some(wait), _))
+                    if tries < RETRIES && tokio::time::Instant::now() + wait < deadline =>
+                {
+                    tries += 1;
+                    tokio::time::sleep(wait).await;
+                }
+                r => break r.map(|(code, _, body)| (code, body)),
+            }
         }
     })?;
     if !code.is_success() {
@@ -153,7 +171,12 @@ fn error_text(body: &[u8]) -> String {
         .map_or_else(|_| String::from_utf8_lossy(body).into_owned(), |e| e.error)
 }
 
-async fn request(socket: &Path, req: &Request) -> Result<(StatusCode, Bytes), ClientError> {
+/// The answer's code, how long to wait before asking again (a 503 with
+/// `Retry-After`), and its body.
+async fn request(
+    socket: &Path,
+    req: &Request,
+) -> Result<(StatusCode, Option<Duration>, Bytes), ClientError> {
     let stream = tokio::net::UnixStream::connect(socket)
         .await
         .map_err(|e| match e.kind() {
@@ -180,13 +203,18 @@ async fn request(socket: &Path, req: &Request) -> Result<(StatusCode, Bytes), Cl
         .map_err(|e| other(&e))?;
     let res = sender.send_request(http).await.map_err(|e| other(&e))?;
     let code = res.status();
+    let retry = (code == StatusCode::SERVICE_UNAVAILABLE)
+        .then(|| res.headers().get(hyper::header::RETRY_AFTER))
+        .flatten()
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .map(|s| Duration::from_secs(s.clamp(1, 5)));
     let body = Limited::new(res.into_body(), MAX_ANSWER)
         .collect()
         .await
         .map_err(|e| other(&e))?
         .to_bytes();
     driver.abort();
-    Ok((code, body))
+    Ok((code, retry, body))
 }
 
 #[cfg(test)]

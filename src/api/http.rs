@@ -11,10 +11,13 @@
 //! holds nothing another client needs. Accepting never waits: a
 //! connection still sending its request is only counted, at most
 //! [`MAX_PENDING`] per listener, the oldest closed when a new one comes;
-//! one of [`MAX_IN_FLIGHT`] permits is taken once the request (head and
-//! body) is in, for the time the answer takes. Each listener has its own
-//! budgets, so scrapers on TCP and people on the socket never queue
-//! behind each other. The store is read on the blocking pool.
+//! a slot to build the answer in is taken once the request (head and
+//! body) is in, for the time the answer takes, and the built answer holds
+//! its share of the bytes waiting for their clients until it is sent
+//! ([`budget`]: lists in their own queue, small answers and root's never
+//! behind others' bytes). Each listener has its own budgets, so scrapers
+//! on TCP and people on the socket never queue behind each other. The
+//! store is read on the blocking pool.
 //!
 //! Architecture invariant: this is the only place that knows HTTP status
 //! codes and JSON bodies. The answers come typed from [`crate::query`] and
@@ -36,10 +39,11 @@ use axum::routing::{get, post};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{Semaphore, mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::budget::{self, Budgets};
 use super::metrics;
 use super::peer::{self, Peer};
 use crate::query::{self, AckRequest, Live, NewSilence, QueryError};
@@ -50,8 +54,6 @@ use sentinel_core::time::Micros;
 
 /// Connections per listener still sending their request.
 pub(crate) const MAX_PENDING: usize = 512;
-/// Requests per listener being answered at a time.
-pub(crate) const MAX_IN_FLIGHT: usize = 64;
 pub(crate) const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
 pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(5);
 pub(crate) const CONNECTION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -153,6 +155,39 @@ fn error(code: StatusCode, message: &str) -> HttpResponse {
 
 fn bad_request(message: &str) -> HttpResponse {
     error(StatusCode::BAD_REQUEST, message)
+}
+
+/// An answer past [`budget::MAX_UNSENT_BYTES`]: refused at once, so a
+/// crowd that does not read holds no more.
+fn busy(full: &budget::Full) -> HttpResponse {
+    let mut r = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &format!(
+            "this answer is large, and {} MiB of answers wait for other clients to read \
+             them (at most {} MiB at a time); try again, or ask for less (--limit)",
+            full.held >> 20,
+            budget::MAX_UNSENT_BYTES >> 20
+        ),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    r
+}
+
+/// A list that waited its turn too long behind others being built.
+fn lists_busy() -> HttpResponse {
+    let mut r = error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &format!(
+            "{} lists are being made for other clients, and this one waited {} s for its \
+             turn; try again, or ask for less (--limit)",
+            budget::MAX_BULK_IN_FLIGHT,
+            budget::BULK_WAIT.as_secs()
+        ),
+    );
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    r
 }
 
 fn stopping() -> HttpResponse {
@@ -439,7 +474,7 @@ fn raise_fd_limit() {
 pub(crate) async fn serve<L: Accept>(mut listener: L, app: Router, shutdown: CancellationToken) {
     raise_fd_limit();
     let pending = Arc::new(Pending::default());
-    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let budgets = Arc::new(Budgets::default());
     let connections = TaskTracker::new();
     let mut backoff = Duration::from_millis(10);
     loop {
@@ -461,11 +496,11 @@ pub(crate) async fn serve<L: Accept>(mut listener: L, app: Router, shutdown: Can
         };
         let waiting = pending.admit();
         let app = app.clone();
-        let in_flight = in_flight.clone();
+        let budgets = budgets.clone();
         connections.spawn(async move {
             let close = waiting.close.clone();
             tokio::select! {
-                () = serve_connection(io, peer, app, waiting.clone(), in_flight) => {}
+                () = serve_connection(io, peer, app, waiting.clone(), budgets) => {}
                 // Too many waiting for their request: this was the oldest.
                 () = close.cancelled() => {}
             }
@@ -483,13 +518,13 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
     peer: Peer,
     app: Router,
     waiting: Arc<Waiting>,
-    in_flight: Arc<Semaphore>,
+    budgets: Arc<Budgets>,
 ) {
     use http_body_util::BodyExt as _;
     use tower::ServiceExt as _;
     // hyper calls this once the request head is in (within HEADER_TIMEOUT).
     let service = tower::service_fn(move |r: axum::http::Request<hyper::body::Incoming>| {
-        let (app, in_flight, waiting) = (app.clone(), in_flight.clone(), waiting.clone());
+        let (app, budgets, waiting) = (app.clone(), budgets.clone(), waiting.clone());
         async move {
             let (mut parts, body) = r.into_parts();
             // Every request carries who opened the connection.
@@ -519,11 +554,33 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin + Send + 'static>(
             waiting
                 .done
                 .store(true, std::sync::atomic::Ordering::Relaxed);
-            let Ok(_permit) = in_flight.acquire_owned().await else {
-                return Ok(stopping());
+            let slot = match budgets
+                .slot(peer, parts.method.as_str(), parts.uri.path())
+                .await
+            {
+                Ok(slot) => slot,
+                Err(budget::NoSlot::Closing) => return Ok(stopping()),
+                Err(budget::NoSlot::Busy) => return Ok(lists_busy()),
             };
             let r = axum::http::Request::from_parts(parts, axum::body::Body::from(body));
-            app.oneshot(r).await
+            let Ok(answer) = app.oneshot(r).await;
+            drop(slot);
+            // Every answer is in memory already (a JSON or metrics text).
+            let (parts, body) = answer.into_parts();
+            let Ok(bytes) = body
+                .collect()
+                .await
+                .map(http_body_util::Collected::to_bytes)
+            else {
+                return Ok(error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the answer failed",
+                ));
+            };
+            Ok(match budgets.hold(peer, bytes) {
+                Ok(body) => HttpResponse::from_parts(parts, body),
+                Err(full) => busy(&full),
+            })
         }
     });
     let service = hyper_util::service::TowerToHyperService::new(service);

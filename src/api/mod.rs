@@ -7,12 +7,14 @@
 //!
 //! - [`metrics`]: `/metrics` from the snapshots (prometheus-client);
 //! - [`http`]: the axum server on the Unix socket and TCP, with its limits;
+//! - [`budget`]: what one listener may spend on answers being built and sent;
 //! - [`peer`]: who is asking on the socket, and who may change what;
 //! - [`client`]: the CLI's request over the socket.
 //!
 //! sled allows one process per store, so while the service runs, the CLI
 //! asks it here instead of opening the store.
 
+pub(crate) mod budget;
 pub(crate) mod client;
 pub(crate) mod http;
 pub(crate) mod metrics;

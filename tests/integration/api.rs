@@ -345,3 +345,148 @@ fn idle_and_trickling_crowds_hold_up_nobody() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("\"silences\": []"));
     assert_eq!(svc.signal("TERM"), Some(0));
 }
+
+/// Opens `n` connections to `sock` as `nobody` in the socket's group, each
+/// with a 4 KiB receive buffer, sends `GET /incidents` on each and reads
+/// only the status line; prints `ok=… busy=… closed=…` and one refusal,
+/// then holds them all, unread, until its standard input closes.
+const NEVER_READING: &str = r#"
+import socket, sys
+path, n = sys.argv[1], int(sys.argv[2])
+conns = []
+for _ in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(path)
+    s.sendall(b"GET /incidents HTTP/1.1\r\nHost: x\r\n\r\n")
+    conns.append(s)
+count, refusal = {"ok": 0, "busy": 0, "closed": 0}, ""
+for s in conns:
+    s.settimeout(60)
+    head = s.recv(12)
+    if head.endswith(b" 200"):
+        count["ok"] += 1
+    elif head.endswith(b" 503"):
+        count["busy"] += 1
+        rest = s.recv(4096)
+        refusal = rest.decode(errors="replace").split("\r\n\r\n", 1)[-1].strip()
+    else:
+        count["closed"] += 1
+print(" ".join(f"{k}={v}" for k, v in count.items()), flush=True)
+print(refusal.replace("\n", " "), flush=True)
+sys.stdin.read()
+"#;
+
+/// S21: clients that ask for a large list and never read it hold no more
+/// than the listener's budget of unsent answers: those past it are refused
+/// at once (503, with why), not held; root's `status` still answers. The
+/// bound is liveness (0.1.0: 200 such clients, 6.7 GB, no `status` in
+/// 30 s), not speed; the memory figures are `benches/unread.py`'s.
+#[test]
+fn clients_that_never_read_a_large_answer_hold_a_bounded_share() {
+    use std::io::BufRead as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    use std::process::{Command, Stdio};
+    // 800 nodes with their own incident: `GET /incidents` is a few MB.
+    let journals = tempfile::tempdir().unwrap();
+    let t0 = kubelet_sentinel::now() - 3600 * kubelet_sentinel::SECOND;
+    let mut out = Vec::new();
+    for n in 0..800 {
+        let host = format!("unread-{n:04}-{}", "x".repeat(200));
+        for k in 0..3 {
+            let (at, msg) =
+                crate::collector::retry(t0 + n * 1_000 + k * 2 * kubelet_sentinel::SECOND, &host);
+            let at = at.to_string();
+            crate::support::export_entry(
+                &mut out,
+                &[
+                    ("__REALTIME_TIMESTAMP", &at),
+                    ("_HOSTNAME", &host),
+                    ("_SYSTEMD_UNIT", "kubelet.service"),
+                    ("SYSLOG_IDENTIFIER", "kubelet"),
+                    ("_PID", "4242"),
+                    ("MESSAGE", &msg),
+                ],
+            );
+        }
+    }
+    crate::support::journal_remote(&out, &journals.path().join("remote-fleet.journal"));
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", journals.path().display()),
+        "",
+    );
+    // nobody reaches the socket; its mode and group let it in.
+    std::fs::set_permissions(svc.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    svc.start();
+    let sock = svc.dir.path().join("query.sock");
+    let size = || {
+        let mut s = unix(&sock);
+        s.write_all(b"GET /incidents HTTP/1.1\r\nHost: x\r\n\r\n")
+            .unwrap();
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).unwrap();
+        buf.len()
+    };
+    wait_for(
+        Duration::from_secs(60),
+        || size() > 3 << 20,
+        "the 800 incidents",
+    );
+    svc.settled();
+    let answer = size();
+    eprintln!("GET /incidents: {answer} bytes");
+    // Twice what the budget (64 MiB) holds of such answers.
+    let n = 2 * (64 << 20) / answer + 20;
+    let journal_gid = {
+        let out = Command::new("getent")
+            .args(["group", "systemd-journal"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .split(':')
+            .nth(2)
+            .unwrap()
+            .to_string()
+    };
+    let mut crowd = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534"])
+        .arg(format!("--groups={journal_gid}"))
+        .args(["--", "/usr/bin/python3", "-c", NEVER_READING])
+        .arg(&sock)
+        .arg(n.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(crowd.stdout.take().unwrap()).lines();
+    let counts = lines.next().unwrap().unwrap();
+    let refusal = lines.next().unwrap().unwrap();
+    eprintln!("{n} clients that never read: {counts}; {refusal}");
+    let count = |k: &str| -> usize {
+        counts
+            .split(' ')
+            .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    // While they hold what they got: root's status, and root's own list.
+    let start = Instant::now();
+    let out = svc.query(&["status", "-o", "json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let took = start.elapsed();
+    eprintln!("status with {} answers held unread: {took:?}", count("ok"));
+    assert!(took < Duration::from_secs(10), "{took:?}");
+    timed_incidents(&svc);
+    // Those past the budget were refused, saying why; the rest fit in it.
+    assert!(count("busy") > 0, "{counts}");
+    assert!(refusal.contains("try again"), "{refusal}");
+    assert!(count("ok") <= (64 << 20) / answer + 1, "{counts}");
+    drop(crowd.stdin.take());
+    crowd.wait().unwrap();
+    assert_eq!(svc.signal("TERM"), Some(0));
+}
