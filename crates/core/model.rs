@@ -11,6 +11,24 @@ use crate::time::Micros;
 /// stream): shared, not copied per entry.
 pub type Text = std::sync::Arc<str>;
 
+/// The longest host or node name kept (a DNS name's bound, and so a
+/// Kubernetes node's): a longer one is cut here, at a character boundary,
+/// before the tracker, the store, the log and the mails see it.
+pub const NAME_MAX: usize = 253;
+
+/// `name` cut to [`NAME_MAX`] bytes, if longer.
+#[must_use]
+pub fn bounded_name(name: &str) -> Option<&str> {
+    if name.len() <= NAME_MAX {
+        return None;
+    }
+    let mut end = NAME_MAX;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(&name[..end])
+}
+
 /// One journal entry, or one line of a saved log. Its flags are journal
 /// facts each (`_LINE_BREAK`, `_TRANSPORT`, pid 1 with `UNIT=`), not
 /// states of one machine.

@@ -83,16 +83,20 @@ fn group_nodes(incidents: &[&Incident]) -> String {
     }
 }
 
-/// The causes of a group for a subject.
+/// The causes of a group for a subject, ` (cause, …)`; none when no
+/// incident of it has one (silent hosts: M6, "(unknown)").
 fn group_cause(incidents: &[&Incident]) -> String {
     let mut causes: Vec<&str> = Vec::new();
-    for i in incidents {
+    for i in incidents.iter().filter(|i| i.cause() != Cause::Unknown) {
         let c = i.cause().as_str();
         if !causes.contains(&c) {
             causes.push(c);
         }
     }
-    causes.join(", ")
+    if causes.is_empty() {
+        return String::new();
+    }
+    format!(" ({})", causes.join(", "))
 }
 
 /// How much of a group one mail shows: a mail for a thousand nodes lists a
@@ -278,12 +282,12 @@ fn subject_of(incidents: &[&Incident], kind: AlertKind, shared: Option<(&str, Ca
     } else {
         match kind {
             AlertKind::Resolved => format!(
-                "[kubelet-sentinel] resolved: {} ({})",
+                "[kubelet-sentinel] resolved: {}{}",
                 group_nodes(incidents),
                 group_cause(incidents)
             ),
             _ => format!(
-                "[kubelet-sentinel] {}: {} ({})",
+                "[kubelet-sentinel] {}: {}{}",
                 group_nodes(incidents),
                 group(incidents).map_or("incidents", KindWords::group_words),
                 group_cause(incidents)

@@ -299,6 +299,7 @@ impl Pipeline {
     /// state at every commit, until the end (a collector's catch-up would
     /// otherwise hold one line per host).
     pub fn activity(&mut self, host: &str, at: Micros, decisions: &mut Vec<Decision>) {
+        let host = crate::model::bounded_name(host).unwrap_or(host);
         let joiner = &self.joiner;
         let held = |h: &str| joiner.earliest_held(h).is_some();
         let admitted =
@@ -375,6 +376,9 @@ impl Pipeline {
     /// kubelet, or the kubelet's own line to the joiner).
     pub fn push(&mut self, mut entry: Entry, decisions: &mut Vec<Decision>) {
         self.summary.entries += 1;
+        if let Some(cut) = entry.host.as_deref().and_then(crate::model::bounded_name) {
+            entry.host = Some(cut.into());
+        }
         if let Some(host) = entry.host.as_deref() {
             if !self.admits(host, entry.at) {
                 return;
@@ -1055,6 +1059,34 @@ mod tests {
         assert_eq!(p.summary().hosts_refused, 1);
         assert_eq!(p.summary().first_refused_host.as_deref(), Some("new-1"));
         assert!(p.tracker().knows_host("old-1"));
+    }
+
+    /// M1/M4: a 200 KB host name and a 100 KB node name are cut to
+    /// [`crate::model::NAME_MAX`] bytes before anything keeps them (the
+    /// log, the store, the mails).
+    #[test]
+    fn huge_names_are_cut_where_they_come_in() {
+        let mut p = Pipeline::new(EntryFilter::default(), Settings::default());
+        let mut d = Vec::new();
+        let host = "h".repeat(200 << 10);
+        let node = "é".repeat(50 << 10);
+        let retry = format!(
+            r#""Error updating node status, will retry" err="error getting node \"{node}\": node \"{node}\" not found""#
+        );
+        for k in 0..3 {
+            let mut e = kubelet(1, T0 + k * SECOND, &retry);
+            e.host = Some(host.as_str().into());
+            p.push(e, &mut d);
+        }
+        p.activity(&host, T0 + 5 * SECOND, &mut d);
+        p.finish(&mut d);
+        let i = p.tracker().open_incidents().next().unwrap();
+        assert!(i.node.len() <= crate::model::NAME_MAX, "{}", i.node.len());
+        assert_eq!(
+            i.host.as_deref().map(str::len),
+            Some(crate::model::NAME_MAX)
+        );
+        assert_eq!(p.tracker().hosts(), 1, "one host, cut the same each time");
     }
 
     /// S20: one upload naming `max_hosts` hosts (a line each) no longer

@@ -322,7 +322,8 @@ impl Tracker {
     #[must_use]
     pub fn node_for(&self, sig: &Signal, host: &str) -> Option<String> {
         if let Some(n) = &sig.node {
-            return Some(n.clone());
+            let n = crate::model::bounded_name(n).unwrap_or(n);
+            return Some(n.to_string());
         }
         self.hosts
             .node_of(host)
