@@ -168,8 +168,22 @@ pub fn explain(trouble: Trouble, from: Micros, to: Micros, window: &Window) -> V
                 .lines()
                 .any(|n| n.kind == ContextKind::RuntimeStarted && n.unit == l.unit && n.at >= l.at)
     };
-    let runtime =
-        |l: &ContextLine| l.kind.is_runtime() && (within(l, RUNTIME_BEFORE) || still_down(l));
+    // A runtime's start explains something only as the end of its stop or
+    // failure: alone (a boot's, minutes before the kubelet's own trouble)
+    // it is a healthy runtime.
+    let after_trouble = |l: &ContextLine| {
+        l.kind != ContextKind::RuntimeStarted
+            || window.lines().any(|p| {
+                p.unit == l.unit
+                    && p.kind.is_runtime()
+                    && p.kind != ContextKind::RuntimeStarted
+                    && p.at <= l.at
+                    && l.at - p.at <= RUNTIME_BEFORE
+            })
+    };
+    let runtime = |l: &ContextLine| {
+        l.kind.is_runtime() && after_trouble(l) && (within(l, RUNTIME_BEFORE) || still_down(l))
+    };
     window
         .lines()
         .filter(|l| match trouble {

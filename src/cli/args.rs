@@ -43,11 +43,14 @@ impl From<Exit> for ExitCode {
 #[command(
     name = "kubelet-sentinel",
     version,
-    about = "Tells the kubelet's harmless node-registration race from real node-status trouble",
-    long_about = "kubelet-sentinel reads the kubelet's journal, recognises node-status trouble \
-                  (status update retries, lister misses, failed registrations), groups it into \
-                  per-node incidents, and tells the harmless start-up race from real trouble \
-                  (API server unreachable, Node deleted, credentials expired)."
+    about = "Tells the kubelet's harmless start-up race from real trouble, and alerts on it",
+    long_about = "kubelet-sentinel reads the kubelet's journal, recognises its trouble (status \
+                  update retries, lister misses, failed registrations; a kubelet that crash-loops \
+                  or that systemd gave up on; a node not ready while its kubelet runs; one API \
+                  endpoint lost by many nodes; a collector's host gone silent), groups it into \
+                  per-node incidents with the other units that explain them, tells the harmless \
+                  start-up race from real trouble (API server unreachable, Node deleted, \
+                  credentials expired), and alerts by email or Alertmanager."
 )]
 pub struct Cli {
     /// The config file [default: /etc/kubelet-sentinel/config.toml; all defaults if it is missing].

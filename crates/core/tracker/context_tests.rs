@@ -503,3 +503,54 @@ fn a_runtime_incident_with_the_runtimes_context_names_each_step_once() {
     assert_eq!(status.len(), 1, "{steps:#?}");
     assert!(status[0].contains("who stopped it"), "{steps:#?}");
 }
+
+/// First-hour N17: a crash-looping kubelet's incident quoted a containerd
+/// start four minutes before it as its explanation. A runtime's start
+/// alone is a healthy runtime: it explains nothing (its start after its
+/// own stop or failure still does, see the tests above).
+#[test]
+fn a_runtimes_start_alone_explains_no_trouble() {
+    let (d, k) = ("containerd.service", "kubelet.service");
+    let mut v = vec![systemd(
+        10,
+        "w-boot",
+        d,
+        "Started containerd.service - containerd container runtime.",
+    )];
+    for n in 0..6 {
+        let t = 250 + n * 12;
+        v.push(systemd(
+            t,
+            "w-boot",
+            k,
+            "kubelet.service: Main process exited, code=exited, status=1/FAILURE",
+        ));
+        v.push(systemd(
+            t,
+            "w-boot",
+            k,
+            "kubelet.service: Failed with result 'exit-code'.",
+        ));
+        v.push(systemd(
+            t + 10,
+            "w-boot",
+            k,
+            "kubelet.service: Scheduled restart job, restart counter is at 1.",
+        ));
+        v.push(systemd(
+            t + 10,
+            "w-boot",
+            k,
+            "Started kubelet.service - kubelet: The Kubernetes Node Agent.",
+        ));
+    }
+    let all = run(&v, &[]);
+    let i = by_node(&all, "w-boot");
+    assert_eq!(i.kind(), IncidentKind::KubeletDown, "{all:#?}");
+    assert!(i.context.is_empty(), "{:#?}", i.context);
+    let steps = crate::advice::next_steps(i);
+    assert!(
+        !steps.iter().any(|s| s.contains("journalctl -u containerd")),
+        "{steps:#?}"
+    );
+}
