@@ -765,16 +765,22 @@ fn context_block(out: &mut String, o: &IncidentOut, zone: Zone) {
 fn counters_line(out: &mut String, o: &IncidentOut) {
     match o.detail() {
         DetailView::NodeStatus { counters: c } => {
-            let _ = writeln!(
-                out,
-                "  retries {}  exhausted {}  lister misses {}  register failures {}  lease failures {}  watch failures {}",
-                c.retries,
-                c.exhausted,
-                c.lister_misses,
-                c.register_failures,
-                c.lease_failures,
-                c.watch_failures
-            );
+            // The retries, and the other counts the kubelet gave (a zero
+            // beside a line that says otherwise reads as a contradiction:
+            // the race's retry is a status retry, no lister-miss line).
+            let mut line = format!("  retries {}", c.retries);
+            for (n, what) in [
+                (c.exhausted, "exhausted"),
+                (c.lister_misses, "lister misses"),
+                (c.register_failures, "register failures"),
+                (c.lease_failures, "lease failures"),
+                (c.watch_failures, "watch failures"),
+            ] {
+                if n > 0 {
+                    let _ = write!(line, "  {what} {n}");
+                }
+            }
+            let _ = writeln!(out, "{line}");
         }
         DetailView::KubeletDown {
             restarts,

@@ -500,6 +500,17 @@ fn sync_guide_problematic_sequence_is_the_startup_race() {
         "{}",
         i.diagnosis
     );
+    // `scan --details` (as `show`) counts what the kubelet gave: no
+    // "lister misses 0" above "found no Node in the lister".
+    let out = crate::support::run(
+        crate::support::bin()
+            .args(["scan", "--details"])
+            .arg(fixture("sync-guide/problematic.log")),
+        None,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("  retries 1\n"), "{text}");
+    assert!(!text.contains("lister misses 0"), "{text}");
 }
 
 #[test]
