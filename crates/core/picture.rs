@@ -52,7 +52,7 @@ impl MarkerKind {
         }
     }
 
-    fn symbol(self) -> char {
+    pub(crate) fn symbol(self) -> char {
         match self {
             MarkerKind::Registered => 'R',
             MarkerKind::KubeletStarted => 'S',
@@ -64,7 +64,7 @@ impl MarkerKind {
         }
     }
 
-    fn words(self) -> &'static str {
+    pub(crate) fn words(self) -> &'static str {
         match self {
             MarkerKind::Registered => "registered",
             MarkerKind::KubeletStarted => "kubelet started",
@@ -221,6 +221,11 @@ impl Picture {
             lanes,
             markers: markers
                 .into_iter()
+                // A registration or start long before the trouble (more
+                // than the minute the picture reaches back) is not drawn
+                // in its first column as if it had just happened; the
+                // diagnosis says when it was.
+                .filter(|(at, _)| *at >= start)
                 .map(|(at, k)| {
                     let at_ms = at.clamp(start, end) / 1000;
                     let drawn = snap(t, at).clamp(start, end) / 1000;
@@ -279,20 +284,42 @@ impl Picture {
             let _ = writeln!(out, "  {lane:<17}│{row}│ {total}");
         }
         if !self.markers.is_empty() {
-            let mut row = vec![' '; COLUMNS];
-            for m in &self.markers {
-                row[self.column(m.drawn())] = m.kind.symbol();
-            }
-            let row: String = row.into_iter().collect();
-            let _ = writeln!(out, "  {:<17}│{row}│", "markers");
-            let legend: Vec<String> = self
-                .markers
+            let (drawn, legend) = self.marker_row();
+            let row: String = drawn
                 .iter()
-                .map(|m| format!("{} {}", m.kind.symbol(), m.kind.words()))
+                .map(|k| k.map_or(' ', MarkerKind::symbol))
                 .collect();
+            let _ = writeln!(out, "  {:<17}│{row}│", "markers");
             let _ = writeln!(out, "  {:<17} {}", "", legend.join("  "));
         }
         out
+    }
+
+    /// The marker drawn in each column (the last of those that share it)
+    /// and the legend: what is drawn, and what shares a column with it.
+    fn marker_row(&self) -> (Vec<Option<MarkerKind>>, Vec<String>) {
+        let mut row: Vec<Option<MarkerKind>> = vec![None; COLUMNS];
+        for m in &self.markers {
+            row[self.column(m.drawn())] = Some(m.kind);
+        }
+        let mut legend: Vec<String> = Vec::new();
+        for m in &self.markers {
+            let shown = row[self.column(m.drawn())].unwrap_or(m.kind);
+            let words = if shown == m.kind {
+                format!("{} {}", m.kind.symbol(), m.kind.words())
+            } else {
+                format!(
+                    "{} {} (under {})",
+                    m.kind.symbol(),
+                    m.kind.words(),
+                    shown.symbol()
+                )
+            };
+            if !legend.contains(&words) {
+                legend.push(words);
+            }
+        }
+        (row, legend)
     }
 
     /// For the mail: a table of small cells, darker for more signals, and a
@@ -326,13 +353,13 @@ impl Picture {
                 "<td style=\"padding-left:6px\">{total}</td></tr>\n"
             ));
         }
+        let (drawn, legend) = self.marker_row();
         if !self.markers.is_empty() {
-            let mut row = vec![String::new(); COLUMNS];
-            for m in &self.markers {
-                row[self.column(m.drawn())] = m.kind.symbol().to_string();
-            }
             out.push_str("<tr><td style=\"padding-right:6px\">markers</td>");
-            for s in row {
+            for s in drawn
+                .iter()
+                .map(|k| k.map_or(String::new(), |k| k.symbol().to_string()))
+            {
                 out.push_str(&format!(
                     "<td style=\"{cell}text-align:center;color:#1a5276\">{s}</td>"
                 ));
@@ -340,11 +367,6 @@ impl Picture {
             out.push_str("<td></td></tr>\n");
         }
         out.push_str("</table>\n");
-        let legend: Vec<String> = self
-            .markers
-            .iter()
-            .map(|m| format!("{} {}", m.kind.symbol(), m.kind.words()))
-            .collect();
         out.push_str(&format!(
             "<p style=\"font-size:11px;color:#555\">{} to {}. {}</p>\n",
             human(self.start_ms * 1000, Zone::Utc),

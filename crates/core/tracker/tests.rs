@@ -443,6 +443,39 @@ fn a_marker_is_drawn_with_the_signals_counted_beside_it() {
     assert!(text.contains("a column is 83µs"), "{text}");
 }
 
+/// First-hour N25: a registration 20 minutes before an outage was drawn
+/// in the picture's first column, as if it had just happened; markers
+/// sharing a column were all in the legend though one was drawn.
+#[test]
+fn a_marker_long_before_is_not_drawn_and_the_legend_says_what_is() {
+    let reg = r#"I0715 16:04:50.100000    2425 kubelet_node_status.go:75] "Successfully registered node" node="w1""#;
+    let retry = r#"E0715 16:24:50.000000    2425 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"w1\": Unauthorized""#;
+    let mut lines: Vec<Line<'_>> = vec![(-1_200_000 + 100, "w1", reg)];
+    lines.extend((0..6).map(|k| (k, "w1", retry)));
+    let r = replay(&lines, 1_000);
+    let i = &r.incidents[0];
+    assert_eq!(i.anchor.map(|a| a.kind), Some(SignalKind::Registered));
+    let p = crate::picture::Picture::of(i).unwrap();
+    assert!(
+        p.markers
+            .iter()
+            .all(|m| m.kind != crate::picture::MarkerKind::Registered),
+        "{p:?}"
+    );
+    let text = p.text(crate::time::Zone::Utc);
+    let row = text.lines().find(|l| l.contains("markers")).unwrap();
+    assert!(!row.contains('R'), "{text}");
+    // Each marker in the legend is drawn, or said to be under one that is.
+    let legend = text.lines().last().unwrap();
+    for m in &p.markers {
+        let sym = m.kind.symbol();
+        assert!(
+            row.contains(sym) || legend.contains(&format!("{sym} {} (under", m.kind.words())),
+            "{text}"
+        );
+    }
+}
+
 /// F2: after a restart, markers (the last incident's registration and
 /// ready, the stop and start, caches) would fill the first evidence slots;
 /// the first trouble line is still kept and quoted as the first error, and
