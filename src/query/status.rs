@@ -339,7 +339,8 @@ fn silent_hosts(l: &Live) -> Vec<String> {
             format!(
                 "{} (last entry {})",
                 sentinel_core::tracker::one_line(h, 253),
-                rfc3339(t)
+                // As people read every other time (first-hour leftover).
+                sentinel_core::time::human(t, sentinel_core::time::Zone::Utc)
             )
         })
         .collect()

@@ -1121,6 +1121,8 @@ fn a_host_gone_silent_is_named_against_the_newest_entry() {
             .starts_with("quiet-1 (last entry "),
         "{st}"
     );
+    // In the time format people read everywhere else, not RFC 3339.
+    assert!(silent[0].as_str().unwrap().ends_with(" UTC)"), "{st}");
     let metrics = {
         use std::io::{Read, Write};
         let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
