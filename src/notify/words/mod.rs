@@ -114,6 +114,11 @@ fn alert_span(i: &Incident) -> Micros {
 /// The one format times are shown in; mails say UTC.
 #[must_use]
 pub(crate) fn when(us: Micros) -> String {
+    // 0: no time was known (a line with none, a clock not believed), as
+    // the tables say; never "1970-01-01" (D29, M5).
+    if us == 0 {
+        return "unknown".to_string();
+    }
     sentinel_core::time::human(us, sentinel_core::time::Zone::Utc)
 }
 
@@ -166,5 +171,12 @@ mod tests {
         assert_eq!(words(&[&silent]), Some(("hosts silent", "-")));
         assert_eq!(words(&[&down, &silent]), None);
         assert_eq!(words(&[]), None);
+    }
+
+    /// An unknown time (0) reads "unknown" in a mail, never 1970 (M5).
+    #[test]
+    fn an_unknown_time_is_said_so() {
+        assert_eq!(super::when(0), "unknown");
+        assert!(super::when(1_752_596_690_000_000).starts_with("2025-07-15 16:24:50"));
     }
 }
