@@ -87,6 +87,11 @@ pub struct Marker {
     /// counted there are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drawn_at_ms: Option<i64>,
+    /// It came before the picture's start (a registration long before
+    /// the trouble): `at_ms` is the start, and it is not drawn (first-hour
+    /// N25: it was drawn in the first column as if it had just happened).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub before: bool,
 }
 
 impl Marker {
@@ -221,11 +226,6 @@ impl Picture {
             lanes,
             markers: markers
                 .into_iter()
-                // A registration or start long before the trouble (more
-                // than the minute the picture reaches back) is not drawn
-                // in its first column as if it had just happened; the
-                // diagnosis says when it was.
-                .filter(|(at, _)| *at >= start)
                 .map(|(at, k)| {
                     let at_ms = at.clamp(start, end) / 1000;
                     let drawn = snap(t, at).clamp(start, end) / 1000;
@@ -233,6 +233,10 @@ impl Picture {
                         at_ms,
                         kind: k,
                         drawn_at_ms: (drawn != at_ms).then_some(drawn),
+                        // Long before the trouble (more than the minute the
+                        // picture reaches back): not drawn in the first
+                        // column as if it had just happened.
+                        before: at < start,
                     }
                 })
                 .collect(),
@@ -299,11 +303,12 @@ impl Picture {
     /// and the legend: what is drawn, and what shares a column with it.
     fn marker_row(&self) -> (Vec<Option<MarkerKind>>, Vec<String>) {
         let mut row: Vec<Option<MarkerKind>> = vec![None; COLUMNS];
-        for m in &self.markers {
+        let shown = || self.markers.iter().filter(|m| !m.before);
+        for m in shown() {
             row[self.column(m.drawn())] = Some(m.kind);
         }
         let mut legend: Vec<String> = Vec::new();
-        for m in &self.markers {
+        for m in shown() {
             let shown = row[self.column(m.drawn())].unwrap_or(m.kind);
             let words = if shown == m.kind {
                 format!("{} {}", m.kind.symbol(), m.kind.words())
