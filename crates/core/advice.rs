@@ -137,6 +137,10 @@ fn steps_for_cause(i: &Incident, node: &str, steps: &mut Vec<String>) {
         }
         Cause::PortInUse => steps.push("ss -ltnp | grep -E ':1025[0-9]' on the node: another kubelet or program holds the port".into()),
         Cause::Exec => steps.push("systemctl cat kubelet: the unit's ExecStart names a binary that is missing or not executable".into()),
+        Cause::Watchdog => {
+            steps.push("systemctl show kubelet -p WatchdogUSec -p NRestarts: the watchdog's limit and how often it killed the kubelet".into());
+            steps.push("journalctl -u kubelet before each kill: its last health checks (PLEG, the runtime, the API server) and what it was doing when it stopped answering".into());
+        }
         Cause::Killed => steps.push("journalctl -k on the node for the OOM killer (Out of memory: Killed process … kubelet) or who sent the signal".into()),
         Cause::Cni => {
             steps.push("ls -l /etc/cni/net.d /opt/cni/bin on the node: a network config and the plugin's binaries must be there".into());

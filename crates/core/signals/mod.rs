@@ -142,6 +142,9 @@ pub enum Cause {
     PortInUse,
     Exec,
     Killed,
+    /// systemd's watchdog killed the kubelet: it stopped answering
+    /// (`WatchdogSec=`, the kubelet's systemd watchdog since 1.32).
+    Watchdog,
     // Why the node is not ready while its kubelet runs (not-ready
     // incidents, design 5.3; `runtime` and `unknown` too).
     Cni,
@@ -170,6 +173,7 @@ crate::kinds::spelling!(Cause {
     PortInUse => "port-in-use",
     Exec => "exec",
     Killed => "killed",
+    Watchdog => "watchdog",
     Cni => "cni",
     Pleg => "pleg",
     MemoryPressure => "memory-pressure",
@@ -201,6 +205,7 @@ impl Cause {
             | Cause::PortInUse
             | Cause::Exec
             | Cause::Killed
+            | Cause::Watchdog
             | Cause::Cni
             | Cause::Pleg
             | Cause::MemoryPressure
@@ -423,6 +428,8 @@ pub fn classify_fatal(text: &str) -> Cause {
 pub fn exit_cause(exit: &str) -> Cause {
     if exit.contains("203/EXEC") {
         Cause::Exec
+    } else if exit.contains("'watchdog'") || exit.starts_with("watchdog timeout") {
+        Cause::Watchdog
     } else if exit.contains("code=killed")
         || exit.contains("code=dumped")
         || exit.contains("'signal'")
@@ -545,6 +552,12 @@ pub fn recognize_systemd(message: &str) -> Option<Signal> {
             K::KubeletExited
         };
         return Some(sig(kind, Some(exit.to_string())));
+    }
+    // `kubelet.service: Watchdog timeout (limit 1min)!`: systemd kills it
+    // next (SIGABRT), then says `Failed with result 'watchdog'`.
+    if let Some(at) = lower.find("watchdog timeout (limit ") {
+        let limit = m[at..].trim_end_matches('!');
+        return Some(sig(K::KubeletFailed, Some(limit.to_ascii_lowercase())));
     }
     if let Some(at) = m.find("Failed with result '") {
         let result = m[at + "Failed with result ".len()..].trim_end_matches('.');

@@ -178,3 +178,86 @@ fn node_ready_ends_it_and_node_status_incidents_are_apart() {
     assert_eq!(r.incidents[0].kind(), IncidentKind::KubeletDown);
     assert_eq!(r.incidents[0].resolution, Some(Resolution::NodeReady));
 }
+
+/// Issue 38 (5.1, watchdog): a hung kubelet killed by systemd's watchdog
+/// (`WatchdogSec=1min`) five times, 70 s apart, restarted 5 s after each
+/// and killed 65 s after its start (it answered a few seconds, then hung). Each kill ended before the next (five transient `killed`
+/// incidents, no page); it is one crash-loop incident, cause `watchdog`,
+/// paged: its quiet after a start outlasts the watchdog's limit.
+#[test]
+fn kills_by_the_watchdog_again_and_again_are_one_crash_loop() {
+    // systemd's lines of each kill; with or without its `Killing process …`
+    // line (not every version writes it).
+    for killing in [false, true] {
+        watchdog_kills(killing);
+    }
+}
+
+fn watchdog_kills(killing: bool) {
+    let line = |t: i64, s: &str| (t, s.to_string());
+    let mut v = vec![line(0, STARTED)];
+    for k in 0..5 {
+        let t = 60_000 + k * 70_000;
+        v.push(line(t, "kubelet.service: Watchdog timeout (limit 1min)!"));
+        if killing {
+            v.push(line(
+                t + 1,
+                "kubelet.service: Killing process 2425 (kubelet) with signal SIGABRT.",
+            ));
+        }
+        v.push(line(
+            t + 400,
+            "kubelet.service: Main process exited, code=dumped, status=6/ABRT",
+        ));
+        v.push(line(
+            t + 401,
+            "kubelet.service: Failed with result 'watchdog'.",
+        ));
+        v.push(line(
+            t + 5_000,
+            "kubelet.service: Scheduled restart job, restart counter is at 1.",
+        ));
+        v.push(line(t + 5_001, STOPPED));
+        v.push(line(t + 5_002, STARTED));
+    }
+    let r = replay(&v, 60_000 + 5 * 70_000 + 600_000);
+    assert_eq!(
+        r.incidents.len(),
+        1,
+        "killing line {killing}: {:#?}",
+        r.incidents
+    );
+    let i = &r.incidents[0];
+    assert_eq!(i.kind(), IncidentKind::KubeletDown);
+    assert_eq!(i.cause(), Cause::Watchdog);
+    assert_eq!(i.restarts(), 5);
+    assert_eq!(i.verdict(&r.settings), Verdict::CrashLoop);
+    assert_eq!(r.alert_kinds().first(), Some(&AlertKind::Opened));
+    assert!(
+        i.diagnosis(&r.settings).contains("watchdog"),
+        "{}",
+        i.diagnosis(&r.settings)
+    );
+    // One kill alone stays what it was: transient, not paged.
+    let one: Vec<(i64, String)> = v
+        .iter()
+        .take(if killing { 8 } else { 7 })
+        .cloned()
+        .collect();
+    let r = replay(&one, 600_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    assert_eq!(r.incidents[0].cause(), Cause::Watchdog);
+    assert_eq!(r.incidents[0].verdict(&r.settings), Verdict::Transient);
+    assert!(r.alert_kinds().is_empty(), "{:?}", r.alert_kinds());
+}
+
+#[test]
+fn systemd_spans_are_read() {
+    use crate::tracker::kind::systemd_span;
+    assert_eq!(systemd_span("1min"), Some(60_000_000));
+    assert_eq!(systemd_span("3min 20s"), Some(200_000_000));
+    assert_eq!(systemd_span("500ms"), Some(500_000));
+    assert_eq!(systemd_span("1h 30min"), Some(5_400_000_000));
+    assert_eq!(systemd_span("soon"), None);
+    assert_eq!(systemd_span(""), None);
+}

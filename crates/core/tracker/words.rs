@@ -37,6 +37,9 @@ pub fn cause_explanation(c: Cause) -> &'static str {
         Cause::Killed => {
             "the kubelet was killed by a signal without a fatal line (OOM killer, SIGKILL, a panic)"
         }
+        Cause::Watchdog => {
+            "systemd's watchdog killed the kubelet: it stopped answering (no WATCHDOG=1 within the unit's WatchdogSec), a hung kubelet"
+        }
         Cause::Oom => {
             "the kernel's OOM killer killed the kubelet: the node ran out of memory, or the kubelet's cgroup hit its limit"
         }
@@ -82,6 +85,7 @@ fn not_ready_explanation(c: Cause) -> &'static str {
         | Cause::PortInUse
         | Cause::Exec
         | Cause::Killed
+        | Cause::Watchdog
         | Cause::Oom => "no known class; read the evidence lines",
     }
 }

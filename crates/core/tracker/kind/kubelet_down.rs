@@ -44,6 +44,35 @@ pub struct Down {
     /// line is part of the restart, not a stop that was asked for).
     #[serde(default)]
     pub restarting: bool,
+    /// The limit systemd's watchdog killed it at (`Watchdog timeout (limit
+    /// 1min)!`): a kubelet killed again and again is one incident, so its
+    /// quiet after a start must outlast that limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watchdog_limit: Option<Micros>,
+}
+
+/// A systemd time span as systemd writes it (`1min`, `3min 20s`, `500ms`,
+/// `1h 30min`), in microseconds; `None` for anything else.
+pub(crate) fn systemd_span(text: &str) -> Option<Micros> {
+    const UNITS: &[(&str, Micros)] = &[
+        ("us", 1),
+        ("ms", 1_000),
+        ("min", 60_000_000),
+        ("s", 1_000_000),
+        ("h", 3_600_000_000),
+        ("d", 86_400_000_000),
+    ];
+    let mut total: Micros = 0;
+    let mut any = false;
+    for word in text.split_whitespace() {
+        let digits = word.find(|c: char| !c.is_ascii_digit())?;
+        let n: Micros = word[..digits].parse().ok()?;
+        let unit = &word[digits..];
+        let (_, per) = UNITS.iter().find(|(u, _)| *u == unit)?;
+        total = total.checked_add(n.checked_mul(*per)?)?;
+        any = true;
+    }
+    any.then_some(total)
 }
 
 impl Down {
@@ -105,6 +134,11 @@ impl Down {
     /// later (not once systemd gave up: then it stays open); else quiet
     /// for `resolve_after` after its last trouble.
     pub(crate) fn due<D>(&self, i: &IncidentOf<D>, resolve_after: Micros) -> Option<Micros> {
+        // Killed by the watchdog: the next kill comes the limit after the
+        // kubelet stops answering, whenever that is after its start.
+        let resolve_after = self
+            .watchdog_limit
+            .map_or(resolve_after, |l| resolve_after.max(l.saturating_mul(2)));
         match self.pending {
             Some(_) if self.gave_up_at.is_some() => None,
             Some(p) => Some(p + resolve_after),

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub use endpoint::Outage;
 pub use host_silent::Silent;
 pub use kubelet_down::Down;
+pub(crate) use kubelet_down::systemd_span;
 pub use node_status::{Counters, NodeStatus};
 pub use not_ready::NotReady;
 

@@ -229,6 +229,14 @@ fn record_life(inc: &mut Incident, sig: &Signal, evidence: &Evidence, at: Micros
             d.pending.get_or_insert(at);
         }
         SignalKind::KubeletFailed => {
+            if let Some(limit) = sig
+                .exit
+                .as_deref()
+                .and_then(|e| e.strip_prefix("watchdog timeout (limit "))
+                .and_then(|l| crate::tracker::kind::systemd_span(l.trim_end_matches(')')))
+            {
+                d.watchdog_limit = Some(limit);
+            }
             if let Some(e) = &sig.exit {
                 let c = crate::signals::exit_cause(e);
                 if d.pending.is_none() || d.last_exit.is_none() {
