@@ -86,12 +86,13 @@ impl Store {
             let mut kept: Vec<(u64, sled::IVec)> = Vec::new();
             for kv in self.meta.scan_prefix(LEFT) {
                 let (k, v) = kv.map_err(|e| self.err(e))?;
-                let seq = decode::<LeftAt>(&v).map_or(0, |l| l.seq);
+                // One that cannot be read is the oldest, and no way back.
+                let at = decode::<LeftAt>(&v).ok();
                 if k[LEFT.len()..] == *source.as_bytes() {
-                    back = decode(&v).ok();
+                    back = at;
                     forget.push(k);
                 } else {
-                    kept.push((seq, k));
+                    kept.push((at.map_or(0, |l| l.seq), k));
                 }
             }
             let old = self.meta.get("source").map_err(|e| self.err(e))?;

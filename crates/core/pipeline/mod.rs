@@ -300,12 +300,7 @@ impl Pipeline {
     /// otherwise hold one line per host).
     pub fn activity(&mut self, host: &str, at: Micros, decisions: &mut Vec<Decision>) {
         let host = crate::model::bounded_name(host).unwrap_or(host);
-        let joiner = &self.joiner;
-        let held = |h: &str| joiner.earliest_held(h).is_some();
-        let admitted =
-            self.hosts.believed(at) && self.hosts.within(&mut self.tracker, host, Some(at), held);
-        self.summary.hosts_given_way += self.hosts.take_given_way();
-        if admitted {
+        if self.hosts.believed(at) && self.within(host, Some(at)) {
             self.tracker.journal_reaches(host, at, decisions);
             if self.joiner.earliest_held(host).is_some_and(|e| e <= at) {
                 self.join(decisions, |j, out| j.release_quiet(host, at, out));
@@ -313,15 +308,21 @@ impl Pipeline {
         }
     }
 
-    /// Whether entries of `host` are read: a host already read, or one more
-    /// within `[fleet] max_hosts`. Counts (and names the first of) those
-    /// that are not.
-    fn admits(&mut self, host: &str, at: Option<Micros>) -> bool {
+    /// [`HostBook::within`], with the hosts holding a line for its
+    /// continuation kept, and the hosts that gave way counted.
+    fn within(&mut self, host: &str, at: Option<Micros>) -> bool {
         let joiner = &self.joiner;
         let held = |h: &str| joiner.earliest_held(h).is_some();
         let admitted = self.hosts.within(&mut self.tracker, host, at, held);
         self.summary.hosts_given_way += self.hosts.take_given_way();
-        if admitted {
+        admitted
+    }
+
+    /// Whether entries of `host` are read: a host already read, or one more
+    /// within `[fleet] max_hosts`. Counts (and names the first of) those
+    /// that are not.
+    fn admits(&mut self, host: &str, at: Option<Micros>) -> bool {
+        if self.within(host, at) {
             return true;
         }
         self.summary.hosts_refused += 1;
