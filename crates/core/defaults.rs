@@ -102,6 +102,9 @@ pub const RESTARTS: u32 = 3;
 /// `[alert] not_ready_after`: a node not ready longer than this is
 /// persistent (shorter, soon after the kubelet's start, the start-up race).
 pub const NOT_READY_AFTER: Micros = 180 * SECOND;
+/// `[alert] start_budget`: a kubelet start that reaches Ready later than
+/// this is slow (design 5.5).
+pub const START_BUDGET: Micros = 300 * SECOND;
 /// `[alert] window` (and `scan --window`).
 pub const WINDOW: Micros = 600 * SECOND;
 /// [`WINDOW`] as `scan`'s flag spells it.

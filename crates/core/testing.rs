@@ -6,7 +6,7 @@
 use crate::model::{Entry, EntryFilter};
 use crate::pipeline::{Pipeline, Summary};
 use crate::time::Micros;
-use crate::tracker::{AlertKind, Decision, Incident, Settings};
+use crate::tracker::{AlertKind, Decision, Incident, Settings, Start};
 
 /// A kubelet line (`_SYSTEMD_UNIT=kubelet.service`, identifier `kubelet`)
 /// of `host` at `at`.
@@ -76,6 +76,8 @@ pub struct Replay {
     pub settings: Settings,
     /// What the pipeline counted.
     pub summary: Summary,
+    /// The kubelets' starts, by host and start time.
+    pub starts: Vec<Start>,
 }
 
 impl Replay {
@@ -149,6 +151,7 @@ pub fn replay_through(
         decisions,
         settings,
         summary: p.summary().clone(),
+        starts: p.tracker_mut().take_starts(),
     }
 }
 
@@ -216,5 +219,148 @@ pub fn crash_loop(t0: Micros, host: &str, n: i64) -> Vec<Entry> {
             "Stopped kubelet: The Kubernetes Node Agent.",
         ));
     }
+    v
+}
+
+/// The kubelet's line of `host` written as `pid`.
+fn kubelet_as(pid: u32, at: Micros, host: &str, text: &str) -> Entry {
+    Entry {
+        pid: Some(pid),
+        ..kubelet(at, host, text)
+    }
+}
+
+/// Six nodes starting (issue 37's journal), from `t0`: `healthy`
+/// registered at 3 s, its CNI not ready until 10 s, Ready at 12 s;
+/// `race` registered at 1.005 s with one lister miss in the same
+/// millisecond, Ready at 1.42 s; `refused` refused registration every
+/// 7 s for 93 s, Ready at 100 s; `cni` not ready on its CNI for six
+/// minutes, Ready at 366 s; `runtime` whose runtime never comes up (to
+/// 420 s); `restarted` restarted on request at 60 s, each start Ready 5 s
+/// later (the second through the `NodeReady` event line). Seven starts.
+#[must_use]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a journal written down node by node, read as one"
+)]
+pub fn six_starts(t0: Micros) -> Vec<Entry> {
+    let ms = |k: i64| t0 + k * 1000;
+    let started = "Started kubelet.service - kubelet: The Kubernetes Node Agent.";
+    let version =
+        r#"I1204 09:00:00.050000    PID server.go:484] "Kubelet version" kubeletVersion="v1.31.2""#;
+    let attempt = r#"I1204 09:00:00.000000    PID kubelet_node_status.go:72] "Attempting to register node" node="NODE""#;
+    let registered = r#"I1204 09:00:00.000000    PID kubelet_node_status.go:75] "Successfully registered node" node="NODE""#;
+    let cni = r#"E1204 09:00:00.000000    PID kubelet.go:2862] "Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized""#;
+    let ready = r#"I1204 09:00:00.000000    PID kubelet_node_status.go:493] "Fast updating node status as it just became ready""#;
+    let mut v = Vec::new();
+    let mut line = |host: &str, pid: u32, at: i64, text: &str| {
+        let text = text.replace("PID", &pid.to_string()).replace("NODE", host);
+        if text.starts_with("Started ") || text.starts_with("Stop") {
+            v.push(systemd(ms(at), host, &text));
+        } else {
+            v.push(kubelet_as(pid, ms(at), host, &text));
+        }
+    };
+    // healthy
+    line("healthy", 101, 0, started);
+    line("healthy", 101, 50, version);
+    line("healthy", 101, 2_900, attempt);
+    line("healthy", 101, 3_000, registered);
+    for k in 0..5 {
+        line("healthy", 101, 3_100 + k * 1_700, cni);
+    }
+    line("healthy", 101, 10_000, cni);
+    line("healthy", 101, 12_000, ready);
+    // race
+    line("race", 102, 0, started);
+    line("race", 102, 50, version);
+    line("race", 102, 1_000, attempt);
+    line("race", 102, 1_005, registered);
+    line(
+        "race",
+        102,
+        1_005,
+        r#"E1204 09:00:01.005000    102 kubelet_node_status.go:535] "Error updating node status, will retry" err="error getting node \"race\": node \"race\" not found""#,
+    );
+    line("race", 102, 1_420, ready);
+    // refused
+    line("refused", 103, 0, started);
+    line("refused", 103, 50, version);
+    for k in 0..14 {
+        let at = 7_000 + k * 7_000;
+        line("refused", 103, at, attempt);
+        line(
+            "refused",
+            103,
+            at + 3,
+            r#"E1204 09:00:07.000000    103 kubelet_node_status.go:96] "Unable to register node with API server" err="Post \"https://10.0.0.1:6443/api/v1/nodes\": dial tcp 10.0.0.1:6443: connect: connection refused" node="refused""#,
+        );
+    }
+    line("refused", 103, 99_000, attempt);
+    line("refused", 103, 99_200, registered);
+    line("refused", 103, 100_000, ready);
+    // cni
+    line("cni", 104, 0, started);
+    line("cni", 104, 50, version);
+    line("cni", 104, 2_000, attempt);
+    line("cni", 104, 3_000, registered);
+    for k in 0..=12 {
+        line("cni", 104, 4_000 + k * 29_500, cni);
+    }
+    line("cni", 104, 366_000, ready);
+    // runtime
+    line("runtime", 105, 0, started);
+    line("runtime", 105, 50, version);
+    line("runtime", 105, 1_000, attempt);
+    line("runtime", 105, 2_000, registered);
+    for k in 0..=42 {
+        line(
+            "runtime",
+            105,
+            2_500 + k * 10_000,
+            r#"E1204 09:00:00.000000    105 kubelet.go:2853] "Container runtime not ready" runtimeReady="RuntimeReady=false reason:ContainerdNotReady message:containerd is not ready""#,
+        );
+    }
+    // restarted
+    line("restarted", 106, 0, started);
+    line("restarted", 106, 50, version);
+    line("restarted", 106, 1_000, attempt);
+    line(
+        "restarted",
+        106,
+        1_010,
+        r#"I1204 09:00:01.010000    106 kubelet_node_status.go:126] "Node was previously registered" node="restarted""#,
+    );
+    line("restarted", 106, 1_011, registered);
+    line("restarted", 106, 5_000, ready);
+    line(
+        "restarted",
+        1,
+        60_000,
+        "Stopping kubelet.service - kubelet: The Kubernetes Node Agent...",
+    );
+    line(
+        "restarted",
+        1,
+        60_200,
+        "Stopped kubelet.service - kubelet: The Kubernetes Node Agent.",
+    );
+    line("restarted", 107, 60_300, started);
+    line("restarted", 107, 60_350, version);
+    line("restarted", 107, 61_000, attempt);
+    line(
+        "restarted",
+        107,
+        61_010,
+        r#"I1204 09:01:01.010000    107 kubelet_node_status.go:126] "Node was previously registered" node="restarted""#,
+    );
+    line("restarted", 107, 61_011, registered);
+    line(
+        "restarted",
+        107,
+        65_300,
+        r#"I1204 09:01:05.300000    107 kubelet_node_status.go:679] "Recording event message for node" node="restarted" event="NodeReady""#,
+    );
+    v.sort_by_key(|e| e.at);
     v
 }

@@ -314,6 +314,8 @@ pub struct AlertConfig {
     /// A node not ready longer than this is persistent (not-ready
     /// incidents).
     pub not_ready_after: Period,
+    /// A kubelet start Ready later than this is slow (design 5.5).
+    pub start_budget: Period,
     pub window: Period,
     pub group_wait: Period,
     pub repeat_interval: Period,

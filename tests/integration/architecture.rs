@@ -65,7 +65,7 @@ const CORE_FLOORS: &[&[&str]] = &[
 /// module: a file names only files on floors below its own.
 const TRACKER_FLOORS: &[&[&str]] = &[
     &["terms", "decision", "timeline", "words"],
-    &["evidence", "settings"],
+    &["evidence", "settings", "start"],
     &["incident"],
     &["kind"],
     &["open", "hosts"],

@@ -470,7 +470,7 @@ impl Pipeline {
         let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
         if let (Some(pid), false) = (entry.pid, entry.from_systemd) {
             if entry.identifier.as_deref() != Some("systemd") {
-                self.tracker.kubelet_pid(&host, pid);
+                self.tracker.kubelet_pid(&host, pid, entry.at);
             }
         }
         self.hosts.read(&host);
@@ -798,6 +798,8 @@ impl Pipeline {
             // record does not shut a host out for the rest of a run, and a
             // restarted service judges the line as `scan` does.
             clock_untrusted: self.hosts.untrusted_time(at),
+            pid: entry.pid,
+            from_systemd: entry.from_systemd || entry.identifier.as_deref() == Some("systemd"),
         };
         self.tracker.observe(&obs, decisions);
     }

@@ -1258,6 +1258,12 @@ mod tests {
             None,
             None,
         ),
+        (
+            "I0101 00:00:00.000000    1 server.go:416] Version: v1.18.0",
+            Some(K::KubeletStarted),
+            None,
+            None,
+        ),
         // The kubelet's fatal lines (design 5.1).
         (
             r#"E0805 10:49:28.520853   12345 run.go:74] "command failed" err="failed to run Kubelet: running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false. /proc/swaps contained: [Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority /dev/sda2 partition\t1000444\t\t0\t\t-2]""#,

@@ -500,6 +500,7 @@ pub static TABLE: &[Row] = &[
         "1.21+",
     ),
     row(K::KubeletStarted, Structured("Kubelet version"), "1.21+"),
+    row(K::KubeletStarted, LegacyPrefix("Version: v"), "<=1.20"),
     row(K::KubeletStarted, Structured("Started kubelet"), "1.21+"),
     row(K::KubeletStarted, LegacyExact("Started kubelet"), "<=1.20"),
     // Last: any other klog Fatal line of the kubelet's (it exits right

@@ -19,6 +19,10 @@ pub struct Observation<'a> {
     /// The line's own time cannot be trusted (before any kubelet, or more
     /// than a day past the reader's clock).
     pub clock_untrusted: bool,
+    /// The writer's pid (the kubelet's, or pid 1's for systemd's lines).
+    pub pid: Option<u32>,
+    /// systemd's own word about the kubelet's unit, not the kubelet's.
+    pub from_systemd: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::evidence::Evidence;
 use super::kind::Incident;
+use super::start::Start;
 use crate::time::Micros;
 
 /// What one kubelet (one host) told us lately. Persisted one record a host
@@ -60,6 +61,14 @@ pub struct Origin {
     /// that outlasts `not_ready_after` (it never finished starting).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) starting_since: Option<Micros>,
+    /// Its kubelet's start under way, until the node's ready marker or
+    /// the next start (design 5.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) start: Option<Start>,
+    /// The pid of its kubelet's latest start: a line of another pid is
+    /// the next start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) start_pid: Option<u32>,
 }
 
 pub(crate) const ORIGIN_MARKERS: usize = 8;

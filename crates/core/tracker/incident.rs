@@ -91,6 +91,10 @@ pub struct IncidentOf<D> {
     /// Its trouble and supporting signals over time (bounded).
     #[serde(default, skip_serializing_if = "Timeline::is_empty")]
     pub timeline: Timeline,
+    /// Where in its host's kubelet start it opened, when it opened during
+    /// one (design 5.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<super::start::StartPlace>,
     /// Its kind's own data.
     pub detail: D,
 }

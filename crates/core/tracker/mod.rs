@@ -35,6 +35,7 @@
 mod decision;
 mod evidence;
 mod settings;
+pub mod start;
 mod terms;
 pub mod timeline;
 mod words;
@@ -60,12 +61,13 @@ pub use incident::{Ack, Anchor, IncidentOf};
 pub use kind::{Counters, Detail, Down, Incident, NodeStatus, NotReady, Outage, Silent};
 pub use machine::{Member, MemberWrite};
 pub use settings::{Limits, Selector, Settings, Threshold};
+pub use start::{Phase, PhaseSpan, Start, StartPlace, StartVerdict};
 pub use terms::{IncidentKind, Resolution, Status, Verdict};
 pub use words::{cause_explanation, one_line};
 
 use hosts::Hosts;
 use ledger::Ledger;
-use machine::{Outages, SilentWatch};
+use machine::{Outages, SilentWatch, Starts};
 use open::OpenKey;
 
 use crate::signals::Signal;
@@ -87,6 +89,8 @@ pub struct Tracker {
     silent: SilentWatch,
     /// The endpoint groups and their incidents.
     outages: Outages,
+    /// The kubelets' starts changed since they were last taken.
+    starts: Starts,
 }
 
 /// The tracker as the store keeps it. The open incidents and the hosts'
@@ -128,6 +132,7 @@ impl From<State> for Tracker {
             hosts: Hosts::from_state(s.origins, s.registered_at),
             silent: SilentWatch::default(),
             outages: Outages::new(s.fleet_groups),
+            starts: Starts::default(),
         }
     }
 }
@@ -345,6 +350,7 @@ impl Tracker {
             self.hosts.touch(host);
         }
         let (l, h) = (&mut self.ledger, &mut self.hosts);
+        self.starts.line(h, l, obs, &node, out);
         if sig.kind.is_life() {
             machine::life(l, h, obs, &node, out);
         }
@@ -368,6 +374,8 @@ impl Tracker {
         }
         self.outages
             .correlate(&mut self.ledger, std::slice::from_ref(&key), from, out);
+        let (l, h) = (&mut self.ledger, &mut self.hosts);
+        self.starts.opened(h, l, host, &out[from..]);
     }
 
     /// Takes one context line of `host` (journal time `line.at`): into the
@@ -386,10 +394,42 @@ impl Tracker {
         self.outages.correlate(&mut self.ledger, &keys, from, out);
     }
 
-    /// The kubelet of `host` writes as `pid` (an OOM kill naming it is
-    /// the kubelet's).
-    pub fn kubelet_pid(&mut self, host: &str, pid: u32) {
+    /// The kubelet of `host` writes as `pid` at `at` (an OOM kill naming
+    /// it is the kubelet's; a pid other than its latest start's is its
+    /// next start).
+    pub fn kubelet_pid(&mut self, host: &str, pid: u32, at: Option<Micros>) {
+        if let Some(at) = at {
+            let node = self.host_node(host);
+            self.starts.pid(&mut self.hosts, host, &node, pid, at);
+        }
         context::kubelet_pid(&mut self.hosts, host, pid);
+    }
+
+    /// The node of `host`: the one its kubelet registered (or last
+    /// named), else `[node] name`, else the host.
+    fn host_node(&self, host: &str) -> String {
+        self.hosts
+            .node_of(host)
+            .or_else(|| self.ledger.settings.node_name.clone())
+            .unwrap_or_else(|| {
+                if host.is_empty() {
+                    UNKNOWN_NODE.to_string()
+                } else {
+                    host.to_string()
+                }
+            })
+    }
+
+    /// The kubelets' starts changed since the last call (design 5.5), to
+    /// persist and report: one record a start, by host and start time.
+    pub fn take_starts(&mut self) -> Vec<Start> {
+        self.starts.take()
+    }
+
+    /// `host`'s kubelet start under way, if any.
+    #[must_use]
+    pub fn start_of(&self, host: &str) -> Option<&Start> {
+        self.hosts.get(host).and_then(|o| o.start.as_ref())
     }
 
     /// Moves `host`'s clock to `now`: resolves its incidents quiet for
@@ -523,6 +563,7 @@ impl Tracker {
     pub fn activity(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
         let (l, h) = (&mut self.ledger, &mut self.hosts);
         self.silent.activity(l, h, host, at, out);
+        self.starts.tick(h, l.settings.start_budget, host, at);
     }
 
     /// `host`'s journal files reach `at` (a collector's reader reads it
@@ -595,3 +636,6 @@ mod not_ready_tests;
 
 #[cfg(test)]
 mod context_tests;
+
+#[cfg(test)]
+mod start_tests;

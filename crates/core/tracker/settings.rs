@@ -22,6 +22,10 @@ pub struct Settings {
     /// longer is persistent and alerts (design 5.3).
     #[serde(default = "default_not_ready_after")]
     pub not_ready_after: Micros,
+    /// `[alert] start_budget`: a start that reaches Ready later than this
+    /// is slow; one not Ready by then, never-ready (design 5.5).
+    #[serde(default = "default_start_budget")]
+    pub start_budget: Micros,
     pub window: Micros,
     pub repeat_interval: Micros,
     pub send_resolved: bool,
@@ -71,6 +75,10 @@ fn default_fleet_window() -> Micros {
 
 fn default_max_nodes_per_host() -> usize {
     defaults::MAX_NODES_PER_HOST as usize
+}
+
+fn default_start_budget() -> Micros {
+    defaults::START_BUDGET
 }
 
 fn default_not_ready_after() -> Micros {
@@ -174,6 +182,7 @@ impl Default for Settings {
             retries: defaults::RETRIES,
             restarts: defaults::RESTARTS,
             not_ready_after: defaults::NOT_READY_AFTER,
+            start_budget: defaults::START_BUDGET,
             window: defaults::WINDOW,
             repeat_interval: defaults::REPEAT_INTERVAL,
             send_resolved: defaults::SEND_RESOLVED,

@@ -232,6 +232,7 @@ impl Incident {
             ack: None,
             context: Vec::new(),
             timeline: Timeline::default(),
+            start: None,
             detail: Detail::of(kind),
         }
     }

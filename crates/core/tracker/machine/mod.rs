@@ -11,12 +11,14 @@ mod host_silent;
 mod kubelet_down;
 pub(super) mod node_status;
 mod not_ready;
+mod start;
 
 pub(super) use endpoint::{Group, Outages};
 pub use endpoint::{Member, MemberWrite};
 pub(super) use host_silent::SilentWatch;
 pub(super) use kubelet_down::life;
 pub(super) use not_ready::not_ready;
+pub(super) use start::Starts;
 
 use super::decision::{Decision, Observation};
 use super::hosts::Hosts;

@@ -1,0 +1,265 @@
+//! What a host's lines do to its kubelet's start (design 5.5): a start
+//! mark begins one (systemd's `Started` for the unit; else the kubelet's
+//! `Kubelet version` or `Started kubelet`; else a line of a new kubelet
+//! pid), the registration lines and the CNI's not-ready lines mark it,
+//! the node's ready marker ends it, and so does the next start. Judged on
+//! the host's own journal clock, so `scan`, `run --once` and a following
+//! service make the same records.
+
+use std::collections::BTreeMap;
+
+use super::super::decision::{Decision, Observation};
+use super::super::hosts::Hosts;
+use super::super::ledger::Ledger;
+use super::super::start::{MarksSeen, Start, StartVerdict, version_in};
+use crate::signals::{Cause, SignalKind};
+use crate::time::Micros;
+
+/// The starts changed since the last [`Starts::take`], to persist: one
+/// record a start, by host and start time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(in crate::tracker) struct Starts {
+    changed: BTreeMap<(String, Micros), Start>,
+}
+
+impl Starts {
+    /// The starts changed since the last call, by host and start time.
+    pub(in crate::tracker) fn take(&mut self) -> Vec<Start> {
+        std::mem::take(&mut self.changed).into_values().collect()
+    }
+
+    fn changed(&mut self, s: &Start) {
+        self.changed
+            .insert((s.host.clone(), s.started_at), s.clone());
+    }
+
+    /// Begins `host`'s next start at `at`, ending the one under way.
+    fn begin(&mut self, h: &mut Hosts, host: &str, node: &str, at: Micros, pid: Option<u32>) {
+        let origin = h.entry(host);
+        if let Some(mut old) = origin.start.take() {
+            old.ended_at = Some(at);
+            old.verdict = StartVerdict::NeverReady;
+            self.changed(&old);
+        }
+        let mut s = Start::new(host, node, at);
+        s.pid = pid;
+        if pid.is_some() {
+            origin.start_pid = pid;
+        }
+        self.changed(&s);
+        origin.start = Some(s);
+        h.touch(host);
+    }
+
+    /// A line of `host`'s kubelet written as `pid` at `at` (any line, read
+    /// or not): a pid other than its latest start's is the next start; a
+    /// start systemd began takes the first pid after it.
+    pub(in crate::tracker) fn pid(
+        &mut self,
+        h: &mut Hosts,
+        host: &str,
+        node: &str,
+        pid: u32,
+        at: Micros,
+    ) {
+        let Some(origin) = h.get_mut(host) else {
+            return;
+        };
+        let known = match &origin.start {
+            Some(s) => s.pid,
+            None => origin.start_pid,
+        };
+        match known {
+            Some(p) if p == pid => {}
+            Some(_) => self.begin(h, host, node, at, Some(pid)),
+            // A start systemd began takes it; with no start, it is the
+            // process whose successor will be the next start.
+            None => {
+                if let Some(s) = origin.start.as_mut() {
+                    s.pid = Some(pid);
+                    let s = s.clone();
+                    self.changed(&s);
+                }
+                origin.start_pid = Some(pid);
+                h.touch(host);
+            }
+        }
+    }
+
+    /// A recognised line of `host` about `node`.
+    #[allow(
+        clippy::wildcard_enum_match_arm,
+        reason = "a signal kind not named here marks no start"
+    )]
+    pub(in crate::tracker) fn line(
+        &mut self,
+        h: &mut Hosts,
+        l: &mut Ledger,
+        obs: &Observation<'_>,
+        node: &str,
+        out: &mut Vec<Decision>,
+    ) {
+        let host = obs.host.unwrap_or("");
+        let at = obs.at;
+        let sig = obs.signal;
+        if sig.kind == SignalKind::KubeletStarted {
+            self.started(h, obs, node);
+            return;
+        }
+        let Some(s) = h.get_mut(host).and_then(|o| o.start.as_mut()) else {
+            return;
+        };
+        if at < s.started_at {
+            return;
+        }
+        let changed = match sig.kind {
+            SignalKind::RegisterAttempt => {
+                s.node = node.to_string();
+                s.register_from.get_or_insert(at);
+                true
+            }
+            SignalKind::Registered => {
+                s.node = node.to_string();
+                s.register_from.get_or_insert(at);
+                s.registered_at.get_or_insert(at);
+                true
+            }
+            SignalKind::NotReady | SignalKind::NotReadySupport if sig.cause == Some(Cause::Cni) => {
+                s.network_until = Some(at);
+                true
+            }
+            SignalKind::NodeReady => {
+                s.ready_at = Some(at);
+                s.verdict = s.judge(l.settings.start_budget, at);
+                true
+            }
+            _ => false,
+        };
+        if !changed {
+            return;
+        }
+        if s.ready_at.is_some() {
+            if let Some(done) = h.get_mut(host).and_then(|o| o.start.take()) {
+                place_listed(l, &done, out);
+                self.changed(&done);
+            }
+        } else {
+            let s = s.clone();
+            self.changed(&s);
+        }
+        h.touch(host);
+    }
+
+    /// The kubelet's start line (or systemd's `Started`).
+    fn started(&mut self, h: &mut Hosts, obs: &Observation<'_>, node: &str) {
+        let host = obs.host.unwrap_or("");
+        let text = obs.text;
+        if obs.from_systemd {
+            self.begin(h, host, node, obs.at, None);
+            return;
+        }
+        let mark = if version_in(text).is_some() {
+            MarksSeen::VERSION
+        } else {
+            MarksSeen::STARTED
+        };
+        let origin = h.entry(host);
+        let same = match &origin.start {
+            // The pid rule split processes already: a start with a pid is
+            // this process's; one without is, unless it saw this mark.
+            Some(s) => s.pid.is_some() || !s.marks.has(mark),
+            // This process's start ended already (Ready before its
+            // `Started kubelet`).
+            None => obs.pid.is_some() && origin.start_pid == obs.pid,
+        };
+        if !same {
+            self.begin(h, host, node, obs.at, obs.pid);
+        }
+        let Some(s) = h.get_mut(host).and_then(|o| o.start.as_mut()) else {
+            return;
+        };
+        s.marks.add(mark);
+        if let Some(v) = version_in(text) {
+            s.set_version(v);
+        }
+        let s = s.clone();
+        self.changed(&s);
+        h.touch(host);
+    }
+
+    /// `host`'s journal reaches `at`: a start not Ready within the budget
+    /// by then is never-ready.
+    pub(in crate::tracker) fn tick(
+        &mut self,
+        h: &mut Hosts,
+        budget: Micros,
+        host: &str,
+        at: Micros,
+    ) {
+        let Some(s) = h.get_mut(host).and_then(|o| o.start.as_mut()) else {
+            return;
+        };
+        if s.verdict == StartVerdict::Starting && s.judge(budget, at) != StartVerdict::Starting {
+            s.verdict = StartVerdict::NeverReady;
+            let s = s.clone();
+            self.changed(&s);
+            h.touch(host);
+        }
+    }
+
+    /// Incidents of `host` opened (the decisions from `from` on): listed on
+    /// its start under way, and told where in it they opened.
+    pub(in crate::tracker) fn opened(
+        &mut self,
+        h: &mut Hosts,
+        l: &mut Ledger,
+        host: &str,
+        decisions: &[Decision],
+    ) {
+        let Some(s) = h.get_mut(host).and_then(|o| o.start.as_mut()) else {
+            return;
+        };
+        let mut listed = false;
+        for d in decisions {
+            let Decision::OpenIncident { id } = d else {
+                continue;
+            };
+            let Some(inc) = l
+                .open
+                .key_of_id(id)
+                .cloned()
+                .and_then(|k| l.open.get_mut(&k))
+            else {
+                continue;
+            };
+            if inc.host.as_deref() != Some(host) || inc.opened_at < s.started_at {
+                continue;
+            }
+            inc.start = Some(s.place(inc.opened_at));
+            listed |= s.list(id);
+        }
+        if listed {
+            let s = s.clone();
+            self.changed(&s);
+            h.touch(host);
+        }
+    }
+}
+
+/// A start reached Ready: the incidents it lists that the tracker still
+/// holds learn the phase they opened in.
+fn place_listed(l: &mut Ledger, s: &Start, out: &mut Vec<Decision>) {
+    for id in &s.incidents {
+        if let Some(inc) = l
+            .open
+            .key_of_id(id)
+            .cloned()
+            .and_then(|k| l.open.get_mut(&k))
+        {
+            inc.start = Some(s.place(inc.opened_at));
+            out.push(Decision::UpdateIncident { id: id.clone() });
+        } else if let Some(inc) = l.resolved.iter_mut().find(|i| &i.id == id) {
+            inc.start = Some(s.place(inc.opened_at));
+        }
+    }
+}
