@@ -4,6 +4,8 @@
 
 use std::fmt::Write as _;
 
+pub(crate) mod starts;
+
 use serde::{Deserialize, Serialize};
 
 use sentinel_core::pipeline::Summary;
@@ -178,6 +180,38 @@ pub struct IncidentOut {
     /// Its signals over time, for the picture `show` draws.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<sentinel_core::picture::Picture>,
+    /// Where in its host's kubelet start it opened, when it opened during
+    /// one (design 5.5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<StartPlaceOut>,
+}
+
+/// Where in a kubelet start an incident opened.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StartPlaceOut {
+    /// The start (`kubelet-sentinel starts`).
+    pub started_at: String,
+    /// The mark before it: `start`, `register-attempt`, `registered`,
+    /// `network`, `ready`.
+    pub after: String,
+    pub after_ms: i64,
+    /// The phase it opened in, once the start has the mark that ends it.
+    pub phase: Option<String>,
+    /// In words, as `show` and the mail say it.
+    pub words: String,
+}
+
+impl StartPlaceOut {
+    #[must_use]
+    pub fn new(p: &sentinel_core::tracker::StartPlace) -> Self {
+        Self {
+            started_at: rfc3339(p.started_at),
+            after: p.after.as_str().to_string(),
+            after_ms: p.after_ms,
+            phase: p.phase.map(|p| p.as_str().to_string()),
+            words: p.words(),
+        }
+    }
 }
 
 /// Evidence lines an incident did not keep.
@@ -262,6 +296,7 @@ impl IncidentOut {
             silenced_by: Vec::new(),
             evidence_dropped: dropped(i),
             timeline: sentinel_core::picture::Picture::of(i),
+            start: i.start.as_ref().map(StartPlaceOut::new),
         }
     }
 
@@ -348,6 +383,8 @@ pub(crate) enum DetailView<'a> {
 pub(crate) struct ScanOut {
     pub summary: SummaryOut,
     pub incidents: Vec<IncidentOut>,
+    /// The kubelets' starts (design 5.5), by host and start time.
+    pub starts: Vec<starts::StartOut>,
 }
 
 /// Where the lines an incident did not keep were: the last lines kept
@@ -374,10 +411,16 @@ pub(crate) fn sort(incidents: &mut [Incident]) {
 }
 
 #[must_use]
-pub(crate) fn scan_json(summary: &Summary, incidents: &[Incident], s: &Settings) -> String {
+pub(crate) fn scan_json(
+    summary: &Summary,
+    incidents: &[Incident],
+    starts: &[sentinel_core::tracker::Start],
+    s: &Settings,
+) -> String {
     let out = ScanOut {
         summary: SummaryOut::new(summary),
         incidents: incidents.iter().map(|i| IncidentOut::new(i, s)).collect(),
+        starts: starts.iter().map(starts::StartOut::new).collect(),
     };
     serde_json::to_string_pretty(&out).unwrap_or_default() + "\n"
 }
@@ -604,6 +647,9 @@ pub(crate) fn details(o: &IncidentOut, zone: Zone) -> String {
     times_block(&mut out, o, zone);
     counters_line(&mut out, o);
     let _ = writeln!(out, "  diagnosis: {}", terminal_text(&o.diagnosis, 4000));
+    if let Some(s) = &o.start {
+        let _ = writeln!(out, "  start: {}", terminal_text(&s.words, 400));
+    }
     if !o.next_steps.is_empty() {
         let _ = writeln!(out, "  what to check next:");
         for step in &o.next_steps {

@@ -4,7 +4,8 @@
 
 use crate::journal::{self, Malformed, ReadOptions, SourceError};
 use sentinel_core::pipeline::{Pipeline, Summary};
-use sentinel_core::tracker::{Decision, Incident, Settings};
+use sentinel_core::time::Micros;
+use sentinel_core::tracker::{Decision, Incident, STARTS_KEPT, Settings, Start};
 
 /// Where to read from.
 #[derive(Debug, Clone)]
@@ -28,6 +29,33 @@ pub struct ScanResult {
     pub failed: Vec<SourceError>,
     /// Each host's newest entry (a collector directory: one a host).
     pub hosts: std::collections::BTreeMap<String, sentinel_core::time::Micros>,
+    /// The kubelets' starts, by host and start time (the latest
+    /// [`STARTS_KEPT`] a host, as the store keeps them).
+    pub starts: Vec<Start>,
+}
+
+/// The starts of a read, the latest [`STARTS_KEPT`] a host.
+#[derive(Default)]
+struct Starts(std::collections::BTreeMap<(String, Micros), Start>);
+
+impl Starts {
+    fn take(&mut self, pipeline: &mut Pipeline) {
+        let mut hosts = std::collections::BTreeSet::new();
+        for s in pipeline.tracker_mut().take_starts() {
+            hosts.insert(s.host.clone());
+            self.0.insert((s.host.clone(), s.started_at), s);
+        }
+        for h in hosts {
+            let keys: Vec<(String, Micros)> = self
+                .0
+                .range((h.clone(), Micros::MIN)..=(h, Micros::MAX))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in keys.iter().take(keys.len().saturating_sub(STARTS_KEPT)) {
+                self.0.remove(k);
+            }
+        }
+    }
 }
 
 /// Reads every input through one pipeline and returns what it found.
@@ -55,6 +83,7 @@ pub(crate) fn scan_with_progress(
     );
     let mut decisions: Vec<Decision> = Vec::new();
     let mut failed = Vec::new();
+    let mut starts = Starts::default();
     for input in inputs {
         let items = match input {
             Input::Path(p) => journal::open_input(p, read),
@@ -73,6 +102,7 @@ pub(crate) fn scan_with_progress(
         for item in items {
             if pipeline.summary().entries % 65_536 == 0 {
                 progress(pipeline.summary().entries);
+                starts.take(&mut pipeline);
             }
             match item {
                 Ok(item) => pipeline.push_item(item, &mut decisions),
@@ -89,6 +119,7 @@ pub(crate) fn scan_with_progress(
         pipeline.flush(&mut decisions);
     }
     pipeline.finish(&mut decisions);
+    starts.take(&mut pipeline);
     let mut incidents = pipeline.tracker_mut().take_resolved();
     incidents.extend(pipeline.tracker().open_incidents().cloned());
     crate::report::sort(&mut incidents);
@@ -102,5 +133,6 @@ pub(crate) fn scan_with_progress(
             .filter(|(h, _)| !h.is_empty())
             .map(|(h, t)| (h.to_string(), t))
             .collect(),
+        starts: starts.0.into_values().collect(),
     }
 }

@@ -54,6 +54,68 @@ pub(crate) struct ConfigStatus {
     pub last_error: Option<String>,
 }
 
+/// The starts' figures since the service started (design 5.5): counts
+/// by verdict as each is reached, and the phases' times of the starts that
+/// reached Ready, as histograms.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StartStats {
+    pub by_verdict: BTreeMap<String, u64>,
+    /// By phase, and `total` (start to Ready).
+    pub seconds: BTreeMap<String, Histogram>,
+}
+
+/// Upper bounds of the start histograms' buckets, in seconds.
+pub(crate) const START_BUCKETS: [f64; 12] = [
+    1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 180.0, 300.0, 600.0, 1800.0,
+];
+
+/// A histogram of [`START_BUCKETS`] (counts per bucket, not cumulative;
+/// the last counts what is above every bound).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Histogram {
+    pub buckets: Vec<u64>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl Histogram {
+    pub(crate) fn observe(&mut self, v: f64) {
+        if self.buckets.len() != START_BUCKETS.len() + 1 {
+            self.buckets = vec![0; START_BUCKETS.len() + 1];
+        }
+        let i = START_BUCKETS
+            .iter()
+            .position(|&b| v <= b)
+            .unwrap_or(START_BUCKETS.len());
+        self.buckets[i] += 1;
+        self.sum += v;
+        self.count += 1;
+    }
+}
+
+impl StartStats {
+    /// A start whose verdict was reached.
+    pub(crate) fn judged(&mut self, s: &sentinel_core::tracker::Start) {
+        *self
+            .by_verdict
+            .entry(s.verdict.as_str().to_string())
+            .or_default() += 1;
+        let Some(total) = s.time_to_ready_ms() else {
+            return;
+        };
+        for p in s.phases() {
+            self.seconds
+                .entry(p.phase.as_str().to_string())
+                .or_default()
+                .observe(p.ms() as f64 / 1000.0);
+        }
+        self.seconds
+            .entry("total".to_string())
+            .or_default()
+            .observe(total as f64 / 1000.0);
+    }
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub(crate) struct StatusSnapshot {
     pub started_at: Micros,
@@ -86,6 +148,9 @@ pub(crate) struct StatusSnapshot {
     pub commits: u64,
     pub last_commit_at: Option<Micros>,
     pub reader_restarts: u64,
+    /// The kubelets' starts judged since the service started.
+    #[serde(default)]
+    pub starts: StartStats,
     pub settings: Settings,
     pub config: ConfigStatus,
 }

@@ -105,6 +105,8 @@ pub const NOT_READY_AFTER: Micros = 180 * SECOND;
 /// `[alert] start_budget`: a kubelet start that reaches Ready later than
 /// this is slow (design 5.5).
 pub const START_BUDGET: Micros = 300 * SECOND;
+/// [`START_BUDGET`] as `scan`'s flag spells it.
+pub const START_BUDGET_TEXT: &str = "5m";
 /// `[alert] window` (and `scan --window`).
 pub const WINDOW: Micros = 600 * SECOND;
 /// [`WINDOW`] as `scan`'s flag spells it.

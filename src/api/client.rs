@@ -27,6 +27,7 @@ pub(crate) enum Request {
     Incidents(Filter),
     Incident(String),
     Nodes,
+    Starts(crate::store::StartFilter),
     Status,
     Silences,
     AddSilence(NewSilence),
@@ -67,6 +68,14 @@ impl Request {
             }
             Request::Incident(id) => format!("/incidents/{}", encode(id)),
             Request::Nodes => "/nodes".into(),
+            Request::Starts(f) => {
+                let q = serde_urlencoded::to_string(f).unwrap_or_default();
+                if q.is_empty() {
+                    "/starts".into()
+                } else {
+                    format!("/starts?{q}")
+                }
+            }
             Request::Status => "/status".into(),
             Request::Silences | Request::AddSilence(_) => "/silences".into(),
             Request::ExpireSilence(id) => format!("/silences/{}/expire", encode(id)),

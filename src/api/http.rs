@@ -216,6 +216,19 @@ async fn incident(State(st): Shared, id: Result<UrlPath<String>, PathRejection>)
     }
 }
 
+async fn starts(
+    State(st): Shared,
+    q: Result<Query<crate::store::StartFilter>, QueryRejection>,
+) -> HttpResponse {
+    match q {
+        Ok(Query(f)) => {
+            st.answer(StatusCode::OK, move |s, l| query::starts(s, Some(l), &f))
+                .await
+        }
+        Err(e) => bad_request(&e.body_text()),
+    }
+}
+
 async fn nodes(State(st): Shared) -> HttpResponse {
     st.answer(StatusCode::OK, |s, l| query::nodes(s, Some(l)))
         .await
@@ -367,6 +380,7 @@ pub(crate) fn socket_router(state: Arc<ApiState>) -> Router {
         .route("/incidents", get(incidents))
         .route("/incidents/{id}", get(incident))
         .route("/nodes", get(nodes))
+        .route("/starts", get(starts))
         .route("/status", get(status))
         .route("/metrics", get(metrics_page))
         .route("/reload", post(reload))

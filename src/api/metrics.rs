@@ -12,7 +12,8 @@ use prometheus_client::registry::Registry;
 
 use crate::query::{Live, lag};
 use sentinel_core::time::{Micros, SECOND};
-use sentinel_core::tracker::Verdict;
+use crate::status::START_BUCKETS;
+use sentinel_core::tracker::{Phase, StartVerdict, Verdict};
 
 type Labels = Vec<(&'static str, String)>;
 
@@ -87,6 +88,7 @@ impl Collector for Snapshot {
     fn encode(&self, mut enc: DescriptorEncoder) -> std::fmt::Result {
         self.encode_reading(&mut enc)?;
         self.encode_incidents(&mut enc)?;
+        self.encode_starts(&mut enc)?;
         self.encode_delivery(&mut enc)
     }
 }
@@ -307,6 +309,55 @@ impl Snapshot {
             "Time of the last entry read.",
             &one(sum.last_at.map_or(0.0, seconds)),
         )?;
+        Ok(())
+    }
+
+    /// The kubelets' starts judged since the service started (design 5.5).
+    fn encode_starts(&self, enc: &mut DescriptorEncoder) -> std::fmt::Result {
+        let st = &self.0.status.starts;
+        let by_verdict: Vec<(Labels, u64)> = StartVerdict::ALL
+            .iter()
+            .filter(|v| **v != StartVerdict::Starting)
+            .map(|v| {
+                let n = st.by_verdict.get(v.as_str()).copied().unwrap_or(0);
+                (vec![("verdict", v.as_str().to_string())], n)
+            })
+            .collect();
+        Self::counter(
+            enc,
+            "starts",
+            "Kubelet starts by the verdict reached (ready, slow past [alert] start_budget, \
+             never-ready), since the service started; a never-ready start that becomes Ready \
+             later counts again as ready or slow.",
+            &by_verdict,
+        )?;
+        let mut m = enc.encode_descriptor(
+            "start_seconds",
+            "Kubelet starts' time to Ready (phase=\"total\") and their phases' times (init, \
+             register, network, ready), of the starts that reached Ready since the service \
+             started.",
+            None,
+            prometheus_client::metrics::MetricType::Histogram,
+        )?;
+        let phases = Phase::NAMES.iter().chain(["total"].iter());
+        for phase in phases {
+            let h = st.seconds.get(*phase).cloned().unwrap_or_default();
+            let counts = if h.buckets.is_empty() {
+                vec![0; START_BUCKETS.len() + 1]
+            } else {
+                h.buckets.clone()
+            };
+            let buckets: Vec<(f64, u64)> = START_BUCKETS
+                .iter()
+                .copied()
+                .chain([f64::INFINITY])
+                .zip(counts)
+                .collect();
+            let labels: Labels = vec![("phase", (*phase).to_string())];
+            m.encode_family(&labels)?.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                h.sum, h.count, &buckets, None,
+            )?;
+        }
         Ok(())
     }
 

@@ -11,7 +11,7 @@ use crate::journal::Format;
 use sentinel_core::kinds::Spelling;
 use sentinel_core::signals::Cause;
 use sentinel_core::time::Micros;
-use sentinel_core::tracker::{IncidentKind, Settings, Status, Verdict};
+use sentinel_core::tracker::{IncidentKind, Settings, StartVerdict, Status, Verdict};
 
 /// Exit codes: 0 ok, 1 runtime failure, 2 usage, 3 `status`: the service
 /// is not running, 4 `scan` read its input with losses (what was lost is on
@@ -84,6 +84,9 @@ pub enum Command {
         #[arg(long)]
         utc: bool,
     },
+    /// Each kubelet start: how long to Ready, which phase was slow, its verdict, and the
+    /// incidents that opened during it; with the fleet's median and p90 under the table.
+    Starts(StartsArgs),
     /// One row per node: incidents, open, retries, last trouble, last verdict.
     Nodes {
         /// `table` for people, `json` for scripts (field names are a contract).
@@ -219,6 +222,30 @@ pub struct IncidentsArgs {
     pub output: Output,
 }
 
+#[derive(Debug, Args)]
+pub struct StartsArgs {
+    /// Only this node's starts (a name or a pattern: `worker-*`; a host name too).
+    #[arg(long)]
+    pub node: Option<String>,
+    /// Starts since then, as journalctl takes it: "2026-11-29 18:15", yesterday, today, -2h,
+    /// 24h (that long ago), or an RFC 3339 time.
+    #[arg(long, allow_hyphen_values = true)]
+    pub since: Option<String>,
+    /// Only starts with this verdict.
+    #[arg(long, value_parser = spelled::<StartVerdict>())]
+    pub verdict: Option<StartVerdict>,
+    /// At most this many, newest first (0: all); when there are more, stderr says so.
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+    /// Times in UTC (shown, and read in --since when it carries no zone); local time by
+    /// default, as journalctl.
+    #[arg(long)]
+    pub utc: bool,
+    /// `table` for people, `json` for scripts (the `starts` array of the JSON contract).
+    #[arg(long, short = 'o', value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {
     Table,
@@ -242,6 +269,13 @@ pub struct ScanArgs {
     /// Print each incident's diagnosis and its timeline (table output).
     #[arg(long)]
     pub details: bool,
+    /// Also print each kubelet start found: its phases, time to Ready and verdict, and the
+    /// fleet line (table output; the JSON always has them).
+    #[arg(long)]
+    pub starts: bool,
+    /// A kubelet start Ready later than this is slow; one not Ready by then, never-ready.
+    #[arg(long, default_value = sentinel_core::defaults::START_BUDGET_TEXT, value_parser = duration)]
+    pub start_budget: Micros,
     /// Quiet time after which an open incident resolves.
     #[arg(long, default_value = sentinel_core::defaults::RESOLVE_AFTER_TEXT, value_parser = duration)]
     pub resolve_after: Micros,
@@ -323,6 +357,7 @@ impl ScanArgs {
             node_name: self.node_name.clone(),
             silent_after: self.silent_after,
             fleet_min_nodes: self.min_nodes as usize,
+            start_budget: self.start_budget,
             ..Settings::default()
         }
     }

@@ -106,6 +106,7 @@ pub fn main() -> ExitCode {
             &mut out,
             &mut err,
         ),
+        Command::Starts(a) => starts(config, a, &mut out, &mut err),
         Command::Nodes { output, utc } => {
             commands::query::nodes(config, output, crate::clock::zone(utc), &mut out, &mut err)
         }
@@ -180,6 +181,43 @@ fn incidents(
         limit: (a.limit > 0).then(|| a.limit.saturating_add(1)),
     };
     commands::query::incidents(
+        config,
+        &filter,
+        a.limit,
+        a.output,
+        crate::clock::zone(a.utc),
+        out,
+        err,
+    )
+}
+
+fn starts(
+    config: Option<&PathBuf>,
+    a: args::StartsArgs,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Exit {
+    let now = crate::clock::now();
+    let since = match a
+        .since
+        .as_deref()
+        .map(|s| crate::clock::parse_when(s, now, a.utc))
+        .transpose()
+    {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = writeln!(err, "kubelet-sentinel: --since {e}");
+            return Exit::Usage;
+        }
+    };
+    let filter = crate::store::StartFilter {
+        node: a.node,
+        since,
+        verdict: a.verdict,
+        // One more than shown: whether the list was cut is said.
+        limit: (a.limit > 0).then(|| a.limit.saturating_add(1)),
+    };
+    commands::query::starts(
         config,
         &filter,
         a.limit,

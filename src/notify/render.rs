@@ -453,6 +453,10 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     if let Some(a) = &acked {
         let _ = writeln!(text, "  acknowledged: {a} (no reminders since)");
     }
+    let start = i.start.map(|p| p.words());
+    if let Some(w) = &start {
+        let _ = writeln!(text, "  start: {w}");
+    }
     let _ = writeln!(
         text,
         "\n  Diagnosis: {}\n",
@@ -474,6 +478,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     .into_iter()
     .chain(i.api_endpoint().map(|e| ("endpoint", e.to_string())))
     .chain(acked.map(|a| ("acknowledged", format!("{a} (no reminders since)"))))
+    .chain(start.map(|w| ("start", w)))
     {
         html.push_str(&format!(
             "<tr><th align=\"left\">{k}</th><td>{}</td></tr>\n",

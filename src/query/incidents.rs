@@ -67,7 +67,16 @@ pub(crate) fn incident(
     id: &str,
 ) -> Result<IncidentOut, QueryError> {
     let settings = settings(store, live)?;
-    let i = find(store, id)?;
+    let mut i = find(store, id)?;
+    // Stored before its start reached Ready: the start's record knows
+    // the phase it opened in now.
+    if let (Some(p), Some(host)) = (i.start, i.host.as_deref()) {
+        if p.phase.is_none() {
+            if let Some(s) = store.start(host, p.started_at)? {
+                i.start = Some(s.place(i.opened_at));
+            }
+        }
+    }
     let silences = store.silences()?;
     Ok(IncidentOut::new(&i, &settings).silenced(&i, &silences, now(live)))
 }

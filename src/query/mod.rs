@@ -7,15 +7,18 @@
 //! (`api::http` maps both, the CLI renders the values).
 //!
 //! - [`incidents()`], [`incident()`], [`nodes()`], [`ack()`]: the history;
+//! - [`starts()`]: the kubelets' starts;
 //! - [`status()`]: the service's state;
 //! - [`silences`]: `list`, `add`, `expire`.
 
 mod incidents;
 pub(crate) mod silences;
+mod starts;
 mod status;
 
 pub(crate) use crate::status::AckRequest;
 pub(crate) use incidents::{IncidentList, NodeList, ack, incident, incidents, nodes};
+pub(crate) use starts::{StartList, starts};
 pub(crate) use silences::{MAX_SILENCE, MAX_SILENCES, NewSilence, SilenceList, SilenceOut};
 pub(crate) use status::{Delivery, DeliveryOut, StatusOut, lag, status};
 

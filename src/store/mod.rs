@@ -12,6 +12,7 @@
 //! | `outbox` | sequence number (8 bytes, big-endian) | JSON [`OutboxEntry`] | ingest inserts (commit); the mailer and the Alertmanager task update and remove their own channel's entries (and `control::apply` in them) |
 //! | `deliveries` | incident id | when its first alert was delivered (8 bytes, big-endian): read into the incident's `alerted_at` | the mailer and the Alertmanager task, in the transaction that removes the delivered entries; ingest removes an incident's with it (prune, forget) |
 //! | `silences` | silence id | JSON [`Silence`] (ended ones are kept a day, then pruned) | the query server (add, expire); ingest's pruning removes ended ones |
+//! | `starts` | host, `0x00`, `started_at` (8 bytes, as above) | JSON [`Start`]: one kubelet start (design 5.5); at most 100 a host, the latest | ingest (commit, prune) |
 //! | `damaged` | the tree's name, `0x00`, the record's key | the record's bytes, as they were: a record that could not be read, set aside (see [`Store::set_aside`]) | whoever reads it first, in one transaction with its removal, only while it is still those bytes |
 //! | `meta` | `schema` | `3` (`2`: one flat incident for every kind; `1`: open incidents and hosts inside `state` too; `migrate.rs` moves them) | whoever opens the store first (a migration) |
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed | ingest (commit, source switch) |
@@ -46,6 +47,7 @@ mod open;
 mod records;
 mod silences;
 mod source;
+mod starts;
 
 use std::path::{Path, PathBuf};
 
@@ -59,13 +61,14 @@ use sled::transaction::{ConflictableTransactionError, TransactionError};
 
 pub(crate) use records::{Channel, Hold, OutboxEntry, Stats, silencing};
 pub use records::{Silence, StatsDelta};
+pub(crate) use starts::StartFilter;
 
 use sentinel_core::parse::join::{HeldWrite, Joined};
 use sentinel_core::pipeline::PipelineState;
 use sentinel_core::signals::Cause;
 use sentinel_core::time::Micros;
 use sentinel_core::tracker::{
-    Incident, IncidentKind, Member, MemberWrite, Origin, Settings, Verdict,
+    Incident, IncidentKind, Member, MemberWrite, Origin, Settings, Start, Verdict,
 };
 
 pub(crate) const SCHEMA: &[u8] = b"3";
@@ -202,6 +205,8 @@ pub struct Batch {
     pub members: Vec<MemberWrite>,
     /// Held lines that changed (`None`: no longer held).
     pub held: Vec<HeldWrite>,
+    /// The kubelets' starts that changed.
+    pub starts: Vec<Start>,
     /// Alerts they raised (their `seq` is assigned here).
     pub alerts: Vec<OutboxEntry>,
     pub stats: StatsDelta,
@@ -220,6 +225,7 @@ impl Batch {
             && self.origins.is_empty()
             && self.members.is_empty()
             && self.held.is_empty()
+            && self.starts.is_empty()
             && self.alerts.is_empty()
             && self.stats.is_empty()
             && self.forget.is_empty()
@@ -298,6 +304,7 @@ pub struct Store {
     outbox: sled::Tree,
     deliveries: sled::Tree,
     silences: sled::Tree,
+    starts: sled::Tree,
     damaged: sled::Tree,
     /// What this process set aside, in words, not yet taken (the CLI
     /// says them on stderr; the service logs them).
@@ -492,6 +499,7 @@ impl Store {
             .map(|(h, o)| (h.as_bytes().to_vec(), o.as_ref().map(to_json)))
             .collect();
         let members = self.member_changes(&batch.members)?;
+        let starts = self.start_changes(&batch.starts)?;
         let held: Vec<KeyChange> = batch
             .held
             .iter()
@@ -509,9 +517,10 @@ impl Store {
             &self.meta,
             &self.outbox,
             &self.deliveries,
+            &self.starts,
         )
             .transaction(
-                |(inc, by_node, by_time, open, hosts, members_t, meta, outbox, deliveries)| {
+                |(inc, by_node, by_time, open, hosts, members_t, meta, outbox, deliveries, starts_t)| {
                     for a in &batch.alerts {
                         let seq = outbox.generate_id()?;
                         let entry = OutboxEntry { seq, ..a.clone() };
@@ -536,6 +545,7 @@ impl Store {
                     }
                     apply_changes(hosts, &origins)?;
                     apply_changes(members_t, &members)?;
+                    apply_changes(starts_t, &starts)?;
                     if !batch.stats.is_empty() {
                         let mut stats: Stats = meta
                             .get("stats")?

@@ -152,6 +152,7 @@ impl Store {
             outbox: tree("outbox")?,
             deliveries: tree("deliveries")?,
             silences: tree("silences")?,
+            starts: tree("starts")?,
             damaged: tree("damaged")?,
             set_aside: std::sync::Arc::default(),
             parsed_silences: std::sync::Arc::default(),

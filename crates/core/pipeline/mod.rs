@@ -153,6 +153,10 @@ pub struct Changes {
     pub members: Vec<MemberWrite>,
     /// The held lines that changed, one record a stream.
     pub held: Vec<HeldWrite>,
+    /// The kubelets' starts that changed (design 5.5).
+    pub starts: Vec<crate::tracker::Start>,
+    /// Of those, the ones whose verdict was reached.
+    pub starts_judged: Vec<crate::tracker::Start>,
 }
 
 /// [`PipelineState`] by reference, for writing it.
@@ -237,6 +241,8 @@ impl Pipeline {
             origins: self.tracker.take_dirty_origins(),
             members: self.tracker.take_member_writes(),
             held: self.joiner.take_writes(),
+            starts: self.tracker.take_starts(),
+            starts_judged: self.tracker.take_judged_starts(),
         }
     }
 

@@ -61,7 +61,7 @@ pub use incident::{Ack, Anchor, IncidentOf};
 pub use kind::{Counters, Detail, Down, Incident, NodeStatus, NotReady, Outage, Silent};
 pub use machine::{Member, MemberWrite};
 pub use settings::{Limits, Selector, Settings, Threshold};
-pub use start::{Phase, PhaseSpan, Start, StartPlace, StartVerdict};
+pub use start::{Phase, PhaseSpan, STARTS_KEPT, Start, StartPlace, StartVerdict};
 pub use terms::{IncidentKind, Resolution, Status, Verdict};
 pub use words::{cause_explanation, one_line};
 
@@ -424,6 +424,12 @@ impl Tracker {
     /// persist and report: one record a start, by host and start time.
     pub fn take_starts(&mut self) -> Vec<Start> {
         self.starts.take()
+    }
+
+    /// The starts whose verdict was reached since the last call (for the
+    /// counts of starts by verdict and the phases' times).
+    pub fn take_judged_starts(&mut self) -> Vec<Start> {
+        self.starts.take_judged()
     }
 
     /// `host`'s kubelet start under way, if any.

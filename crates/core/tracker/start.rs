@@ -11,6 +11,10 @@ use crate::time::Micros;
 
 const MILLI: Micros = 1_000;
 
+/// Starts kept a host (the store's, and `scan`'s): the latest. A kubelet
+/// restarting every second keeps its last hundred.
+pub const STARTS_KEPT: usize = 100;
+
 /// Incidents listed on one start: the first that opened during it.
 pub const START_INCIDENTS: usize = 16;
 

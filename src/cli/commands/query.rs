@@ -161,6 +161,38 @@ pub(crate) fn incident(
 }
 
 /// `nodes`.
+pub(crate) fn starts(
+    config_path: Option<&PathBuf>,
+    filter: &crate::store::StartFilter,
+    limit: usize,
+    output: Output,
+    zone: Zone,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Exit {
+    let config = load_for_query(config_path, err);
+    let req = Request::Starts(filter.clone());
+    let mut list: query::StartList =
+        match ask_or_read(&config, &req, |s| query::starts(s, None, filter)) {
+            Ok(l) => l,
+            Err(e) => return e.report(err),
+        };
+    if limit > 0 && list.starts.len() > limit {
+        list.starts.truncate(limit);
+        list.fleet = crate::report::starts::StartsSummary::of(&list.starts);
+        let _ = writeln!(
+            err,
+            "kubelet-sentinel: the newest {limit} shown; there are more (--limit 0 lists all)"
+        );
+    }
+    show(
+        &list,
+        output,
+        |l| crate::report::starts::table(&l.starts, zone),
+        out,
+    )
+}
+
 pub(crate) fn nodes(
     config_path: Option<&PathBuf>,
     output: Output,

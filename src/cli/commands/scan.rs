@@ -68,8 +68,16 @@ pub(crate) fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write
     }
     let written = match args.output {
         Output::Json => out
-            .write_all(report::scan_json(&result.summary, &result.incidents, &settings).as_bytes()),
-        Output::Table => out.write_all(table(&result, &settings, args.details, zone).as_bytes()),
+            .write_all(
+                report::scan_json(
+                    &result.summary,
+                    &result.incidents,
+                    &result.starts,
+                    &settings,
+                )
+                .as_bytes(),
+            ),
+        Output::Table => out.write_all(table(&result, &settings, args, zone).as_bytes()),
     };
     if written.is_err() || (!result.failed.is_empty() && result.summary.entries == 0) {
         Exit::Failure
@@ -117,7 +125,7 @@ fn entry_filter(args: &ScanArgs) -> EntryFilter {
 fn table(
     result: &crate::scan::ScanResult,
     settings: &sentinel_core::tracker::Settings,
-    details: bool,
+    args: &ScanArgs,
     zone: Zone,
 ) -> String {
     let views = report::views(&result.incidents, settings);
@@ -145,7 +153,14 @@ fn table(
             sentinel_core::time::human_duration(newest - t)
         ));
     }
-    if details {
+    if args.starts {
+        let mut starts: Vec<report::starts::StartOut> =
+            result.starts.iter().map(report::starts::StartOut::new).collect();
+        starts.reverse();
+        text.push('\n');
+        text.push_str(&report::starts::table(&starts, zone));
+    }
+    if args.details {
         for v in &views {
             text.push('\n');
             text.push_str(&report::details(v, zone));

@@ -154,6 +154,8 @@ pub(super) struct Ingest {
     journal: String,
     /// Entries dated more than a day ahead, as far as they were logged.
     future_logged: u64,
+    /// The starts judged since the service started.
+    start_stats: crate::status::StartStats,
 }
 
 /// What the service starts ingest with.
@@ -208,6 +210,7 @@ impl Ingest {
             started,
             journal: s.journal,
             future_logged: 0,
+            start_stats: crate::status::StartStats::default(),
         }
     }
 
@@ -404,7 +407,12 @@ impl Ingest {
             origins,
             members,
             held,
+            starts,
+            starts_judged,
         } = self.pipeline.take_changes();
+        for s in &starts_judged {
+            self.start_stats.judged(s);
+        }
         for i in &forget {
             self.retries.forget(&i.id, &i.node);
         }
@@ -449,6 +457,7 @@ impl Ingest {
             origins,
             members,
             held,
+            starts,
             alerts: std::mem::take(&mut self.pending.alerts),
             stats: std::mem::take(&mut self.pending.stats),
             forget,
@@ -518,6 +527,7 @@ impl Ingest {
             commits: self.commits.count,
             last_commit_at: self.commits.last_at,
             reader_restarts: self.supervisor.restarts(),
+            starts: &self.start_stats,
         })
     }
 

@@ -1,4 +1,5 @@
-//! Pruning, hourly: resolved incidents older than `[incidents] retention`,
+//! Pruning, hourly: resolved incidents older than `[incidents] retention`
+//! and the kubelets' starts as old (design 5.5: by the same retention),
 //! and silences that ended over a day ago (every delivery pass, query and
 //! scrape reads the silences: they must not grow forever).
 
@@ -19,6 +20,7 @@ pub(super) const SILENCES_KEPT: Micros = 24 * 3600 * SECOND;
 #[derive(Debug)]
 pub(super) struct Pruned {
     pub incidents: usize,
+    pub starts: usize,
     pub silences: usize,
     pub stats: Stats,
 }
@@ -32,9 +34,11 @@ pub(super) fn prune_store(
     settings: &Settings,
 ) -> Result<Pruned, StoreError> {
     let incidents = store.prune(now - retention, settings)?;
+    let starts = store.prune_starts(now - retention)?;
     let silences = store.prune_silences(now - SILENCES_KEPT)?;
     Ok(Pruned {
         incidents,
+        starts,
         silences,
         stats: store.stats()?,
     })
@@ -78,6 +82,13 @@ impl Pruner {
                         pruned = p.incidents,
                         "pruned {} resolved incidents older than [incidents] retention",
                         p.incidents
+                    );
+                }
+                if p.starts > 0 {
+                    tracing::info!(
+                        pruned = p.starts,
+                        "pruned {} kubelet starts older than [incidents] retention",
+                        p.starts
                     );
                 }
                 if p.silences > 0 {

@@ -21,6 +21,7 @@ pub(super) struct Of<'a> {
     pub commits: u64,
     pub last_commit_at: Option<Micros>,
     pub reader_restarts: u64,
+    pub starts: &'a crate::status::StartStats,
 }
 
 /// The status snapshot of `of`.
@@ -50,6 +51,7 @@ pub(super) fn snapshot(of: &Of<'_>) -> StatusSnapshot {
         commits: of.commits,
         last_commit_at: of.last_commit_at,
         reader_restarts: of.reader_restarts,
+        starts: of.starts.clone(),
         evicted: tracker.evicted(),
         forgotten: tracker.forgotten(),
         hosts: newest_hosts(host_times(of.pipeline).into_iter(), settings.max_nodes),

@@ -20,12 +20,24 @@ use crate::time::Micros;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(in crate::tracker) struct Starts {
     changed: BTreeMap<(String, Micros), Start>,
+    /// Starts whose verdict was reached since the last take (a
+    /// never-ready start that becomes Ready later is judged again).
+    judged: Vec<Start>,
 }
 
 impl Starts {
     /// The starts changed since the last call, by host and start time.
     pub(in crate::tracker) fn take(&mut self) -> Vec<Start> {
         std::mem::take(&mut self.changed).into_values().collect()
+    }
+
+    /// The starts judged since the last call.
+    pub(in crate::tracker) fn take_judged(&mut self) -> Vec<Start> {
+        std::mem::take(&mut self.judged)
+    }
+
+    fn judged(&mut self, s: &Start) {
+        self.judged.push(s.clone());
     }
 
     fn changed(&mut self, s: &Start) {
@@ -38,7 +50,10 @@ impl Starts {
         let origin = h.entry(host);
         if let Some(mut old) = origin.start.take() {
             old.ended_at = Some(at);
-            old.verdict = StartVerdict::NeverReady;
+            if old.verdict != StartVerdict::NeverReady {
+                old.verdict = StartVerdict::NeverReady;
+                self.judged(&old);
+            }
             self.changed(&old);
         }
         let mut s = Start::new(host, node, at);
@@ -141,6 +156,7 @@ impl Starts {
         if s.ready_at.is_some() {
             if let Some(done) = h.get_mut(host).and_then(|o| o.start.take()) {
                 place_listed(l, &done, out);
+                self.judged(&done);
                 self.changed(&done);
             }
         } else {
@@ -202,6 +218,7 @@ impl Starts {
         if s.verdict == StartVerdict::Starting && s.judge(budget, at) != StartVerdict::Starting {
             s.verdict = StartVerdict::NeverReady;
             let s = s.clone();
+            self.judged(&s);
             self.changed(&s);
             h.touch(host);
         }
