@@ -11,8 +11,8 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
 use crate::query::{Live, lag};
-use sentinel_core::time::{Micros, SECOND};
 use crate::status::START_BUCKETS;
+use sentinel_core::time::{Micros, SECOND};
 use sentinel_core::tracker::{Phase, StartVerdict, Verdict};
 
 type Labels = Vec<(&'static str, String)>;
@@ -354,9 +354,10 @@ impl Snapshot {
                 .zip(counts)
                 .collect();
             let labels: Labels = vec![("phase", (*phase).to_string())];
-            m.encode_family(&labels)?.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
-                h.sum, h.count, &buckets, None,
-            )?;
+            m.encode_family(&labels)?
+                .encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                    h.sum, h.count, &buckets, None,
+                )?;
         }
         Ok(())
     }

@@ -295,7 +295,8 @@ impl Validator<'_> {
             a.not_ready_after,
             defaults::NOT_READY_AFTER,
         )?;
-        let start_budget = self.period(s, "start_budget", a.start_budget, defaults::START_BUDGET)?;
+        let start_budget =
+            self.period(s, "start_budget", a.start_budget, defaults::START_BUDGET)?;
         let group_wait = self.period(s, "group_wait", a.group_wait, defaults::GROUP_WAIT)?;
         let repeat_interval = self.period(
             s,

@@ -18,8 +18,8 @@ mod status;
 
 pub(crate) use crate::status::AckRequest;
 pub(crate) use incidents::{IncidentList, NodeList, ack, incident, incidents, nodes};
-pub(crate) use starts::{StartList, starts};
 pub(crate) use silences::{MAX_SILENCE, MAX_SILENCES, NewSilence, SilenceList, SilenceOut};
+pub(crate) use starts::{StartList, starts};
 pub(crate) use status::{Delivery, DeliveryOut, StatusOut, lag, status};
 
 use crate::status::{DeliveryStats, StatusSnapshot};

@@ -520,7 +520,18 @@ impl Store {
             &self.starts,
         )
             .transaction(
-                |(inc, by_node, by_time, open, hosts, members_t, meta, outbox, deliveries, starts_t)| {
+                |(
+                    inc,
+                    by_node,
+                    by_time,
+                    open,
+                    hosts,
+                    members_t,
+                    meta,
+                    outbox,
+                    deliveries,
+                    starts_t,
+                )| {
                     for a in &batch.alerts {
                         let seq = outbox.generate_id()?;
                         let entry = OutboxEntry { seq, ..a.clone() };

@@ -21,6 +21,7 @@ mod real_logs;
 mod robustness;
 mod service;
 mod silent;
+mod starts;
 mod support;
 mod time;
 mod upgrade;

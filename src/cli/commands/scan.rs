@@ -67,16 +67,15 @@ pub(crate) fn run_scan(args: &ScanArgs, out: &mut dyn Write, err: &mut dyn Write
         let _ = writeln!(err, "kubelet-sentinel: {f}");
     }
     let written = match args.output {
-        Output::Json => out
-            .write_all(
-                report::scan_json(
-                    &result.summary,
-                    &result.incidents,
-                    &result.starts,
-                    &settings,
-                )
-                .as_bytes(),
-            ),
+        Output::Json => out.write_all(
+            report::scan_json(
+                &result.summary,
+                &result.incidents,
+                &result.starts,
+                &settings,
+            )
+            .as_bytes(),
+        ),
         Output::Table => out.write_all(table(&result, &settings, args, zone).as_bytes()),
     };
     if written.is_err() || (!result.failed.is_empty() && result.summary.entries == 0) {
@@ -154,8 +153,11 @@ fn table(
         ));
     }
     if args.starts {
-        let mut starts: Vec<report::starts::StartOut> =
-            result.starts.iter().map(report::starts::StartOut::new).collect();
+        let mut starts: Vec<report::starts::StartOut> = result
+            .starts
+            .iter()
+            .map(report::starts::StartOut::new)
+            .collect();
         starts.reverse();
         text.push('\n');
         text.push_str(&report::starts::table(&starts, zone));
