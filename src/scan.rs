@@ -123,6 +123,15 @@ pub(crate) fn scan_with_progress(
     let mut incidents = pipeline.tracker_mut().take_resolved();
     incidents.extend(pipeline.tracker().open_incidents().cloned());
     crate::report::sort(&mut incidents);
+    let starts: Vec<Start> = starts.0.into_values().collect();
+    let _ = crate::report::starts::place_in_starts(&mut incidents, |host, at| {
+        Ok::<_, std::convert::Infallible>(
+            starts
+                .iter()
+                .find(|s| s.host == host && s.started_at == at)
+                .cloned(),
+        )
+    });
     ScanResult {
         summary: pipeline.summary().clone(),
         incidents,
@@ -133,6 +142,6 @@ pub(crate) fn scan_with_progress(
             .filter(|(h, _)| !h.is_empty())
             .map(|(h, t)| (h.to_string(), t))
             .collect(),
-        starts: starts.0.into_values().collect(),
+        starts,
     }
 }

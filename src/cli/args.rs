@@ -253,6 +253,10 @@ pub enum Output {
 }
 
 #[derive(Debug, Args)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "each is one of scan's switches, as clap reads them"
+)]
 pub struct ScanArgs {
     /// Journal files or directories, export/json streams or text logs (`-` for standard
     /// input; gzip is read transparently). None: the local system journal.

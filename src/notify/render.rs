@@ -408,6 +408,26 @@ fn status_word(i: &Incident) -> &'static str {
     }
 }
 
+/// Who acknowledged it, and where in its kubelet's start it opened: into
+/// the text, and returned for the HTML table.
+fn notes(text: &mut String, i: &Incident) -> (Option<String>, Option<String>) {
+    let acked = i.ack.as_ref().map(|a| {
+        let mut words = format!("by {} at {}", header_text(&a.by, 100), when(a.at));
+        if !a.comment.is_empty() {
+            words.push_str(&format!(": {}", header_text(&a.comment, 500)));
+        }
+        words
+    });
+    if let Some(a) = &acked {
+        let _ = writeln!(text, "  acknowledged: {a} (no reminders since)");
+    }
+    let start = i.start.map(|p| p.words());
+    if let Some(w) = &start {
+        let _ = writeln!(text, "  start: {w}");
+    }
+    (acked, start)
+}
+
 fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
     let v = i.verdict(s);
     let said = words(i);
@@ -443,20 +463,7 @@ fn section(text: &mut String, html: &mut String, i: &Incident, s: &Settings) {
         let _ = writeln!(text, "  endpoint: {}", header_text(e, 270));
     }
     let _ = writeln!(text, "  counters: {}", said.counters(i));
-    let acked = i.ack.as_ref().map(|a| {
-        let mut words = format!("by {} at {}", header_text(&a.by, 100), when(a.at));
-        if !a.comment.is_empty() {
-            words.push_str(&format!(": {}", header_text(&a.comment, 500)));
-        }
-        words
-    });
-    if let Some(a) = &acked {
-        let _ = writeln!(text, "  acknowledged: {a} (no reminders since)");
-    }
-    let start = i.start.map(|p| p.words());
-    if let Some(w) = &start {
-        let _ = writeln!(text, "  start: {w}");
-    }
+    let (acked, start) = notes(text, i);
     let _ = writeln!(
         text,
         "\n  Diagnosis: {}\n",

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{Live, QueryError, now, settings};
+use crate::report::starts::place_in_starts;
 use crate::report::{IncidentOut, views};
 use crate::status::AckRequest;
 use crate::store::{Filter, Store};
@@ -49,7 +50,9 @@ pub(crate) fn incidents(
     let incidents = if f.since.is_some_and(|s| s > now) {
         Vec::new()
     } else {
-        store.incidents(f, &settings)?
+        let mut all = store.incidents(f, &settings)?;
+        place_in_starts(&mut all, |h, at| store.start(h, at))?;
+        all
     };
     let silences = store.silences()?;
     let incidents = incidents
@@ -68,15 +71,8 @@ pub(crate) fn incident(
 ) -> Result<IncidentOut, QueryError> {
     let settings = settings(store, live)?;
     let mut i = find(store, id)?;
-    // Stored before its start reached Ready: the start's record knows
-    // the phase it opened in now.
-    if let (Some(p), Some(host)) = (i.start, i.host.as_deref()) {
-        if p.phase.is_none() {
-            if let Some(s) = store.start(host, p.started_at)? {
-                i.start = Some(s.place(i.opened_at));
-            }
-        }
-    }
+    // The phase it opened in, from its start's record.
+    place_in_starts(std::slice::from_mut(&mut i), |h, at| store.start(h, at))?;
     let silences = store.silences()?;
     Ok(IncidentOut::new(&i, &settings).silenced(&i, &silences, now(live)))
 }

@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use sentinel_core::time::Micros;
 use sentinel_core::time::{Zone, human, rfc3339};
-use sentinel_core::tracker::{Phase, Start};
+use sentinel_core::tracker::{Incident, Phase, Start};
 
 use super::{columns, terminal_text};
 
@@ -186,6 +187,26 @@ pub(crate) fn table(starts: &[StartOut], zone: Zone) -> String {
     );
     out.push_str(&StartsSummary::of(starts).line());
     out
+}
+
+/// Tells each incident that opened during a kubelet start the phase it
+/// opened in, from the start's record (`start` finds it by host and start
+/// time): known once the start has the mark that ends that phase.
+pub(crate) fn place_in_starts<E>(
+    incidents: &mut [Incident],
+    mut start: impl FnMut(&str, Micros) -> Result<Option<Start>, E>,
+) -> Result<(), E> {
+    for i in incidents {
+        let (Some(p), Some(host)) = (i.start, i.host.as_deref()) else {
+            continue;
+        };
+        if p.phase.is_none() {
+            if let Some(s) = start(host, p.started_at)? {
+                i.start = Some(s.place(i.opened_at));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

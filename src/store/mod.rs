@@ -499,7 +499,7 @@ impl Store {
             .map(|(h, o)| (h.as_bytes().to_vec(), o.as_ref().map(to_json)))
             .collect();
         let members = self.member_changes(&batch.members)?;
-        let starts = self.start_changes(&batch.starts)?;
+        let start_writes = self.start_changes(&batch.starts)?;
         let held: Vec<KeyChange> = batch
             .held
             .iter()
@@ -556,7 +556,7 @@ impl Store {
                     }
                     apply_changes(hosts, &origins)?;
                     apply_changes(members_t, &members)?;
-                    apply_changes(starts_t, &starts)?;
+                    apply_changes(starts_t, &start_writes)?;
                     if !batch.stats.is_empty() {
                         let mut stats: Stats = meta
                             .get("stats")?

@@ -143,6 +143,21 @@ fn scan_and_run_once_give_the_same_seven_starts() {
     assert_eq!(of("cni")[0]["verdict"], "slow");
     assert_eq!(of("runtime")[0]["verdict"], "never-ready");
     assert_eq!(of("restarted").len(), 2);
+    let table = run(
+        bin().args([
+            "scan",
+            "--starts",
+            "--utc",
+            &dir.path().display().to_string(),
+        ]),
+        None,
+    );
+    let table = String::from_utf8_lossy(&table.stdout);
+    eprintln!("{table}");
+    assert!(
+        table.contains("7 starts, 6 Ready; time to Ready median 5.0s, p90 366.0s"),
+        "{table}"
+    );
 
     // run --once, its store read back.
     let svc = service(dir.path());

@@ -284,9 +284,11 @@ pub fn is_kubelet_line(line: &Line<'_>) -> bool {
     }
     // Every component logs "Caches are synced"; the rest of the table is
     // the kubelet's alone.
-    // Every component's `"command failed"` too, unless it names the kubelet.
+    // Every component's `"command failed"` too, unless it names the kubelet;
+    // and every component's legacy `Version: v1.x` (kube-proxy's too).
     lookup(line).is_some_and(|r| match r.kind {
         SignalKind::CachesSynced => false,
+        SignalKind::KubeletStarted => !line.message().starts_with("Version: "),
         SignalKind::KubeletFatal => {
             let err = line.value("err").unwrap_or_else(|| line.message());
             err.contains("ubelet") || line.message().contains("ubelet")

@@ -65,6 +65,10 @@ pub struct Origin {
     /// the next start (design 5.5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) start: Option<Start>,
+    /// Its kubelet's start before that (Ready, or ended by the next
+    /// start): a line dated within it, handed on late, still marks it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) last_start: Option<Start>,
     /// The pid of its kubelet's latest start: a line of another pid is
     /// the next start.
     #[serde(default, skip_serializing_if = "Option::is_none")]

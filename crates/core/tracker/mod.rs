@@ -350,7 +350,7 @@ impl Tracker {
             self.hosts.touch(host);
         }
         let (l, h) = (&mut self.ledger, &mut self.hosts);
-        self.starts.line(h, l, obs, &node, out);
+        self.starts.line(h, l, obs, &node);
         if sig.kind.is_life() {
             machine::life(l, h, obs, &node, out);
         }

@@ -271,6 +271,12 @@ impl Start {
         self.ready_at.map(|r| (r - self.started_at) / MILLI)
     }
 
+    /// Its end: the ready marker, or the next start.
+    #[must_use]
+    pub fn end(&self) -> Option<Micros> {
+        self.ready_at.or(self.ended_at)
+    }
+
     /// Still waiting for its ready marker (not ended by the next start).
     #[must_use]
     pub fn in_progress(&self) -> bool {

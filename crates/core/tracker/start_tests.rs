@@ -42,7 +42,11 @@ fn six_nodes_make_seven_starts_with_their_phases_and_verdicts() {
     assert_eq!(race.incidents, vec![raced[0].id.clone()]);
     let place = raced[0].start.expect("the race incident knows its start");
     assert_eq!(
-        place.words(),
+        place.phase, None,
+        "told when shown, from the start's record"
+    );
+    assert_eq!(
+        race.place(raced[0].opened_at).words(),
         "opened 0 ms after registration, in the ready phase of the start at 09:00:00.000 UTC"
     );
     let refused = one("refused");

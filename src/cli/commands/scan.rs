@@ -158,7 +158,7 @@ fn table(
             .iter()
             .map(report::starts::StartOut::new)
             .collect();
-        starts.reverse();
+        starts.sort_by(|a, b| (&b.started_at, &a.host).cmp(&(&a.started_at, &b.host)));
         text.push('\n');
         text.push_str(&report::starts::table(&starts, zone));
     }

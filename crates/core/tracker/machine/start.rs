@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use super::super::decision::{Decision, Observation};
 use super::super::hosts::Hosts;
 use super::super::ledger::Ledger;
-use super::super::start::{MarksSeen, Start, StartVerdict, version_in};
+use super::super::start::{MarksSeen, Start, StartPlace, StartVerdict, version_in};
 use crate::signals::{Cause, SignalKind};
 use crate::time::Micros;
 
@@ -55,6 +55,7 @@ impl Starts {
                 self.judged(&old);
             }
             self.changed(&old);
+            origin.last_start = Some(old);
         }
         let mut s = Start::new(host, node, at);
         s.pid = pid;
@@ -101,7 +102,10 @@ impl Starts {
         }
     }
 
-    /// A recognised line of `host` about `node`.
+    /// A recognised line of `host` about `node`. A line dated before the
+    /// start under way (a line held for its continuation, handed on after
+    /// systemd's next `Started`) marks the start before it, as it would
+    /// have had it come first.
     #[allow(
         clippy::wildcard_enum_match_arm,
         reason = "a signal kind not named here marks no start"
@@ -109,10 +113,9 @@ impl Starts {
     pub(in crate::tracker) fn line(
         &mut self,
         h: &mut Hosts,
-        l: &mut Ledger,
+        l: &Ledger,
         obs: &Observation<'_>,
         node: &str,
-        out: &mut Vec<Decision>,
     ) {
         let host = obs.host.unwrap_or("");
         let at = obs.at;
@@ -121,47 +124,53 @@ impl Starts {
             self.started(h, obs, node);
             return;
         }
-        let Some(s) = h.get_mut(host).and_then(|o| o.start.as_mut()) else {
-            return;
-        };
-        if at < s.started_at {
+        let marks = matches!(
+            sig.kind,
+            SignalKind::RegisterAttempt | SignalKind::Registered | SignalKind::NodeReady
+        ) || (matches!(sig.kind, SignalKind::NotReady | SignalKind::NotReadySupport)
+            && sig.cause == Some(Cause::Cni));
+        if !marks {
             return;
         }
-        let changed = match sig.kind {
+        let Some(origin) = h.get_mut(host) else {
+            return;
+        };
+        let current = origin.start.as_ref().is_some_and(|s| at >= s.started_at);
+        let s = if current {
+            origin.start.as_mut()
+        } else {
+            origin
+                .last_start
+                .as_mut()
+                .filter(|s| at >= s.started_at && s.end().is_none_or(|e| at <= e))
+        };
+        let Some(s) = s else {
+            return;
+        };
+        match sig.kind {
             SignalKind::RegisterAttempt => {
                 s.node = node.to_string();
                 s.register_from.get_or_insert(at);
-                true
             }
             SignalKind::Registered => {
                 s.node = node.to_string();
                 s.register_from.get_or_insert(at);
                 s.registered_at.get_or_insert(at);
-                true
             }
-            SignalKind::NotReady | SignalKind::NotReadySupport if sig.cause == Some(Cause::Cni) => {
-                s.network_until = Some(at);
-                true
-            }
-            SignalKind::NodeReady => {
+            SignalKind::NodeReady if s.ready_at.is_none() => {
                 s.ready_at = Some(at);
+                s.ended_at = None;
                 s.verdict = s.judge(l.settings.start_budget, at);
-                true
+                let s = s.clone();
+                self.judged(&s);
             }
-            _ => false,
-        };
-        if !changed {
-            return;
+            SignalKind::NodeReady => return,
+            _ => s.network_until = Some(s.network_until.map_or(at, |n| n.max(at))),
         }
-        if s.ready_at.is_some() {
-            if let Some(done) = h.get_mut(host).and_then(|o| o.start.take()) {
-                place_listed(l, &done, out);
-                self.judged(&done);
-                self.changed(&done);
-            }
-        } else {
-            let s = s.clone();
-            self.changed(&s);
+        let s = s.clone();
+        self.changed(&s);
+        if current && s.ready_at.is_some() {
+            origin.last_start = origin.start.take();
         }
         h.touch(host);
     }
@@ -225,7 +234,10 @@ impl Starts {
     }
 
     /// Incidents of `host` opened (the decisions from `from` on): listed on
-    /// its start under way, and told where in it they opened.
+    /// the start they opened during (the one under way, or the one before
+    /// it for a line handed on late), and told where in it they opened.
+    /// The phase is not told here: it is known once the start has the mark
+    /// that ends it, and is read from the start's record when shown.
     pub(in crate::tracker) fn opened(
         &mut self,
         h: &mut Hosts,
@@ -233,7 +245,7 @@ impl Starts {
         host: &str,
         decisions: &[Decision],
     ) {
-        let Some(s) = h.get_mut(host).and_then(|o| o.start.as_mut()) else {
+        let Some(origin) = h.get_mut(host) else {
             return;
         };
         let mut listed = false;
@@ -249,34 +261,32 @@ impl Starts {
             else {
                 continue;
             };
-            if inc.host.as_deref() != Some(host) || inc.opened_at < s.started_at {
+            if inc.host.as_deref() != Some(host) {
                 continue;
             }
-            inc.start = Some(s.place(inc.opened_at));
-            listed |= s.list(id);
+            let at = inc.opened_at;
+            let s = match origin.start.as_mut() {
+                Some(s) if at >= s.started_at => Some(s),
+                _ => origin
+                    .last_start
+                    .as_mut()
+                    .filter(|s| at >= s.started_at && s.end().is_none_or(|e| at <= e)),
+            };
+            let Some(s) = s else {
+                continue;
+            };
+            inc.start = Some(StartPlace {
+                phase: None,
+                ..s.place(at)
+            });
+            if s.list(id) {
+                let s = s.clone();
+                self.changed(&s);
+                listed = true;
+            }
         }
         if listed {
-            let s = s.clone();
-            self.changed(&s);
             h.touch(host);
-        }
-    }
-}
-
-/// A start reached Ready: the incidents it lists that the tracker still
-/// holds learn the phase they opened in.
-fn place_listed(l: &mut Ledger, s: &Start, out: &mut Vec<Decision>) {
-    for id in &s.incidents {
-        if let Some(inc) = l
-            .open
-            .key_of_id(id)
-            .cloned()
-            .and_then(|k| l.open.get_mut(&k))
-        {
-            inc.start = Some(s.place(inc.opened_at));
-            out.push(Decision::UpdateIncident { id: id.clone() });
-        } else if let Some(inc) = l.resolved.iter_mut().find(|i| &i.id == id) {
-            inc.start = Some(s.place(inc.opened_at));
         }
     }
 }
