@@ -102,6 +102,9 @@ pub const RESTARTS: u32 = 3;
 /// `[alert] not_ready_after`: a node not ready longer than this is
 /// persistent (shorter, soon after the kubelet's start, the start-up race).
 pub const NOT_READY_AFTER: Micros = 180 * SECOND;
+/// `[alert] cert_warn`: a client certificate that expires within this
+/// and has not rotated is a page (design 5.7).
+pub const CERT_WARN: Micros = 7 * DAY;
 /// `[alert] window` (and `scan --window`).
 pub const WINDOW: Micros = 600 * SECOND;
 /// [`WINDOW`] as `scan`'s flag spells it.

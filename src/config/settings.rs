@@ -314,6 +314,9 @@ pub struct AlertConfig {
     /// A node not ready longer than this is persistent (not-ready
     /// incidents).
     pub not_ready_after: Period,
+    /// A client certificate that expires within this (or has expired) is
+    /// persistent (certificate incidents, design 5.7).
+    pub cert_warn: Period,
     pub window: Period,
     pub group_wait: Period,
     pub repeat_interval: Period,

@@ -30,6 +30,7 @@ pub(super) const PERIODS: &[(&str, &str, Micros, Micros)] = &[
     ("incidents", "retention", HOUR, 36_500 * DAY),
     ("alert", "window", SECOND, 30 * DAY),
     ("alert", "not_ready_after", SECOND, DAY),
+    ("alert", "cert_warn", HOUR, 365 * DAY),
     ("alert", "group_wait", 0, HOUR),
     ("alert", "repeat_interval", SECOND, 365 * DAY),
     ("alert", "max_age", SECOND, 36_500 * DAY),
@@ -294,6 +295,7 @@ impl Validator<'_> {
             a.not_ready_after,
             defaults::NOT_READY_AFTER,
         )?;
+        let cert_warn = self.period(s, "cert_warn", a.cert_warn, defaults::CERT_WARN)?;
         let group_wait = self.period(s, "group_wait", a.group_wait, defaults::GROUP_WAIT)?;
         let repeat_interval = self.period(
             s,
@@ -325,6 +327,7 @@ impl Validator<'_> {
             retries: retries.unwrap_or(defaults::RETRIES),
             restarts: restarts.unwrap_or(defaults::RESTARTS),
             not_ready_after,
+            cert_warn,
             window,
             group_wait,
             repeat_interval,

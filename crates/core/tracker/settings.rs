@@ -22,6 +22,11 @@ pub struct Settings {
     /// longer is persistent and alerts (design 5.3).
     #[serde(default = "default_not_ready_after")]
     pub not_ready_after: Micros,
+    /// `[alert] cert_warn`: a certificate incident whose certificate
+    /// expires within this (or has expired) is persistent and alerts
+    /// (design 5.7).
+    #[serde(default = "default_cert_warn")]
+    pub cert_warn: Micros,
     pub window: Micros,
     pub repeat_interval: Micros,
     pub send_resolved: bool,
@@ -75,6 +80,10 @@ fn default_max_nodes_per_host() -> usize {
 
 fn default_not_ready_after() -> Micros {
     defaults::NOT_READY_AFTER
+}
+
+fn default_cert_warn() -> Micros {
+    defaults::CERT_WARN
 }
 
 fn default_restarts() -> u32 {
@@ -174,6 +183,7 @@ impl Default for Settings {
             retries: defaults::RETRIES,
             restarts: defaults::RESTARTS,
             not_ready_after: defaults::NOT_READY_AFTER,
+            cert_warn: defaults::CERT_WARN,
             window: defaults::WINDOW,
             repeat_interval: defaults::REPEAT_INTERVAL,
             send_resolved: defaults::SEND_RESOLVED,
