@@ -349,7 +349,7 @@ impl Tracker {
         let (l, h) = (&mut self.ledger, &mut self.hosts);
         // A rotation deadline passed by this line's time (a line with no
         // host has no other entry to judge it).
-        machine::certificate::watch(l, h, host, obs.at, out);
+        machine::certificate::watch(l, h, (host, obs.at), UNKNOWN_NODE, out);
         if sig.kind.is_life() {
             machine::life(l, h, obs, &node, out);
         }
@@ -531,7 +531,7 @@ impl Tracker {
         let (l, h) = (&mut self.ledger, &mut self.hosts);
         // Its kubelet's client certificate's rotation deadline is judged
         // on the host's own entries (design 5.7).
-        machine::certificate::watch(l, h, host, at, out);
+        machine::certificate::watch(l, h, (host, at), UNKNOWN_NODE, out);
         self.silent.activity(l, h, host, at, out);
     }
 

@@ -57,12 +57,13 @@ pub(in crate::tracker) fn line(
 
 /// The host's journal reached `at` (any entry of it): a rotation deadline
 /// its kubelet stated, passed by then with no rotation since, opens the
-/// node's certificate incident (`expiring`). One lookup a call.
+/// node's certificate incident (`expiring`; `unknown`: the node of a host
+/// that names none). One lookup a call.
 pub(in crate::tracker) fn watch(
     l: &mut Ledger,
     h: &mut Hosts,
-    host: &str,
-    at: Micros,
+    (host, at): (&str, Micros),
+    unknown: &str,
     out: &mut Vec<Decision>,
 ) {
     let Some(w) = h.get_mut(host).and_then(|o| o.cert.as_mut()) else {
@@ -79,7 +80,7 @@ pub(in crate::tracker) fn watch(
         .or_else(|| l.settings.node_name.clone())
         .unwrap_or_else(|| {
             if host.is_empty() {
-                crate::tracker::UNKNOWN_NODE.to_string()
+                unknown.to_string()
             } else {
                 host.to_string()
             }
