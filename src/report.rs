@@ -151,6 +151,16 @@ pub struct IncidentOut {
     /// not-ready: its lines (trouble and supporting).
     #[serde(default)]
     pub not_ready_signals: u64,
+    /// certificate: when the kubelet's client certificate expires (RFC
+    /// 3339), as its manager last stated it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+    /// certificate: the rotation deadline its manager last stated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation_deadline: Option<String>,
+    /// certificate: rotations the API server refused.
+    #[serde(default)]
+    pub rotation_failures: u64,
     /// kubelet-down: systemd's last word on how the kubelet ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_exit: Option<String>,
@@ -239,7 +249,9 @@ impl IncidentOut {
                 None,
                 sentinel_core::advice::next_steps(i),
             ),
-            Detail::NotReady(_) => (None, None, sentinel_core::advice::next_steps(i)),
+            Detail::NotReady(_) | Detail::Certificate(_) => {
+                (None, None, sentinel_core::advice::next_steps(i))
+            }
             Detail::HostSilent(h) => (
                 None,
                 Some(rfc3339(h.last_entry_at)),
@@ -265,6 +277,9 @@ impl IncidentOut {
             counters: i.counters(),
             restarts: i.restarts(),
             not_ready_signals: i.not_ready_signals(),
+            expires_at: i.cert().and_then(|c| c.expires_at).map(rfc3339),
+            rotation_deadline: i.cert().and_then(|c| c.rotation_deadline).map(rfc3339),
+            rotation_failures: i.cert().map_or(0, |c| c.rotation_failures),
             last_exit,
             last_entry_at,
             next_steps,
@@ -356,6 +371,11 @@ impl IncidentOut {
                 last_entry_at: self.last_entry_at.as_deref(),
             },
             IncidentKind::Endpoint => DetailView::Endpoint { nodes: &self.nodes },
+            IncidentKind::Certificate => DetailView::Certificate {
+                expires_at: self.expires_at.as_deref(),
+                rotation_deadline: self.rotation_deadline.as_deref(),
+                rotation_failures: self.rotation_failures,
+            },
         }
     }
 }
@@ -377,6 +397,13 @@ pub(crate) enum DetailView<'a> {
     HostSilent { last_entry_at: Option<&'a str> },
     /// The nodes in it.
     Endpoint { nodes: &'a [String] },
+    /// When the certificate expires and rotates (RFC 3339), and the
+    /// refused rotations.
+    Certificate {
+        expires_at: Option<&'a str>,
+        rotation_deadline: Option<&'a str>,
+        rotation_failures: u64,
+    },
 }
 
 #[derive(Debug, Serialize)]
@@ -444,7 +471,8 @@ fn duration_of(i: &IncidentOut) -> Micros {
         | DetailView::KubeletDown { .. }
         | DetailView::NotReady { .. }
         | DetailView::HostSilent { .. }
-        | DetailView::Endpoint { .. } => micros(&i.last_signal_at) - micros(&i.opened_at),
+        | DetailView::Endpoint { .. }
+        | DetailView::Certificate { .. } => micros(&i.last_signal_at) - micros(&i.opened_at),
     }
 }
 
@@ -502,6 +530,9 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
                 }
                 DetailView::HostSilent { .. } => (of_kind(), "-".to_string()),
                 DetailView::Endpoint { nodes } => (of_kind(), format!("{} nodes", nodes.len())),
+                DetailView::Certificate {
+                    rotation_failures, ..
+                } => (of_kind(), format!("{rotation_failures} refused")),
             };
             vec![
                 o.id.clone(),
@@ -845,6 +876,18 @@ fn counters_line(out: &mut String, o: &IncidentOut) {
                 out,
                 "  not-ready lines {not_ready_signals}  not ready for {}",
                 human_duration(duration_of(o))
+            );
+        }
+        DetailView::Certificate {
+            expires_at,
+            rotation_deadline,
+            rotation_failures,
+        } => {
+            let _ = writeln!(
+                out,
+                "  expires {}  rotation deadline {}  refused rotations {rotation_failures}",
+                expires_at.map_or("not stated", |e| e),
+                rotation_deadline.map_or("not stated", |d| d),
             );
         }
         // Their own lines say theirs: the nodes, the host's last entry.

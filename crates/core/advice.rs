@@ -84,6 +84,35 @@ fn cause_steps(i: &Incident) -> Vec<String> {
     steps
 }
 
+/// What to do for the kubelet's client certificate (design 5.7).
+fn cert_steps(i: &Incident, steps: &mut Vec<String>) {
+    let pem = "/var/lib/kubelet/pki/kubelet-client-current.pem";
+    steps.push(format!(
+        "on the node: openssl x509 -enddate -noout -in {pem} (when the certificate in use expires)"
+    ));
+    steps.push(
+        "kubectl get csr: the node's pending requests (signer kubernetes.io/kube-apiserver-client-kubelet); \
+         kubectl certificate approve <csr> if it is the node's own, and check that the controller manager's \
+         approver and signer run (kube-controller-manager's --cluster-signing-* flags)"
+            .into(),
+    );
+    steps.push(
+        "rotateCertificates: true in /var/lib/kubelet/config.yaml (--rotate-certificates), and the \
+         system:certificates.k8s.io:certificatesigningrequests:selfnodeclient binding for system:nodes"
+            .into(),
+    );
+    if i.cause() == Cause::Expired {
+        steps.push(
+            "an expired certificate: on a kubeadm control plane, kubeadm certs check-expiration; on the \
+             node, a fresh bootstrap (kubeadm join phase kubelet-start, or a new bootstrap token in \
+             /etc/kubernetes/bootstrap-kubelet.conf) and systemctl restart kubelet"
+                .into(),
+        );
+    } else {
+        steps.push("kubeadm certs check-expiration (on a kubeadm control plane)".into());
+    }
+}
+
 /// What to check for the incident's own cause.
 fn steps_for_cause(i: &Incident, node: &str, steps: &mut Vec<String>) {
     match i.cause() {
@@ -131,6 +160,7 @@ fn steps_for_cause(i: &Incident, node: &str, steps: &mut Vec<String>) {
             steps.push("the paths the fatal line names: ls -l /etc/kubernetes/kubelet.conf /etc/kubernetes/bootstrap-kubelet.conf /var/lib/kubelet/pki/".into());
             steps.push("the join token's age: kubeadm token list (tokens expire after 24h by default)".into());
         }
+        Cause::Expired | Cause::RotationFailing | Cause::Expiring => cert_steps(i, steps),
         Cause::Runtime => {
             steps.push("systemctl status containerd (or crio, docker) on the node".into());
             steps.push("crictl info: the runtime's socket answers and its CRI API matches the kubelet's".into());

@@ -107,6 +107,9 @@ pub const NOT_READY_AFTER: Micros = 180 * SECOND;
 pub const START_BUDGET: Micros = 300 * SECOND;
 /// [`START_BUDGET`] as `scan`'s flag spells it.
 pub const START_BUDGET_TEXT: &str = "5m";
+/// `[alert] cert_warn`: a client certificate that expires within this
+/// and has not rotated is a page (design 5.7).
+pub const CERT_WARN: Micros = 7 * DAY;
 /// `[alert] window` (and `scan --window`).
 pub const WINDOW: Micros = 600 * SECOND;
 /// [`WINDOW`] as `scan`'s flag spells it.

@@ -180,6 +180,21 @@ pub fn parse_rfc3339(s: &str) -> Option<Micros> {
         .map(|t| t.timestamp_micros())
 }
 
+/// Parses a time as Go's `time.Time` prints it (`2027-01-01 00:00:00 +0000
+/// UTC`, `2026-10-20 12:00:00.868848081 +0000 UTC`; a monotonic `m=+…`
+/// after it is ignored) into micros.
+#[must_use]
+pub fn parse_go_time(s: &str) -> Option<Micros> {
+    let mut words = s.split_whitespace();
+    let (date, time, offset) = (words.next()?, words.next()?, words.next()?);
+    DateTime::parse_from_str(
+        &format!("{date} {time} {offset}"),
+        "%Y-%m-%d %H:%M:%S%.f %z",
+    )
+    .ok()
+    .map(|t| t.timestamp_micros())
+}
+
 /// How to place a time of day that carries no year and no zone (klog headers,
 /// syslog prefixes) on the time line.
 #[derive(Debug, Clone, Copy)]

@@ -316,6 +316,9 @@ pub struct AlertConfig {
     pub not_ready_after: Period,
     /// A kubelet start Ready later than this is slow (design 5.5).
     pub start_budget: Period,
+    /// A client certificate that expires within this (or has expired) is
+    /// persistent (certificate incidents, design 5.7).
+    pub cert_warn: Period,
     pub window: Period,
     pub group_wait: Period,
     pub repeat_interval: Period,

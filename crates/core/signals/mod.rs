@@ -48,6 +48,23 @@ pub enum SignalKind {
     /// Joins an open not-ready incident and votes for its cause: CNI config
     /// errors, failed calls to the runtime, PLEG relist errors.
     NotReadySupport,
+    // The kubelet's client certificate (design 5.7).
+    /// Its certificate manager states when the certificate expires and
+    /// when it will rotate (`Certificate rotation deadline determined`).
+    CertDeadline,
+    /// A rotation begins (`Rotating certificates`).
+    CertRotating,
+    /// A rotation's CSR was issued (`certificate signing request … is
+    /// issued`): the new certificate is there.
+    CertRotated,
+    /// A rotation attempt failed (`Failed while requesting a signed
+    /// certificate from the control plane`, `certificate request was not
+    /// signed`).
+    CertFailed,
+    /// The certificate has expired (`The currently active client
+    /// certificate has expired`, `Part of the existing bootstrap client
+    /// certificate … is expired`).
+    CertExpired,
 }
 
 crate::kinds::spelling!(SignalKind {
@@ -71,6 +88,11 @@ crate::kinds::spelling!(SignalKind {
     KubeletStopping => "kubelet-stopping",
     NotReady => "not-ready",
     NotReadySupport => "not-ready-support",
+    CertDeadline => "cert-deadline",
+    CertRotating => "cert-rotating",
+    CertRotated => "cert-rotated",
+    CertFailed => "cert-failed",
+    CertExpired => "cert-expired",
 });
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,11 +110,12 @@ impl SignalKind {
     )]
     pub fn role(self) -> Role {
         use SignalKind::{
-            LeaseFailed, ListerMiss, NotReady, NotReadySupport, RegisterFailed, StatusExhausted,
-            StatusRetry, WatchFailed,
+            CertExpired, CertFailed, LeaseFailed, ListerMiss, NotReady, NotReadySupport,
+            RegisterFailed, StatusExhausted, StatusRetry, WatchFailed,
         };
         match self {
-            StatusRetry | StatusExhausted | ListerMiss | RegisterFailed | NotReady => Role::Trouble,
+            StatusRetry | StatusExhausted | ListerMiss | RegisterFailed | NotReady | CertFailed
+            | CertExpired => Role::Trouble,
             LeaseFailed | WatchFailed | NotReadySupport => Role::Supporting,
             _ => Role::Marker,
         }
@@ -103,6 +126,21 @@ impl SignalKind {
     #[must_use]
     pub fn is_not_ready(self) -> bool {
         matches!(self, SignalKind::NotReady | SignalKind::NotReadySupport)
+    }
+
+    /// A signal about the kubelet's client certificate (certificate
+    /// incidents, design 5.7): it never opens or joins a node-status
+    /// incident by itself.
+    #[must_use]
+    pub fn is_certificate(self) -> bool {
+        matches!(
+            self,
+            SignalKind::CertDeadline
+                | SignalKind::CertRotating
+                | SignalKind::CertRotated
+                | SignalKind::CertFailed
+                | SignalKind::CertExpired
+        )
     }
 
     /// A signal about the kubelet's own life (kubelet-down incidents).
@@ -154,6 +192,15 @@ pub enum Cause {
     PidPressure,
     /// The kernel's OOM killer killed the kubelet (its context says so).
     Oom,
+    // The kubelet's client certificate (certificate incidents, design
+    // 5.7).
+    /// It has expired.
+    Expired,
+    /// The API server refused a rotation (forbidden, unauthorized, denied,
+    /// not signed).
+    RotationFailing,
+    /// Its rotation deadline passed with no rotation since.
+    Expiring,
 }
 
 crate::kinds::spelling!(Cause {
@@ -180,6 +227,9 @@ crate::kinds::spelling!(Cause {
     DiskPressure => "disk-pressure",
     PidPressure => "pid-pressure",
     Oom => "oom",
+    Expired => "expired",
+    RotationFailing => "rotation-failing",
+    Expiring => "expiring",
 });
 
 impl Cause {
@@ -211,7 +261,10 @@ impl Cause {
             | Cause::MemoryPressure
             | Cause::DiskPressure
             | Cause::PidPressure
-            | Cause::Oom => 0,
+            | Cause::Oom
+            | Cause::Expired
+            | Cause::RotationFailing
+            | Cause::Expiring => 0,
         }
     }
 }
@@ -231,9 +284,11 @@ pub struct Signal {
     pub exit: Option<String>,
 }
 
+mod certificate;
 mod readiness;
 mod table;
 use SignalKind as K;
+pub use certificate::{CertTimes, cert_times, refused};
 pub use readiness::{classify_not_ready, only_starting, pleg_unhealthy_for, says_only_starting};
 pub use table::{Row, TABLE};
 
@@ -322,6 +377,7 @@ pub fn recognize(line: &Line<'_>) -> Option<Signal> {
     let error_text = line.value("err").unwrap_or_else(|| line.message());
     let (cause, endpoint) = match kind.role() {
         _ if kind == K::KubeletFatal => (Some(classify_fatal(error_text)), None),
+        _ if kind.is_certificate() => certificate::cause(kind, line.message(), error_text),
         _ if kind.is_not_ready() => (Some(classify_not_ready(line)), None),
         Role::Marker => (None, None),
         _ => (Some(classify(error_text)), api_endpoint(error_text)),
@@ -1353,6 +1409,173 @@ mod tests {
             None,
             None,
         ),
+        // The client certificate manager (design 5.7), every wording.
+        (
+            r#"I1204 10:00:00.000000    2001 certificate_manager.go:356] "Certificate rotation deadline determined" logger="kubernetes.io/kube-apiserver-client-kubelet" expiration="2027-01-01 00:00:00 +0000 UTC" deadline="2026-10-20 12:00:00.123 +0000 UTC""#,
+            Some(K::CertDeadline),
+            None,
+            None,
+        ),
+        // The serving certificate's: not the client's.
+        (
+            r#"I1204 10:00:00.000000    2001 certificate_manager.go:356] "Certificate rotation deadline determined" logger="kubernetes.io/kubelet-serving" expiration="2027-01-01 00:00:00 +0000 UTC" deadline="2026-10-20 12:00:00.123 +0000 UTC""#,
+            None,
+            None,
+            None,
+        ),
+        (
+            "I0531 03:00:20.131352    1960 certificate_manager.go:270] kubernetes.io/kube-apiserver-client-kubelet: Certificate expiration is 2025-06-30 02:55:19 +0000 UTC, rotation deadline is 2025-06-25 17:17:56.868848081 +0000 UTC",
+            Some(K::CertDeadline),
+            None,
+            None,
+        ),
+        (
+            "I0531 03:00:20.131352    1960 certificate_manager.go:270] kubernetes.io/kubelet-serving: Certificate expiration is 2025-06-30 02:55:19 +0000 UTC, rotation deadline is 2025-06-25 17:17:56.868848081 +0000 UTC",
+            None,
+            None,
+            None,
+        ),
+        (
+            "I0301 10:00:00.000000    1960 certificate_manager.go:297] Certificate expiration is 2019-03-01 10:00:00 +0000 UTC, rotation deadline is 2019-01-01 10:00:00 +0000 UTC",
+            Some(K::CertDeadline),
+            None,
+            None,
+        ),
+        (
+            r#"I1204 10:00:00.000000    2001 certificate_manager.go:598] "Rotating certificates" logger="kubernetes.io/kube-apiserver-client-kubelet""#,
+            Some(K::CertRotating),
+            None,
+            None,
+        ),
+        (
+            "I1204 10:00:00.000000    2001 certificate_manager.go:407] kubernetes.io/kube-apiserver-client-kubelet: Rotating certificates",
+            Some(K::CertRotating),
+            None,
+            None,
+        ),
+        (
+            "I0301 10:00:00.000000    2001 certificate_manager.go:398] Rotating certificates",
+            Some(K::CertRotating),
+            None,
+            None,
+        ),
+        (
+            "I1204 10:00:00.000000    2001 csr.go:261] certificate signing request csr-8tq2x is issued",
+            Some(K::CertRotated),
+            None,
+            None,
+        ),
+        (
+            "I1204 10:00:00.000000    2001 csr.go:257] certificate signing request csr-8tq2x is approved, waiting to be issued",
+            None,
+            None,
+            None,
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 certificate_manager.go:562] "Failed while requesting a signed certificate from the control plane" err="cannot create certificate signing request: certificatesigningrequests.certificates.k8s.io is forbidden: User \"system:node:w1\" cannot create resource \"certificatesigningrequests\"" logger="kubernetes.io/kube-apiserver-client-kubelet.UnhandledError""#,
+            Some(K::CertFailed),
+            None,
+            Some(Cause::RotationFailing),
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 certificate_manager.go:562] "Failed while requesting a signed certificate from the control plane" err="cannot create certificate signing request: certificatesigningrequests.certificates.k8s.io is forbidden" logger="kubernetes.io/kubelet-serving.UnhandledError""#,
+            None,
+            None,
+            None,
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 certificate_manager.go:590] "Certificate request was not signed" err="context deadline exceeded" logger="kubernetes.io/kube-apiserver-client-kubelet.UnhandledError""#,
+            Some(K::CertFailed),
+            None,
+            Some(Cause::RotationFailing),
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 runtime.go:79] "Unhandled Error" err="kubernetes.io/kube-apiserver-client-kubelet: Failed while requesting a signed certificate from the control plane: cannot create certificate signing request: Unauthorized" logger="UnhandledError""#,
+            Some(K::CertFailed),
+            None,
+            Some(Cause::RotationFailing),
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 runtime.go:79] "Unhandled Error" err="kubernetes.io/kube-apiserver-client-kubelet: certificate request was not signed: timed out waiting for the condition" logger="UnhandledError""#,
+            Some(K::CertFailed),
+            None,
+            Some(Cause::RotationFailing),
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 certificate_manager.go:471] kubernetes.io/kube-apiserver-client-kubelet: Failed while requesting a signed certificate from the control plane: cannot create certificate signing request: Post "https://10.0.0.1:6443/apis/certificates.k8s.io/v1/certificatesigningrequests": dial tcp 10.0.0.1:6443: connect: connection refused"#,
+            Some(K::CertFailed),
+            None,
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            "E1204 10:00:00.000000    2001 certificate_manager.go:471] kubernetes.io/kubelet-serving: Failed while requesting a signed certificate from the control plane: cannot create certificate signing request: certificatesigningrequests.certificates.k8s.io is forbidden",
+            None,
+            None,
+            None,
+        ),
+        (
+            "E1204 10:00:00.000000    2001 certificate_manager.go:488] kubernetes.io/kube-apiserver-client-kubelet: certificate request was not signed: timed out waiting for the condition",
+            Some(K::CertFailed),
+            None,
+            Some(Cause::RotationFailing),
+        ),
+        (
+            "E0301 10:00:00.000000    2001 certificate_manager.go:441] Failed while requesting a signed certificate from the control plane: cannot create certificate signing request: certificatesigningrequests.certificates.k8s.io is forbidden: User \"system:anonymous\" cannot create certificatesigningrequests.certificates.k8s.io at the cluster scope",
+            Some(K::CertFailed),
+            None,
+            Some(Cause::RotationFailing),
+        ),
+        (
+            "E0301 10:00:00.000000    2001 certificate_manager.go:299] Failed while requesting a signed certificate from the master: cannot create certificate signing request: Post https://10.0.0.1:6443/apis/certificates.k8s.io/v1beta1/certificatesigningrequests: dial tcp 10.0.0.1:6443: getsockopt: connection refused",
+            Some(K::CertFailed),
+            None,
+            Some(Cause::ApiUnreachable),
+        ),
+        (
+            "E0301 10:00:00.000000    2001 certificate_manager.go:318] certificate request was not signed: timed out waiting for the condition",
+            Some(K::CertFailed),
+            None,
+            Some(Cause::RotationFailing),
+        ),
+        // kubernetes#96256.
+        (
+            "E1111 00:15:53.851634   66610 transport.go:113] The currently active client certificate has expired, but the server is not responsive. A restart may be necessary to retrieve new initial credentials.",
+            Some(K::CertExpired),
+            None,
+            Some(Cause::Expired),
+        ),
+        // kubernetes#92676.
+        (
+            "E0701 00:15:53.851634   66610 transport.go:108] It has been 5m0s since a valid client cert was found, but the server is not responsive. A restart may be necessary to retrieve new initial credentials.",
+            Some(K::CertExpired),
+            None,
+            Some(Cause::Expired),
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 transport.go:123] "No valid client certificate is found but the server is not responsive. A restart may be necessary to retrieve new initial credentials." lastCertificateAvailabilityTime="2026-12-04 09:55:00 +0000 UTC" shutdownThreshold="5m0s""#,
+            Some(K::CertExpired),
+            None,
+            Some(Cause::Expired),
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 transport.go:118] "No valid client certificate is found and the server is responsive, exiting." lastCertificateAvailabilityTime="2026-12-04 09:55:00 +0000 UTC" shutdownThreshold="5m0s""#,
+            Some(K::CertExpired),
+            None,
+            Some(Cause::Expired),
+        ),
+        // kubernetes#65991 (1.10).
+        (
+            "I0706 12:40:00.000000    2001 bootstrap.go:204] Part of the existing bootstrap client certificate is expired: 2018-07-06 12:32:00 +0000 UTC",
+            Some(K::CertExpired),
+            None,
+            Some(Cause::Expired),
+        ),
+        (
+            "I1204 10:00:00.000000    2001 bootstrap.go:88] Part of the existing bootstrap client certificate in /etc/kubernetes/kubelet.conf is expired: 2026-12-01 00:00:00 +0000 UTC",
+            Some(K::CertExpired),
+            None,
+            Some(Cause::Expired),
+        ),
     ];
 
     #[test]
@@ -1387,8 +1610,11 @@ mod tests {
         texts.extend(readiness::tests::texts().map(str::to_string));
         for r in TABLE {
             let words = match r.form {
-                table::Form::Structured(m) | table::Form::StructuredWith(m, ..) => m,
-                table::Form::LegacyPrefix(p)
+                table::Form::Structured(m)
+                | table::Form::StructuredWith(m, ..)
+                | table::Form::ClientCert(m) => m,
+                table::Form::LegacyBetween(p, _)
+                | table::Form::LegacyPrefix(p)
                 | table::Form::LegacyExact(p)
                 | table::Form::LegacyContains(p) => p,
                 table::Form::LegacyNodeNotFound => "node \"n\" not found",

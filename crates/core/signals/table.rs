@@ -24,7 +24,19 @@ pub enum Form {
     LegacyNodeNotFound,
     /// Any line of severity `F` (klog's Fatal: the process exits after it).
     FatalSeverity,
+    /// A structured line with this message of the kubelet's client
+    /// certificate manager: no `logger`, or one that names it
+    /// (`kubernetes.io/kube-apiserver-client-kubelet`, with `.UnhandledError`
+    /// for its errors). The serving certificate's manager
+    /// (`kubernetes.io/kubelet-serving`) writes the same words: not a
+    /// client certificate's line.
+    ClientCert(&'static str),
+    /// A legacy line that starts with the first and ends with the second.
+    LegacyBetween(&'static str, &'static str),
 }
+
+/// The client certificate manager's name, as its lines carry it (1.20+).
+const CLIENT_CERT: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 
 #[derive(Debug, Clone, Copy)]
 pub struct Row {
@@ -45,8 +57,8 @@ const fn row(kind: SignalKind, form: Form, versions: &'static str) -> Row {
 }
 
 use Form::{
-    FatalSeverity, LegacyContains, LegacyExact, LegacyNodeNotFound, LegacyPrefix, Structured,
-    StructuredWith,
+    ClientCert, FatalSeverity, LegacyBetween, LegacyContains, LegacyExact, LegacyNodeNotFound,
+    LegacyPrefix, Structured, StructuredWith,
 };
 use SignalKind as K;
 
@@ -456,6 +468,134 @@ pub static TABLE: &[Row] = &[
         LegacyPrefix("GenericPLEG: Unable to retrieve pods: "),
         "<=1.20",
     ),
+    // The client certificate manager (client-go `util/certificate`, design
+    // 5.7). Before 1.20 its lines carry no name (the serving certificate's
+    // manager, with `serverTLSBootstrap`, writes the same: read as the
+    // client's); 1.20-1.29 put the manager's name before the words; later
+    // ones carry it as `logger=`. The serving manager's lines
+    // (`kubernetes.io/kubelet-serving`) match no row.
+    row(
+        K::CertDeadline,
+        ClientCert("Certificate rotation deadline determined"),
+        "1.30+",
+    ),
+    row(
+        K::CertDeadline,
+        LegacyPrefix("kubernetes.io/kube-apiserver-client-kubelet: Certificate expiration is "),
+        "1.20-1.29",
+    ),
+    row(
+        K::CertDeadline,
+        LegacyPrefix("Certificate expiration is "),
+        "1.8-1.19",
+    ),
+    row(
+        K::CertRotating,
+        ClientCert("Rotating certificates"),
+        "1.30+",
+    ),
+    row(
+        K::CertRotating,
+        LegacyExact("kubernetes.io/kube-apiserver-client-kubelet: Rotating certificates"),
+        "1.20-1.29",
+    ),
+    row(
+        K::CertRotating,
+        LegacyExact("Rotating certificates"),
+        "1.8-1.19",
+    ),
+    // csr.go's, the same for both managers.
+    row(
+        K::CertRotated,
+        LegacyBetween("certificate signing request ", " is issued"),
+        "1.8+",
+    ),
+    row(
+        K::CertFailed,
+        ClientCert("Failed while requesting a signed certificate from the control plane"),
+        "1.33+",
+    ),
+    row(
+        K::CertFailed,
+        ClientCert("Certificate request was not signed"),
+        "1.33+",
+    ),
+    row(
+        K::CertFailed,
+        StructuredWith(
+            "Unhandled Error",
+            "err",
+            "kube-apiserver-client-kubelet: Failed while requesting a signed certificate",
+        ),
+        "1.31-1.32",
+    ),
+    row(
+        K::CertFailed,
+        StructuredWith(
+            "Unhandled Error",
+            "err",
+            "kube-apiserver-client-kubelet: certificate request was not signed",
+        ),
+        "1.31-1.32",
+    ),
+    row(
+        K::CertFailed,
+        LegacyPrefix(
+            "kubernetes.io/kube-apiserver-client-kubelet: Failed while requesting a signed certificate from the control plane: ",
+        ),
+        "1.20-1.30",
+    ),
+    row(
+        K::CertFailed,
+        LegacyPrefix(
+            "kubernetes.io/kube-apiserver-client-kubelet: certificate request was not signed: ",
+        ),
+        "1.20-1.30",
+    ),
+    row(
+        K::CertFailed,
+        LegacyPrefix("Failed while requesting a signed certificate from the control plane: "),
+        "1.19-1.20",
+    ),
+    row(
+        K::CertFailed,
+        LegacyPrefix("Failed while requesting a signed certificate from the master: "),
+        "1.8-1.19",
+    ),
+    row(
+        K::CertFailed,
+        LegacyPrefix("certificate request was not signed: "),
+        "1.8-1.20",
+    ),
+    // transport.go: the client certificate expired while the kubelet ran.
+    row(
+        K::CertExpired,
+        LegacyPrefix("The currently active client certificate has expired"),
+        "1.8-1.17",
+    ),
+    row(
+        K::CertExpired,
+        LegacyContains("since a valid client cert was found"),
+        "1.18-1.20",
+    ),
+    row(
+        K::CertExpired,
+        Structured(
+            "No valid client certificate is found but the server is not responsive. A restart may be necessary to retrieve new initial credentials.",
+        ),
+        "1.21+",
+    ),
+    row(
+        K::CertExpired,
+        Structured("No valid client certificate is found and the server is responsive, exiting."),
+        "1.21+",
+    ),
+    // bootstrap.go at start: the kubeconfig's certificate expired.
+    row(
+        K::CertExpired,
+        LegacyPrefix("Part of the existing bootstrap client certificate"),
+        "1.10+",
+    ),
     // §9 start-up.
     // The kubelet's fatal lines (design 5.1): it exits right after.
     row(K::KubeletFatal, Structured("command failed"), "1.21+"),
@@ -540,8 +680,11 @@ static INDEX: LazyLock<Index> = LazyLock::new(|| {
     };
     for (i, r) in TABLE.iter().enumerate() {
         match r.form {
-            Structured(m) | StructuredWith(m, ..) => index.structured.entry(m).or_default().push(i),
-            LegacyPrefix(_) | LegacyExact(_) | LegacyContains(_) | LegacyNodeNotFound => {
+            Structured(m) | StructuredWith(m, ..) | ClientCert(m) => {
+                index.structured.entry(m).or_default().push(i);
+            }
+            LegacyPrefix(_) | LegacyExact(_) | LegacyContains(_) | LegacyNodeNotFound
+            | LegacyBetween(..) => {
                 index.legacy.push(i);
             }
             FatalSeverity => index.fatal.push(i),
@@ -577,6 +720,14 @@ pub(super) fn matches(form: Form, line: &Line<'_>) -> bool {
         LegacyExact(p) => !structured && msg.trim_end() == p,
         LegacyContains(p) => !structured && msg.contains(p),
         LegacyNodeNotFound => !structured && legacy_node_not_found(msg),
+        ClientCert(m) => {
+            structured
+                && msg == m
+                && line
+                    .value("logger")
+                    .is_none_or(|l| l.starts_with(CLIENT_CERT))
+        }
+        LegacyBetween(p, s) => !structured && msg.starts_with(p) && msg.trim_end().ends_with(s),
         FatalSeverity => line.severity == Some(crate::parse::Severity::Fatal),
     }
 }

@@ -73,6 +73,28 @@ pub struct Origin {
     /// the next start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) start_pid: Option<u32>,
+    /// What its kubelet last stated of its client certificate (design
+    /// 5.7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cert: Option<CertWatch>,
+}
+
+/// What a kubelet last stated of its client certificate: when it expires,
+/// when it will rotate, and whether that deadline is still to be judged.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CertWatch {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) expires_at: Option<Micros>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) deadline: Option<Micros>,
+    /// The entry time past which, with no rotation since, the deadline
+    /// passed (the deadline and `resolve_after`, the time a rotation takes
+    /// when the CSR is approved at once); `None` once judged or rotated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) due_at: Option<Micros>,
+    /// The line that stated them: the evidence of the incident it opens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) line: Option<Evidence>,
 }
 
 pub(crate) const ORIGIN_MARKERS: usize = 8;

@@ -56,9 +56,11 @@ use serde::{Deserialize, Serialize};
 
 pub use decision::{AlertKind, Alerted, Decision, Observation};
 pub use evidence::Evidence;
-pub use hosts::Origin;
+pub use hosts::{CertWatch, Origin};
 pub use incident::{Ack, Anchor, IncidentOf};
-pub use kind::{Counters, Detail, Down, Incident, NodeStatus, NotReady, Outage, Silent};
+pub use kind::{
+    ClientCert, Counters, Detail, Down, Incident, NodeStatus, NotReady, Outage, Silent,
+};
 pub use machine::{Member, MemberWrite};
 pub use settings::{Limits, Selector, Settings, Threshold};
 pub use start::{Phase, PhaseSpan, STARTS_KEPT, Start, StartPlace, StartVerdict};
@@ -351,12 +353,17 @@ impl Tracker {
         }
         let (l, h) = (&mut self.ledger, &mut self.hosts);
         self.starts.line(h, l, obs, &node);
+        // A rotation deadline passed by this line's time (a line with no
+        // host has no other entry to judge it).
+        machine::certificate::watch(l, h, (host, obs.at), UNKNOWN_NODE, out);
         if sig.kind.is_life() {
             machine::life(l, h, obs, &node, out);
         }
         // The node's node-status incident's key, made once a line.
         let key = machine::node_status::key(node);
-        if sig.kind.is_not_ready() {
+        if sig.kind.is_certificate() {
+            machine::certificate::line(l, h, obs, &key.subject, out);
+        } else if sig.kind.is_not_ready() {
             machine::not_ready(l, h, obs, &key.subject, out);
         } else {
             machine::node_status::line(l, h, obs, &key, out);
@@ -568,6 +575,9 @@ impl Tracker {
     /// judged.
     pub fn activity(&mut self, host: &str, at: Micros, out: &mut Vec<Decision>) {
         let (l, h) = (&mut self.ledger, &mut self.hosts);
+        // Its kubelet's client certificate's rotation deadline is judged
+        // on the host's own entries (design 5.7).
+        machine::certificate::watch(l, h, (host, at), UNKNOWN_NODE, out);
         self.silent.activity(l, h, host, at, out);
         self.starts.tick(h, l.settings.start_budget, host, at);
     }
@@ -645,3 +655,6 @@ mod context_tests;
 
 #[cfg(test)]
 mod start_tests;
+
+#[cfg(test)]
+mod certificate_tests;

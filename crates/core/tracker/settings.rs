@@ -26,6 +26,11 @@ pub struct Settings {
     /// is slow; one not Ready by then, never-ready (design 5.5).
     #[serde(default = "default_start_budget")]
     pub start_budget: Micros,
+    /// `[alert] cert_warn`: a certificate incident whose certificate
+    /// expires within this (or has expired) is persistent and alerts
+    /// (design 5.7).
+    #[serde(default = "default_cert_warn")]
+    pub cert_warn: Micros,
     pub window: Micros,
     pub repeat_interval: Micros,
     pub send_resolved: bool,
@@ -83,6 +88,10 @@ fn default_start_budget() -> Micros {
 
 fn default_not_ready_after() -> Micros {
     defaults::NOT_READY_AFTER
+}
+
+fn default_cert_warn() -> Micros {
+    defaults::CERT_WARN
 }
 
 fn default_restarts() -> u32 {
@@ -183,6 +192,7 @@ impl Default for Settings {
             restarts: defaults::RESTARTS,
             not_ready_after: defaults::NOT_READY_AFTER,
             start_budget: defaults::START_BUDGET,
+            cert_warn: defaults::CERT_WARN,
             window: defaults::WINDOW,
             repeat_interval: defaults::REPEAT_INTERVAL,
             send_resolved: defaults::SEND_RESOLVED,

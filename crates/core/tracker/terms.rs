@@ -30,6 +30,9 @@ pub enum IncidentKind {
     /// Several nodes in trouble against one API endpoint at once: one
     /// outage (design 5.2); its nodes' incidents stay their own.
     Endpoint,
+    /// The kubelet's client certificate past its rotation deadline, near
+    /// expiry or expired, or its rotation refused (design 5.7).
+    Certificate,
 }
 
 crate::kinds::spelling!(IncidentKind {
@@ -38,6 +41,7 @@ crate::kinds::spelling!(IncidentKind {
     NotReady => "not-ready",
     HostSilent => "host-silent",
     Endpoint => "endpoint",
+    Certificate => "certificate",
 });
 
 impl IncidentKind {
@@ -49,7 +53,11 @@ impl IncidentKind {
     pub fn held_by(self) -> Option<IncidentKind> {
         match self {
             Self::NotReady => Some(Self::KubeletDown),
-            Self::NodeStatus | Self::KubeletDown | Self::HostSilent | Self::Endpoint => None,
+            Self::NodeStatus
+            | Self::KubeletDown
+            | Self::HostSilent
+            | Self::Endpoint
+            | Self::Certificate => None,
         }
     }
 
@@ -59,7 +67,8 @@ impl IncidentKind {
     pub fn ends_at_node_ready(self) -> bool {
         match self {
             Self::KubeletDown | Self::NotReady => true,
-            Self::NodeStatus | Self::HostSilent | Self::Endpoint => false,
+            // A Ready node says nothing of its certificate.
+            Self::NodeStatus | Self::HostSilent | Self::Endpoint | Self::Certificate => false,
         }
     }
 
@@ -69,7 +78,11 @@ impl IncidentKind {
     pub fn kept_by_host(self) -> bool {
         match self {
             Self::HostSilent => true,
-            Self::NodeStatus | Self::KubeletDown | Self::NotReady | Self::Endpoint => false,
+            Self::NodeStatus
+            | Self::KubeletDown
+            | Self::NotReady
+            | Self::Endpoint
+            | Self::Certificate => false,
         }
     }
 
@@ -79,7 +92,11 @@ impl IncidentKind {
     pub fn of_many_nodes(self) -> bool {
         match self {
             Self::Endpoint => true,
-            Self::NodeStatus | Self::KubeletDown | Self::NotReady | Self::HostSilent => false,
+            Self::NodeStatus
+            | Self::KubeletDown
+            | Self::NotReady
+            | Self::HostSilent
+            | Self::Certificate => false,
         }
     }
 
@@ -94,6 +111,7 @@ impl IncidentKind {
             Self::NotReady => "not-ready:",
             Self::HostSilent => "host-silent:",
             Self::Endpoint => "endpoint:",
+            Self::Certificate => "certificate:",
         }
     }
 }
@@ -141,4 +159,7 @@ pub enum Resolution {
     Stopped,
     /// host-silent: the host's journal was written again.
     Wrote,
+    /// certificate: the kubelet has a new client certificate (a later
+    /// expiration stated, its CSR issued).
+    Rotated,
 }

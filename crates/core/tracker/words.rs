@@ -43,6 +43,15 @@ pub fn cause_explanation(c: Cause) -> &'static str {
         Cause::Oom => {
             "the kernel's OOM killer killed the kubelet: the node ran out of memory, or the kubelet's cgroup hit its limit"
         }
+        Cause::Expired => {
+            "the kubelet's client certificate has expired: the API server rejects the kubelet until it has a new one"
+        }
+        Cause::RotationFailing => {
+            "the API server refused the kubelet's certificate signing request (forbidden, unauthorized, denied, or never signed): the client certificate is not being renewed"
+        }
+        Cause::Expiring => {
+            "the client certificate's rotation deadline passed and no rotation followed: it will expire unless renewed"
+        }
         c @ (Cause::Cni
         | Cause::Pleg
         | Cause::MemoryPressure
@@ -86,7 +95,10 @@ fn not_ready_explanation(c: Cause) -> &'static str {
         | Cause::Exec
         | Cause::Killed
         | Cause::Watchdog
-        | Cause::Oom => "no known class; read the evidence lines",
+        | Cause::Oom
+        | Cause::Expired
+        | Cause::RotationFailing
+        | Cause::Expiring => "no known class; read the evidence lines",
     }
 }
 

@@ -10,7 +10,8 @@ use sentinel_core::tracker::{Incident, Settings};
 
 #[cfg(test)]
 use crate::notify::words::{
-    ALERTNAME, ALERTNAME_DOWN, ALERTNAME_ENDPOINT, ALERTNAME_NOT_READY, ALERTNAME_SILENT,
+    ALERTNAME, ALERTNAME_CERT, ALERTNAME_DOWN, ALERTNAME_ENDPOINT, ALERTNAME_NOT_READY,
+    ALERTNAME_SILENT,
 };
 
 /// The alert that fires as long as kubelet-sentinel runs and can post
@@ -170,6 +171,7 @@ mod tests {
             ALERTNAME_SILENT,
             ALERTNAME_ENDPOINT,
             ALERTNAME_NOT_READY,
+            ALERTNAME_CERT,
             HEARTBEAT,
         ];
         let rules: Vec<&str> =

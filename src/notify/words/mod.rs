@@ -5,6 +5,7 @@
 //! ([`super::render`]) and Alertmanager (`alertmanager/alerts.rs`) ask
 //! [`words`] once instead of matching on the kind at each site. Pure.
 
+mod certificate;
 mod endpoint;
 mod host_silent;
 mod kubelet_down;
@@ -18,8 +19,8 @@ use sentinel_core::tracker::{AlertKind, Detail, Incident, Settings};
 // The alertnames, for the test that reads the shipped rules.
 #[cfg(test)]
 pub(crate) use {
-    endpoint::ALERTNAME_ENDPOINT, host_silent::ALERTNAME_SILENT, kubelet_down::ALERTNAME_DOWN,
-    node_status::ALERTNAME, not_ready::ALERTNAME_NOT_READY,
+    certificate::ALERTNAME_CERT, endpoint::ALERTNAME_ENDPOINT, host_silent::ALERTNAME_SILENT,
+    kubelet_down::ALERTNAME_DOWN, node_status::ALERTNAME, not_ready::ALERTNAME_NOT_READY,
 };
 
 /// What one kind of incident is called where people and Alertmanager read
@@ -83,6 +84,7 @@ pub(crate) fn words(i: &Incident) -> &dyn KindWords {
         Detail::NotReady(r) => r,
         Detail::HostSilent(h) => h,
         Detail::Endpoint(o) => o,
+        Detail::Certificate(c) => c,
     }
 }
 

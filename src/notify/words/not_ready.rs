@@ -24,7 +24,13 @@ fn ended(i: &Incident) -> &'static str {
         Some(Resolution::NodeReady) => "ready again",
         Some(Resolution::Stopped) => "stopped (its kubelet was stopped)",
         Some(Resolution::Quiet) => "quiet (no not-ready line since)",
-        Some(Resolution::Evicted | Resolution::SourceChanged | Resolution::Wrote) | None => "ended",
+        Some(
+            Resolution::Evicted
+            | Resolution::SourceChanged
+            | Resolution::Wrote
+            | Resolution::Rotated,
+        )
+        | None => "ended",
     }
 }
 

@@ -219,7 +219,12 @@ impl Down {
                 "Ended at {} by a stop that was asked for.",
                 clock(i.resolved_at.unwrap_or(i.last_signal_at))
             )),
-            Some(Resolution::Evicted | Resolution::SourceChanged | Resolution::Wrote) => {
+            Some(
+                Resolution::Evicted
+                | Resolution::SourceChanged
+                | Resolution::Wrote
+                | Resolution::Rotated,
+            ) => {
                 parts.push("Closed without confirmation that it ended.".into());
             }
             None => {}

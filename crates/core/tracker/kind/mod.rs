@@ -4,6 +4,7 @@
 //! of [`Incident`] is one delegating line per kind (mini-redis's
 //! `cmd/mod.rs`), so a new kind is a compile error at each of them.
 
+mod certificate;
 mod endpoint;
 mod host_silent;
 mod kubelet_down;
@@ -12,6 +13,7 @@ mod not_ready;
 
 use serde::{Deserialize, Serialize};
 
+pub use certificate::ClientCert;
 pub use endpoint::Outage;
 pub use host_silent::Silent;
 pub use kubelet_down::Down;
@@ -39,6 +41,7 @@ pub enum Detail {
     NotReady(NotReady),
     HostSilent(Silent),
     Endpoint(Outage),
+    Certificate(ClientCert),
 }
 
 /// The tracker's incident: what every kind has, and its kind's [`Detail`].
@@ -53,6 +56,7 @@ impl Detail {
             Detail::NotReady(_) => IncidentKind::NotReady,
             Detail::HostSilent(_) => IncidentKind::HostSilent,
             Detail::Endpoint(_) => IncidentKind::Endpoint,
+            Detail::Certificate(_) => IncidentKind::Certificate,
         }
     }
 
@@ -65,6 +69,7 @@ impl Detail {
             IncidentKind::NotReady => Detail::NotReady(NotReady::default()),
             IncidentKind::HostSilent => Detail::HostSilent(Silent::default()),
             IncidentKind::Endpoint => Detail::Endpoint(Outage::default()),
+            IncidentKind::Certificate => Detail::Certificate(ClientCert::default()),
         }
     }
 
@@ -74,6 +79,7 @@ impl Detail {
     pub(crate) fn judged_at_due(&mut self, due: Micros) -> bool {
         match self {
             Detail::KubeletDown(d) => d.judged_at_due(due),
+            Detail::Certificate(c) => c.judged_at_due(due),
             Detail::NodeStatus(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
@@ -90,7 +96,8 @@ impl Detail {
             Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => None,
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => None,
         }
     }
 
@@ -103,7 +110,8 @@ impl Detail {
             Detail::NodeStatus(_)
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
-            | Detail::Endpoint(_) => None,
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => None,
         }
     }
 
@@ -115,7 +123,8 @@ impl Detail {
             Detail::NodeStatus(_)
             | Detail::KubeletDown(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => {}
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => {}
         }
     }
 }
@@ -170,7 +179,8 @@ impl Incident {
             Detail::NodeStatus(_)
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
-            | Detail::HostSilent(_) => {
+            | Detail::HostSilent(_)
+            | Detail::Certificate(_) => {
                 vec![host.clone()]
             }
         };
@@ -243,6 +253,31 @@ impl Incident {
         self.detail.kind()
     }
 
+    /// A certificate incident's record, for its state machine.
+    pub(super) fn cert_mut(&mut self) -> Option<&mut ClientCert> {
+        match &mut self.detail {
+            Detail::Certificate(c) => Some(c),
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
+        }
+    }
+
+    /// A certificate incident's record.
+    #[must_use]
+    pub fn cert(&self) -> Option<&ClientCert> {
+        match &self.detail {
+            Detail::Certificate(c) => Some(c),
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_) => None,
+        }
+    }
+
     /// A kubelet-down incident's record, for its state machine.
     pub(super) fn down_mut(&mut self) -> Option<&mut Down> {
         match &mut self.detail {
@@ -250,7 +285,8 @@ impl Incident {
             Detail::NodeStatus(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => None,
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => None,
         }
     }
 
@@ -262,7 +298,8 @@ impl Incident {
             Detail::NodeStatus(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => None,
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => None,
         }
     }
 
@@ -275,7 +312,8 @@ impl Incident {
             Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => Counters::default(),
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => Counters::default(),
         }
     }
 
@@ -292,7 +330,10 @@ impl Incident {
         match &self.detail {
             Detail::NodeStatus(n) => n.api_endpoint.as_deref(),
             Detail::Endpoint(o) => Some(&o.endpoint),
-            Detail::KubeletDown(_) | Detail::NotReady(_) | Detail::HostSilent(_) => None,
+            Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Certificate(_) => None,
         }
     }
 
@@ -304,7 +345,8 @@ impl Incident {
             Detail::NodeStatus(_)
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
-            | Detail::HostSilent(_) => &[],
+            | Detail::HostSilent(_)
+            | Detail::Certificate(_) => &[],
         }
     }
 
@@ -316,7 +358,8 @@ impl Incident {
             Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => None,
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => None,
         }
     }
 
@@ -336,7 +379,8 @@ impl Incident {
             Detail::NodeStatus(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => 0,
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => 0,
         }
     }
 
@@ -348,7 +392,8 @@ impl Incident {
             Detail::NodeStatus(_)
             | Detail::KubeletDown(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => 0,
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => 0,
         }
     }
 
@@ -365,6 +410,7 @@ impl Incident {
             Detail::NodeStatus(n) => n.verdict(self, s, ended),
             Detail::KubeletDown(d) => d.verdict(ended),
             Detail::NotReady(r) => r.verdict(self, s, ended),
+            Detail::Certificate(c) => c.verdict(self, ended),
             Detail::Endpoint(_) if self.over_threshold_at.is_some() => Verdict::Persistent,
             Detail::HostSilent(_) | Detail::Endpoint(_) => ended,
         }
@@ -377,6 +423,7 @@ impl Incident {
         match &self.detail {
             Detail::KubeletDown(d) => d.cause(self),
             Detail::NotReady(r) => r.cause(self),
+            Detail::Certificate(c) => c.cause(),
             Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => self.top_cause(),
         }
     }
@@ -391,6 +438,7 @@ impl Incident {
             Detail::NodeStatus(_) => Some(NodeStatus::due(self, resolve_after)),
             Detail::KubeletDown(d) => d.due(self, resolve_after),
             Detail::NotReady(r) => Some(r.due(self, resolve_after)),
+            Detail::Certificate(c) => c.due(self, resolve_after),
             Detail::HostSilent(_) | Detail::Endpoint(_) => None,
         }
     }
@@ -404,6 +452,7 @@ impl Incident {
             Detail::NotReady(r) => r.diagnosis(self, self.verdict(s), self.cause(), s),
             Detail::HostSilent(h) => h.diagnosis(self, s),
             Detail::Endpoint(o) => o.diagnosis(self, self.cause()),
+            Detail::Certificate(c) => c.diagnosis(self, self.verdict(s), s),
         }
     }
 
@@ -413,7 +462,7 @@ impl Incident {
             Detail::NodeStatus(_) => NodeStatus::trouble(self, self.cause()),
             Detail::KubeletDown(_) => Some(Down::trouble(kubelet_pid)),
             Detail::NotReady(_) => NotReady::trouble(self.cause()),
-            Detail::HostSilent(_) | Detail::Endpoint(_) => None,
+            Detail::HostSilent(_) | Detail::Endpoint(_) | Detail::Certificate(_) => None,
         }
     }
 
@@ -425,7 +474,8 @@ impl Incident {
             Detail::NodeStatus(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => false,
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => false,
         }
     }
 
@@ -441,7 +491,8 @@ impl Incident {
             Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => false,
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => false,
         }
     }
 }

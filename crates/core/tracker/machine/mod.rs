@@ -6,6 +6,7 @@
 //! ledger and the hosts; host-silent's watch ([`SilentWatch`]) and the
 //! endpoint groups ([`Outages`]) are types with fields of their own.
 
+pub(super) mod certificate;
 pub(super) mod endpoint;
 mod host_silent;
 mod kubelet_down;
