@@ -63,6 +63,34 @@ impl StartOut {
     }
 }
 
+/// Where in a kubelet start an incident opened.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StartPlaceOut {
+    /// The start (`kubelet-sentinel starts`).
+    pub started_at: String,
+    /// The mark before it: `start`, `register-attempt`, `registered`,
+    /// `network`, `ready`.
+    pub after: String,
+    pub after_ms: i64,
+    /// The phase it opened in, once the start has the mark that ends it.
+    pub phase: Option<String>,
+    /// In words, as `show` and the mail say it.
+    pub words: String,
+}
+
+impl StartPlaceOut {
+    #[must_use]
+    pub fn new(p: &sentinel_core::tracker::StartPlace) -> Self {
+        Self {
+            started_at: rfc3339(p.started_at),
+            after: p.after.as_str().to_string(),
+            after_ms: p.after_ms,
+            phase: p.phase.map(|p| p.as_str().to_string()),
+            words: p.words(),
+        }
+    }
+}
+
 /// The fleet's starts in one line: how many, the median and p90 time to
 /// Ready, the phase slowest most often.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
