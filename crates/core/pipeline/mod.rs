@@ -476,7 +476,7 @@ impl Pipeline {
         let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
         if let (Some(pid), false) = (entry.pid, entry.from_systemd) {
             if entry.identifier.as_deref() != Some("systemd") {
-                self.tracker.kubelet_pid(&host, pid, entry.at);
+                self.tracker.kubelet_pid(&host, pid);
             }
         }
         self.hosts.read(&host);

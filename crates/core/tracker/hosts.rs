@@ -69,10 +69,6 @@ pub struct Origin {
     /// start): a line dated within it, handed on late, still marks it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) last_start: Option<Start>,
-    /// The pid of its kubelet's latest start: a line of another pid is
-    /// the next start.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) start_pid: Option<u32>,
     /// What its kubelet last stated of its client certificate (design
     /// 5.7).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -401,30 +401,10 @@ impl Tracker {
         self.outages.correlate(&mut self.ledger, &keys, from, out);
     }
 
-    /// The kubelet of `host` writes as `pid` at `at` (an OOM kill naming
-    /// it is the kubelet's; a pid other than its latest start's is its
-    /// next start).
-    pub fn kubelet_pid(&mut self, host: &str, pid: u32, at: Option<Micros>) {
-        if let Some(at) = at {
-            let node = self.host_node(host);
-            self.starts.pid(&mut self.hosts, host, &node, pid, at);
-        }
+    /// The kubelet of `host` writes as `pid` (an OOM kill naming it is
+    /// the kubelet's).
+    pub fn kubelet_pid(&mut self, host: &str, pid: u32) {
         context::kubelet_pid(&mut self.hosts, host, pid);
-    }
-
-    /// The node of `host`: the one its kubelet registered (or last
-    /// named), else `[node] name`, else the host.
-    fn host_node(&self, host: &str) -> String {
-        self.hosts
-            .node_of(host)
-            .or_else(|| self.ledger.settings.node_name.clone())
-            .unwrap_or_else(|| {
-                if host.is_empty() {
-                    UNKNOWN_NODE.to_string()
-                } else {
-                    host.to_string()
-                }
-            })
     }
 
     /// The kubelets' starts changed since the last call (design 5.5), to

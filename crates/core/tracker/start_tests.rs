@@ -113,3 +113,86 @@ fn a_kubelet_restarting_every_second_makes_one_never_ready_start_a_restart() {
             .all(|s| s.verdict == StartVerdict::NeverReady && s.ended_at.is_some())
     );
 }
+
+fn kubelet_as(pid: u32, ms: i64, text: &str) -> crate::model::Entry {
+    crate::model::Entry {
+        pid: Some(pid),
+        ..crate::testing::kubelet(T0 + ms * 1000, "h", text)
+    }
+}
+
+const READY: &str = r#"I1204 09:00:00.000000    1 kubelet_node_status.go:493] "Fast updating node status as it just became ready""#;
+const REGISTERED: &str = r#"I1204 09:00:00.000000    1 kubelet_node_status.go:75] "Successfully registered node" node="h""#;
+
+/// With no systemd lines and no version line, a recognised line of
+/// another pid is the next start; a wrapper's lines beside the kubelet
+/// in its unit (its own pid, nothing recognised) are none.
+#[test]
+fn a_new_kubelet_pid_is_the_next_start_and_a_wrapper_is_none() {
+    let entries = vec![
+        kubelet_as(
+            100,
+            0,
+            r#"I1204 09:00:00.000000  100 server.go:484] "Kubelet version" kubeletVersion="v1.31.2""#,
+        ),
+        kubelet_as(
+            7,
+            10,
+            "+ exec /usr/bin/kubelet --config /var/lib/kubelet/config.yaml",
+        ),
+        kubelet_as(100, 1_000, REGISTERED),
+        kubelet_as(7, 1_500, "wrapper: still here"),
+        kubelet_as(100, 2_000, READY),
+        kubelet_as(200, 60_000, REGISTERED),
+        kubelet_as(200, 63_000, READY),
+    ];
+    let r = replay(entries, &Settings::default(), End::Finish);
+    let got: Vec<(Micros, Option<i64>)> = r
+        .starts
+        .iter()
+        .map(|s| (s.started_at - T0, s.time_to_ready_ms()))
+        .collect();
+    assert_eq!(got, [(0, Some(2_000)), (60_000_000, Some(3_000))]);
+}
+
+/// A legacy kubelet (1.18): `Version: v1.18.0`, then its registration and
+/// the `NodeReady` event line.
+#[test]
+fn a_legacy_kubelets_start_reads_the_same() {
+    let entries = vec![
+        kubelet_as(
+            9,
+            0,
+            "I1204 09:00:00.000000       9 server.go:416] Version: v1.18.0",
+        ),
+        kubelet_as(
+            9,
+            400,
+            "I1204 09:00:00.400000       9 kubelet.go:1189] Started kubelet",
+        ),
+        kubelet_as(
+            9,
+            900,
+            "I1204 09:00:00.900000       9 kubelet_node_status.go:70] Attempting to register node h",
+        ),
+        kubelet_as(
+            9,
+            950,
+            "I1204 09:00:00.950000       9 kubelet_node_status.go:73] Successfully registered node h",
+        ),
+        kubelet_as(
+            9,
+            4_000,
+            "I1204 09:00:04.000000       9 kubelet_node_status.go:441] Recording NodeReady event message for node h",
+        ),
+    ];
+    let r = replay(entries, &Settings::default(), End::Finish);
+    assert_eq!(r.starts.len(), 1, "{:#?}", r.starts);
+    let s = &r.starts[0];
+    assert_eq!(s.kubelet_version.as_deref(), Some("v1.18.0"));
+    assert_eq!(
+        summary(s),
+        (StartVerdict::Ready, Some(Phase::Ready), Some(4_000))
+    );
+    assert_eq!(s.phases().len(), 3);
+}

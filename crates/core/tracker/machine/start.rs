@@ -59,45 +59,33 @@ impl Starts {
         }
         let mut s = Start::new(host, node, at);
         s.pid = pid;
-        if pid.is_some() {
-            origin.start_pid = pid;
-        }
         self.changed(&s);
         origin.start = Some(s);
         h.touch(host);
     }
 
-    /// A line of `host`'s kubelet written as `pid` at `at` (any line, read
-    /// or not): a pid other than its latest start's is the next start; a
-    /// start systemd began takes the first pid after it.
-    pub(in crate::tracker) fn pid(
-        &mut self,
-        h: &mut Hosts,
-        host: &str,
-        node: &str,
-        pid: u32,
-        at: Micros,
-    ) {
+    /// A recognised line of `host`'s kubelet written as `pid`: a start
+    /// systemd began takes the first pid after it; a pid other than its
+    /// latest start's is the next start. Only the kubelet's recognised
+    /// lines count: a wrapper's output beside it in the unit is no start.
+    fn pid(&mut self, h: &mut Hosts, host: &str, node: &str, pid: u32, at: Micros) {
         let Some(origin) = h.get_mut(host) else {
             return;
         };
-        let known = match &origin.start {
-            Some(s) => s.pid,
-            None => origin.start_pid,
-        };
-        match known {
-            Some(p) if p == pid => {}
-            Some(_) => self.begin(h, host, node, at, Some(pid)),
-            // A start systemd began takes it; with no start, it is the
-            // process whose successor will be the next start.
-            None => {
-                if let Some(s) = origin.start.as_mut() {
-                    s.pid = Some(pid);
-                    let s = s.clone();
-                    self.changed(&s);
-                }
-                origin.start_pid = Some(pid);
+        match origin.start.as_mut() {
+            Some(s) if s.pid.is_none() => {
+                s.pid = Some(pid);
+                let s = s.clone();
+                self.changed(&s);
                 h.touch(host);
+            }
+            Some(s) if s.pid == Some(pid) || at < s.started_at => {}
+            Some(_) => self.begin(h, host, node, at, Some(pid)),
+            None => {
+                let last = origin.last_start.as_ref();
+                if last.is_some_and(|s| s.pid.is_some_and(|p| p != pid) && at >= s.started_at) {
+                    self.begin(h, host, node, at, Some(pid));
+                }
             }
         }
     }
@@ -120,6 +108,9 @@ impl Starts {
         let host = obs.host.unwrap_or("");
         let at = obs.at;
         let sig = obs.signal;
+        if let (Some(pid), false) = (obs.pid, obs.from_systemd) {
+            self.pid(h, host, node, pid, at);
+        }
         if sig.kind == SignalKind::KubeletStarted {
             self.started(h, obs, node);
             return;
@@ -195,7 +186,7 @@ impl Starts {
             Some(s) => s.pid.is_some() || !s.marks.has(mark),
             // This process's start ended already (Ready before its
             // `Started kubelet`).
-            None => obs.pid.is_some() && origin.start_pid == obs.pid,
+            None => obs.pid.is_some() && origin.last_start.as_ref().and_then(|s| s.pid) == obs.pid,
         };
         if !same {
             self.begin(h, host, node, obs.at, obs.pid);
