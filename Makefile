@@ -32,6 +32,8 @@ demo: build
 	@$(BIN) --config $(SCRATCH)/config.toml incidents
 	@echo; echo "== kubelet-sentinel nodes"
 	@$(BIN) --config $(SCRATCH)/config.toml nodes
+	@echo; echo "== kubelet-sentinel starts"
+	@$(BIN) --config $(SCRATCH)/config.toml starts
 	@id=$$($(BIN) --config $(SCRATCH)/config.toml incidents --verdict startup-race --limit 1 2>/dev/null | awk 'NR==2 {print $$1}'); \
 		echo; echo "== kubelet-sentinel show $$id"; $(BIN) --config $(SCRATCH)/config.toml show $$id
 	@echo; echo "== Alert emails (file transport, $(SCRATCH)/mail):"
