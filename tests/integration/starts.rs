@@ -243,3 +243,29 @@ fn a_store_read_in_two_runs_gives_the_starts_of_one_read() {
     let second = json(&["--config", &cfg, "starts", "-o", "json", "--limit", "0"]);
     assert_eq!(by_key(&second["starts"]), by_key(&scanned["starts"]));
 }
+
+/// The journal rendered as `journalctl -o export`, `-o json` and
+/// `-o short-iso-precise` text (one rendering of every host's file):
+/// the same starts as the journal files read through libsystemd.
+#[test]
+fn every_format_gives_the_same_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal");
+    std::fs::create_dir(&journal).unwrap();
+    write(&journal, &six_starts(T0), |_| true);
+    let d = journal.display().to_string();
+    let from_journal = by_key(&json(&["scan", "-o", "json", &d])["starts"]);
+    assert_eq!(from_journal.len(), 7);
+    for (name, args) in [
+        ("export", &["-o", "export"][..]),
+        ("json", &["-o", "json"][..]),
+        ("text", &["-o", "short-iso-precise", "--utc"][..]),
+    ] {
+        let path = dir.path().join(name);
+        let mut a = vec!["-D", d.as_str()];
+        a.extend_from_slice(args);
+        std::fs::write(&path, crate::support::journalctl(&a)).unwrap();
+        let starts = by_key(&json(&["scan", "-o", "json", &path.display().to_string()])["starts"]);
+        assert_eq!(starts, from_journal, "{name} differs from the journal");
+    }
+}
