@@ -540,4 +540,36 @@ mod tests {
             assert!(text.contains(family), "{family} missing:\n{text}");
         }
     }
+
+    #[test]
+    fn starts_are_counted_by_verdict_and_timed_by_phase() {
+        let mut s = sentinel_core::tracker::Start::new("h", "n", 0);
+        s.registered_at = Some(3 * SECOND);
+        s.ready_at = Some(12 * SECOND);
+        s.verdict = StartVerdict::Ready;
+        let mut live = Live::default();
+        live.status.starts.judged(&s);
+        let text = render(live.clone());
+        for family in [
+            r#"kubelet_sentinel_starts_total{verdict="ready"} 1"#,
+            r#"kubelet_sentinel_starts_total{verdict="slow"} 0"#,
+            r#"kubelet_sentinel_start_seconds_bucket{le="10.0",phase="total"} 0"#,
+            r#"kubelet_sentinel_start_seconds_bucket{le="20.0",phase="total"} 1"#,
+            r#"kubelet_sentinel_start_seconds_bucket{le="5.0",phase="register"} 1"#,
+            r#"kubelet_sentinel_start_seconds_count{phase="total"} 1"#,
+            r#"kubelet_sentinel_start_seconds_sum{phase="ready"} 9.0"#,
+            r#"kubelet_sentinel_start_seconds_count{phase="init"} 0"#,
+        ] {
+            assert!(text.contains(family), "{family} missing:\n{text}");
+        }
+        let classic = render_classic(live);
+        assert!(
+            classic.contains("# TYPE kubelet_sentinel_start_seconds histogram"),
+            "{classic}"
+        );
+        assert!(
+            classic.contains("# TYPE kubelet_sentinel_starts_total counter"),
+            "{classic}"
+        );
+    }
 }
