@@ -131,3 +131,70 @@ impl Store {
         Ok(gone.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Batch;
+    use sentinel_core::time::SECOND;
+
+    fn start(host: &str, at: Micros, verdict: StartVerdict) -> Start {
+        let mut s = Start::new(host, host, at);
+        s.verdict = verdict;
+        if verdict != StartVerdict::Starting {
+            s.ended_at = Some(at + SECOND);
+        }
+        s
+    }
+
+    /// A kubelet restarting every second keeps its latest hundred starts,
+    /// another host's are untouched, and a start written again is one.
+    #[test]
+    fn a_host_keeps_its_latest_hundred_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        store
+            .commit(&Batch {
+                starts: vec![start("calm", 0, StartVerdict::Ready)],
+                ..Batch::default()
+            })
+            .unwrap();
+        for batch in 0..15_i64 {
+            let starts = (0..10)
+                .map(|k| start("loop", (batch * 10 + k) * SECOND, StartVerdict::NeverReady))
+                .collect();
+            store
+                .commit(&Batch {
+                    starts,
+                    ..Batch::default()
+                })
+                .unwrap();
+        }
+        // The latest one again, now judged: still one record.
+        store
+            .commit(&Batch {
+                starts: vec![start("loop", 149 * SECOND, StartVerdict::Slow)],
+                ..Batch::default()
+            })
+            .unwrap();
+        let looping = store
+            .starts(&StartFilter {
+                node: Some("loop".into()),
+                ..StartFilter::default()
+            })
+            .unwrap();
+        assert_eq!(looping.len(), STARTS_PER_HOST);
+        assert_eq!(looping[0].started_at, 149 * SECOND);
+        assert_eq!(looping[0].verdict, StartVerdict::Slow);
+        assert_eq!(looping.last().unwrap().started_at, 50 * SECOND);
+        let slow = StartFilter {
+            verdict: Some(StartVerdict::Slow),
+            ..StartFilter::default()
+        };
+        assert_eq!(store.starts(&slow).unwrap().len(), 1);
+        assert_eq!(store.starts(&StartFilter::default()).unwrap().len(), 101);
+        // Retention: the ones over that began before 100 s go.
+        assert_eq!(store.prune_starts(100 * SECOND).unwrap(), 51);
+        assert_eq!(store.starts(&StartFilter::default()).unwrap().len(), 50);
+    }
+}
