@@ -144,7 +144,6 @@ impl StartsSummary {
     /// The line under the table.
     #[must_use]
     pub(crate) fn line(&self) -> String {
-        let secs = |ms: i64| format!("{:.1}s", ms as f64 / 1000.0);
         let mut l = format!(
             "{} start{}, {} Ready",
             self.starts,
@@ -169,13 +168,21 @@ impl StartsSummary {
     }
 }
 
+/// A phase's or a start's time as people read it: `7ms`, `1.4s`, `366.0s`.
+fn secs(ms: i64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    }
+}
+
 /// Starts as a table, newest first, with the fleet line under it.
 #[must_use]
 pub(crate) fn table(starts: &[StartOut], zone: Zone) -> String {
     if starts.is_empty() {
         return "no starts\n".to_string();
     }
-    let secs = |ms: i64| format!("{:.1}s", ms as f64 / 1000.0);
     let rows: Vec<Vec<String>> = starts
         .iter()
         .map(|s| {
