@@ -445,6 +445,41 @@ fn real_logs_give_the_expected_incidents() {
     }
 }
 
+/// The starts in the real logs (design 5.5): only two excerpts hold a
+/// kubelet's start mark (its `Kubelet version` as JSON logging writes it;
+/// OpenShift's `Started kubelet`), and both end before a ready marker:
+/// each is one start, `starting`. No other excerpt makes one: a retry,
+/// a registration or a ready marker alone begins no start.
+#[test]
+fn real_logs_give_the_expected_starts() {
+    let expected: &[(&str, &str, Option<&str>)] = &[
+        (
+            "kubernetes-kubernetes-61117-a.txt",
+            "10.200.1.3",
+            Some("v1.32.4"),
+        ),
+        (
+            "openshift-openshift-ansible-12040.txt",
+            "cp4app-m1.cpolab.local",
+            None,
+        ),
+    ];
+    for (file, ..) in cases() {
+        let r = scan_path(&fixture(&format!("real-logs/{file}")), Format::Auto);
+        let want = expected.iter().find(|(f, ..)| *f == file);
+        match want {
+            Some((_, node, version)) => {
+                assert_eq!(r.starts.len(), 1, "{file}: {:#?}", r.starts);
+                let s = &r.starts[0];
+                assert_eq!(s.node, *node, "{file}");
+                assert_eq!(s.kubelet_version.as_deref(), *version, "{file}");
+                assert_eq!(s.verdict.as_str(), "starting", "{file}");
+            }
+            None => assert!(r.starts.is_empty(), "{file}: {:#?}", r.starts),
+        }
+    }
+}
+
 #[test]
 fn no_line_is_silently_lost() {
     for (file, ..) in cases() {
