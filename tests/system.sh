@@ -407,6 +407,20 @@ for s in json.load(sys.stdin)["starts"]:
         break')
 [ -n "$start_of_race" ] || fail "no start with its phases: $(inside kubelet-sentinel starts 2>&1)"
 inside kubelet-sentinel starts --utc | has 'slowest phase most often' || fail "starts shows no fleet line: $(inside kubelet-sentinel starts 2>&1)"
+# The same as journal events (README, "Incidents and starts as journal
+# events"): the start and the race's incident, with their fields, and the
+# catalog's words for `journalctl -x`.
+start_event=$(inside journalctl -o json --no-pager MESSAGE_ID=41390a88e37e4dad8ea9e7befff580cb | python3 -c '
+import json, sys
+for l in sys.stdin:
+    e = json.loads(l)
+    if e.get("KUBELET_SENTINEL_VERDICT") == "ready" and e.get("KUBELET_SENTINEL_SLOWEST") and e.get("SYSLOG_IDENTIFIER") == "kubelet-sentinel":
+        print(e["KUBELET_SENTINEL_NODE"], e["KUBELET_SENTINEL_TIME_TO_READY_MS"], e["KUBELET_SENTINEL_KUBELET_VERSION"])')
+[ -n "$start_event" ] || fail "no start event: $(inside journalctl -o json --no-pager SYSLOG_IDENTIFIER=kubelet-sentinel | tail -5)"
+inside journalctl -o json --no-pager MESSAGE_ID=aea17aef24704ef7876e52c35c89e46b KUBELET_SENTINEL_KIND=not-ready | has '"KUBELET_SENTINEL_INCIDENT"' \
+  || fail "no opened event for the race's not-ready incident"
+inside journalctl -x --no-pager MESSAGE_ID=41390a88e37e4dad8ea9e7befff580cb | has 'kubelet-sentinel starts --node' \
+  || fail "journalctl -x has no catalog text for the start event: $(inside journalctl -x --no-pager MESSAGE_ID=41390a88e37e4dad8ea9e7befff580cb | tail -8)"
 inside systemctl stop kubelet.service
 echo cni | inside tee /etc/nr-mode >/dev/null
 inside systemctl start kubelet.service
@@ -430,7 +444,7 @@ inside systemctl stop kubelet.service
 not_ready | has 'startup-race cni not-alerted' || fail "the race was alerted: $(not_ready)"
 inside rm -rf /etc/systemd/system/kubelet.service.d
 inside systemctl daemon-reload
-ok "not ready while the kubelet runs: the 6 s start-up race not mailed (its start: $start_of_race); the CNI past not_ready_after mailed ($cni_mail); containerd stopped, runtime down, its mail names the stop ($(( $(date +%s) - nr_t0 )) s)"
+ok "not ready while the kubelet runs: the 6 s start-up race not mailed (its start: $start_of_race; its event: $start_event); the CNI past not_ready_after mailed ($cni_mail); containerd stopped, runtime down, its mail names the stop ($(( $(date +%s) - nr_t0 )) s)"
 
 # --- the live security score agrees with the offline one ------------------------
 live=$(inside systemd-analyze security --no-pager kubelet-sentinel 2>&1 | grep -oE 'Overall exposure level for kubelet-sentinel.service: [0-9.]+' | grep -oE '[0-9.]+$')

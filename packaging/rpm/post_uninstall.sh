@@ -5,3 +5,5 @@ if [ -d /run/systemd/system ]; then
         systemctl try-restart kubelet-sentinel.service >/dev/null 2>&1 || :
     fi
 fi
+# The journal events' catalog, without this package's.
+journalctl --update-catalog >/dev/null 2>&1 || :

@@ -22,10 +22,12 @@
 //! - [`mailer`]: the email task;
 //! - [`alertmanager`]: the Alertmanager task (its own outbox entries and
 //!   retries, firing alerts posted again);
-//! - `worker`: the loop both tasks run under the service.
+//! - `worker`: the loop both tasks run under the service;
+//! - [`events`]: incidents and starts as journal events.
 
 pub(crate) mod alertmanager;
 pub(crate) mod control;
+pub(crate) mod events;
 pub(crate) mod mailer;
 pub(crate) mod outbox;
 pub(crate) mod render;

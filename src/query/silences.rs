@@ -163,6 +163,21 @@ pub(crate) fn add(
             break;
         }
     }
+    let matcher = [
+        (!s.node.is_empty()).then(|| format!("node {}", s.node)),
+        s.cause.map(|c| format!("cause {c}")),
+        s.kind.map(|k| format!("kind {k}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(", ");
+    crate::notify::events::Events::from_env().write(&[crate::notify::events::Event::silence(
+        &s.id,
+        &s.created_by,
+        &matcher,
+        s.ends_at,
+    )]);
     Ok(SilenceOut::new(&s, now))
 }
 

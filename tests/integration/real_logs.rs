@@ -447,7 +447,7 @@ fn real_logs_give_the_expected_incidents() {
 
 /// The starts in the real logs (design 5.5): only two excerpts hold a
 /// kubelet's start mark (its `Kubelet version` as JSON logging writes it;
-/// OpenShift's `Started kubelet`), and both end before a ready marker:
+/// the `Started kubelet` of `OpenShift`), and both end before a ready marker:
 /// each is one start, `starting`. No other excerpt makes one: a retry,
 /// a registration or a ready marker alone begins no start.
 #[test]

@@ -269,3 +269,92 @@ fn every_format_gives_the_same_starts() {
         assert_eq!(starts, from_journal, "{name} differs from the journal");
     }
 }
+
+/// A collector's journals holding the nodes' own kubelet-sentinel events
+/// (as the service writes them: `kubelet-sentinel.service`'s entries with
+/// `MESSAGE_ID` and the `KUBELET_SENTINEL_*` fields, their messages naming
+/// the kubelet's words) give the incidents and starts they give without.
+#[test]
+fn the_nodes_own_events_in_a_collectors_journals_change_nothing() {
+    let entries = six_starts(T0);
+    let plain = tempfile::tempdir().unwrap();
+    write(plain.path(), &entries, |_| true);
+    let with = tempfile::tempdir().unwrap();
+    write(with.path(), &entries, |_| true);
+    for host in ["healthy", "race", "refused"] {
+        let mut out = Vec::new();
+        for (k, (id, event, msg)) in [
+            ("aea17aef24704ef7876e52c35c89e46b", "opened", format!("node-status incident 0123456789ab opened for node {host}: \"Error updating node status, will retry\" err=\"error getting node \\\"{host}\\\": node \\\"{host}\\\" not found\"")),
+            ("4c5887387c3b46729e84d68e630ff796", "over-threshold", format!("kubelet-down incident 0123456789ac of node {host} is over its threshold (swap): failed to run Kubelet: running with swap on is not supported")),
+            ("41390a88e37e4dad8ea9e7befff580cb", "start", format!("node {host} started: Ready in 1420 ms (ready, slowest phase init)")),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let at = (T0 + 200_000_000 + k as i64 * 1000).to_string();
+            export_entry(
+                &mut out,
+                &[
+                    ("__REALTIME_TIMESTAMP", &at),
+                    ("_HOSTNAME", host),
+                    ("_PID", "4242"),
+                    ("_UID", "0"),
+                    ("_TRANSPORT", "journal"),
+                    ("_SYSTEMD_UNIT", "kubelet-sentinel.service"),
+                    ("SYSLOG_IDENTIFIER", "kubelet-sentinel"),
+                    ("MESSAGE_ID", id),
+                    ("PRIORITY", "5"),
+                    ("KUBELET_SENTINEL_EVENT", event),
+                    ("KUBELET_SENTINEL_NODE", host),
+                    ("MESSAGE", &msg),
+                ],
+            );
+        }
+        journal_remote(
+            &out,
+            &with.path().join(format!("remote-{host}@events.journal")),
+        );
+    }
+    let strip = |v: serde_json::Value| {
+        let mut v = v;
+        for i in v["incidents"].as_array_mut().unwrap() {
+            // Cursors differ between the two directories' files.
+            for e in i["evidence"].as_array_mut().unwrap() {
+                e.as_object_mut().unwrap().remove("cursor");
+            }
+        }
+        (v["incidents"].clone(), v["starts"].clone())
+    };
+    let a = strip(json(&[
+        "scan",
+        "-o",
+        "json",
+        &plain.path().display().to_string(),
+    ]));
+    let b = strip(json(&[
+        "scan",
+        "-o",
+        "json",
+        &with.path().display().to_string(),
+    ]));
+    assert_eq!(a.1.as_array().unwrap().len(), 7);
+    assert_eq!(a, b);
+    // Exported (no journal match: every entry is read), the events are
+    // read and are no kubelet line.
+    let d = with.path().display().to_string();
+    let export = with.path().join("all.export");
+    std::fs::write(
+        &export,
+        crate::support::journalctl(&["-D", &d, "-o", "export"]),
+    )
+    .unwrap();
+    let all = json(&["scan", "-o", "json", &export.display().to_string()]);
+    let plain_all = json(&["scan", "-o", "json", &plain.path().display().to_string()]);
+    assert_eq!(
+        all["summary"]["kubelet_lines"], plain_all["summary"]["kubelet_lines"],
+        "{:#}",
+        all["summary"]
+    );
+    assert!(all["summary"]["entries"].as_u64() > plain_all["summary"]["entries"].as_u64());
+    assert_eq!(strip(all), a);
+}

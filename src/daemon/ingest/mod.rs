@@ -33,6 +33,7 @@ mod acks;
 mod admission;
 mod alerts;
 mod deliveries;
+mod events;
 mod prune;
 mod reload;
 mod retries;
@@ -156,6 +157,10 @@ pub(super) struct Ingest {
     future_logged: u64,
     /// The starts judged since the service started.
     start_stats: crate::status::StartStats,
+    /// What was told of each open incident as journal events, and where
+    /// events go.
+    told: events::Told,
+    events: crate::notify::events::Events,
 }
 
 /// What the service starts ingest with.
@@ -181,6 +186,8 @@ impl Ingest {
                 .open_incidents()
                 .map(|i| (i.id.clone(), i.counted_retries())),
         );
+        let tracker = s.pipeline.tracker();
+        let told = events::Told::resumed(tracker.open_incidents(), tracker.settings());
         Self {
             reloader: Reloader::new(s.config.clone(), s.config_path, s.config_explicit, started),
             config: s.config,
@@ -211,6 +218,8 @@ impl Ingest {
             journal: s.journal,
             future_logged: 0,
             start_stats: crate::status::StartStats::default(),
+            told,
+            events: crate::notify::events::Events::from_env(),
         }
     }
 
@@ -467,6 +476,14 @@ impl Ingest {
             .await
             .map_err(|e| StoreError::interrupted(self.store.path(), "the commit failed", &e))??;
         self.stats.add(&batch.stats);
+        // Durable now: told as journal events.
+        let mut told = self.told.events(&batch.incidents, &settings);
+        told.extend(
+            starts_judged
+                .iter()
+                .map(crate::notify::events::Event::start),
+        );
+        self.events.write(&told);
         self.changed.clear();
         self.pending.announced.clear();
         self.pending.state_changed = false;
@@ -501,6 +518,11 @@ impl Ingest {
         let Some(i) = tracker.incident(&id) else {
             return Ok(Err(AckError::NotOpen(id)));
         };
+        self.events.write(&[crate::notify::events::Event::incident(
+            crate::notify::events::EventType::Acknowledged,
+            i,
+            tracker.settings(),
+        )]);
         tracing::info!(
             "incident {id} (node {}) acknowledged by {}; no more reminders for it",
             sentinel_core::tracker::one_line(&i.node, 80),
