@@ -419,12 +419,6 @@ impl Tracker {
         self.starts.take_judged()
     }
 
-    /// `host`'s kubelet start under way, if any.
-    #[must_use]
-    pub fn start_of(&self, host: &str) -> Option<&Start> {
-        self.hosts.get(host).and_then(|o| o.start.as_ref())
-    }
-
     /// Moves `host`'s clock to `now`: resolves its incidents quiet for
     /// `resolve_after` by then.
     pub fn advance_host(&mut self, host: &str, now: Micros, out: &mut Vec<Decision>) {
