@@ -111,8 +111,8 @@ comp=$(bash -c '
   fn=$(complete -p kubelet-sentinel | grep -oE -- "-F [^ ]+" | cut -d" " -f2)
   c() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=()
         "$fn" kubelet-sentinel "${COMP_WORDS[-1]}" "${COMP_WORDS[-2]}"; echo "${COMPREPLY[*]}"; }
-  c kubelet-sentinel sta; c kubelet-sentinel incidents --cau; c kubelet-sentinel silence ""; c kubelet-sentinel scan --for')
-[ "$(echo "$comp" | sed -n 1p)" = status ] || fail "completion of 'sta': $comp"
+  c kubelet-sentinel stat; c kubelet-sentinel incidents --cau; c kubelet-sentinel silence ""; c kubelet-sentinel scan --for')
+[ "$(echo "$comp" | sed -n 1p)" = status ] || fail "completion of 'stat': $comp"
 echo "$comp" | sed -n 2p | has -x -- '--cause' || fail "completion of 'incidents --cau': $comp"
 echo "$comp" | sed -n 3p | has -w add || fail "completion of 'silence ': $comp"
 echo "$comp" | sed -n 4p | has -x -- '--format' || fail "completion of 'scan --for': $comp"
