@@ -31,11 +31,10 @@ pub(in crate::tracker) fn line(
 ) {
     let key = OpenKey::new(IncidentKind::PodSandbox, node);
     l.expire(&key, obs.at, out);
-    let pod = sandbox_pod(obs.text);
     if obs.signal.kind == SignalKind::ContainerStarted {
-        started(l, h, obs, &key, pod.as_deref(), out);
+        started(l, h, obs, &key, out);
     } else if !joins_not_ready(l, obs, node, out) {
-        failed(l, h, obs, &key, pod.as_deref(), out);
+        failed(l, h, obs, &key, sandbox_pod(obs.text).as_deref(), out);
     }
 }
 
@@ -127,7 +126,6 @@ fn started(
     h: &mut Hosts,
     obs: &Observation<'_>,
     key: &OpenKey,
-    pod: Option<&str>,
     out: &mut Vec<Decision>,
 ) {
     let at = obs.at;
@@ -143,7 +141,9 @@ fn started(
         return;
     };
     let visible = p.starts_visible;
-    if !p.started(pod) {
+    // Which pod: read only while an incident is open (a healthy node's
+    // starts cost no second parse).
+    if !p.started(sandbox_pod(obs.text).as_deref()) {
         if !visible {
             out.push(Decision::UpdateIncident { id: inc.id.clone() });
         }
