@@ -170,7 +170,8 @@ pub struct IncidentOut {
     /// pod-sandbox: failed sandbox creations (one attempt's lines, one).
     #[serde(default)]
     pub sandbox_failures: u64,
-    /// pod-sandbox: failing pods that started since.
+    /// pod-sandbox: pods started while it was open (a failing pod that
+    /// started, another pod's first start).
     #[serde(default)]
     pub sandbox_successes: u64,
     /// kubelet-down: systemd's last word on how the kubelet ended.
@@ -396,8 +397,8 @@ pub(crate) enum DetailView<'a> {
         rotation_deadline: Option<&'a str>,
         rotation_failures: u64,
     },
-    /// The pods whose sandbox failed, the failures, and the failing pods
-    /// that started since.
+    /// The pods whose sandbox failed, the failures, and the pods started
+    /// since.
     PodSandbox {
         pods_failed: u64,
         sandbox_failures: u64,

@@ -237,7 +237,7 @@ fn counters_line(out: &mut String, o: &IncidentOut) {
         } => {
             let _ = writeln!(
                 out,
-                "  pods failed {pods_failed}  sandbox failures {sandbox_failures}  failing pods started {sandbox_successes}  failing for {}",
+                "  pods failed {pods_failed}  sandbox failures {sandbox_failures}  pod starts {sandbox_successes}  failing for {}",
                 human_duration(duration_of(o))
             );
         }

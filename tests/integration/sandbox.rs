@@ -343,7 +343,7 @@ fn a_node_out_of_addresses_through_the_house() {
     let show = svc.query(&["show", &id]);
     let show = String::from_utf8_lossy(&show.stdout);
     assert!(
-        show.contains("pods failed 6  sandbox failures 288  failing pods started 0"),
+        show.contains("pods failed 6  sandbox failures 288  pod starts 0"),
         "{show}"
     );
     let nodes = svc.query(&["nodes", "-o", "json"]);

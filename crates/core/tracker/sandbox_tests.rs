@@ -145,7 +145,8 @@ fn ip_exhaustion_on_six_pods_for_eight_minutes_pages() {
 
 /// The same node whose kubelet writes PLEG's events (`--v=2`), with a
 /// crash-looping neighbour whose container restarts every 2 minutes: its
-/// starts are not the failing pods', and the node still pages.
+/// first start while the incident is open counts, its restarts do not, and
+/// the node still pages (5 minutes after that start).
 #[test]
 fn starts_of_other_pods_are_no_success() {
     let mut lines = vec![(0, READY.to_string())];
@@ -166,8 +167,28 @@ fn starts_of_other_pods_are_no_success() {
     assert_eq!(i.verdict(&r.settings), Verdict::Persistent);
     let sb = i.sandbox().unwrap();
     assert!(sb.starts_visible);
-    assert_eq!(sb.sandbox_successes, 0);
+    assert_eq!(sb.sandbox_successes, 1);
     assert_eq!(r.alert_kinds(), vec![AlertKind::Opened]);
+}
+
+/// One pod whose own sandbox fails (a missing runtime class, a network
+/// attachment of its own) on a node that starts every other new pod: the
+/// node is fine; flapping, not paged.
+#[test]
+fn one_pods_own_trouble_on_a_node_that_starts_others_is_not_paged() {
+    let own = r#"rpc error: code = Unknown desc = failed to get sandbox runtime: no runtime for "kata" is configured"#;
+    let mut lines = vec![(0, READY.to_string())];
+    for tick in 0..48 {
+        lines.extend(attempt_at(1_000 + tick * 10_000, "default/odd-0", own));
+    }
+    for n in 0..16 {
+        lines.push((5_000 + n * 30_000, started(&format!("default/web-{n}"))));
+    }
+    let r = judged(lines, 8 * MINUTE + 5_000);
+    let i = r.one();
+    assert_eq!(i.verdict(&r.settings), Verdict::Flapping);
+    assert_eq!(i.sandbox().unwrap().pods_failed, 1);
+    assert!(r.alert_kinds().is_empty(), "{:?}", r.alert_kinds());
 }
 
 /// A flaky network plugin: every 20 s a new pod's sandbox fails twice,

@@ -49,11 +49,12 @@ impl KindWords for PodSandbox {
 
     fn counters(&self, _i: &Incident) -> String {
         format!(
-            "{} sandbox failure{} of {}; {} of them started since{}",
+            "{} sandbox failure{} of {}; {} pod start{} since{}",
             self.sandbox_failures,
             if self.sandbox_failures == 1 { "" } else { "s" },
             pods(self.pods_failed),
             self.sandbox_successes,
+            if self.sandbox_successes == 1 { "" } else { "s" },
             if self.starts_visible {
                 ""
             } else {
@@ -76,7 +77,7 @@ impl KindWords for PodSandbox {
 
     fn persistent(&self, s: &Settings) -> String {
         format!(
-            "persistent: sandboxes failing longer than {} with no failing pod started",
+            "persistent: sandboxes failing longer than {} with no pod started",
             human_duration(s.sandbox_after)
         )
     }

@@ -1,10 +1,11 @@
 //! pod-sandbox incidents (design 5.6): pods' sandboxes keep failing on a
 //! node that is Ready. Its own data (the failing pods, bounded; the
 //! attempts counted once however many lines each writes), its verdict by
-//! the presence of success (a failing pod that started), its cause vote
+//! the presence of success (a pod started: a failing one, or another's
+//! first start while it is open), its cause vote
 //! and its diagnosis.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -56,17 +57,23 @@ pub struct PodSandbox {
     /// Failed sandbox creations: one attempt's several lines of one pod
     /// within a second are one.
     pub sandbox_failures: u64,
-    /// Failing pods that started since (a container of theirs started:
-    /// their sandbox was made), while it was open.
+    /// Pods started while it was open: a failing pod that started (its
+    /// sandbox was made), or another pod's first start (a new pod's, or a
+    /// running pod's container restarting: once a pod, so a crash-looping
+    /// neighbour is not a stream of successes).
     pub sandbox_successes: u64,
     /// The failing pods, by `namespace/name`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pods: BTreeMap<String, FailingPod>,
+    /// The pods that never failed whose start was counted (at most
+    /// [`PODS_KEPT`]; past it, no more such starts count).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub started_pods: BTreeSet<String>,
     /// An attempt no pod's line has claimed yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending: Option<Attempt>,
-    /// The first failure since the last failing pod started: how long
-    /// sandboxes have failed with none made.
+    /// The first failure since the last pod started: how long sandboxes
+    /// have failed with none made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failing_since: Option<Micros>,
     /// The cause of its latest attempt: a tie between causes goes to it.
@@ -210,23 +217,28 @@ impl PodSandbox {
     }
 
     /// A container of `pod` started: a success when the pod had failed
-    /// (its sandbox is made); the failures since count anew.
+    /// and not started since (its sandbox is made), or at the first start
+    /// of a pod that never failed; the failures after it count anew.
     pub(crate) fn started(&mut self, pod: Option<&str>) -> bool {
         self.starts_visible = true;
-        let Some(e) = pod.and_then(|p| self.pods.get_mut(p)) else {
+        let Some(pod) = pod else {
             return false;
         };
-        if e.started {
+        if let Some(e) = self.pods.get_mut(pod) {
+            if e.started {
+                return false;
+            }
+            e.started = true;
+        } else if self.started_pods.len() >= PODS_KEPT || !self.started_pods.insert(pod.into()) {
             return false;
         }
-        e.started = true;
         self.sandbox_successes += 1;
         self.failing_since = None;
         true
     }
 
     /// Persistent at `at` (a failure of `pod`): failures for
-    /// `sandbox_after` with no failing pod started since, on a kubelet
+    /// `sandbox_after` with no pod started since, on a kubelet
     /// whose starts would show; where they would not (below `--v=2`), the
     /// same pod failing that long.
     pub(crate) fn persistent_at(&self, pod: Option<&str>, at: Micros, s: &Settings) -> bool {
@@ -336,8 +348,10 @@ impl PodSandbox {
         )];
         if self.starts_visible {
             parts.push(format!(
-                "{} of the failing pods started since.",
-                self.sandbox_successes
+                "{} pod start{} while it was open (a failing pod that started, or another \
+                 pod's first).",
+                self.sandbox_successes,
+                plural(self.sandbox_successes)
             ));
         } else {
             parts.push(
@@ -355,12 +369,13 @@ impl PodSandbox {
         let after = human_duration(s.sandbox_after);
         match verdict {
             Verdict::Persistent => parts.push(format!(
-                "Persistent: sandboxes failed for longer than {after} with no failing pod \
-                 started; the node is Ready but starts no new pod."
+                "Persistent: sandboxes failed for longer than {after} with no pod started; \
+                 the node is Ready but starts no new pod."
             )),
             Verdict::Flapping => parts.push(format!(
-                "Flapping: failures went on for longer than {after} while failing pods still \
-                 started among them (a flaky network plugin or runtime); reported, not paged."
+                "Flapping: failures went on for longer than {after} while pods still started \
+                 among them (a flaky network plugin or runtime, or one pod's own trouble); \
+                 reported, not paged."
             )),
             Verdict::Transient => {
                 parts.push(format!("Transient: the failures stopped within {after}."));
