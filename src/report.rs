@@ -164,6 +164,16 @@ pub struct IncidentOut {
     /// certificate: rotations the API server refused.
     #[serde(default)]
     pub rotation_failures: u64,
+    /// pod-sandbox: distinct pods whose sandbox failed (design 5.6).
+    #[serde(default)]
+    pub pods_failed: u64,
+    /// pod-sandbox: failed sandbox creations (one attempt's lines, one).
+    #[serde(default)]
+    pub sandbox_failures: u64,
+    /// pod-sandbox: pods started while it was open (a failing pod that
+    /// started, another pod's first start).
+    #[serde(default)]
+    pub sandbox_successes: u64,
     /// kubelet-down: systemd's last word on how the kubelet ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_exit: Option<String>,
@@ -224,7 +234,7 @@ impl IncidentOut {
                 None,
                 sentinel_core::advice::next_steps(i),
             ),
-            Detail::NotReady(_) | Detail::Certificate(_) => {
+            Detail::NotReady(_) | Detail::Certificate(_) | Detail::PodSandbox(_) => {
                 (None, None, sentinel_core::advice::next_steps(i))
             }
             Detail::HostSilent(h) => (
@@ -255,6 +265,9 @@ impl IncidentOut {
             expires_at: i.cert().and_then(|c| c.expires_at).map(rfc3339),
             rotation_deadline: i.cert().and_then(|c| c.rotation_deadline).map(rfc3339),
             rotation_failures: i.cert().map_or(0, |c| c.rotation_failures),
+            pods_failed: i.sandbox().map_or(0, |p| p.pods_failed),
+            sandbox_failures: i.sandbox().map_or(0, |p| p.sandbox_failures),
+            sandbox_successes: i.sandbox().map_or(0, |p| p.sandbox_successes),
             last_exit,
             last_entry_at,
             next_steps,
@@ -351,6 +364,11 @@ impl IncidentOut {
                 rotation_deadline: self.rotation_deadline.as_deref(),
                 rotation_failures: self.rotation_failures,
             },
+            IncidentKind::PodSandbox => DetailView::PodSandbox {
+                pods_failed: self.pods_failed,
+                sandbox_failures: self.sandbox_failures,
+                sandbox_successes: self.sandbox_successes,
+            },
         }
     }
 }
@@ -378,6 +396,13 @@ pub(crate) enum DetailView<'a> {
         expires_at: Option<&'a str>,
         rotation_deadline: Option<&'a str>,
         rotation_failures: u64,
+    },
+    /// The pods whose sandbox failed, the failures, and the pods started
+    /// since.
+    PodSandbox {
+        pods_failed: u64,
+        sandbox_failures: u64,
+        sandbox_successes: u64,
     },
 }
 
@@ -447,7 +472,8 @@ fn duration_of(i: &IncidentOut) -> Micros {
         | DetailView::NotReady { .. }
         | DetailView::HostSilent { .. }
         | DetailView::Endpoint { .. }
-        | DetailView::Certificate { .. } => micros(&i.last_signal_at) - micros(&i.opened_at),
+        | DetailView::Certificate { .. }
+        | DetailView::PodSandbox { .. } => micros(&i.last_signal_at) - micros(&i.opened_at),
     }
 }
 
@@ -508,6 +534,9 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
                 DetailView::Certificate {
                     rotation_failures, ..
                 } => (of_kind(), format!("{rotation_failures} refused")),
+                DetailView::PodSandbox {
+                    sandbox_failures, ..
+                } => (of_kind(), format!("{sandbox_failures} failures")),
             };
             vec![
                 o.id.clone(),

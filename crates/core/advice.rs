@@ -113,8 +113,49 @@ fn cert_steps(i: &Incident, steps: &mut Vec<String>) {
     }
 }
 
+/// What to check on a node whose pods' sandboxes fail (design 5.6), for
+/// its cause.
+#[allow(
+    clippy::wildcard_enum_match_arm,
+    reason = "a sandbox's other causes are its network's: cni, and none of the other kinds' ever comes here"
+)]
+fn sandbox_steps(i: &Incident, node: &str, steps: &mut Vec<String>) {
+    steps.push(format!("kubectl get pods -A -o wide --field-selector spec.nodeName={node} (the pods stuck in ContainerCreating, and the CNI's own pods on the node)"));
+    steps.push(format!("kubectl get events -A --field-selector reason=FailedCreatePodSandBox (which pods, how often; the node is {node})"));
+    match i.cause() {
+        Cause::IpExhausted => {
+            steps.push("the subnet's free addresses: on EKS, aws ec2 describe-subnets --subnet-ids <the node's subnet> --query 'Subnets[].AvailableIpAddressCount'; elsewhere the IPAM pool's (calicoctl ipam show --show-blocks; host-local: ls /var/lib/cni/networks/<network>/ against its range)".into());
+            steps.push("the CNI's IPAM pods and warm pool: kubectl -n kube-system get pods -l k8s-app=aws-node -o wide; kubectl -n kube-system get ds aws-node -o yaml | grep -E 'WARM_IP_TARGET|WARM_ENI_TARGET|MINIMUM_IP_TARGET' (and the instance type's addresses per ENI against its max pods)".into());
+        }
+        Cause::Runtime => {
+            steps.push("systemctl status containerd (or crio, docker) on the node; journalctl -u containerd around the failures".into());
+            steps.push("open files: cat /proc/sys/fs/file-nr; systemctl show containerd -p LimitNOFILE; ulimit -n; sysctl fs.inotify.max_user_instances fs.inotify.max_user_watches".into());
+            steps.push("cgroups: systemd-cgls; SystemdCgroup in /etc/containerd/config.toml against cgroupDriver in /var/lib/kubelet/config.yaml".into());
+        }
+        Cause::Image => {
+            steps.push("the sandbox (pause) image: grep sandbox_image /etc/containerd/config.toml (or the kubelet's --pod-infra-container-image); crictl pull <that image> on the node".into());
+            steps.push("the registry from the node: curl -sI https://registry.k8s.io/v2/ (or the mirror's); a proxy, a private mirror's credentials".into());
+        }
+        Cause::Timeout => {
+            steps.push("the runtime's latency: time crictl pods; systemctl status containerd (or crio); the network plugin's own log (a slow IPAM call holds the sandbox)".into());
+        }
+        Cause::Unknown => {
+            steps
+                .push("read the evidence lines below and the kubelet's journal around them".into());
+        }
+        _ => {
+            steps.push("ls -l /etc/cni/net.d /opt/cni/bin on the node: one network config, and the plugin's binaries".into());
+            steps.push("the CNI's pods on the node (calico-node, cilium, aws-node, flannel…): kubectl -n kube-system logs <pod>; the plugin's own log on the node (/var/log/aws-routed-eni/, /var/log/calico/cni/)".into());
+        }
+    }
+}
+
 /// What to check for the incident's own cause.
 fn steps_for_cause(i: &Incident, node: &str, steps: &mut Vec<String>) {
+    if i.sandbox().is_some() {
+        sandbox_steps(i, node, steps);
+        return;
+    }
     match i.cause() {
         Cause::ApiUnreachable => {
             steps.push(match i.api_endpoint() {
@@ -161,6 +202,7 @@ fn steps_for_cause(i: &Incident, node: &str, steps: &mut Vec<String>) {
             steps.push("the join token's age: kubeadm token list (tokens expire after 24h by default)".into());
         }
         Cause::Expired | Cause::RotationFailing | Cause::Expiring => cert_steps(i, steps),
+        Cause::IpExhausted | Cause::Image | Cause::Timeout => sandbox_steps(i, node, steps),
         Cause::Runtime => {
             steps.push("systemctl status containerd (or crio, docker) on the node".into());
             steps.push("crictl info: the runtime's socket answers and its CRI API matches the kubelet's".into());

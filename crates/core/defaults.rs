@@ -110,6 +110,9 @@ pub const START_BUDGET_TEXT: &str = "5m";
 /// `[alert] cert_warn`: a client certificate that expires within this
 /// and has not rotated is a page (design 5.7).
 pub const CERT_WARN: Micros = 7 * DAY;
+/// `[alert] sandbox_after`: pods' sandboxes failing this long with none
+/// started is a page (design 5.6).
+pub const SANDBOX_AFTER: Micros = 300 * SECOND;
 /// `[alert] window` (and `scan --window`).
 pub const WINDOW: Micros = 600 * SECOND;
 /// [`WINDOW`] as `scan`'s flag spells it.

@@ -572,4 +572,28 @@ mod tests {
             "{classic}"
         );
     }
+
+    /// Issue 38: a pod-sandbox incident is a series of its own kind, and
+    /// its flapping verdict is counted with the others.
+    #[test]
+    fn a_pod_sandbox_incident_by_kind_and_verdict() {
+        let mut live = Live::default();
+        live.status.open.push(OpenIncident {
+            id: "0123456789ab".into(),
+            kind: sentinel_core::tracker::IncidentKind::PodSandbox,
+            node: "eks-flaky".into(),
+            host: "eks-flaky".into(),
+            cause: sentinel_core::signals::Cause::Cni,
+            verdict: Verdict::Flapping,
+            retries: 0,
+        });
+        let text = render(live);
+        for family in [
+            r#"kind="pod-sandbox""#,
+            r#"cause="cni""#,
+            r#"kubelet_sentinel_incidents{verdict="flapping"} 1"#,
+        ] {
+            assert!(text.contains(family), "{family} missing:\n{text}");
+        }
+    }
 }

@@ -194,8 +194,10 @@ pub struct IncidentsArgs {
     /// Only incidents of this kind: node-status (the node's status updates),
     /// kubelet-down (the kubelet itself crashing, killed, or given up on by
     /// systemd), not-ready (the node not ready while its kubelet runs: the
-    /// CNI, the runtime, PLEG, pressure), host-silent (a collector's host that stopped writing) or
-    /// endpoint (one API endpoint lost by several nodes at once).
+    /// CNI, the runtime, PLEG, pressure), pod-sandbox (a Ready node whose pods' sandboxes keep
+    /// failing: no IP address left, the CNI, the runtime), certificate (the kubelet's client
+    /// certificate near expiry or its rotation refused), host-silent (a collector's host that
+    /// stopped writing) or endpoint (one API endpoint lost by several nodes at once).
     #[arg(long, value_parser = spelled::<IncidentKind>())]
     pub kind: Option<IncidentKind>,
     /// Only incidents with this verdict.

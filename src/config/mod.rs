@@ -254,6 +254,7 @@ impl Config {
             not_ready_after: self.alert.not_ready_after.0,
             start_budget: self.alert.start_budget.0,
             cert_warn: self.alert.cert_warn.0,
+            sandbox_after: self.alert.sandbox_after.0,
             window: self.alert.window.0,
             repeat_interval: self.alert.repeat_interval.0,
             send_resolved: self.alert.send_resolved,

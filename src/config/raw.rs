@@ -79,6 +79,7 @@ pub(super) struct RawAlert {
     pub(super) not_ready_after: S<Period>,
     pub(super) start_budget: S<Period>,
     pub(super) cert_warn: S<Period>,
+    pub(super) sandbox_after: S<Period>,
     pub(super) window: S<Period>,
     pub(super) group_wait: S<Period>,
     pub(super) repeat_interval: S<Period>,

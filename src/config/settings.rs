@@ -319,6 +319,9 @@ pub struct AlertConfig {
     /// A client certificate that expires within this (or has expired) is
     /// persistent (certificate incidents, design 5.7).
     pub cert_warn: Period,
+    /// Pods' sandboxes failing this long with no failing pod started are
+    /// persistent (pod-sandbox incidents, design 5.6).
+    pub sandbox_after: Period,
     pub window: Period,
     pub group_wait: Period,
     pub repeat_interval: Period,

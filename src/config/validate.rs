@@ -32,6 +32,7 @@ pub(super) const PERIODS: &[(&str, &str, Micros, Micros)] = &[
     ("alert", "not_ready_after", SECOND, DAY),
     ("alert", "start_budget", SECOND, DAY),
     ("alert", "cert_warn", HOUR, 365 * DAY),
+    ("alert", "sandbox_after", SECOND, DAY),
     ("alert", "group_wait", 0, HOUR),
     ("alert", "repeat_interval", SECOND, 365 * DAY),
     ("alert", "max_age", SECOND, 36_500 * DAY),
@@ -299,6 +300,8 @@ impl Validator<'_> {
         let start_budget =
             self.period(s, "start_budget", a.start_budget, defaults::START_BUDGET)?;
         let cert_warn = self.period(s, "cert_warn", a.cert_warn, defaults::CERT_WARN)?;
+        let sandbox_after =
+            self.period(s, "sandbox_after", a.sandbox_after, defaults::SANDBOX_AFTER)?;
         let group_wait = self.period(s, "group_wait", a.group_wait, defaults::GROUP_WAIT)?;
         let repeat_interval = self.period(
             s,
@@ -332,6 +335,7 @@ impl Validator<'_> {
             not_ready_after,
             start_budget,
             cert_warn,
+            sandbox_after,
             window,
             group_wait,
             repeat_interval,

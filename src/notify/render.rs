@@ -61,6 +61,10 @@ fn verdict_words(v: Verdict, w: &dyn KindWords, s: &Settings) -> String {
             human_duration(s.window)
         ),
         Verdict::Failed => "failed: systemd gave up, the kubelet is not running".into(),
+        Verdict::Flapping => format!(
+            "flapping: sandboxes failed for {} while failing pods still started among them (not paged)",
+            human_duration(s.sandbox_after)
+        ),
     }
 }
 

@@ -230,6 +230,17 @@ fn counters_line(out: &mut String, o: &IncidentOut) {
                 rotation_deadline.map_or("not stated", |d| d),
             );
         }
+        DetailView::PodSandbox {
+            pods_failed,
+            sandbox_failures,
+            sandbox_successes,
+        } => {
+            let _ = writeln!(
+                out,
+                "  pods failed {pods_failed}  sandbox failures {sandbox_failures}  pod starts {sandbox_successes}  failing for {}",
+                human_duration(duration_of(o))
+            );
+        }
         // Their own lines say theirs: the nodes, the host's last entry.
         DetailView::HostSilent { .. } | DetailView::Endpoint { .. } => {}
     }

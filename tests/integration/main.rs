@@ -19,6 +19,7 @@ mod not_ready_pastes;
 mod pastes;
 mod real_logs;
 mod robustness;
+mod sandbox;
 mod service;
 mod silent;
 mod starts;

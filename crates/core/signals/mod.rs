@@ -65,6 +65,14 @@ pub enum SignalKind {
     /// certificate has expired`, `Part of the existing bootstrap client
     /// certificate … is expired`).
     CertExpired,
+    // Pods that cannot start on a Ready node (design 5.6).
+    /// A pod's sandbox could not be created: one of the lines of one
+    /// attempt (the runtime's call, the sandbox's, the runtime manager's,
+    /// the pod worker's `CreatePodSandboxError`).
+    SandboxFailed,
+    /// A pod's container started (PLEG's `ContainerStarted`, written at
+    /// `--v=2` and above): the node starts pods.
+    ContainerStarted,
 }
 
 crate::kinds::spelling!(SignalKind {
@@ -93,6 +101,8 @@ crate::kinds::spelling!(SignalKind {
     CertRotated => "cert-rotated",
     CertFailed => "cert-failed",
     CertExpired => "cert-expired",
+    SandboxFailed => "sandbox-failed",
+    ContainerStarted => "container-started",
 });
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,11 +121,11 @@ impl SignalKind {
     pub fn role(self) -> Role {
         use SignalKind::{
             CertExpired, CertFailed, LeaseFailed, ListerMiss, NotReady, NotReadySupport,
-            RegisterFailed, StatusExhausted, StatusRetry, WatchFailed,
+            RegisterFailed, SandboxFailed, StatusExhausted, StatusRetry, WatchFailed,
         };
         match self {
             StatusRetry | StatusExhausted | ListerMiss | RegisterFailed | NotReady | CertFailed
-            | CertExpired => Role::Trouble,
+            | CertExpired | SandboxFailed => Role::Trouble,
             LeaseFailed | WatchFailed | NotReadySupport => Role::Supporting,
             _ => Role::Marker,
         }
@@ -140,6 +150,16 @@ impl SignalKind {
                 | SignalKind::CertRotated
                 | SignalKind::CertFailed
                 | SignalKind::CertExpired
+        )
+    }
+
+    /// A signal about pods' sandboxes (pod-sandbox incidents, design 5.6):
+    /// it never opens or joins a node-status incident.
+    #[must_use]
+    pub fn is_sandbox(self) -> bool {
+        matches!(
+            self,
+            SignalKind::SandboxFailed | SignalKind::ContainerStarted
         )
     }
 
@@ -201,6 +221,15 @@ pub enum Cause {
     RotationFailing,
     /// Its rotation deadline passed with no rotation since.
     Expiring,
+    // Why pods' sandboxes fail on a Ready node (pod-sandbox incidents,
+    // design 5.6; `cni`, `runtime` and `unknown` too).
+    /// The network plugin has no address to give (the subnet, the IPAM
+    /// range or the node's warm pool is exhausted).
+    IpExhausted,
+    /// The sandbox (pause) image cannot be pulled.
+    Image,
+    /// The runtime's call ran past its deadline (`DeadlineExceeded`).
+    Timeout,
 }
 
 crate::kinds::spelling!(Cause {
@@ -230,6 +259,9 @@ crate::kinds::spelling!(Cause {
     Expired => "expired",
     RotationFailing => "rotation-failing",
     Expiring => "expiring",
+    IpExhausted => "ip-exhausted",
+    Image => "image",
+    Timeout => "timeout",
 });
 
 impl Cause {
@@ -264,7 +296,10 @@ impl Cause {
             | Cause::Oom
             | Cause::Expired
             | Cause::RotationFailing
-            | Cause::Expiring => 0,
+            | Cause::Expiring
+            | Cause::IpExhausted
+            | Cause::Image
+            | Cause::Timeout => 0,
         }
     }
 }
@@ -286,10 +321,12 @@ pub struct Signal {
 
 mod certificate;
 mod readiness;
+mod sandbox;
 mod table;
 use SignalKind as K;
 pub use certificate::{CertTimes, cert_times, refused};
 pub use readiness::{classify_not_ready, only_starting, pleg_unhealthy_for, says_only_starting};
+pub use sandbox::{classify_sandbox, sandbox_pod, sandbox_specificity};
 pub use table::{Row, TABLE};
 
 /// Source files that only the kubelet has (basenames, as klog writes them):
@@ -379,6 +416,7 @@ pub fn recognize(line: &Line<'_>) -> Option<Signal> {
         _ if kind == K::KubeletFatal => (Some(classify_fatal(error_text)), None),
         _ if kind.is_certificate() => certificate::cause(kind, line.message(), error_text),
         _ if kind.is_not_ready() => (Some(classify_not_ready(line)), None),
+        _ if kind == K::SandboxFailed => (Some(classify_sandbox(error_text)), None),
         Role::Marker => (None, None),
         _ => (Some(classify(error_text)), api_endpoint(error_text)),
     };
@@ -1575,6 +1613,126 @@ mod tests {
             Some(K::CertExpired),
             None,
             Some(Cause::Expired),
+        ),
+        // Pods that cannot start on a Ready node (design 5.6): issue 38's
+        // EKS node out of addresses, 1.2x structured, one attempt.
+        (
+            r#"E1204 10:00:00.000000    2001 remote_runtime.go:193] "RunPodSandbox from runtime service failed" err="rpc error: code = Unknown desc = failed to setup network for sandbox \"5499422a7c0d\": plugin type=\"aws-cni\" name=\"aws-cni\" failed (add): add cmd: failed to assign an IP address to container""#,
+            Some(K::SandboxFailed),
+            None,
+            Some(Cause::IpExhausted),
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 kuberuntime_sandbox.go:72] "Failed to create sandbox for pod" err="rpc error: code = Unknown desc = failed to setup network for sandbox \"5499422a7c0d\": plugin type=\"aws-cni\" name=\"aws-cni\" failed (add): add cmd: failed to assign an IP address to container" pod="default/web-3""#,
+            Some(K::SandboxFailed),
+            None,
+            Some(Cause::IpExhausted),
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 kuberuntime_manager.go:1172] "CreatePodSandbox for pod failed" err="rpc error: code = Unknown desc = failed to setup network for sandbox \"5499422a7c0d\": plugin type=\"aws-cni\" name=\"aws-cni\" failed (add): add cmd: failed to assign an IP address to container" pod="default/web-3""#,
+            Some(K::SandboxFailed),
+            None,
+            Some(Cause::IpExhausted),
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 pod_workers.go:1301] "Error syncing pod, skipping" err="failed to \"CreatePodSandbox\" for \"web-3_default(96d459e4-c1a6-4412-b38d-dbf299dafd19)\" with CreatePodSandboxError: \"Failed to create sandbox for pod \\\"web-3_default(96d459e4-c1a6-4412-b38d-dbf299dafd19)\\\": rpc error: code = Unknown desc = failed to setup network for sandbox \\\"5499422a7c0d\\\": plugin type=\\\"aws-cni\\\" name=\\\"aws-cni\\\" failed (add): add cmd: failed to assign an IP address to container\"" pod="default/web-3" podUID="96d459e4-c1a6-4412-b38d-dbf299dafd19""#,
+            Some(K::SandboxFailed),
+            None,
+            Some(Cause::IpExhausted),
+        ),
+        // A pod's other sync errors are not a sandbox's.
+        (
+            r#"E1204 10:00:00.000000    2001 pod_workers.go:1301] "Error syncing pod, skipping" err="failed to \"StartContainer\" for \"web\" with CrashLoopBackOff: \"back-off 5m0s restarting failed container=web pod=web-3_default(96d459e4)\"" pod="default/web-3" podUID="96d459e4""#,
+            None,
+            None,
+            None,
+        ),
+        // JSON logging: the same message, the pod an object.
+        (
+            r#"{"ts":1733306400000.123,"caller":"kuberuntime/kuberuntime_manager.go:1172","msg":"CreatePodSandbox for pod failed","pod":{"name":"web-3","namespace":"default"},"err":"rpc error: code = Unknown desc = failed to create containerd task: failed to create shim task: OCI runtime create failed: too many open files: unknown"}"#,
+            Some(K::SandboxFailed),
+            None,
+            Some(Cause::Runtime),
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 kuberuntime_sandbox.go:72] "Failed to create sandbox for pod" err="rpc error: code = DeadlineExceeded desc = context deadline exceeded" pod="ephemeral-6817/inline-volume-tester-8fxzp""#,
+            Some(K::SandboxFailed),
+            None,
+            Some(Cause::Timeout),
+        ),
+        (
+            r#"E1204 10:00:00.000000    2001 kuberuntime_sandbox.go:72] "Failed to create sandbox for pod" err="rpc error: code = Unknown desc = failed to get sandbox image \"registry.k8s.io/pause:3.6\": failed to pull image \"registry.k8s.io/pause:3.6\": dial tcp 108.160.170.26:443: i/o timeout" pod="kube-system/coredns-5d78c9869d-2x7qp""#,
+            Some(K::SandboxFailed),
+            None,
+            Some(Cause::Image),
+        ),
+        // rancher/rancher#14504: ≤1.20 printf, host-local out of addresses.
+        (
+            r#"E0711 15:11:17.994634   24727 remote_runtime.go:92] RunPodSandbox from runtime service failed: rpc error: code = Unknown desc = NetworkPlugin cni failed to set up pod "myzep-79945ccb7f-rz8ld_myzep" network: failed to allocate for range 0: no IP addresses available in range set: 10.42.0.1-10.42.0.254"#,
+            Some(K::SandboxFailed),
+            None,
+            Some(Cause::IpExhausted),
+        ),
+        (
+            r#"E0711 15:11:17.994678   24727 kuberuntime_sandbox.go:54] CreatePodSandbox for pod "myzep-79945ccb7f-rz8ld_myzep(4ae2623a-8519-11e8-9f37-005056021169)" failed: rpc error: code = Unknown desc = NetworkPlugin cni failed to set up pod "myzep-79945ccb7f-rz8ld_myzep" network: failed to allocate for range 0: no IP addresses available in range set: 10.42.0.1-10.42.0.254"#,
+            Some(K::SandboxFailed),
+            None,
+            Some(Cause::IpExhausted),
+        ),
+        (
+            r#"E0711 15:11:17.994703   24727 kuberuntime_manager.go:646] createPodSandbox for pod "myzep-79945ccb7f-rz8ld_myzep(4ae2623a-8519-11e8-9f37-005056021169)" failed: rpc error: code = Unknown desc = NetworkPlugin cni failed to set up pod "myzep-79945ccb7f-rz8ld_myzep" network: failed to allocate for range 0: no IP addresses available in range set: 10.42.0.1-10.42.0.254"#,
+            Some(K::SandboxFailed),
+            None,
+            Some(Cause::IpExhausted),
+        ),
+        (
+            r#"E0711 15:11:17.994753   24727 pod_workers.go:186] Error syncing pod 4ae2623a-8519-11e8-9f37-005056021169 ("myzep-79945ccb7f-rz8ld_myzep(4ae2623a-8519-11e8-9f37-005056021169)"), skipping: failed to "CreatePodSandbox" for "myzep-79945ccb7f-rz8ld_myzep(4ae2623a-8519-11e8-9f37-005056021169)""#,
+            Some(K::SandboxFailed),
+            None,
+            Some(Cause::Unknown),
+        ),
+        (
+            r#"E0101 00:00:00.000000    2001 pod_workers.go:186] Error syncing pod 4ae2623a ("web-3_default(4ae2623a)"), skipping: failed to "StartContainer" for "web" with CrashLoopBackOff: "Back-off 5m0s restarting failed container=web pod=web-3_default(4ae2623a)""#,
+            None,
+            None,
+            None,
+        ),
+        // The success: PLEG's ContainerStarted (V(2)), in each format.
+        (
+            r#"I0814 19:37:07.384915    1734 kubelet.go:2134] "SyncLoop (PLEG): event for pod" pod="default/nginx" event=&{ID:96d459e4-c1a6-4412-b38d-dbf299dafd19 Type:ContainerStarted Data:578f72d0d40c1758c61041acae108c22d210cbd1c6ea879be27b101870921454}"#,
+            Some(K::ContainerStarted),
+            None,
+            None,
+        ),
+        (
+            r#"I1129 18:33:26.509801    2983 kubelet.go:2465] "SyncLoop (PLEG): event for pod" pod="default/multiple" event={"ID":"ecf6beca-4e57-4562-8f89-b6e72312b3fd","Type":"ContainerStarted","Data":"9782e0cf6742898144c14978eabdbed4af963d2f8eb9d857d4832d98986cf361"}"#,
+            Some(K::ContainerStarted),
+            None,
+            None,
+        ),
+        (
+            r#"I0305 08:20:50.817858     251 kubelet.go:2439] "SyncLoop (PLEG): event for pod" pod="e2e-tas-aw-dnz4h/job-0-2tk5q" event={"ID":"7e5b1126-3a4b-4310-9637-41e061a0de48","Type":"ContainerDied","Data":"8beba762608ec152577132272e271c0508aa0fc09bc8b0dd238610b2a0ddf003"}"#,
+            None,
+            None,
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    2001 kubelet.go:1865] SyncLoop (PLEG): "web-3_default(96d459e4)", event: &pleg.PodLifecycleEvent{ID:"96d459e4", Type:"ContainerStarted", Data:"578f72d0"}"#,
+            Some(K::ContainerStarted),
+            None,
+            None,
+        ),
+        (
+            r#"I0101 00:00:00.000000    2001 kubelet.go:1865] SyncLoop (PLEG): "web-3_default(96d459e4)", event: &pleg.PodLifecycleEvent{ID:"96d459e4", Type:"ContainerDied", Data:"578f72d0"}"#,
+            None,
+            None,
+            None,
+        ),
+        (
+            r#"{"ts":1733306400000.123,"caller":"kubelet/kubelet.go:2465","msg":"SyncLoop (PLEG): event for pod","v":2,"pod":{"name":"web-3","namespace":"default"},"event":{"ID":"96d459e4","Type":"ContainerStarted","Data":"578f72d0"}}"#,
+            Some(K::ContainerStarted),
+            None,
+            None,
         ),
     ];
 

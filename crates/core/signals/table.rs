@@ -596,6 +596,71 @@ pub static TABLE: &[Row] = &[
         LegacyPrefix("Part of the existing bootstrap client certificate"),
         "1.10+",
     ),
+    // Pods that cannot start on a Ready node (design 5.6). One failed
+    // attempt writes the runtime's call, the sandbox's and the runtime
+    // manager's lines and the pod worker's `CreatePodSandboxError`; only
+    // the runtime's names no pod.
+    row(
+        K::SandboxFailed,
+        Structured("RunPodSandbox from runtime service failed"),
+        "1.21+",
+    ),
+    row(
+        K::SandboxFailed,
+        LegacyPrefix("RunPodSandbox from runtime service failed: "),
+        "<=1.20",
+    ),
+    row(
+        K::SandboxFailed,
+        Structured("Failed to create sandbox for pod"),
+        "1.21+",
+    ),
+    row(
+        K::SandboxFailed,
+        Structured("CreatePodSandbox for pod failed"),
+        "1.21+",
+    ),
+    row(
+        K::SandboxFailed,
+        LegacyPrefix("CreatePodSandbox for pod "),
+        "<=1.20",
+    ),
+    row(
+        K::SandboxFailed,
+        LegacyPrefix("createPodSandbox for pod "),
+        "<=1.20",
+    ),
+    row(
+        K::SandboxFailed,
+        StructuredWith(
+            "Error syncing pod, skipping",
+            "err",
+            "CreatePodSandboxError",
+        ),
+        "1.21+",
+    ),
+    row(
+        K::SandboxFailed,
+        LegacyContains(", skipping: failed to \"CreatePodSandbox\" for "),
+        "<=1.20",
+    ),
+    // PLEG's event for a pod, at `--v=2` (a kubelet below it writes no
+    // success at all): `ContainerStarted` only. `event=&{…}` in older
+    // structured kubelets, JSON in newer.
+    row(
+        K::ContainerStarted,
+        StructuredWith(
+            "SyncLoop (PLEG): event for pod",
+            "event",
+            "ContainerStarted",
+        ),
+        "1.21+",
+    ),
+    row(
+        K::ContainerStarted,
+        LegacyContains("Type:\"ContainerStarted\""),
+        "<=1.20",
+    ),
     // §9 start-up.
     // The kubelet's fatal lines (design 5.1): it exits right after.
     row(K::KubeletFatal, Structured("command failed"), "1.21+"),

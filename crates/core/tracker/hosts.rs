@@ -73,6 +73,11 @@ pub struct Origin {
     /// 5.7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) cert: Option<CertWatch>,
+    /// The first container start its kubelet wrote since its last start
+    /// (PLEG's `ContainerStarted`, at `--v=2` or more): its starts show,
+    /// so a pod-sandbox incident without one started none (design 5.6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) pods_started_at: Option<Micros>,
 }
 
 /// What a kubelet last stated of its client certificate: when it expires,

@@ -59,7 +59,8 @@ pub use evidence::Evidence;
 pub use hosts::{CertWatch, Origin};
 pub use incident::{Ack, Anchor, IncidentOf};
 pub use kind::{
-    ClientCert, Counters, Detail, Down, Incident, NodeStatus, NotReady, Outage, Silent,
+    Attempt, ClientCert, Counters, Detail, Down, FailingPod, Incident, NodeStatus, NotReady,
+    Outage, PodSandbox, Silent,
 };
 pub use machine::{Member, MemberWrite};
 pub use settings::{Limits, Selector, Settings, Threshold};
@@ -365,6 +366,8 @@ impl Tracker {
             machine::certificate::line(l, h, obs, &key.subject, out);
         } else if sig.kind.is_not_ready() {
             machine::not_ready(l, h, obs, &key.subject, out);
+        } else if sig.kind.is_sandbox() {
+            machine::pod_sandbox::line(l, h, obs, &key.subject, out);
         } else {
             machine::node_status::line(l, h, obs, &key, out);
         }
@@ -632,3 +635,6 @@ mod start_tests;
 
 #[cfg(test)]
 mod certificate_tests;
+
+#[cfg(test)]
+mod sandbox_tests;

@@ -31,6 +31,11 @@ pub struct Settings {
     /// (design 5.7).
     #[serde(default = "default_cert_warn")]
     pub cert_warn: Micros,
+    /// `[alert] sandbox_after`: a pod-sandbox incident whose failures go
+    /// on this long with no pod started is persistent and alerts; with
+    /// pods started among them, flapping (design 5.6).
+    #[serde(default = "default_sandbox_after")]
+    pub sandbox_after: Micros,
     pub window: Micros,
     pub repeat_interval: Micros,
     pub send_resolved: bool,
@@ -92,6 +97,10 @@ fn default_not_ready_after() -> Micros {
 
 fn default_cert_warn() -> Micros {
     defaults::CERT_WARN
+}
+
+fn default_sandbox_after() -> Micros {
+    defaults::SANDBOX_AFTER
 }
 
 fn default_restarts() -> u32 {
@@ -193,6 +202,7 @@ impl Default for Settings {
             not_ready_after: defaults::NOT_READY_AFTER,
             start_budget: defaults::START_BUDGET,
             cert_warn: defaults::CERT_WARN,
+            sandbox_after: defaults::SANDBOX_AFTER,
             window: defaults::WINDOW,
             repeat_interval: defaults::REPEAT_INTERVAL,
             send_resolved: defaults::SEND_RESOLVED,

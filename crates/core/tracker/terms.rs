@@ -33,6 +33,8 @@ pub enum IncidentKind {
     /// The kubelet's client certificate past its rotation deadline, near
     /// expiry or expired, or its rotation refused (design 5.7).
     Certificate,
+    /// Pods' sandboxes keep failing on a node that is Ready (design 5.6).
+    PodSandbox,
 }
 
 crate::kinds::spelling!(IncidentKind {
@@ -42,6 +44,7 @@ crate::kinds::spelling!(IncidentKind {
     HostSilent => "host-silent",
     Endpoint => "endpoint",
     Certificate => "certificate",
+    PodSandbox => "pod-sandbox",
 });
 
 impl IncidentKind {
@@ -57,7 +60,8 @@ impl IncidentKind {
             | Self::KubeletDown
             | Self::HostSilent
             | Self::Endpoint
-            | Self::Certificate => None,
+            | Self::Certificate
+            | Self::PodSandbox => None,
         }
     }
 
@@ -67,8 +71,13 @@ impl IncidentKind {
     pub fn ends_at_node_ready(self) -> bool {
         match self {
             Self::KubeletDown | Self::NotReady => true,
-            // A Ready node says nothing of its certificate.
-            Self::NodeStatus | Self::HostSilent | Self::Endpoint | Self::Certificate => false,
+            // A Ready node says nothing of its certificate, and a Ready
+            // node that starts no pod is what a pod-sandbox incident is.
+            Self::NodeStatus
+            | Self::HostSilent
+            | Self::Endpoint
+            | Self::Certificate
+            | Self::PodSandbox => false,
         }
     }
 
@@ -82,7 +91,8 @@ impl IncidentKind {
             | Self::KubeletDown
             | Self::NotReady
             | Self::Endpoint
-            | Self::Certificate => false,
+            | Self::Certificate
+            | Self::PodSandbox => false,
         }
     }
 
@@ -96,7 +106,8 @@ impl IncidentKind {
             | Self::KubeletDown
             | Self::NotReady
             | Self::HostSilent
-            | Self::Certificate => false,
+            | Self::Certificate
+            | Self::PodSandbox => false,
         }
     }
 
@@ -112,6 +123,7 @@ impl IncidentKind {
             Self::HostSilent => "host-silent:",
             Self::Endpoint => "endpoint:",
             Self::Certificate => "certificate:",
+            Self::PodSandbox => "pod-sandbox:",
         }
     }
 }
@@ -127,6 +139,9 @@ pub enum Verdict {
     /// kubelet-down: systemd gave up (start limit), or the unit stayed
     /// failed with no restart for `resolve_after`.
     Failed,
+    /// pod-sandbox: sandboxes failed for `sandbox_after` while pods still
+    /// started among them (a flaky network plugin): reported, not paged.
+    Flapping,
 }
 
 crate::kinds::spelling!(Verdict {
@@ -136,6 +151,7 @@ crate::kinds::spelling!(Verdict {
     Undetermined => "undetermined",
     CrashLoop => "crash-loop",
     Failed => "failed",
+    Flapping => "flapping",
 });
 
 /// How an incident ended.

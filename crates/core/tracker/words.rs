@@ -52,6 +52,15 @@ pub fn cause_explanation(c: Cause) -> &'static str {
         Cause::Expiring => {
             "the client certificate's rotation deadline passed and no rotation followed: it will expire unless renewed"
         }
+        Cause::IpExhausted => {
+            "the network plugin has no IP address to give the pod: the node's subnet, its IPAM range or its warm pool of addresses is exhausted"
+        }
+        Cause::Image => {
+            "the sandbox (pause) image cannot be pulled: the registry is not reachable from the node, or the image's name or credentials are wrong"
+        }
+        Cause::Timeout => {
+            "the container runtime did not answer the kubelet's sandbox request within its deadline (DeadlineExceeded): a slow or overloaded runtime or network plugin"
+        }
         c @ (Cause::Cni
         | Cause::Pleg
         | Cause::MemoryPressure
@@ -98,7 +107,10 @@ fn not_ready_explanation(c: Cause) -> &'static str {
         | Cause::Oom
         | Cause::Expired
         | Cause::RotationFailing
-        | Cause::Expiring => "no known class; read the evidence lines",
+        | Cause::Expiring
+        | Cause::IpExhausted
+        | Cause::Image
+        | Cause::Timeout => "no known class; read the evidence lines",
     }
 }
 

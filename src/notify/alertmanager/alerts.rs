@@ -11,7 +11,7 @@ use sentinel_core::tracker::{Incident, Settings};
 #[cfg(test)]
 use crate::notify::words::{
     ALERTNAME, ALERTNAME_CERT, ALERTNAME_DOWN, ALERTNAME_ENDPOINT, ALERTNAME_NOT_READY,
-    ALERTNAME_SILENT,
+    ALERTNAME_SANDBOX, ALERTNAME_SILENT,
 };
 
 /// The alert that fires as long as kubelet-sentinel runs and can post
@@ -172,6 +172,7 @@ mod tests {
             ALERTNAME_ENDPOINT,
             ALERTNAME_NOT_READY,
             ALERTNAME_CERT,
+            ALERTNAME_SANDBOX,
             HEARTBEAT,
         ];
         let rules: Vec<&str> =
@@ -268,6 +269,27 @@ mod tests {
         assert_eq!(l["alertname"], ALERTNAME_NOT_READY);
         assert_eq!(l["kind"], "not-ready");
         assert_eq!(l["cause"], "cni");
+        assert_eq!(l["verdict"], "persistent");
+        assert_eq!(l["severity"], "critical");
+    }
+
+    /// Issue 38: a persistent pod-sandbox incident is
+    /// `KubeletPodSandboxFailing` with its kind, cause and verdict (and
+    /// its node, for the example's inhibit rule under `KubeletNodeNotReady`).
+    #[test]
+    fn a_pod_sandbox_incident_is_kubelet_pod_sandbox_failing() {
+        use sentinel_core::testing::{End, kubelet, replay};
+        let s = sentinel_core::time::SECOND;
+        let failed = r#"E0101 00:00:00.000000 1 kuberuntime_manager.go:1172] "CreatePodSandbox for pod failed" err="rpc error: code = Unknown desc = failed to setup network for sandbox \"5499422a\": plugin type=\"aws-cni\" name=\"aws-cni\" failed (add): add cmd: failed to assign an IP address to container" pod="default/web-3""#;
+        let lines = (0..40).map(|k| kubelet(k * 10 * s, "worker-9", failed));
+        let i = replay(lines, &Settings::default(), End::Finish)
+            .one()
+            .clone();
+        let l = labels(&i, &Settings::default(), &std::collections::BTreeMap::new());
+        assert_eq!(l["alertname"], ALERTNAME_SANDBOX);
+        assert_eq!(l["kind"], "pod-sandbox");
+        assert_eq!(l["node"], "worker-9");
+        assert_eq!(l["cause"], "ip-exhausted");
         assert_eq!(l["verdict"], "persistent");
         assert_eq!(l["severity"], "critical");
     }

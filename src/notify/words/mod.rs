@@ -11,6 +11,7 @@ mod host_silent;
 mod kubelet_down;
 mod node_status;
 mod not_ready;
+mod pod_sandbox;
 
 use sentinel_core::signals::Cause;
 use sentinel_core::time::{Micros, human_duration};
@@ -21,6 +22,7 @@ use sentinel_core::tracker::{AlertKind, Detail, Incident, Settings};
 pub(crate) use {
     certificate::ALERTNAME_CERT, endpoint::ALERTNAME_ENDPOINT, host_silent::ALERTNAME_SILENT,
     kubelet_down::ALERTNAME_DOWN, node_status::ALERTNAME, not_ready::ALERTNAME_NOT_READY,
+    pod_sandbox::ALERTNAME_SANDBOX,
 };
 
 /// What one kind of incident is called where people and Alertmanager read
@@ -85,6 +87,7 @@ pub(crate) fn words(i: &Incident) -> &dyn KindWords {
         Detail::HostSilent(h) => h,
         Detail::Endpoint(o) => o,
         Detail::Certificate(c) => c,
+        Detail::PodSandbox(p) => p,
     }
 }
 

@@ -205,7 +205,8 @@ impl Down {
             Verdict::StartupRace
             | Verdict::Transient
             | Verdict::Persistent
-            | Verdict::Undetermined => {}
+            | Verdict::Undetermined
+            | Verdict::Flapping => {}
         }
         match i.resolution {
             Some(Resolution::Quiet) => parts.push(format!(

@@ -10,6 +10,7 @@ mod host_silent;
 mod kubelet_down;
 mod node_status;
 mod not_ready;
+mod pod_sandbox;
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +21,7 @@ pub use kubelet_down::Down;
 pub(crate) use kubelet_down::systemd_span;
 pub use node_status::{Counters, NodeStatus};
 pub use not_ready::NotReady;
+pub use pod_sandbox::{Attempt, FailingPod, PodSandbox};
 
 use super::decision::{AlertKind, Alerted, Decision, Observation};
 use super::incident::IncidentOf;
@@ -42,6 +44,7 @@ pub enum Detail {
     HostSilent(Silent),
     Endpoint(Outage),
     Certificate(ClientCert),
+    PodSandbox(PodSandbox),
 }
 
 /// The tracker's incident: what every kind has, and its kind's [`Detail`].
@@ -57,6 +60,7 @@ impl Detail {
             Detail::HostSilent(_) => IncidentKind::HostSilent,
             Detail::Endpoint(_) => IncidentKind::Endpoint,
             Detail::Certificate(_) => IncidentKind::Certificate,
+            Detail::PodSandbox(_) => IncidentKind::PodSandbox,
         }
     }
 
@@ -70,6 +74,7 @@ impl Detail {
             IncidentKind::HostSilent => Detail::HostSilent(Silent::default()),
             IncidentKind::Endpoint => Detail::Endpoint(Outage::default()),
             IncidentKind::Certificate => Detail::Certificate(ClientCert::default()),
+            IncidentKind::PodSandbox => Detail::PodSandbox(PodSandbox::default()),
         }
     }
 
@@ -81,6 +86,7 @@ impl Detail {
             Detail::KubeletDown(d) => d.judged_at_due(due),
             Detail::Certificate(c) => c.judged_at_due(due),
             Detail::NodeStatus(_)
+            | Detail::PodSandbox(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_) => false,
@@ -97,7 +103,8 @@ impl Detail {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => None,
         }
     }
 
@@ -111,7 +118,8 @@ impl Detail {
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => None,
         }
     }
 
@@ -124,7 +132,8 @@ impl Detail {
             | Detail::KubeletDown(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => {}
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => {}
         }
     }
 }
@@ -180,7 +189,8 @@ impl Incident {
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Certificate(_) => {
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => {
                 vec![host.clone()]
             }
         };
@@ -261,7 +271,35 @@ impl Incident {
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => None,
+            | Detail::Endpoint(_)
+            | Detail::PodSandbox(_) => None,
+        }
+    }
+
+    /// A pod-sandbox incident's record, for its state machine.
+    pub(super) fn sandbox_mut(&mut self) -> Option<&mut PodSandbox> {
+        match &mut self.detail {
+            Detail::PodSandbox(p) => Some(p),
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => None,
+        }
+    }
+
+    /// A pod-sandbox incident's record.
+    #[must_use]
+    pub fn sandbox(&self) -> Option<&PodSandbox> {
+        match &self.detail {
+            Detail::PodSandbox(p) => Some(p),
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => None,
         }
     }
 
@@ -274,7 +312,8 @@ impl Incident {
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => None,
+            | Detail::Endpoint(_)
+            | Detail::PodSandbox(_) => None,
         }
     }
 
@@ -286,7 +325,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => None,
         }
     }
 
@@ -299,7 +339,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => None,
         }
     }
 
@@ -313,7 +354,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => Counters::default(),
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => Counters::default(),
         }
     }
 
@@ -333,7 +375,8 @@ impl Incident {
             Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => None,
         }
     }
 
@@ -346,7 +389,8 @@ impl Incident {
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Certificate(_) => &[],
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => &[],
         }
     }
 
@@ -359,7 +403,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => None,
         }
     }
 
@@ -380,7 +425,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => 0,
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => 0,
         }
     }
 
@@ -393,7 +439,8 @@ impl Incident {
             | Detail::KubeletDown(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => 0,
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => 0,
         }
     }
 
@@ -411,6 +458,7 @@ impl Incident {
             Detail::KubeletDown(d) => d.verdict(ended),
             Detail::NotReady(r) => r.verdict(self, s, ended),
             Detail::Certificate(c) => c.verdict(self, ended),
+            Detail::PodSandbox(p) => p.verdict(self, ended),
             Detail::Endpoint(_) if self.over_threshold_at.is_some() => Verdict::Persistent,
             Detail::HostSilent(_) | Detail::Endpoint(_) => ended,
         }
@@ -424,6 +472,7 @@ impl Incident {
             Detail::KubeletDown(d) => d.cause(self),
             Detail::NotReady(r) => r.cause(self),
             Detail::Certificate(c) => c.cause(),
+            Detail::PodSandbox(p) => p.cause(self),
             Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => self.top_cause(),
         }
     }
@@ -439,6 +488,7 @@ impl Incident {
             Detail::KubeletDown(d) => d.due(self, resolve_after),
             Detail::NotReady(r) => Some(r.due(self, resolve_after)),
             Detail::Certificate(c) => c.due(self, resolve_after),
+            Detail::PodSandbox(_) => Some(PodSandbox::due(self, resolve_after)),
             Detail::HostSilent(_) | Detail::Endpoint(_) => None,
         }
     }
@@ -453,6 +503,7 @@ impl Incident {
             Detail::HostSilent(h) => h.diagnosis(self, s),
             Detail::Endpoint(o) => o.diagnosis(self, self.cause()),
             Detail::Certificate(c) => c.diagnosis(self, self.verdict(s), s),
+            Detail::PodSandbox(p) => p.diagnosis(self, self.verdict(s), self.cause(), s),
         }
     }
 
@@ -462,6 +513,7 @@ impl Incident {
             Detail::NodeStatus(_) => NodeStatus::trouble(self, self.cause()),
             Detail::KubeletDown(_) => Some(Down::trouble(kubelet_pid)),
             Detail::NotReady(_) => NotReady::trouble(self.cause()),
+            Detail::PodSandbox(_) => PodSandbox::trouble(self.cause()),
             Detail::HostSilent(_) | Detail::Endpoint(_) | Detail::Certificate(_) => None,
         }
     }
@@ -475,7 +527,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => false,
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => false,
         }
     }
 
@@ -492,7 +545,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => false,
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => false,
         }
     }
 }

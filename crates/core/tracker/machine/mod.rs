@@ -12,6 +12,7 @@ mod host_silent;
 mod kubelet_down;
 pub(super) mod node_status;
 mod not_ready;
+pub(super) mod pod_sandbox;
 mod start;
 
 pub(super) use endpoint::{Group, Outages};
