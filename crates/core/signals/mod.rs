@@ -65,6 +65,13 @@ pub enum SignalKind {
     /// certificate has expired`, `Part of the existing bootstrap client
     /// certificate … is expired`).
     CertExpired,
+    // The kernel (design 5.8): its lines are context lines, read in
+    // `context`, not rows of the table; these name them as evidence of a
+    // `kernel` incident.
+    /// A file system remounted read-only or shut down.
+    KernelReadonly,
+    /// A task hung (`INFO: task X:N blocked for more than N seconds.`).
+    KernelHungTask,
 }
 
 crate::kinds::spelling!(SignalKind {
@@ -93,6 +100,8 @@ crate::kinds::spelling!(SignalKind {
     CertRotated => "cert-rotated",
     CertFailed => "cert-failed",
     CertExpired => "cert-expired",
+    KernelReadonly => "kernel-readonly",
+    KernelHungTask => "kernel-hung-task",
 });
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,12 +119,12 @@ impl SignalKind {
     )]
     pub fn role(self) -> Role {
         use SignalKind::{
-            CertExpired, CertFailed, LeaseFailed, ListerMiss, NotReady, NotReadySupport,
-            RegisterFailed, StatusExhausted, StatusRetry, WatchFailed,
+            CertExpired, CertFailed, KernelHungTask, KernelReadonly, LeaseFailed, ListerMiss,
+            NotReady, NotReadySupport, RegisterFailed, StatusExhausted, StatusRetry, WatchFailed,
         };
         match self {
             StatusRetry | StatusExhausted | ListerMiss | RegisterFailed | NotReady | CertFailed
-            | CertExpired => Role::Trouble,
+            | CertExpired | KernelReadonly | KernelHungTask => Role::Trouble,
             LeaseFailed | WatchFailed | NotReadySupport => Role::Supporting,
             _ => Role::Marker,
         }
@@ -201,6 +210,13 @@ pub enum Cause {
     RotationFailing,
     /// Its rotation deadline passed with no rotation since.
     Expiring,
+    // The kernel under the node (kernel incidents, design 5.8).
+    /// A file system remounted read-only or shut down (NPD's
+    /// `ReadonlyFilesystem`, `XfsShutdown`).
+    ReadonlyFs,
+    /// Tasks blocked longer than `[alert] not_ready_after` (NPD's
+    /// `KernelDeadlock`).
+    HungTasks,
 }
 
 crate::kinds::spelling!(Cause {
@@ -230,6 +246,8 @@ crate::kinds::spelling!(Cause {
     Expired => "expired",
     RotationFailing => "rotation-failing",
     Expiring => "expiring",
+    ReadonlyFs => "readonly-fs",
+    HungTasks => "hung-tasks",
 });
 
 impl Cause {
@@ -264,7 +282,9 @@ impl Cause {
             | Cause::Oom
             | Cause::Expired
             | Cause::RotationFailing
-            | Cause::Expiring => 0,
+            | Cause::Expiring
+            | Cause::ReadonlyFs
+            | Cause::HungTasks => 0,
         }
     }
 }

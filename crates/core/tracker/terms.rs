@@ -33,6 +33,9 @@ pub enum IncidentKind {
     /// The kubelet's client certificate past its rotation deadline, near
     /// expiry or expired, or its rotation refused (design 5.7).
     Certificate,
+    /// The kernel reports what breaks the node whatever its kubelet says:
+    /// a file system read-only, tasks hung (design 5.8).
+    Kernel,
 }
 
 crate::kinds::spelling!(IncidentKind {
@@ -42,6 +45,7 @@ crate::kinds::spelling!(IncidentKind {
     HostSilent => "host-silent",
     Endpoint => "endpoint",
     Certificate => "certificate",
+    Kernel => "kernel",
 });
 
 impl IncidentKind {
@@ -57,7 +61,8 @@ impl IncidentKind {
             | Self::KubeletDown
             | Self::HostSilent
             | Self::Endpoint
-            | Self::Certificate => None,
+            | Self::Certificate
+            | Self::Kernel => None,
         }
     }
 
@@ -67,8 +72,13 @@ impl IncidentKind {
     pub fn ends_at_node_ready(self) -> bool {
         match self {
             Self::KubeletDown | Self::NotReady => true,
-            // A Ready node says nothing of its certificate.
-            Self::NodeStatus | Self::HostSilent | Self::Endpoint | Self::Certificate => false,
+            // A Ready node says nothing of its certificate, nor of its
+            // kernel (a read-only file system stays so until the next boot).
+            Self::NodeStatus
+            | Self::HostSilent
+            | Self::Endpoint
+            | Self::Certificate
+            | Self::Kernel => false,
         }
     }
 
@@ -82,7 +92,8 @@ impl IncidentKind {
             | Self::KubeletDown
             | Self::NotReady
             | Self::Endpoint
-            | Self::Certificate => false,
+            | Self::Certificate
+            | Self::Kernel => false,
         }
     }
 
@@ -96,7 +107,8 @@ impl IncidentKind {
             | Self::KubeletDown
             | Self::NotReady
             | Self::HostSilent
-            | Self::Certificate => false,
+            | Self::Certificate
+            | Self::Kernel => false,
         }
     }
 
@@ -112,6 +124,7 @@ impl IncidentKind {
             Self::HostSilent => "host-silent:",
             Self::Endpoint => "endpoint:",
             Self::Certificate => "certificate:",
+            Self::Kernel => "kernel:",
         }
     }
 }
@@ -162,4 +175,6 @@ pub enum Resolution {
     /// certificate: the kubelet has a new client certificate (a later
     /// expiration stated, its CSR issued).
     Rotated,
+    /// kernel: the host booted again (the kernel's `Linux version` line).
+    Rebooted,
 }

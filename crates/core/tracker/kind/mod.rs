@@ -7,6 +7,7 @@
 mod certificate;
 mod endpoint;
 mod host_silent;
+mod kernel;
 mod kubelet_down;
 mod node_status;
 mod not_ready;
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use certificate::ClientCert;
 pub use endpoint::Outage;
 pub use host_silent::Silent;
+pub use kernel::{HungTask, KernelTrouble, NpdCondition};
 pub use kubelet_down::Down;
 pub(crate) use kubelet_down::systemd_span;
 pub use node_status::{Counters, NodeStatus};
@@ -42,6 +44,7 @@ pub enum Detail {
     HostSilent(Silent),
     Endpoint(Outage),
     Certificate(ClientCert),
+    Kernel(KernelTrouble),
 }
 
 /// The tracker's incident: what every kind has, and its kind's [`Detail`].
@@ -57,6 +60,7 @@ impl Detail {
             Detail::HostSilent(_) => IncidentKind::HostSilent,
             Detail::Endpoint(_) => IncidentKind::Endpoint,
             Detail::Certificate(_) => IncidentKind::Certificate,
+            Detail::Kernel(_) => IncidentKind::Kernel,
         }
     }
 
@@ -70,6 +74,7 @@ impl Detail {
             IncidentKind::HostSilent => Detail::HostSilent(Silent::default()),
             IncidentKind::Endpoint => Detail::Endpoint(Outage::default()),
             IncidentKind::Certificate => Detail::Certificate(ClientCert::default()),
+            IncidentKind::Kernel => Detail::Kernel(KernelTrouble::default()),
         }
     }
 
@@ -83,7 +88,8 @@ impl Detail {
             Detail::NodeStatus(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => false,
+            | Detail::Endpoint(_)
+            | Detail::Kernel(_) => false,
         }
     }
 
@@ -97,7 +103,8 @@ impl Detail {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -111,7 +118,8 @@ impl Detail {
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -124,7 +132,8 @@ impl Detail {
             | Detail::KubeletDown(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => {}
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => {}
         }
     }
 }
@@ -180,7 +189,8 @@ impl Incident {
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Certificate(_) => {
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => {
                 vec![host.clone()]
             }
         };
@@ -261,7 +271,8 @@ impl Incident {
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => None,
+            | Detail::Endpoint(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -274,7 +285,35 @@ impl Incident {
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => None,
+            | Detail::Endpoint(_)
+            | Detail::Kernel(_) => None,
+        }
+    }
+
+    /// A kernel incident's record, for its state machine.
+    pub(super) fn kernel_mut(&mut self) -> Option<&mut KernelTrouble> {
+        match &mut self.detail {
+            Detail::Kernel(k) => Some(k),
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => None,
+        }
+    }
+
+    /// A kernel incident's record.
+    #[must_use]
+    pub fn kernel(&self) -> Option<&KernelTrouble> {
+        match &self.detail {
+            Detail::Kernel(k) => Some(k),
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_) => None,
         }
     }
 
@@ -286,7 +325,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -299,7 +339,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -313,7 +354,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => Counters::default(),
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => Counters::default(),
         }
     }
 
@@ -333,7 +375,8 @@ impl Incident {
             Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -346,7 +389,8 @@ impl Incident {
             | Detail::KubeletDown(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Certificate(_) => &[],
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => &[],
         }
     }
 
@@ -359,7 +403,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -380,7 +425,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => 0,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => 0,
         }
     }
 
@@ -393,7 +439,8 @@ impl Incident {
             | Detail::KubeletDown(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => 0,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => 0,
         }
     }
 
@@ -411,6 +458,7 @@ impl Incident {
             Detail::KubeletDown(d) => d.verdict(ended),
             Detail::NotReady(r) => r.verdict(self, s, ended),
             Detail::Certificate(c) => c.verdict(self, ended),
+            Detail::Kernel(k) => k.verdict(),
             Detail::Endpoint(_) if self.over_threshold_at.is_some() => Verdict::Persistent,
             Detail::HostSilent(_) | Detail::Endpoint(_) => ended,
         }
@@ -424,6 +472,7 @@ impl Incident {
             Detail::KubeletDown(d) => d.cause(self),
             Detail::NotReady(r) => r.cause(self),
             Detail::Certificate(c) => c.cause(),
+            Detail::Kernel(k) => k.cause(),
             Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => self.top_cause(),
         }
     }
@@ -439,6 +488,7 @@ impl Incident {
             Detail::KubeletDown(d) => d.due(self, resolve_after),
             Detail::NotReady(r) => Some(r.due(self, resolve_after)),
             Detail::Certificate(c) => c.due(self, resolve_after),
+            Detail::Kernel(k) => k.due(),
             Detail::HostSilent(_) | Detail::Endpoint(_) => None,
         }
     }
@@ -453,6 +503,7 @@ impl Incident {
             Detail::HostSilent(h) => h.diagnosis(self, s),
             Detail::Endpoint(o) => o.diagnosis(self, self.cause()),
             Detail::Certificate(c) => c.diagnosis(self, self.verdict(s), s),
+            Detail::Kernel(k) => k.diagnosis(self, s),
         }
     }
 
@@ -461,7 +512,8 @@ impl Incident {
         match &self.detail {
             Detail::NodeStatus(_) => NodeStatus::trouble(self, self.cause()),
             Detail::KubeletDown(_) => Some(Down::trouble(kubelet_pid)),
-            Detail::NotReady(_) => NotReady::trouble(self.cause()),
+            Detail::NotReady(_) => Some(NotReady::trouble(self.cause())),
+            Detail::Kernel(_) => Some(Trouble::Kernel),
             Detail::HostSilent(_) | Detail::Endpoint(_) | Detail::Certificate(_) => None,
         }
     }
@@ -475,7 +527,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => false,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => false,
         }
     }
 
@@ -492,7 +545,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => false,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => false,
         }
     }
 }
