@@ -15,7 +15,8 @@ use sentinel_core::pipeline::Summary;
 use sentinel_core::signals::{Cause, SignalKind};
 use sentinel_core::time::{Micros, Zone, human, human_duration, rfc3339};
 use sentinel_core::tracker::{
-    Counters, Detail, Incident, IncidentKind, Settings, Status, Verdict, one_line,
+    Counters, Detail, HungTask, Incident, IncidentKind, KernelTrouble, NpdCondition, Settings,
+    Status, Verdict, one_line,
 };
 
 /// Text from logs made safe for a terminal: control characters and escape
@@ -164,6 +165,17 @@ pub struct IncidentOut {
     /// certificate: rotations the API server refused.
     #[serde(default)]
     pub rotation_failures: u64,
+    /// kernel: node-problem-detector's condition for it
+    /// (`ReadonlyFilesystem`, `XfsShutdown`, `KernelDeadlock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub npd_condition: Option<NpdCondition>,
+    /// kernel: the devices whose file systems it made read-only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readonly_devices: Vec<String>,
+    /// kernel: the tasks blocked longer than `not_ready_after` (`task`,
+    /// `pid`, `blocked_secs`), the longest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hung_tasks: Vec<HungTask>,
     /// kubelet-down: systemd's last word on how the kubelet ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_exit: Option<String>,
@@ -224,7 +236,7 @@ impl IncidentOut {
                 None,
                 sentinel_core::advice::next_steps(i),
             ),
-            Detail::NotReady(_) | Detail::Certificate(_) => {
+            Detail::NotReady(_) | Detail::Certificate(_) | Detail::Kernel(_) => {
                 (None, None, sentinel_core::advice::next_steps(i))
             }
             Detail::HostSilent(h) => (
@@ -255,6 +267,12 @@ impl IncidentOut {
             expires_at: i.cert().and_then(|c| c.expires_at).map(rfc3339),
             rotation_deadline: i.cert().and_then(|c| c.rotation_deadline).map(rfc3339),
             rotation_failures: i.cert().map_or(0, |c| c.rotation_failures),
+            npd_condition: i.kernel().map(KernelTrouble::npd_condition),
+            readonly_devices: i
+                .kernel()
+                .map(|k| k.readonly_devices.clone())
+                .unwrap_or_default(),
+            hung_tasks: i.kernel().map(|k| k.hung_tasks.clone()).unwrap_or_default(),
             last_exit,
             last_entry_at,
             next_steps,
@@ -351,6 +369,11 @@ impl IncidentOut {
                 rotation_deadline: self.rotation_deadline.as_deref(),
                 rotation_failures: self.rotation_failures,
             },
+            IncidentKind::Kernel => DetailView::Kernel {
+                npd_condition: self.npd_condition,
+                readonly_devices: &self.readonly_devices,
+                hung_tasks: &self.hung_tasks,
+            },
         }
     }
 }
@@ -378,6 +401,13 @@ pub(crate) enum DetailView<'a> {
         expires_at: Option<&'a str>,
         rotation_deadline: Option<&'a str>,
         rotation_failures: u64,
+    },
+    /// node-problem-detector's condition, the read-only file systems'
+    /// devices, the hung tasks.
+    Kernel {
+        npd_condition: Option<NpdCondition>,
+        readonly_devices: &'a [String],
+        hung_tasks: &'a [HungTask],
     },
 }
 
@@ -447,7 +477,8 @@ fn duration_of(i: &IncidentOut) -> Micros {
         | DetailView::NotReady { .. }
         | DetailView::HostSilent { .. }
         | DetailView::Endpoint { .. }
-        | DetailView::Certificate { .. } => micros(&i.last_signal_at) - micros(&i.opened_at),
+        | DetailView::Certificate { .. }
+        | DetailView::Kernel { .. } => micros(&i.last_signal_at) - micros(&i.opened_at),
     }
 }
 
@@ -508,6 +539,18 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
                 DetailView::Certificate {
                     rotation_failures, ..
                 } => (of_kind(), format!("{rotation_failures} refused")),
+                DetailView::Kernel {
+                    readonly_devices,
+                    hung_tasks,
+                    ..
+                } => (
+                    of_kind(),
+                    if readonly_devices.is_empty() {
+                        format!("{} hung", hung_tasks.len())
+                    } else {
+                        format!("{} read-only", readonly_devices.len())
+                    },
+                ),
             };
             vec![
                 o.id.clone(),

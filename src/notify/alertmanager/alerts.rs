@@ -10,8 +10,8 @@ use sentinel_core::tracker::{Incident, Settings};
 
 #[cfg(test)]
 use crate::notify::words::{
-    ALERTNAME, ALERTNAME_CERT, ALERTNAME_DOWN, ALERTNAME_ENDPOINT, ALERTNAME_NOT_READY,
-    ALERTNAME_SILENT,
+    ALERTNAME, ALERTNAME_CERT, ALERTNAME_DOWN, ALERTNAME_ENDPOINT, ALERTNAME_KERNEL,
+    ALERTNAME_NOT_READY, ALERTNAME_SILENT,
 };
 
 /// The alert that fires as long as kubelet-sentinel runs and can post
@@ -85,6 +85,11 @@ pub(crate) fn labels(
         l.insert("host".into(), clean(h, MAX_LABEL));
     }
     l.insert("cause".into(), i.cause().as_str().into());
+    // node-problem-detector's condition, for operators moving from it
+    // (design 5.8): the kernel kind's only.
+    if let Some(k) = i.kernel() {
+        l.insert("npd_condition".into(), k.npd_condition().as_str().into());
+    }
     if let Some(e) = i.api_endpoint() {
         l.insert("api_endpoint".into(), e.into());
     }
@@ -172,6 +177,7 @@ mod tests {
             ALERTNAME_ENDPOINT,
             ALERTNAME_NOT_READY,
             ALERTNAME_CERT,
+            ALERTNAME_KERNEL,
             HEARTBEAT,
         ];
         let rules: Vec<&str> =

@@ -8,6 +8,7 @@
 mod certificate;
 mod endpoint;
 mod host_silent;
+mod kernel;
 mod kubelet_down;
 mod node_status;
 mod not_ready;
@@ -20,7 +21,8 @@ use sentinel_core::tracker::{AlertKind, Detail, Incident, Settings};
 #[cfg(test)]
 pub(crate) use {
     certificate::ALERTNAME_CERT, endpoint::ALERTNAME_ENDPOINT, host_silent::ALERTNAME_SILENT,
-    kubelet_down::ALERTNAME_DOWN, node_status::ALERTNAME, not_ready::ALERTNAME_NOT_READY,
+    kernel::ALERTNAME_KERNEL, kubelet_down::ALERTNAME_DOWN, node_status::ALERTNAME,
+    not_ready::ALERTNAME_NOT_READY,
 };
 
 /// What one kind of incident is called where people and Alertmanager read
@@ -85,6 +87,7 @@ pub(crate) fn words(i: &Incident) -> &dyn KindWords {
         Detail::HostSilent(h) => h,
         Detail::Endpoint(o) => o,
         Detail::Certificate(c) => c,
+        Detail::Kernel(k) => k,
     }
 }
 

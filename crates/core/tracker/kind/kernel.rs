@@ -98,7 +98,8 @@ impl KernelTrouble {
 
     /// `readonly-fs` once a file system was made read-only, else
     /// `hung-tasks`.
-    pub(crate) fn cause(&self) -> Cause {
+    #[must_use]
+    pub fn cause(&self) -> Cause {
         if self.readonly.is_some() {
             Cause::ReadonlyFs
         } else {
