@@ -399,6 +399,13 @@ pub fn is_runtime_unit(unit: &str) -> bool {
 /// `from_systemd` whether it is systemd's own line about the unit.
 #[must_use]
 pub fn classify(unit: &str, from_systemd: bool, text: &str) -> Option<ContextLine> {
+    // A saved syslog's kernel lines may carry printk's own time
+    // (`[  480.096044] INFO: task …`); the journal's never do.
+    let text = if unit == "kernel" {
+        kernel::without_printk_time(text)
+    } else {
+        text
+    };
     if unit == "kernel" {
         if let Some(p) = kernel::problem(text) {
             return Some(ContextLine {

@@ -42,6 +42,26 @@ impl Problem {
     }
 }
 
+/// `text` without printk's time before it (`[  480.096044] `), which
+/// syslog daemons write into saved kernel logs (`kernel: [  480.096044]
+/// INFO: task …`).
+pub(super) fn without_printk_time(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix('[') else {
+        return text;
+    };
+    let Some((time, after)) = rest.split_once("] ") else {
+        return text;
+    };
+    let time = time.trim_start();
+    let stamp = time.split_once('.').is_some_and(|(s, us)| {
+        !s.is_empty()
+            && !us.is_empty()
+            && s.bytes().all(|b| b.is_ascii_digit())
+            && us.bytes().all(|b| b.is_ascii_digit())
+    });
+    if stamp { after } else { text }
+}
+
 /// The problem a kernel line reports, if it is one of those above.
 pub(super) fn problem(text: &str) -> Option<Problem> {
     let line = text.trim_end();
@@ -356,6 +376,18 @@ mod tests {
         ] {
             assert_eq!(kind(line), Some(want), "{line}");
         }
+    }
+
+    #[test]
+    fn printk_time_is_not_part_of_the_line() {
+        assert_eq!(
+            without_printk_time(
+                "[  480.096044] INFO: task kworker/u4:2:141 blocked for more than 120 seconds."
+            ),
+            "INFO: task kworker/u4:2:141 blocked for more than 120 seconds."
+        );
+        assert_eq!(without_printk_time("[x] y"), "[x] y");
+        assert_eq!(without_printk_time("Oops: 0000 [#1]"), "Oops: 0000 [#1]");
     }
 
     #[test]
