@@ -278,6 +278,40 @@ mod tests {
         assert_eq!(l["severity"], "critical");
     }
 
+    /// A kernel incident (design 5.8): its own alertname, critical, with
+    /// node-problem-detector's condition as `npd_condition`; no other kind
+    /// has that label.
+    #[test]
+    fn a_kernel_incident_carries_npd_condition() {
+        use sentinel_core::testing::{End, kernel, replay};
+        let s = sentinel_core::time::SECOND;
+        let lines = [
+            kernel(
+                0,
+                "worker-9",
+                "XFS (sdb): Log I/O Error Detected. Shutting down filesystem",
+            ),
+            kernel(
+                s,
+                "worker-9",
+                "INFO: task containerd:1187 blocked for more than 600 seconds.",
+            ),
+        ];
+        let i = replay(lines, &Settings::default(), End::Finish)
+            .one()
+            .clone();
+        let l = labels(&i, &Settings::default(), &std::collections::BTreeMap::new());
+        assert_eq!(l["alertname"], ALERTNAME_KERNEL);
+        assert_eq!(l["kind"], "kernel");
+        assert_eq!(l["cause"], "readonly-fs");
+        assert_eq!(l["npd_condition"], "XfsShutdown");
+        assert_eq!(l["verdict"], "persistent");
+        assert_eq!(l["severity"], "critical");
+        let n = node_incident();
+        let l = labels(&n, &Settings::default(), &std::collections::BTreeMap::new());
+        assert!(!l.contains_key("npd_condition"));
+    }
+
     /// The open incident of seven retries of one node whose error is `err`.
     fn retried(err: &str) -> sentinel_core::tracker::Incident {
         use sentinel_core::testing::{End, kubelet, replay};

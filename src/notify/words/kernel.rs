@@ -121,3 +121,68 @@ impl KindWords for KernelTrouble {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sentinel_core::testing::{End, kernel, replay};
+    use sentinel_core::time::SECOND;
+    use sentinel_core::tracker::Detail;
+
+    fn of(lines: Vec<sentinel_core::model::Entry>) -> Incident {
+        replay(lines, &Settings::default(), End::Finish)
+            .one()
+            .clone()
+    }
+
+    /// The subject says what the kernel did, on which device or task, and
+    /// the resolved one that the host rebooted.
+    #[test]
+    fn subjects_say_what_the_kernel_did() {
+        let i = of(vec![kernel(
+            0,
+            "w1",
+            "EXT4-fs (nvme0n1p1): Remounting filesystem read-only",
+        )]);
+        let Detail::Kernel(k) = &i.detail else {
+            panic!("{i:#?}")
+        };
+        assert_eq!(
+            k.subject(&i, AlertKind::Opened),
+            "[kubelet-sentinel] w1: kernel: file system read-only (nvme0n1p1)"
+        );
+        assert!(
+            k.counters(&i)
+                .ends_with("node-problem-detector: ReadonlyFilesystem")
+        );
+        let i = of(vec![kernel(
+            0,
+            "w1",
+            "INFO: task containerd:1187 blocked for more than 725 seconds.",
+        )]);
+        let Detail::Kernel(k) = &i.detail else {
+            panic!("{i:#?}")
+        };
+        assert_eq!(
+            k.subject(&i, AlertKind::Opened),
+            "[kubelet-sentinel] w1: kernel: tasks hung (containerd:1187 for 12m5s)"
+        );
+        let i = of(vec![
+            kernel(0, "w1", "EXT4-fs (sda1): Remounting filesystem read-only"),
+            kernel(
+                600 * SECOND,
+                "w1",
+                "Linux version 6.1.0-18-amd64 (debian-kernel@lists.debian.org) (gcc-12) #1 SMP",
+            ),
+        ]);
+        let Detail::Kernel(k) = &i.detail else {
+            panic!("{i:#?}")
+        };
+        assert!(
+            k.subject(&i, AlertKind::Resolved)
+                .starts_with("[kubelet-sentinel] resolved: w1 rebooted"),
+            "{}",
+            k.subject(&i, AlertKind::Resolved)
+        );
+    }
+}
