@@ -271,6 +271,13 @@ fn the_kernel_under_the_node() {
         .collect();
     assert_eq!(hosts.len(), 2, "{kernel:#}");
     assert!(hosts.contains(&"w-ro") && hosts.contains(&"w-hung"));
+    let nodes = svc.query(&["nodes", "-o", "json"]);
+    assert!(nodes.status.success());
+    let nodes = String::from_utf8_lossy(&nodes.stdout);
+    assert!(
+        nodes.contains("\"w-ro\"") && nodes.contains("\"w-hung\""),
+        "{nodes}"
+    );
     let id = ro["id"].as_str().unwrap();
     let show = svc.query(&["show", id, "--utc"]);
     let text = String::from_utf8_lossy(&show.stdout);
