@@ -249,7 +249,11 @@ fn counters_line(out: &mut String, o: &IncidentOut) {
                     "  hung {}:{} for {}",
                     terminal_text(&t.task, 40),
                     t.pid,
-                    human_duration(i64::try_from(t.blocked_secs).unwrap_or(0) * 1_000_000)
+                    human_duration(
+                        i64::try_from(t.blocked_secs)
+                            .unwrap_or(i64::MAX)
+                            .saturating_mul(1_000_000)
+                    )
                 );
             }
             if let Some(c) = npd_condition {

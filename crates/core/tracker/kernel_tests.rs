@@ -279,3 +279,23 @@ fn the_next_boot_resolves_it() {
     );
     assert!(i.diagnosis(&r.settings).contains("the host booted again"));
 }
+
+/// A saved log may say anything: an absurd `N` is a task blocked for
+/// ever, not an overflow.
+#[test]
+fn an_absurd_report_is_no_overflow() {
+    for n in ["18446744073709551615", "9223372036854775807", "0"] {
+        let e = vec![
+            kubelet(0, INFO),
+            kernel(
+                10,
+                &format!("INFO: task x:1 blocked for more than {n} seconds."),
+            ),
+        ];
+        let r = judged(&e, 60);
+        assert_eq!(r.incidents.len(), usize::from(n != "0"), "{n}");
+        for i in &r.incidents {
+            assert!(!i.diagnosis(&r.settings).is_empty());
+        }
+    }
+}

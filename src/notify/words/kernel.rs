@@ -33,7 +33,11 @@ fn what(k: &KernelTrouble) -> String {
                 "tasks hung ({}:{} for {})",
                 header_text(&t.task, 40),
                 t.pid,
-                human_duration(i64::try_from(t.blocked_secs).unwrap_or(0) * 1_000_000)
+                human_duration(
+                    i64::try_from(t.blocked_secs)
+                        .unwrap_or(i64::MAX)
+                        .saturating_mul(1_000_000)
+                )
             ),
             None => "tasks hung".to_string(),
         }
@@ -72,7 +76,11 @@ impl KindWords for KernelTrouble {
                     "{}:{} {}",
                     header_text(&t.task, 40),
                     t.pid,
-                    human_duration(i64::try_from(t.blocked_secs).unwrap_or(0) * 1_000_000)
+                    human_duration(
+                        i64::try_from(t.blocked_secs)
+                            .unwrap_or(i64::MAX)
+                            .saturating_mul(1_000_000)
+                    )
                 )
             })
             .collect();

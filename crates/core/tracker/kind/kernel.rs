@@ -147,7 +147,11 @@ impl KernelTrouble {
                 "The kernel reports {} blocked for {} (longer than {}){}: a disk, a file system \
                  or a driver stopped answering.",
                 one_line(&format!("task {}:{}", t.task, t.pid), 80),
-                human_duration(i64::try_from(t.blocked_secs).unwrap_or(i64::MAX / SECOND) * SECOND),
+                human_duration(
+                    i64::try_from(t.blocked_secs)
+                        .unwrap_or(i64::MAX)
+                        .saturating_mul(SECOND)
+                ),
                 human_duration(s.not_ready_after),
                 match others {
                     0 => String::new(),

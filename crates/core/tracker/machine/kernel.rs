@@ -101,10 +101,14 @@ fn hung(
         return;
     };
     let at = line.at;
-    let began = at.saturating_sub(i64::try_from(secs).unwrap_or(i64::MAX / SECOND) * SECOND);
+    let began = at.saturating_sub(
+        i64::try_from(secs)
+            .unwrap_or(i64::MAX)
+            .saturating_mul(SECOND),
+    );
     let w = watch(&mut h.entry(host).hung, (task, pid), began, at);
     h.touch(host);
-    let blocked = w.last_at - w.since;
+    let blocked = w.last_at.saturating_sub(w.since);
     let over = blocked > l.settings.not_ready_after;
     if !over && !l.open.contains_key(key) {
         return;
