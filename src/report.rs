@@ -15,7 +15,8 @@ use sentinel_core::pipeline::Summary;
 use sentinel_core::signals::{Cause, SignalKind};
 use sentinel_core::time::{Micros, Zone, human, human_duration, rfc3339};
 use sentinel_core::tracker::{
-    Counters, Detail, Incident, IncidentKind, Settings, Status, Verdict, one_line,
+    Counters, Detail, HungTask, Incident, IncidentKind, KernelTrouble, NpdCondition, Settings,
+    Status, Verdict, one_line,
 };
 
 /// Text from logs made safe for a terminal: control characters and escape
@@ -174,6 +175,17 @@ pub struct IncidentOut {
     /// started, another pod's first start).
     #[serde(default)]
     pub sandbox_successes: u64,
+    /// kernel: node-problem-detector's condition for it
+    /// (`ReadonlyFilesystem`, `XfsShutdown`, `KernelDeadlock`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub npd_condition: Option<NpdCondition>,
+    /// kernel: the devices whose file systems it made read-only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readonly_devices: Vec<String>,
+    /// kernel: the tasks blocked longer than `not_ready_after` (`task`,
+    /// `pid`, `blocked_secs`), the longest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hung_tasks: Vec<HungTask>,
     /// kubelet-down: systemd's last word on how the kubelet ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_exit: Option<String>,
@@ -234,9 +246,10 @@ impl IncidentOut {
                 None,
                 sentinel_core::advice::next_steps(i),
             ),
-            Detail::NotReady(_) | Detail::Certificate(_) | Detail::PodSandbox(_) => {
-                (None, None, sentinel_core::advice::next_steps(i))
-            }
+            Detail::NotReady(_)
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => (None, None, sentinel_core::advice::next_steps(i)),
             Detail::HostSilent(h) => (
                 None,
                 Some(rfc3339(h.last_entry_at)),
@@ -268,6 +281,12 @@ impl IncidentOut {
             pods_failed: i.sandbox().map_or(0, |p| p.pods_failed),
             sandbox_failures: i.sandbox().map_or(0, |p| p.sandbox_failures),
             sandbox_successes: i.sandbox().map_or(0, |p| p.sandbox_successes),
+            npd_condition: i.kernel().map(KernelTrouble::npd_condition),
+            readonly_devices: i
+                .kernel()
+                .map(|k| k.readonly_devices.clone())
+                .unwrap_or_default(),
+            hung_tasks: i.kernel().map(|k| k.hung_tasks.clone()).unwrap_or_default(),
             last_exit,
             last_entry_at,
             next_steps,
@@ -369,6 +388,11 @@ impl IncidentOut {
                 sandbox_failures: self.sandbox_failures,
                 sandbox_successes: self.sandbox_successes,
             },
+            IncidentKind::Kernel => DetailView::Kernel {
+                npd_condition: self.npd_condition,
+                readonly_devices: &self.readonly_devices,
+                hung_tasks: &self.hung_tasks,
+            },
         }
     }
 }
@@ -403,6 +427,13 @@ pub(crate) enum DetailView<'a> {
         pods_failed: u64,
         sandbox_failures: u64,
         sandbox_successes: u64,
+    },
+    /// node-problem-detector's condition, the read-only file systems'
+    /// devices, the hung tasks.
+    Kernel {
+        npd_condition: Option<NpdCondition>,
+        readonly_devices: &'a [String],
+        hung_tasks: &'a [HungTask],
     },
 }
 
@@ -473,7 +504,8 @@ fn duration_of(i: &IncidentOut) -> Micros {
         | DetailView::HostSilent { .. }
         | DetailView::Endpoint { .. }
         | DetailView::Certificate { .. }
-        | DetailView::PodSandbox { .. } => micros(&i.last_signal_at) - micros(&i.opened_at),
+        | DetailView::PodSandbox { .. }
+        | DetailView::Kernel { .. } => micros(&i.last_signal_at) - micros(&i.opened_at),
     }
 }
 
@@ -537,6 +569,18 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
                 DetailView::PodSandbox {
                     sandbox_failures, ..
                 } => (of_kind(), format!("{sandbox_failures} failures")),
+                DetailView::Kernel {
+                    readonly_devices,
+                    hung_tasks,
+                    ..
+                } => (
+                    of_kind(),
+                    if readonly_devices.is_empty() {
+                        format!("{} hung", hung_tasks.len())
+                    } else {
+                        format!("{} read-only", readonly_devices.len())
+                    },
+                ),
             };
             vec![
                 o.id.clone(),

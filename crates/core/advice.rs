@@ -64,6 +64,7 @@ fn cause_steps(i: &Incident) -> Vec<String> {
     {
         steps.push("the node's clock: timedatectl; chronyc tracking (or timedatectl timesync-status): a stepped clock makes good certificates look expired or not yet valid".into());
     }
+    kernel_context_steps(i, &mut steps);
     if i.lost_link() {
         steps.push("the node's own link: ip link; networkctl status (or nmcli device); the switch port and the cable or virtual NIC".into());
     }
@@ -147,6 +148,52 @@ fn sandbox_steps(i: &Incident, node: &str, steps: &mut Vec<String>) {
             steps.push("ls -l /etc/cni/net.d /opt/cni/bin on the node: one network config, and the plugin's binaries".into());
             steps.push("the CNI's pods on the node (calico-node, cilium, aws-node, flannel…): kubectl -n kube-system logs <pod>; the plugin's own log on the node (/var/log/aws-routed-eni/, /var/log/calico/cni/)".into());
         }
+    }
+}
+
+/// What to check for the kernel's trouble (design 5.8).
+fn kernel_steps(i: &Incident, steps: &mut Vec<String>) {
+    steps.push(
+        "on the node: dmesg -T | tail -200 (or journalctl -k -b): the kernel's own lines around it"
+            .into(),
+    );
+    if i.cause() == Cause::ReadonlyFs {
+        let devs = i
+            .kernel()
+            .map(|k| k.readonly_devices.join(" "))
+            .unwrap_or_default();
+        steps.push(format!(
+            "mount | grep 'ro,' on the node: which file systems are read-only now{}",
+            if devs.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", header_text(&devs, 200))
+            }
+        ));
+        steps.push("the disk's health: smartctl -a /dev/<disk> (nvme smart-log /dev/nvme0 for NVMe), or the cloud volume's status".into());
+        steps.push("drain the node, then fsck the file system (unmounted) and reboot; the node stays read-only until then".into());
+    } else {
+        steps.push("cat /proc/sys/kernel/hung_task_timeout_secs (the kernel reports a task blocked this long)".into());
+        steps.push("the blocked task's stack in dmesg (the Call Trace after 'INFO: task …'): a disk, NFS or a driver it waits on; echo w > /proc/sysrq-trigger lists every blocked task".into());
+        steps.push("the disk's I/O wait and health: iostat -x 1 5; smartctl -a /dev/<disk>".into());
+    }
+}
+
+/// What the kernel's lines in an incident's context add (design 5.8).
+fn kernel_context_steps(i: &Incident, steps: &mut Vec<String>) {
+    use crate::context::ContextKind;
+    let has = |k: ContextKind| i.context.iter().any(|l| l.kind == k);
+    if has(ContextKind::ConntrackFull) {
+        steps.push("the node's conntrack table: conntrack -S (drops, insert_failed); sysctl net.netfilter.nf_conntrack_count net.netfilter.nf_conntrack_max (kube-proxy's conntrack.maxPerCore)".into());
+    }
+    if has(ContextKind::HungTask) {
+        steps.push("the hung tasks' stacks in dmesg (the Call Trace after 'INFO: task …'); cat /proc/sys/kernel/hung_task_timeout_secs".into());
+    }
+    if has(ContextKind::NetdevWait) {
+        steps.push("unregister_netdevice waits: a network namespace that cannot be freed (a kernel bug with some CNIs); uname -r against the distribution's fixed kernels".into());
+    }
+    if i.context.iter().any(|l| l.kind.is_disk()) {
+        steps.push("mount | grep 'ro,' and dmesg -T | grep -iE 'I/O error|EXT4-fs|XFS' on the node; the disk's health (smartctl -a)".into());
     }
 }
 
@@ -234,6 +281,7 @@ fn steps_for_cause(i: &Incident, node: &str, steps: &mut Vec<String>) {
             steps.push("ps -e --no-headers | wc -l against cat /proc/sys/kernel/pid_max on the node; evictionHard pid.available".into());
             steps.push("the pods with the most processes: ps -eo pid,comm,cgroup --sort=cgroup".into());
         }
+        Cause::ReadonlyFs | Cause::HungTasks => kernel_steps(i, steps),
         Cause::Oom => {
             steps.push("the kubelet's memory against what is kept for it: kubeReserved and systemReserved in /var/lib/kubelet/config.yaml, and systemctl show kubelet -p MemoryCurrent -p MemoryMax".into());
             steps.push("the node's memory and limits: free -m, kubectl describe node (Allocatable against Capacity, pods' requests and limits), evictionHard memory.available".into());

@@ -7,7 +7,18 @@
 //!
 //! Only the lines that can explain something are kept: a chatty
 //! containerd's own info lines are read and dropped here, so the window,
-//! and the store it is written to, stay as they are.
+//! and the store it is written to, stay as they are. A run of alike lines
+//! (a conntrack table full for minutes, an I/O error a sector) keeps its
+//! first and its latest line, the rest counted in the latest
+//! ([`ContextLine::repeats`]): a flood neither grows the window nor pushes
+//! out the lines before it.
+//!
+//! The kernel's lines node-problem-detector's kernel monitor knows (design
+//! 5.8: hung tasks, read-only file systems, I/O errors, a full conntrack
+//! table, `unregister_netdevice`, oopses, the boot marker) are read in
+//! [`kernel`].
+
+mod kernel;
 
 use std::collections::VecDeque;
 
@@ -32,6 +43,17 @@ pub const RUNTIME_BEFORE: Micros = 5 * 60 * SECOND;
 pub const LINK_BEFORE: Micros = 5 * 60 * SECOND;
 /// How long before trouble began a clock step explains certificate errors.
 pub const CLOCK_BEFORE: Micros = 30 * 60 * SECOND;
+/// How long before trouble began the kernel's hung tasks,
+/// `unregister_netdevice` waits and oopses explain it (a task is reported
+/// two minutes after it blocked, and PLEG calls itself unhealthy three
+/// minutes after its last relist).
+pub const KERNEL_BEFORE: Micros = 10 * 60 * SECOND;
+/// How long before trouble began a read-only file system or an I/O error
+/// explains it: the whole window (a file system stays read-only until it
+/// is repaired).
+pub const DISK_BEFORE: Micros = WINDOW_SPAN;
+/// Alike lines this close together are one run (see [`Window::push`]).
+pub const RUN_GAP: Micros = 60 * SECOND;
 /// How long after the latest trouble a line still explains it (the
 /// kernel's and systemd's lines about one event may arrive in either
 /// order).
@@ -56,6 +78,31 @@ pub enum ContextKind {
     LinkLost,
     /// The clock was stepped (or found that far off).
     ClockStep,
+    // The kernel's lines that node-problem-detector's kernel monitor
+    // knows (design 5.8); only from the kernel transport.
+    /// `INFO: task X:N blocked for more than N seconds.`
+    HungTask,
+    /// A file system remounted read-only (`EXT4-fs (sda1): Remounting
+    /// filesystem read-only`, btrfs' `forced readonly`).
+    ReadonlyFs,
+    /// XFS shut a file system down (`Corruption of in-memory data
+    /// detected.  Shutting down filesystem`, `Log I/O Error Detected.
+    /// Shutting down filesystem`).
+    FsShutdown,
+    /// A file system's error (`EXT4-fs error (device sda1): …`).
+    FsError,
+    /// A block device's I/O error (`Buffer I/O error on dev …`,
+    /// `blk_update_request: I/O error, dev …`, `I/O error, dev …`).
+    IoError,
+    /// `unregister_netdevice: waiting for X to become free. Usage count = N`
+    NetdevWait,
+    /// `nf_conntrack: table full, dropping packet`
+    ConntrackFull,
+    /// A kernel oops (`BUG: unable to handle …`, `Oops: 0002 [#1] SMP`).
+    Oops,
+    /// The kernel's first line at boot (`Linux version 6.1.0-18-amd64
+    /// (…) #1 SMP …`): the host booted.
+    Boot,
 }
 
 crate::spelling!(ContextKind {
@@ -67,6 +114,15 @@ crate::spelling!(ContextKind {
     OomKill => "oom-kill",
     LinkLost => "link-lost",
     ClockStep => "clock-step",
+    HungTask => "hung-task",
+    ReadonlyFs => "readonly-fs",
+    FsShutdown => "fs-shutdown",
+    FsError => "fs-error",
+    IoError => "io-error",
+    NetdevWait => "netdev-wait",
+    ConntrackFull => "conntrack-full",
+    Oops => "oops",
+    Boot => "boot",
 });
 
 impl ContextKind {
@@ -84,6 +140,28 @@ impl ContextKind {
     }
 }
 
+impl ContextKind {
+    /// A line about the node's disks: a file system read-only or shut
+    /// down, a file system's error, an I/O error.
+    #[must_use]
+    pub fn is_disk(self) -> bool {
+        matches!(
+            self,
+            ContextKind::ReadonlyFs
+                | ContextKind::FsShutdown
+                | ContextKind::FsError
+                | ContextKind::IoError
+        )
+    }
+
+    /// A file system the kernel made read-only (remounted, or shut down):
+    /// a `kernel` incident (`readonly-fs`).
+    #[must_use]
+    pub fn is_readonly(self) -> bool {
+        matches!(self, ContextKind::ReadonlyFs | ContextKind::FsShutdown)
+    }
+}
+
 /// One context line (design 3.3 `context`: `at`, `unit`, `text`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ContextLine {
@@ -97,6 +175,58 @@ pub struct ContextLine {
     pub pid: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<String>,
+    /// A hung task's report: the `N` of `blocked for more than N seconds`
+    /// (the task's name and pid in `process` and `pid`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocked_secs: Option<u64>,
+    /// The device a disk line names (`sda1`, `dm-4`, `nvme0n1p1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Alike lines folded into this one since the first of its run (see
+    /// [`Window::push`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub repeats: u32,
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if"
+)]
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl ContextLine {
+    /// Whether `other` says the same as this one: its unit, kind, pid,
+    /// process and device (an I/O error of another sector is alike; an OOM
+    /// kill of another process is not).
+    #[must_use]
+    pub fn alike(&self, other: &ContextLine) -> bool {
+        self.unit == other.unit
+            && self.kind == other.kind
+            && self.pid == other.pid
+            && self.process == other.process
+            && self.device == other.device
+    }
+}
+
+/// Where `line` goes on a run of alike lines in `lines` (oldest first):
+/// the index of the run's latest line, which `line` replaces, when the
+/// newest two lines alike to it are a run (the latest folded already, or
+/// within [`RUN_GAP`] of the first) and `line` follows the latest within
+/// [`RUN_GAP`]. The run keeps its first line and its latest; those between
+/// are counted in [`ContextLine::repeats`].
+#[must_use]
+pub fn run_end(lines: &[ContextLine], line: &ContextLine) -> Option<usize> {
+    let mut alike = lines
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, l)| l.alike(line));
+    let (i, latest) = alike.next()?;
+    let (_, first) = alike.next()?;
+    let run = latest.repeats > 0 || latest.at - first.at <= RUN_GAP;
+    (run && line.at >= latest.at && line.at - latest.at <= RUN_GAP).then_some(i)
 }
 
 /// A host's recent context lines, oldest first: at most [`WINDOW_LINES`],
@@ -108,8 +238,15 @@ pub struct Window {
 
 impl Window {
     /// Takes a line (journal order; a line older than the window's span
-    /// behind the newest is dropped as it would have expired).
-    pub fn push(&mut self, line: ContextLine) {
+    /// behind the newest is dropped as it would have expired). A line that
+    /// goes on a run of alike ones replaces the run's latest (see
+    /// [`run_end`]): a flood keeps two lines, not the window.
+    pub fn push(&mut self, mut line: ContextLine) {
+        if let Some(i) = run_end(self.lines.make_contiguous(), &line) {
+            if let Some(latest) = self.lines.remove(i) {
+                line.repeats = line.repeats.max(latest.repeats.saturating_add(1));
+            }
+        }
         let newest = self.lines.back().map_or(line.at, |l| l.at.max(line.at));
         self.lines.push_back(line);
         while self.lines.len() > WINDOW_LINES
@@ -130,6 +267,12 @@ impl Window {
     pub fn lines(&self) -> impl Iterator<Item = &ContextLine> {
         self.lines.iter()
     }
+
+    /// The host booted: what its kernel and units said before explains
+    /// nothing after.
+    pub fn clear(&mut self) {
+        self.lines.clear();
+    }
 }
 
 /// What kind of trouble is being explained, with what [`explain`] needs
@@ -137,25 +280,38 @@ impl Window {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trouble {
     /// The kubelet went down (kubelet-down): the runtime's unit around it,
-    /// and an OOM kill of the kubelet before an exit by signal.
+    /// an OOM kill of the kubelet before an exit by signal, the kernel's
+    /// read-only file systems, I/O errors and oopses.
     KubeletDown {
         /// The kubelet's pid on the host, when known.
         pid: Option<u32>,
     },
     /// The container runtime is down or slow (a `runtime`/`pleg` not-ready
-    /// incident): the runtime's unit around it.
+    /// incident): the runtime's unit around it, and the kernel's hung
+    /// tasks, `unregister_netdevice` waits, oopses, read-only file systems
+    /// and I/O errors.
     Runtime,
+    /// Pods' sandboxes keep failing on a Ready node (pod-sandbox, design
+    /// 5.6): what explains a slow or stuck runtime ([`Trouble::Runtime`]).
+    /// The pod-sandbox kind's `trouble` returns it.
+    Sandbox,
+    /// The node is not ready for another reason (CNI, pressure, unknown):
+    /// the kernel's read-only file systems and I/O errors.
+    Disk,
     /// The kubelet cannot reach the API server (api-unreachable,
-    /// api-timeout): the host's own link lost.
+    /// api-timeout): the host's own link lost, its conntrack table full.
     Network,
     /// Certificates look expired or not yet valid: a clock step before.
     Clock,
+    /// The kernel's own trouble (a `kernel` incident): its I/O errors, file
+    /// systems' errors, `unregister_netdevice` waits and oopses around it.
+    Kernel,
 }
 
 /// The lines of `window` that explain `trouble` over `from..=to` (the
 /// incident's first and latest trouble), oldest first. Pure: the same
 /// window and span give the same lines. The not-ready kind calls it with
-/// [`Trouble::Runtime`].
+/// [`Trouble::Runtime`] or [`Trouble::Disk`].
 #[must_use]
 pub fn explain(trouble: Trouble, from: Micros, to: Micros, window: &Window) -> Vec<&ContextLine> {
     let within = |l: &ContextLine, before: Micros| l.at >= from - before && l.at <= to + AFTER;
@@ -184,18 +340,35 @@ pub fn explain(trouble: Trouble, from: Micros, to: Micros, window: &Window) -> V
     let runtime = |l: &ContextLine| {
         l.kind.is_runtime() && after_trouble(l) && (within(l, RUNTIME_BEFORE) || still_down(l))
     };
+    let disk = |l: &ContextLine| l.kind.is_disk() && within(l, DISK_BEFORE);
+    let oops = |l: &ContextLine| l.kind == ContextKind::Oops && within(l, KERNEL_BEFORE);
+    let stuck = |l: &ContextLine| {
+        matches!(l.kind, ContextKind::HungTask | ContextKind::NetdevWait)
+            && within(l, KERNEL_BEFORE)
+    };
     window
         .lines()
         .filter(|l| match trouble {
             Trouble::KubeletDown { pid } => {
                 runtime(l)
+                    || disk(l)
+                    || oops(l)
                     || (l.kind == ContextKind::OomKill
                         && within(l, OOM_BEFORE)
                         && kills_kubelet(l, pid))
             }
-            Trouble::Runtime => runtime(l),
-            Trouble::Network => l.kind == ContextKind::LinkLost && within(l, LINK_BEFORE),
+            Trouble::Runtime | Trouble::Sandbox => runtime(l) || stuck(l) || disk(l) || oops(l),
+            Trouble::Disk => disk(l),
+            Trouble::Network => {
+                matches!(l.kind, ContextKind::LinkLost | ContextKind::ConntrackFull)
+                    && within(l, LINK_BEFORE)
+            }
             Trouble::Clock => l.kind == ContextKind::ClockStep && within(l, CLOCK_BEFORE),
+            Trouble::Kernel => {
+                (matches!(l.kind, ContextKind::FsError | ContextKind::IoError) && disk(l))
+                    || (l.kind == ContextKind::NetdevWait && within(l, KERNEL_BEFORE))
+                    || oops(l)
+            }
         })
         .collect()
 }
@@ -226,6 +399,28 @@ pub fn is_runtime_unit(unit: &str) -> bool {
 /// `from_systemd` whether it is systemd's own line about the unit.
 #[must_use]
 pub fn classify(unit: &str, from_systemd: bool, text: &str) -> Option<ContextLine> {
+    // A saved syslog's kernel lines may carry printk's own time
+    // (`[  480.096044] INFO: task …`); the journal's never do.
+    let text = if unit == "kernel" {
+        kernel::without_printk_time(text)
+    } else {
+        text
+    };
+    if unit == "kernel" {
+        if let Some(p) = kernel::problem(text) {
+            return Some(ContextLine {
+                at: 0,
+                unit: unit.to_string(),
+                text: bounded(text),
+                kind: p.kind,
+                pid: p.pid,
+                process: p.task,
+                blocked_secs: p.blocked_secs,
+                device: p.device,
+                repeats: 0,
+            });
+        }
+    }
     let (kind, pid, process) = if unit == "kernel" {
         kernel(text)?
     } else if from_systemd {
@@ -246,6 +441,9 @@ pub fn classify(unit: &str, from_systemd: bool, text: &str) -> Option<ContextLin
         kind,
         pid,
         process,
+        blocked_secs: None,
+        device: None,
+        repeats: 0,
     })
 }
 
@@ -360,8 +558,9 @@ fn physical(iface: &str) -> bool {
     !iface.is_empty() && !VIRTUAL.iter().any(|v| iface.starts_with(v))
 }
 
-/// The kernel's OOM-killer and link lines; every other kernel line is
-/// dropped by a cheap look at a few words first.
+/// The kernel's OOM-killer and link lines ([`kernel::problem`] reads the
+/// others it keeps); every other kernel line is dropped by a cheap look at
+/// a few words first.
 ///
 /// Read by their structure, never by a word found anywhere: a kernel line
 /// also carries text any user writes (a segfaulting process's name, up to
@@ -621,6 +820,9 @@ mod tests {
             kind,
             pid: None,
             process: None,
+            blocked_secs: None,
+            device: None,
+            repeats: 0,
         }
     }
 
@@ -628,7 +830,11 @@ mod tests {
     fn the_window_is_bounded_by_count_and_time() {
         let mut w = Window::default();
         for i in 0..100 {
-            w.push(line(i * SECOND, ContextKind::LinkLost));
+            // Not alike (another victim each): no run folds them.
+            w.push(ContextLine {
+                pid: u32::try_from(i).ok(),
+                ..line(i * SECOND, ContextKind::OomKill)
+            });
         }
         assert_eq!(w.lines().count(), WINDOW_LINES);
         w.push(line(100 * SECOND + WINDOW_SPAN, ContextKind::ClockStep));

@@ -62,7 +62,8 @@ pub const CONTEXT_UNITS: &[&str] = &[
     "ntpd.service",
 ];
 
-/// `[journal] kernel`: read the kernel's OOM-killer and link lines.
+/// `[journal] kernel`: read the kernel's lines (OOM killer, links, hung
+/// tasks, read-only file systems, I/O errors, conntrack, oopses).
 pub const KERNEL: bool = true;
 
 /// A kubelet in a container, logged by Docker's journald driver.

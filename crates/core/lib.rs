@@ -34,7 +34,8 @@
 //! `defaults` (every default); `kinds` (one spelling per kind) and `model`
 //! (entries, positions, globs); `parse` (bytes to lines with nom; total);
 //! `signals` (lines to signals: the one table of kubelet messages) and
-//! `context` (the node's other units' lines that explain trouble);
+//! `context` (the node's other units' and the kernel's lines that explain trouble;
+//! `context/kernel.rs`: the kernel's that node-problem-detector knows);
 //! `tracker` (signals and time to incidents and decisions: each incident
 //! kind's data and rules in `tracker/kind/`, what its lines do in
 //! `tracker/machine/`, over the ledger of incidents (`tracker/ledger.rs`)

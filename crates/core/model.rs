@@ -99,7 +99,8 @@ pub struct EntryFilter {
     /// `[journal] context_units`: units read for context (design 5.4):
     /// systemd's lines about them and their own lines, never the kubelet's.
     pub context_units: Vec<String>,
-    /// `[journal] kernel`: the kernel's OOM-killer and link lines.
+    /// `[journal] kernel`: the kernel's lines (OOM killer, links, and what
+    /// node-problem-detector's kernel monitor knows: design 5.8).
     pub kernel: bool,
 }
 

@@ -37,6 +37,19 @@ pub fn systemd(at: Micros, host: &str, text: &str) -> Entry {
     }
 }
 
+/// The kernel's own line (`_TRANSPORT=kernel`) of `host` at `at`.
+#[must_use]
+pub fn kernel(at: Micros, host: &str, text: &str) -> Entry {
+    Entry {
+        at: Some(at),
+        host: (!host.is_empty()).then(|| host.into()),
+        identifier: Some("kernel".into()),
+        kernel: true,
+        message: text.as_bytes().to_vec(),
+        ..Entry::default()
+    }
+}
+
 /// A line of the kubelet's unit, made by its text: systemd's words about
 /// the unit (`kubelet.service: …`, `Started …`, `Stopping …`) come from
 /// pid 1, the rest from the kubelet.

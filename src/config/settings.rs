@@ -123,7 +123,8 @@ pub struct JournalConfig {
     pub trusted_units: Vec<String>,
     /// `[journal] context_units`: read for context (design 5.4).
     pub context_units: Vec<String>,
-    /// `[journal] kernel`: the kernel's OOM-killer and link lines.
+    /// `[journal] kernel`: the kernel's lines (OOM killer, links, and what
+    /// node-problem-detector's kernel monitor knows: design 5.8).
     pub kernel: bool,
     /// `[journal] directory` / `namespace`.
     pub target: JournalTarget,

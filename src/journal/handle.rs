@@ -329,7 +329,7 @@ impl Term<'_> {
 /// The context units (design 5.4) are matched the same way as the
 /// kubelet's units (a container runtime's by systemd's lines about it
 /// only: see [`sentinel_core::context::is_runtime_unit`]), and the kernel's lines
-/// by `_TRANSPORT=kernel` (the core keeps only its OOM-killer and link
+/// by `_TRANSPORT=kernel` (the core keeps only its OOM-killer, link and node-problem-detector
 /// lines): they are read in the same pass, so the one cursor (a
 /// collector: one per host) covers them and a resume after a crash reads
 /// none of them twice or never.

@@ -241,6 +241,37 @@ fn counters_line(out: &mut String, o: &IncidentOut) {
                 human_duration(duration_of(o))
             );
         }
+        DetailView::Kernel {
+            npd_condition,
+            readonly_devices,
+            hung_tasks,
+        } => {
+            let mut line = String::from(" ");
+            if !readonly_devices.is_empty() {
+                let _ = write!(
+                    line,
+                    " read-only {}",
+                    terminal_text(&readonly_devices.join(", "), 200)
+                );
+            }
+            for t in hung_tasks {
+                let _ = write!(
+                    line,
+                    "  hung {}:{} for {}",
+                    terminal_text(&t.task, 40),
+                    t.pid,
+                    human_duration(
+                        i64::try_from(t.blocked_secs)
+                            .unwrap_or(i64::MAX)
+                            .saturating_mul(1_000_000)
+                    )
+                );
+            }
+            if let Some(c) = npd_condition {
+                let _ = write!(line, "  node-problem-detector {c}");
+            }
+            let _ = writeln!(out, "{line}");
+        }
         // Their own lines say theirs: the nodes, the host's last entry.
         DetailView::HostSilent { .. } | DetailView::Endpoint { .. } => {}
     }

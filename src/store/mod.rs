@@ -1000,6 +1000,45 @@ mod tests {
         assert_eq!(inflate(&bomb, 2 << 20).unwrap().len(), (1 << 20) + 2);
     }
 
+    /// A kernel incident (design 5.8) comes back from the store as it
+    /// went in: its kind, cause, read-only devices and hung tasks.
+    #[test]
+    fn a_kernel_incident_round_trips() {
+        use sentinel_core::signals::Cause;
+        use sentinel_core::testing::{End, kernel, replay};
+        use sentinel_core::time::SECOND;
+        use sentinel_core::tracker::IncidentKind;
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("store")).unwrap();
+        let lines = [
+            kernel(
+                0,
+                "n1",
+                "EXT4-fs (nvme0n1p1): Remounting filesystem read-only",
+            ),
+            kernel(
+                10 * SECOND,
+                "n1",
+                "INFO: task containerd:1187 blocked for more than 245 seconds.",
+            ),
+        ];
+        let inc = replay(lines, &Settings::default(), End::Finish)
+            .one()
+            .clone();
+        assert_eq!(inc.kind(), IncidentKind::Kernel);
+        s.commit(&Batch {
+            incidents: vec![inc.clone()],
+            ..Batch::default()
+        })
+        .unwrap();
+        let back = s.incident(&inc.id).unwrap().unwrap();
+        assert_eq!(back, inc);
+        assert_eq!(back.cause(), Cause::ReadonlyFs);
+        let k = back.kernel().unwrap();
+        assert_eq!(k.readonly_devices, vec!["nvme0n1p1".to_string()]);
+        assert_eq!(k.hung_tasks[0].blocked_secs, 245);
+    }
+
     /// One damaged record costs itself (D32): an incident whose stream
     /// is cut, a host record and a member that are not JSON, a stream
     /// that inflates past the bound are set aside, counted and named; the

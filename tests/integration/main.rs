@@ -14,6 +14,7 @@ mod damage;
 mod down;
 mod email;
 mod formats;
+mod kernel;
 mod not_ready;
 mod not_ready_pastes;
 mod pastes;

@@ -47,6 +47,16 @@ const fn not_ready(node: &'static str, host: Option<&'static str>, cause: &'stat
     }
 }
 
+/// A kernel incident (design 5.8), paged at once: persistent from the
+/// start, open until the host's next boot.
+const fn kernel(node: &'static str, host: Option<&'static str>, cause: &'static str) -> Expect {
+    Expect {
+        kind: "kernel",
+        verdict: "persistent",
+        ..open(node, host, cause, [0; 6])
+    }
+}
+
 /// (file, incidents, [entries, kubelet lines, recognized, unparsed,
 /// continuations, foreign])
 #[allow(clippy::too_many_lines)] // the table of real logs, one row each
@@ -355,6 +365,20 @@ fn cases() -> Vec<(&'static str, Vec<Expect>, [u64; 6])> {
                 [0, 0, 8, 0, 0, 1],
             )],
             [10, 10, 9, 1, 0, 0],
+        ),
+        // The kernel (no kubelet line): an ext4 error, the root's data
+        // partition remounted read-only (NPD's ReadonlyFilesystem).
+        (
+            "coreos-bugs-1811.txt",
+            vec![kernel("<IP>", Some("<IP>"), "readonly-fs")],
+            [14, 0, 0, 0, 0, 0],
+        ),
+        // The kernel: one kworker blocked 120 s (printk's time in the
+        // syslog line): no longer than not_ready_after, nothing.
+        (
+            "kubernetes-kubernetes-23342.txt",
+            vec![],
+            [10, 0, 0, 0, 0, 0],
         ),
         // kubelet-wrapper: registration starts, the Pod list is refused.
         ("kubernetes-website-4166.txt", vec![], [7, 7, 2, 0, 0, 0]),

@@ -543,7 +543,8 @@ impl Pipeline {
         line.at = at;
         self.summary.context_lines += 1;
         let host = entry.host.clone().unwrap_or_else(|| self.no_host.clone());
-        self.tracker.context(&host, line, decisions);
+        self.tracker
+            .context(&host, line, entry.cursor.as_deref(), decisions);
         self.tick(&host, at, decisions);
     }
 

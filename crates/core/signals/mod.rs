@@ -73,6 +73,13 @@ pub enum SignalKind {
     /// A pod's container started (PLEG's `ContainerStarted`, written at
     /// `--v=2` and above): the node starts pods.
     ContainerStarted,
+    // The kernel (design 5.8): its lines are context lines, read in
+    // `context`, not rows of the table; these name them as evidence of a
+    // `kernel` incident.
+    /// A file system remounted read-only or shut down.
+    KernelReadonly,
+    /// A task hung (`INFO: task X:N blocked for more than N seconds.`).
+    KernelHungTask,
 }
 
 crate::kinds::spelling!(SignalKind {
@@ -103,6 +110,8 @@ crate::kinds::spelling!(SignalKind {
     CertExpired => "cert-expired",
     SandboxFailed => "sandbox-failed",
     ContainerStarted => "container-started",
+    KernelReadonly => "kernel-readonly",
+    KernelHungTask => "kernel-hung-task",
 });
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,12 +129,13 @@ impl SignalKind {
     )]
     pub fn role(self) -> Role {
         use SignalKind::{
-            CertExpired, CertFailed, LeaseFailed, ListerMiss, NotReady, NotReadySupport,
-            RegisterFailed, SandboxFailed, StatusExhausted, StatusRetry, WatchFailed,
+            CertExpired, CertFailed, KernelHungTask, KernelReadonly, LeaseFailed, ListerMiss,
+            NotReady, NotReadySupport, RegisterFailed, SandboxFailed, StatusExhausted, StatusRetry,
+            WatchFailed,
         };
         match self {
             StatusRetry | StatusExhausted | ListerMiss | RegisterFailed | NotReady | CertFailed
-            | CertExpired | SandboxFailed => Role::Trouble,
+            | CertExpired | SandboxFailed | KernelReadonly | KernelHungTask => Role::Trouble,
             LeaseFailed | WatchFailed | NotReadySupport => Role::Supporting,
             _ => Role::Marker,
         }
@@ -230,6 +240,13 @@ pub enum Cause {
     Image,
     /// The runtime's call ran past its deadline (`DeadlineExceeded`).
     Timeout,
+    // The kernel under the node (kernel incidents, design 5.8).
+    /// A file system remounted read-only or shut down (NPD's
+    /// `ReadonlyFilesystem`, `XfsShutdown`).
+    ReadonlyFs,
+    /// Tasks blocked longer than `[alert] not_ready_after` (NPD's
+    /// `KernelDeadlock`).
+    HungTasks,
 }
 
 crate::kinds::spelling!(Cause {
@@ -262,6 +279,8 @@ crate::kinds::spelling!(Cause {
     IpExhausted => "ip-exhausted",
     Image => "image",
     Timeout => "timeout",
+    ReadonlyFs => "readonly-fs",
+    HungTasks => "hung-tasks",
 });
 
 impl Cause {
@@ -299,7 +318,9 @@ impl Cause {
             | Cause::Expiring
             | Cause::IpExhausted
             | Cause::Image
-            | Cause::Timeout => 0,
+            | Cause::Timeout
+            | Cause::ReadonlyFs
+            | Cause::HungTasks => 0,
         }
     }
 }

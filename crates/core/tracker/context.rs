@@ -29,7 +29,10 @@ pub(super) fn kubelet_pid(h: &mut Hosts, host: &str, pid: u32) {
 }
 
 /// Adds to open incident `key` the host's context lines that explain
-/// it and it lacks (at most [`ctx::INCIDENT_LINES`]).
+/// it and it lacks (at most [`ctx::INCIDENT_LINES`]); a line that goes on a
+/// run of alike ones it has replaces the run's latest (see
+/// [`ctx::run_end`]), so a flood in the window is a flood of two lines
+/// here too, even when the incident has all its lines.
 pub(super) fn link(l: &mut Ledger, h: &Hosts, key: &OpenKey, out: &mut Vec<Decision>) {
     let Some(inc) = l.open.get(key) else {
         return;
@@ -49,17 +52,24 @@ pub(super) fn link(l: &mut Ledger, h: &Hosts, key: &OpenKey, out: &mut Vec<Decis
             .filter(|c| !inc.context.contains(c))
             .cloned()
             .collect();
-    if new.is_empty() || inc.context.len() >= ctx::INCIDENT_LINES {
+    if new.is_empty() {
         return;
     }
     let Some(inc) = l.open.get_mut(key) else {
         return;
     };
+    let mut changed = false;
     for line in new {
-        if inc.context.len() < ctx::INCIDENT_LINES {
+        if let Some(i) = ctx::run_end(&inc.context, &line) {
+            inc.context[i] = line;
+            changed = true;
+        } else if inc.context.len() < ctx::INCIDENT_LINES {
             inc.context.push(line);
+            changed = true;
         }
     }
-    inc.context.sort_by_key(|c| c.at);
-    out.push(Decision::UpdateIncident { id: inc.id.clone() });
+    if changed {
+        inc.context.sort_by_key(|c| c.at);
+        out.push(Decision::UpdateIncident { id: inc.id.clone() });
+    }
 }

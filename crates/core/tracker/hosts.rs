@@ -78,6 +78,30 @@ pub struct Origin {
     /// so a pod-sandbox incident without one started none (design 5.6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) pods_started_at: Option<Micros>,
+    /// The tasks its kernel reported hung since its last boot (design
+    /// 5.8), at most [`HUNG_WATCHED`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) hung: Vec<HungWatch>,
+}
+
+/// Tasks a host's record follows at most (the kernel reports ten hung
+/// tasks a boot by default, `hung_task_warnings`).
+pub(crate) const HUNG_WATCHED: usize = 8;
+
+/// A task the host's kernel reported hung: since when it has been blocked,
+/// by its reports so far. One report's `blocked for more than N seconds`
+/// puts its start N seconds before the report; a later report of the same
+/// task and pid whose start falls before the previous report (give or
+/// take a minute) is the same blocking, which lasts
+/// from the earliest start to the latest report. Since 4.19 the kernel
+/// writes how long the task has been blocked; before, its timeout at every
+/// report (120, 120, …): both add up the same way.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HungWatch {
+    pub(crate) task: String,
+    pub(crate) pid: u32,
+    pub(crate) since: Micros,
+    pub(crate) last_at: Micros,
 }
 
 /// What a kubelet last stated of its client certificate: when it expires,

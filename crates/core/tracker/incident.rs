@@ -153,6 +153,73 @@ impl<D> IncidentOf<D> {
             .map_or(Cause::Unknown, |(c, _)| *c)
     }
 
+    /// What the kernel's lines in its context say (design 5.8).
+    fn kernel_words(
+        &self,
+        when: &dyn Fn(&ContextLine) -> String,
+        quote: &dyn Fn(&ContextLine) -> String,
+        parts: &mut Vec<String>,
+    ) {
+        let find = |k: ContextKind| self.context.iter().find(|l| l.kind == k);
+        // Lines of a kind beyond the first quoted, those a run folded too.
+        let more = |l: &ContextLine| {
+            let n: u64 = self
+                .context
+                .iter()
+                .filter(|c| c.kind == l.kind)
+                .map(|c| u64::from(c.repeats) + 1)
+                .sum::<u64>()
+                - 1;
+            match n {
+                0 => String::new(),
+                n => format!(", and {n} more like it"),
+            }
+        };
+        if let Some(l) = find(ContextKind::HungTask) {
+            parts.push(format!(
+                "The kernel reported tasks hung at {} ({}{}): the runtime and the kubelet wait on \
+                 what they wait on.",
+                when(l),
+                quote(l),
+                more(l)
+            ));
+        }
+        if let Some(l) = find(ContextKind::NetdevWait) {
+            parts.push(format!(
+                "The kernel was waiting to free a network device at {} ({}): pod sandboxes \
+                 cannot be torn down or set up meanwhile.",
+                when(l),
+                quote(l)
+            ));
+        }
+        if let Some(l) = self.context.iter().find(|l| l.kind.is_readonly()) {
+            parts.push(format!(
+                "The kernel made a file system read-only at {} ({}).",
+                when(l),
+                quote(l)
+            ));
+        } else if let Some(l) = self.context.iter().find(|l| l.kind.is_disk()) {
+            parts.push(format!(
+                "The kernel reported disk errors at {} ({}{}).",
+                when(l),
+                quote(l),
+                more(l)
+            ));
+        }
+        if let Some(l) = find(ContextKind::ConntrackFull) {
+            parts.push(format!(
+                "The node's conntrack table was full at {} ({}{}): the kernel dropped new \
+                 connections, the API server's among them; the API server may well be fine.",
+                when(l),
+                quote(l),
+                more(l)
+            ));
+        }
+        if let Some(l) = find(ContextKind::Oops) {
+            parts.push(format!("The kernel oopsed at {} ({}).", when(l), quote(l)));
+        }
+    }
+
     /// What its context says, in words for the diagnosis ("" for none).
     #[must_use]
     pub fn context_words(&self) -> String {
@@ -228,6 +295,7 @@ impl<D> IncidentOf<D> {
                 quote(l)
             ));
         }
+        self.kernel_words(&when, &quote, &mut parts);
         if parts.is_empty() {
             parts.push(format!("Context: {} at {}.", quote(first), when(first)));
         }

@@ -56,11 +56,11 @@ use serde::{Deserialize, Serialize};
 
 pub use decision::{AlertKind, Alerted, Decision, Observation};
 pub use evidence::Evidence;
-pub use hosts::{CertWatch, Origin};
+pub use hosts::{CertWatch, HungWatch, Origin};
 pub use incident::{Ack, Anchor, IncidentOf};
 pub use kind::{
-    Attempt, ClientCert, Counters, Detail, Down, FailingPod, Incident, NodeStatus, NotReady,
-    Outage, PodSandbox, Silent,
+    Attempt, ClientCert, Counters, Detail, Down, FailingPod, HungTask, Incident, KernelTrouble,
+    NodeStatus, NotReady, NpdCondition, Outage, PodSandbox, Silent,
 };
 pub use machine::{Member, MemberWrite};
 pub use settings::{Limits, Selector, Settings, Threshold};
@@ -388,14 +388,28 @@ impl Tracker {
         self.starts.opened(h, l, host, &out[from..]);
     }
 
-    /// Takes one context line of `host` (journal time `line.at`): into the
-    /// host's window, and onto the open incidents of the host it explains.
+    /// Takes one context line of `host` (journal time `line.at`, its
+    /// entry's `cursor`): into the host's window, and onto the open
+    /// incidents of the host it explains. The kernel's read-only file
+    /// systems and hung tasks are also the node's kernel incident's (design
+    /// 5.8), and its boot ends that and empties the window.
     pub fn context(
         &mut self,
         host: &str,
         line: crate::context::ContextLine,
+        cursor: Option<&str>,
         out: &mut Vec<Decision>,
     ) {
+        use crate::context::ContextKind;
+        let kernel = line.kind.is_readonly()
+            || matches!(line.kind, ContextKind::HungTask | ContextKind::Boot);
+        if kernel {
+            let (l, h) = (&mut self.ledger, &mut self.hosts);
+            machine::kernel::line(l, h, (host, &line, cursor), UNKNOWN_NODE, out);
+        }
+        if line.kind == ContextKind::Boot {
+            return;
+        }
         let keys = context::take(&self.ledger, &mut self.hosts, host, line);
         let from = out.len();
         for k in &keys {
@@ -638,3 +652,6 @@ mod certificate_tests;
 
 #[cfg(test)]
 mod sandbox_tests;
+
+#[cfg(test)]
+mod kernel_tests;

@@ -35,6 +35,9 @@ pub enum IncidentKind {
     Certificate,
     /// Pods' sandboxes keep failing on a node that is Ready (design 5.6).
     PodSandbox,
+    /// The kernel reports what breaks the node whatever its kubelet says:
+    /// a file system read-only, tasks hung (design 5.8).
+    Kernel,
 }
 
 crate::kinds::spelling!(IncidentKind {
@@ -45,6 +48,7 @@ crate::kinds::spelling!(IncidentKind {
     Endpoint => "endpoint",
     Certificate => "certificate",
     PodSandbox => "pod-sandbox",
+    Kernel => "kernel",
 });
 
 impl IncidentKind {
@@ -61,7 +65,8 @@ impl IncidentKind {
             | Self::HostSilent
             | Self::Endpoint
             | Self::Certificate
-            | Self::PodSandbox => None,
+            | Self::PodSandbox
+            | Self::Kernel => None,
         }
     }
 
@@ -73,11 +78,14 @@ impl IncidentKind {
             Self::KubeletDown | Self::NotReady => true,
             // A Ready node says nothing of its certificate, and a Ready
             // node that starts no pod is what a pod-sandbox incident is.
+            // A Ready node says nothing of its certificate, nor of its
+            // kernel (a read-only file system stays so until the next boot).
             Self::NodeStatus
             | Self::HostSilent
             | Self::Endpoint
             | Self::Certificate
-            | Self::PodSandbox => false,
+            | Self::PodSandbox
+            | Self::Kernel => false,
         }
     }
 
@@ -92,7 +100,8 @@ impl IncidentKind {
             | Self::NotReady
             | Self::Endpoint
             | Self::Certificate
-            | Self::PodSandbox => false,
+            | Self::PodSandbox
+            | Self::Kernel => false,
         }
     }
 
@@ -107,7 +116,8 @@ impl IncidentKind {
             | Self::NotReady
             | Self::HostSilent
             | Self::Certificate
-            | Self::PodSandbox => false,
+            | Self::PodSandbox
+            | Self::Kernel => false,
         }
     }
 
@@ -124,6 +134,7 @@ impl IncidentKind {
             Self::Endpoint => "endpoint:",
             Self::Certificate => "certificate:",
             Self::PodSandbox => "pod-sandbox:",
+            Self::Kernel => "kernel:",
         }
     }
 }
@@ -178,4 +189,6 @@ pub enum Resolution {
     /// certificate: the kubelet has a new client certificate (a later
     /// expiration stated, its CSR issued).
     Rotated,
+    /// kernel: the host booted again (the kernel's `Linux version` line).
+    Rebooted,
 }

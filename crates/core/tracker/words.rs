@@ -61,6 +61,12 @@ pub fn cause_explanation(c: Cause) -> &'static str {
         Cause::Timeout => {
             "the container runtime did not answer the kubelet's sandbox request within its deadline (DeadlineExceeded): a slow or overloaded runtime or network plugin"
         }
+        Cause::ReadonlyFs => {
+            "the kernel made a file system read-only (remounted it after errors, or shut it down): nothing on it can be written until it is repaired and the node rebooted"
+        }
+        Cause::HungTasks => {
+            "the kernel reports tasks blocked in the kernel for minutes (hung tasks): a disk, a file system or a driver stopped answering, and whatever waits on it (often the container runtime) waits too"
+        }
         c @ (Cause::Cni
         | Cause::Pleg
         | Cause::MemoryPressure
@@ -101,6 +107,8 @@ fn not_ready_explanation(c: Cause) -> &'static str {
         | Cause::Credentials
         | Cause::Runtime
         | Cause::PortInUse
+        | Cause::ReadonlyFs
+        | Cause::HungTasks
         | Cause::Exec
         | Cause::Killed
         | Cause::Watchdog

@@ -10,8 +10,8 @@ use sentinel_core::tracker::{Incident, Settings};
 
 #[cfg(test)]
 use crate::notify::words::{
-    ALERTNAME, ALERTNAME_CERT, ALERTNAME_DOWN, ALERTNAME_ENDPOINT, ALERTNAME_NOT_READY,
-    ALERTNAME_SANDBOX, ALERTNAME_SILENT,
+    ALERTNAME, ALERTNAME_CERT, ALERTNAME_DOWN, ALERTNAME_ENDPOINT, ALERTNAME_KERNEL,
+    ALERTNAME_NOT_READY, ALERTNAME_SANDBOX, ALERTNAME_SILENT,
 };
 
 /// The alert that fires as long as kubelet-sentinel runs and can post
@@ -85,6 +85,11 @@ pub(crate) fn labels(
         l.insert("host".into(), clean(h, MAX_LABEL));
     }
     l.insert("cause".into(), i.cause().as_str().into());
+    // node-problem-detector's condition, for operators moving from it
+    // (design 5.8): the kernel kind's only.
+    if let Some(k) = i.kernel() {
+        l.insert("npd_condition".into(), k.npd_condition().as_str().into());
+    }
     if let Some(e) = i.api_endpoint() {
         l.insert("api_endpoint".into(), e.into());
     }
@@ -173,6 +178,7 @@ mod tests {
             ALERTNAME_NOT_READY,
             ALERTNAME_CERT,
             ALERTNAME_SANDBOX,
+            ALERTNAME_KERNEL,
             HEARTBEAT,
         ];
         let rules: Vec<&str> =
@@ -292,6 +298,40 @@ mod tests {
         assert_eq!(l["cause"], "ip-exhausted");
         assert_eq!(l["verdict"], "persistent");
         assert_eq!(l["severity"], "critical");
+    }
+
+    /// A kernel incident (design 5.8): its own alertname, critical, with
+    /// node-problem-detector's condition as `npd_condition`; no other kind
+    /// has that label.
+    #[test]
+    fn a_kernel_incident_carries_npd_condition() {
+        use sentinel_core::testing::{End, kernel, replay};
+        let s = sentinel_core::time::SECOND;
+        let lines = [
+            kernel(
+                0,
+                "worker-9",
+                "XFS (sdb): Log I/O Error Detected. Shutting down filesystem",
+            ),
+            kernel(
+                s,
+                "worker-9",
+                "INFO: task containerd:1187 blocked for more than 600 seconds.",
+            ),
+        ];
+        let i = replay(lines, &Settings::default(), End::Finish)
+            .one()
+            .clone();
+        let l = labels(&i, &Settings::default(), &std::collections::BTreeMap::new());
+        assert_eq!(l["alertname"], ALERTNAME_KERNEL);
+        assert_eq!(l["kind"], "kernel");
+        assert_eq!(l["cause"], "readonly-fs");
+        assert_eq!(l["npd_condition"], "XfsShutdown");
+        assert_eq!(l["verdict"], "persistent");
+        assert_eq!(l["severity"], "critical");
+        let n = node_incident();
+        let l = labels(&n, &Settings::default(), &std::collections::BTreeMap::new());
+        assert!(!l.contains_key("npd_condition"));
     }
 
     /// The open incident of seven retries of one node whose error is `err`.

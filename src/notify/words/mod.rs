@@ -8,6 +8,7 @@
 mod certificate;
 mod endpoint;
 mod host_silent;
+mod kernel;
 mod kubelet_down;
 mod node_status;
 mod not_ready;
@@ -21,8 +22,8 @@ use sentinel_core::tracker::{AlertKind, Detail, Incident, Settings};
 #[cfg(test)]
 pub(crate) use {
     certificate::ALERTNAME_CERT, endpoint::ALERTNAME_ENDPOINT, host_silent::ALERTNAME_SILENT,
-    kubelet_down::ALERTNAME_DOWN, node_status::ALERTNAME, not_ready::ALERTNAME_NOT_READY,
-    pod_sandbox::ALERTNAME_SANDBOX,
+    kernel::ALERTNAME_KERNEL, kubelet_down::ALERTNAME_DOWN, node_status::ALERTNAME,
+    not_ready::ALERTNAME_NOT_READY, pod_sandbox::ALERTNAME_SANDBOX,
 };
 
 /// What one kind of incident is called where people and Alertmanager read
@@ -88,6 +89,7 @@ pub(crate) fn words(i: &Incident) -> &dyn KindWords {
         Detail::Endpoint(o) => o,
         Detail::Certificate(c) => c,
         Detail::PodSandbox(p) => p,
+        Detail::Kernel(k) => k,
     }
 }
 

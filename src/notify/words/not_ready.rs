@@ -28,7 +28,8 @@ fn ended(i: &Incident) -> &'static str {
             Resolution::Evicted
             | Resolution::SourceChanged
             | Resolution::Wrote
-            | Resolution::Rotated,
+            | Resolution::Rotated
+            | Resolution::Rebooted,
         )
         | None => "ended",
     }

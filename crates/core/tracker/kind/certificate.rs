@@ -203,7 +203,8 @@ impl ClientCert {
                 | Resolution::SourceChanged
                 | Resolution::Wrote
                 | Resolution::NodeReady
-                | Resolution::Stopped,
+                | Resolution::Stopped
+                | Resolution::Rebooted,
             ) => parts.push("Closed without confirmation that it ended.".into()),
             None => {}
         }

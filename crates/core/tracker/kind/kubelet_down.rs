@@ -224,7 +224,8 @@ impl Down {
                 Resolution::Evicted
                 | Resolution::SourceChanged
                 | Resolution::Wrote
-                | Resolution::Rotated,
+                | Resolution::Rotated
+                | Resolution::Rebooted,
             ) => {
                 parts.push("Closed without confirmation that it ended.".into());
             }

@@ -7,6 +7,7 @@
 mod certificate;
 mod endpoint;
 mod host_silent;
+mod kernel;
 mod kubelet_down;
 mod node_status;
 mod not_ready;
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 pub use certificate::ClientCert;
 pub use endpoint::Outage;
 pub use host_silent::Silent;
+pub use kernel::{HungTask, KernelTrouble, NpdCondition};
 pub use kubelet_down::Down;
 pub(crate) use kubelet_down::systemd_span;
 pub use node_status::{Counters, NodeStatus};
@@ -45,6 +47,7 @@ pub enum Detail {
     Endpoint(Outage),
     Certificate(ClientCert),
     PodSandbox(PodSandbox),
+    Kernel(KernelTrouble),
 }
 
 /// The tracker's incident: what every kind has, and its kind's [`Detail`].
@@ -61,6 +64,7 @@ impl Detail {
             Detail::Endpoint(_) => IncidentKind::Endpoint,
             Detail::Certificate(_) => IncidentKind::Certificate,
             Detail::PodSandbox(_) => IncidentKind::PodSandbox,
+            Detail::Kernel(_) => IncidentKind::Kernel,
         }
     }
 
@@ -75,6 +79,7 @@ impl Detail {
             IncidentKind::Endpoint => Detail::Endpoint(Outage::default()),
             IncidentKind::Certificate => Detail::Certificate(ClientCert::default()),
             IncidentKind::PodSandbox => Detail::PodSandbox(PodSandbox::default()),
+            IncidentKind::Kernel => Detail::Kernel(KernelTrouble::default()),
         }
     }
 
@@ -89,7 +94,8 @@ impl Detail {
             | Detail::PodSandbox(_)
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
-            | Detail::Endpoint(_) => false,
+            | Detail::Endpoint(_)
+            | Detail::Kernel(_) => false,
         }
     }
 
@@ -104,7 +110,8 @@ impl Detail {
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => None,
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -119,7 +126,8 @@ impl Detail {
             | Detail::NotReady(_)
             | Detail::Endpoint(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => None,
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -133,7 +141,8 @@ impl Detail {
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => {}
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => {}
         }
     }
 }
@@ -190,7 +199,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => {
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => {
                 vec![host.clone()]
             }
         };
@@ -272,7 +282,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::PodSandbox(_) => None,
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -285,7 +296,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -299,7 +311,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
-            | Detail::Certificate(_) => None,
+            | Detail::Certificate(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -313,6 +326,36 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => None,
+        }
+    }
+
+    /// A kernel incident's record, for its state machine.
+    pub(super) fn kernel_mut(&mut self) -> Option<&mut KernelTrouble> {
+        match &mut self.detail {
+            Detail::Kernel(k) => Some(k),
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_)
+            | Detail::PodSandbox(_) => None,
+        }
+    }
+
+    /// A kernel incident's record.
+    #[must_use]
+    pub fn kernel(&self) -> Option<&KernelTrouble> {
+        match &self.detail {
+            Detail::Kernel(k) => Some(k),
+            Detail::NodeStatus(_)
+            | Detail::KubeletDown(_)
+            | Detail::NotReady(_)
+            | Detail::HostSilent(_)
+            | Detail::Endpoint(_)
+            | Detail::Certificate(_)
             | Detail::PodSandbox(_) => None,
         }
     }
@@ -326,7 +369,8 @@ impl Incident {
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => None,
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -340,7 +384,8 @@ impl Incident {
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => None,
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -355,7 +400,8 @@ impl Incident {
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => Counters::default(),
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => Counters::default(),
         }
     }
 
@@ -376,7 +422,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => None,
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -390,7 +437,8 @@ impl Incident {
             | Detail::NotReady(_)
             | Detail::HostSilent(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => &[],
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => &[],
         }
     }
 
@@ -404,7 +452,8 @@ impl Incident {
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => None,
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => None,
         }
     }
 
@@ -426,7 +475,8 @@ impl Incident {
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => 0,
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => 0,
         }
     }
 
@@ -440,7 +490,8 @@ impl Incident {
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => 0,
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => 0,
         }
     }
 
@@ -459,6 +510,7 @@ impl Incident {
             Detail::NotReady(r) => r.verdict(self, s, ended),
             Detail::Certificate(c) => c.verdict(self, ended),
             Detail::PodSandbox(p) => p.verdict(self, ended),
+            Detail::Kernel(k) => k.verdict(),
             Detail::Endpoint(_) if self.over_threshold_at.is_some() => Verdict::Persistent,
             Detail::HostSilent(_) | Detail::Endpoint(_) => ended,
         }
@@ -473,6 +525,7 @@ impl Incident {
             Detail::NotReady(r) => r.cause(self),
             Detail::Certificate(c) => c.cause(),
             Detail::PodSandbox(p) => p.cause(self),
+            Detail::Kernel(k) => k.cause(),
             Detail::NodeStatus(_) | Detail::HostSilent(_) | Detail::Endpoint(_) => self.top_cause(),
         }
     }
@@ -489,6 +542,7 @@ impl Incident {
             Detail::NotReady(r) => Some(r.due(self, resolve_after)),
             Detail::Certificate(c) => c.due(self, resolve_after),
             Detail::PodSandbox(_) => Some(PodSandbox::due(self, resolve_after)),
+            Detail::Kernel(k) => k.due(),
             Detail::HostSilent(_) | Detail::Endpoint(_) => None,
         }
     }
@@ -504,6 +558,7 @@ impl Incident {
             Detail::Endpoint(o) => o.diagnosis(self, self.cause()),
             Detail::Certificate(c) => c.diagnosis(self, self.verdict(s), s),
             Detail::PodSandbox(p) => p.diagnosis(self, self.verdict(s), self.cause(), s),
+            Detail::Kernel(k) => k.diagnosis(self, s),
         }
     }
 
@@ -512,8 +567,11 @@ impl Incident {
         match &self.detail {
             Detail::NodeStatus(_) => NodeStatus::trouble(self, self.cause()),
             Detail::KubeletDown(_) => Some(Down::trouble(kubelet_pid)),
-            Detail::NotReady(_) => NotReady::trouble(self.cause()),
-            Detail::PodSandbox(_) => PodSandbox::trouble(self.cause()),
+            Detail::NotReady(_) => Some(NotReady::trouble(self.cause())),
+            // Whatever its cause: the runtime's unit, hung tasks, netdev
+            // waits, a read-only file system (design 5.8).
+            Detail::PodSandbox(_) => Some(Trouble::Sandbox),
+            Detail::Kernel(_) => Some(Trouble::Kernel),
             Detail::HostSilent(_) | Detail::Endpoint(_) | Detail::Certificate(_) => None,
         }
     }
@@ -528,7 +586,8 @@ impl Incident {
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => false,
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => false,
         }
     }
 
@@ -546,7 +605,8 @@ impl Incident {
             | Detail::HostSilent(_)
             | Detail::Endpoint(_)
             | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => false,
+            | Detail::PodSandbox(_)
+            | Detail::Kernel(_) => false,
         }
     }
 }

@@ -208,7 +208,7 @@ impl NodeStatus {
                 clock(i.resolved_at.unwrap_or(i.last_signal_at)),
                 clock(i.last_trouble_at)
             )),
-            Some(Resolution::Wrote | Resolution::Rotated) | None => {}
+            Some(Resolution::Wrote | Resolution::Rotated | Resolution::Rebooted) | None => {}
         }
         if let Some(e) = i.first_evidence() {
             parts.push(format!("First error: {}", one_line(&e.text, 300)));

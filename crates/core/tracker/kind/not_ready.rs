@@ -99,9 +99,17 @@ impl NotReady {
     }
 
     /// What its context would explain: a runtime that is down or slow
-    /// (its unit stopped, failed or restarting around it).
-    pub(crate) fn trouble(cause: Cause) -> Option<Trouble> {
-        matches!(cause, Cause::Runtime | Cause::Pleg).then_some(Trouble::Runtime)
+    /// (its unit stopped, failed or restarting around it, tasks hung), a
+    /// disk gone bad.
+    pub(crate) fn trouble(cause: Cause) -> Trouble {
+        // The runtime's unit and the kernel's hung tasks explain a slow or
+        // dead runtime; a read-only file system or I/O errors any not-ready
+        // node (design 5.8).
+        if matches!(cause, Cause::Runtime | Cause::Pleg) {
+            Trouble::Runtime
+        } else {
+            Trouble::Disk
+        }
     }
 
     /// One paragraph: what the kubelet said, since when, the verdict in
@@ -185,7 +193,8 @@ impl NotReady {
                 Resolution::Evicted
                 | Resolution::SourceChanged
                 | Resolution::Wrote
-                | Resolution::Rotated,
+                | Resolution::Rotated
+                | Resolution::Rebooted,
             ) => {
                 parts.push("Closed without confirmation that it ended.".into());
             }

@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::Trouble;
 use crate::signals::{Cause, sandbox_specificity};
 use crate::time::{Micros, SECOND, clock, human_duration};
 use crate::tracker::incident::IncidentOf;
@@ -305,11 +304,6 @@ impl PodSandbox {
         i.last_trouble_at + resolve_after
     }
 
-    /// What its context would explain: a runtime that is down or slow.
-    pub(crate) fn trouble(cause: Cause) -> Option<Trouble> {
-        matches!(cause, Cause::Runtime | Cause::Timeout).then_some(Trouble::Runtime)
-    }
-
     /// One paragraph: how many sandboxes of which pods failed over how
     /// long, whether any started, the cause, the verdict in words, how it
     /// ended.
@@ -392,6 +386,7 @@ impl PodSandbox {
             )),
             Some(
                 Resolution::Evicted
+                | Resolution::Rebooted
                 | Resolution::SourceChanged
                 | Resolution::NodeReady
                 | Resolution::Stopped

@@ -9,6 +9,7 @@
 pub(super) mod certificate;
 pub(super) mod endpoint;
 mod host_silent;
+pub(super) mod kernel;
 mod kubelet_down;
 pub(super) mod node_status;
 mod not_ready;

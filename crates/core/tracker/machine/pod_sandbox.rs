@@ -93,7 +93,8 @@ fn failed(
         | Detail::NotReady(_)
         | Detail::HostSilent(_)
         | Detail::Endpoint(_)
-        | Detail::Certificate(_) => (false, false),
+        | Detail::Certificate(_)
+        | Detail::Kernel(_) => (false, false),
     };
     if persistent {
         // The alert, then a reminder every `repeat_interval` while the
