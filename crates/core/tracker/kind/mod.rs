@@ -147,6 +147,41 @@ impl Detail {
     }
 }
 
+/// A kind's own record of an incident, to read (`$get`) and, for its
+/// machine, to change (`$get_mut`): one line a kind whose record its
+/// machine keeps, instead of a match naming every other kind twice.
+macro_rules! records {
+    ($($(#[$m:meta])* $vis:vis fn $get:ident, $get_mut:ident -> $variant:ident($ty:ty);)+) => {
+        $(
+            $(#[$m])*
+            #[must_use]
+            #[allow(
+                clippy::wildcard_enum_match_arm,
+                reason = "the other kinds have none of this record"
+            )]
+            $vis fn $get(&self) -> Option<&$ty> {
+                match &self.detail {
+                    Detail::$variant(d) => Some(d),
+                    _ => None,
+                }
+            }
+
+            $(#[$m])*
+            /// For its state machine.
+            #[allow(
+                clippy::wildcard_enum_match_arm,
+                reason = "the other kinds have none of this record"
+            )]
+            pub(super) fn $get_mut(&mut self) -> Option<&mut $ty> {
+                match &mut self.detail {
+                    Detail::$variant(d) => Some(d),
+                    _ => None,
+                }
+            }
+        )+
+    };
+}
+
 impl Incident {
     /// One more counted event (a status retry, a restart) at `at`: over the
     /// threshold once more than `allowed` fall within the window. Crossing
@@ -273,120 +308,15 @@ impl Incident {
         self.detail.kind()
     }
 
-    /// A certificate incident's record, for its state machine.
-    pub(super) fn cert_mut(&mut self) -> Option<&mut ClientCert> {
-        match &mut self.detail {
-            Detail::Certificate(c) => Some(c),
-            Detail::NodeStatus(_)
-            | Detail::KubeletDown(_)
-            | Detail::NotReady(_)
-            | Detail::HostSilent(_)
-            | Detail::Endpoint(_)
-            | Detail::PodSandbox(_)
-            | Detail::Kernel(_) => None,
-        }
-    }
-
-    /// A pod-sandbox incident's record, for its state machine.
-    pub(super) fn sandbox_mut(&mut self) -> Option<&mut PodSandbox> {
-        match &mut self.detail {
-            Detail::PodSandbox(p) => Some(p),
-            Detail::NodeStatus(_)
-            | Detail::KubeletDown(_)
-            | Detail::NotReady(_)
-            | Detail::HostSilent(_)
-            | Detail::Endpoint(_)
-            | Detail::Certificate(_)
-            | Detail::Kernel(_) => None,
-        }
-    }
-
-    /// A pod-sandbox incident's record.
-    #[must_use]
-    pub fn sandbox(&self) -> Option<&PodSandbox> {
-        match &self.detail {
-            Detail::PodSandbox(p) => Some(p),
-            Detail::NodeStatus(_)
-            | Detail::KubeletDown(_)
-            | Detail::NotReady(_)
-            | Detail::HostSilent(_)
-            | Detail::Endpoint(_)
-            | Detail::Certificate(_)
-            | Detail::Kernel(_) => None,
-        }
-    }
-
-    /// A certificate incident's record.
-    #[must_use]
-    pub fn cert(&self) -> Option<&ClientCert> {
-        match &self.detail {
-            Detail::Certificate(c) => Some(c),
-            Detail::NodeStatus(_)
-            | Detail::KubeletDown(_)
-            | Detail::NotReady(_)
-            | Detail::HostSilent(_)
-            | Detail::Endpoint(_)
-            | Detail::PodSandbox(_)
-            | Detail::Kernel(_) => None,
-        }
-    }
-
-    /// A kernel incident's record, for its state machine.
-    pub(super) fn kernel_mut(&mut self) -> Option<&mut KernelTrouble> {
-        match &mut self.detail {
-            Detail::Kernel(k) => Some(k),
-            Detail::NodeStatus(_)
-            | Detail::KubeletDown(_)
-            | Detail::NotReady(_)
-            | Detail::HostSilent(_)
-            | Detail::Endpoint(_)
-            | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => None,
-        }
-    }
-
-    /// A kernel incident's record.
-    #[must_use]
-    pub fn kernel(&self) -> Option<&KernelTrouble> {
-        match &self.detail {
-            Detail::Kernel(k) => Some(k),
-            Detail::NodeStatus(_)
-            | Detail::KubeletDown(_)
-            | Detail::NotReady(_)
-            | Detail::HostSilent(_)
-            | Detail::Endpoint(_)
-            | Detail::Certificate(_)
-            | Detail::PodSandbox(_) => None,
-        }
-    }
-
-    /// A kubelet-down incident's record, for its state machine.
-    pub(super) fn down_mut(&mut self) -> Option<&mut Down> {
-        match &mut self.detail {
-            Detail::KubeletDown(d) => Some(d),
-            Detail::NodeStatus(_)
-            | Detail::NotReady(_)
-            | Detail::HostSilent(_)
-            | Detail::Endpoint(_)
-            | Detail::Certificate(_)
-            | Detail::PodSandbox(_)
-            | Detail::Kernel(_) => None,
-        }
-    }
-
-    /// A kubelet-down incident's record.
-    #[must_use]
-    pub(super) fn down(&self) -> Option<&Down> {
-        match &self.detail {
-            Detail::KubeletDown(d) => Some(d),
-            Detail::NodeStatus(_)
-            | Detail::NotReady(_)
-            | Detail::HostSilent(_)
-            | Detail::Endpoint(_)
-            | Detail::Certificate(_)
-            | Detail::PodSandbox(_)
-            | Detail::Kernel(_) => None,
-        }
+    records! {
+        /// A kubelet-down incident's record.
+        pub(super) fn down, down_mut -> KubeletDown(Down);
+        /// A certificate incident's record.
+        pub fn cert, cert_mut -> Certificate(ClientCert);
+        /// A pod-sandbox incident's record.
+        pub fn sandbox, sandbox_mut -> PodSandbox(PodSandbox);
+        /// A kernel incident's record.
+        pub fn kernel, kernel_mut -> Kernel(KernelTrouble);
     }
 
     /// The node-status counters (zeros for the other kinds, as the JSON
