@@ -83,19 +83,12 @@ fn failed(
     out.push(Decision::UpdateIncident { id: inc.id.clone() });
     // Judged at every line of an attempt: the runtime's names no pod, the
     // next ones the pod whose failing this long makes it persistent.
-    let (persistent, flapping) = match &inc.detail {
-        Detail::PodSandbox(p) => (
+    let (persistent, flapping) = inc.sandbox().map_or((false, false), |p| {
+        (
             p.persistent_at(pod, at, s),
             p.flapping_at.is_none() && p.flaps_at(inc, at, s),
-        ),
-        Detail::NodeStatus(_)
-        | Detail::KubeletDown(_)
-        | Detail::NotReady(_)
-        | Detail::HostSilent(_)
-        | Detail::Endpoint(_)
-        | Detail::Certificate(_)
-        | Detail::Kernel(_) => (false, false),
-    };
+        )
+    });
     if persistent {
         // The alert, then a reminder every `repeat_interval` while the
         // failures go on.
