@@ -154,11 +154,7 @@ fn incidents(
     err: &mut dyn Write,
 ) -> Exit {
     let now = crate::clock::now();
-    let when = |flag: &str, v: &Option<String>| {
-        v.as_deref()
-            .map(|s| crate::clock::parse_when(s, now, a.utc).map_err(|e| format!("{flag} {e}")))
-            .transpose()
-    };
+    let when = |flag: &str, v: &Option<String>| when(flag, v.as_deref(), now, a.utc);
     let (since, until) = match (when("--since", &a.since), when("--until", &a.until)) {
         (Ok(s), Ok(u)) => (s, u),
         (Err(e), _) | (_, Err(e)) => {
@@ -197,16 +193,10 @@ fn starts(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> Exit {
-    let now = crate::clock::now();
-    let since = match a
-        .since
-        .as_deref()
-        .map(|s| crate::clock::parse_when(s, now, a.utc))
-        .transpose()
-    {
+    let since = match when("--since", a.since.as_deref(), crate::clock::now(), a.utc) {
         Ok(s) => s,
         Err(e) => {
-            let _ = writeln!(err, "kubelet-sentinel: --since {e}");
+            let _ = writeln!(err, "kubelet-sentinel: {e}");
             return Exit::Usage;
         }
     };
@@ -226,4 +216,16 @@ fn starts(
         out,
         err,
     )
+}
+
+/// A `--since`/`--until` value as journalctl takes it, at `now`; the
+/// error names the flag.
+fn when(
+    flag: &str,
+    v: Option<&str>,
+    now: sentinel_core::time::Micros,
+    utc: bool,
+) -> Result<Option<sentinel_core::time::Micros>, String> {
+    v.map(|s| crate::clock::parse_when(s, now, utc).map_err(|e| format!("{flag} {e}")))
+        .transpose()
 }

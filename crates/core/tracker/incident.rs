@@ -100,6 +100,32 @@ pub struct IncidentOf<D> {
 }
 
 impl<D> IncidentOf<D> {
+    /// The most frequent of its causes (`unknown` only when no other
+    /// voted), a tie to `latest` (else the last of the tied in order).
+    pub(crate) fn most_frequent_cause(&self, latest: Option<Cause>) -> Cause {
+        let votes = |c: &Cause| *c != Cause::Unknown;
+        let best = self
+            .causes
+            .iter()
+            .filter(|(c, _)| votes(c))
+            .map(|(_, n)| *n)
+            .max()
+            .unwrap_or(0);
+        let top: Vec<Cause> = self
+            .causes
+            .iter()
+            .filter(|(c, n)| votes(c) && **n == best && best > 0)
+            .map(|(c, _)| *c)
+            .collect();
+        match top.as_slice() {
+            [] => Cause::Unknown,
+            [one] => *one,
+            many => latest
+                .filter(|c| many.contains(c))
+                .unwrap_or(many[many.len() - 1]),
+        }
+    }
+
     #[must_use]
     pub fn status(&self) -> Status {
         if self.resolved_at.is_some() {

@@ -135,10 +135,7 @@ pub(crate) fn incidents(
         };
     if limit > 0 && list.incidents.len() > limit {
         list.incidents.truncate(limit);
-        let _ = writeln!(
-            err,
-            "kubelet-sentinel: the newest {limit} shown; there are more (--limit 0 lists all)"
-        );
+        said_cut(err, limit);
     }
     show(&list, output, |l| render::incidents(l, zone), out)
 }
@@ -160,7 +157,8 @@ pub(crate) fn incident(
     }
 }
 
-/// `nodes`.
+/// `starts`, newest first: at most `limit` (0: all), and says so when
+/// there were more (the fleet line is over those shown).
 pub(crate) fn starts(
     config_path: Option<&PathBuf>,
     filter: &crate::store::StartFilter,
@@ -180,10 +178,7 @@ pub(crate) fn starts(
     if limit > 0 && list.starts.len() > limit {
         list.starts.truncate(limit);
         list.fleet = crate::report::starts::StartsSummary::of(&list.starts);
-        let _ = writeln!(
-            err,
-            "kubelet-sentinel: the newest {limit} shown; there are more (--limit 0 lists all)"
-        );
+        said_cut(err, limit);
     }
     show(
         &list,
@@ -193,6 +188,7 @@ pub(crate) fn starts(
     )
 }
 
+/// `nodes`.
 pub(crate) fn nodes(
     config_path: Option<&PathBuf>,
     output: Output,
@@ -291,4 +287,12 @@ pub(crate) fn silent_incidents_words(on: bool, config: &Config) -> String {
              silent_incidents = true (systemctl reload applies it) to alert"
         )
     }
+}
+
+/// Says on stderr that a list was cut at `limit`.
+fn said_cut(err: &mut dyn Write, limit: usize) {
+    let _ = writeln!(
+        err,
+        "kubelet-sentinel: the newest {limit} shown; there are more (--limit 0 lists all)"
+    );
 }

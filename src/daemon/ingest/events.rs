@@ -21,6 +21,12 @@ impl Told {
         )
     }
 
+    /// An incident taken out of the history (evicted before anything was
+    /// said of it): nothing more is told of it, and it is not kept here.
+    pub(super) fn forget(&mut self, id: &str) {
+        self.0.remove(id);
+    }
+
     /// The events of a commit's incidents (opened, changed or resolved in
     /// it), in order.
     pub(super) fn events(&mut self, incidents: &[Incident], s: &Settings) -> Vec<Event> {
@@ -48,5 +54,40 @@ impl Told {
             }
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sentinel_core::testing::{End, crash_loop, replay};
+
+    /// Each change told once; an end forgets the incident, and so does
+    /// its being taken out of the history (a flood of names leaves
+    /// nothing behind).
+    #[test]
+    fn each_change_is_told_once_and_nothing_is_kept_past_the_end() {
+        let s = Settings::default();
+        let r = replay(crash_loop(1_796_374_800_000_000, "h", 6), &s, End::Finish);
+        let mut open = r.one().clone();
+        open.resolved_at = None;
+        open.resolution = None;
+        let mut told = Told::default();
+        let kinds = |e: Vec<Event>| e.iter().map(|e| e.kind).collect::<Vec<_>>();
+        assert_eq!(
+            kinds(told.events(std::slice::from_ref(&open), &s)),
+            [EventType::Opened, EventType::OverThreshold]
+        );
+        assert!(told.events(std::slice::from_ref(&open), &s).is_empty());
+        told.forget(&open.id);
+        assert!(told.0.is_empty());
+        told.events(std::slice::from_ref(&open), &s);
+        let mut ended = open.clone();
+        ended.resolved_at = Some(open.last_signal_at);
+        assert_eq!(
+            kinds(told.events(std::slice::from_ref(&ended), &s)),
+            [EventType::Resolved]
+        );
+        assert!(told.0.is_empty());
     }
 }

@@ -424,6 +424,7 @@ impl Ingest {
         }
         for i in &forget {
             self.retries.forget(&i.id, &i.node);
+            self.told.forget(&i.id);
         }
         let resolved: BTreeSet<String> = incidents.iter().map(|i| i.id.clone()).collect();
         for i in &incidents {

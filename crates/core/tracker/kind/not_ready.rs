@@ -67,29 +67,7 @@ impl NotReady {
     /// The most frequent cause of its lines (`unknown` only when no line
     /// said more), a tie to the latest line's.
     pub(crate) fn cause<D>(&self, i: &IncidentOf<D>) -> Cause {
-        let r = self;
-        let votes = |c: &Cause| *c != Cause::Unknown;
-        let best = i
-            .causes
-            .iter()
-            .filter(|(c, _)| votes(c))
-            .map(|(_, n)| *n)
-            .max()
-            .unwrap_or(0);
-        let top: Vec<Cause> = i
-            .causes
-            .iter()
-            .filter(|(c, n)| votes(c) && **n == best && best > 0)
-            .map(|(c, _)| *c)
-            .collect();
-        match top.as_slice() {
-            [] => Cause::Unknown,
-            [one] => *one,
-            many => r
-                .last_cause
-                .filter(|c| many.contains(c))
-                .unwrap_or(many[many.len() - 1]),
-        }
+        i.most_frequent_cause(self.last_cause)
     }
 
     /// Quiet for `resolve_after` after its last trouble, or after the end
