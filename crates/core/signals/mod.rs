@@ -1787,7 +1787,7 @@ mod tests {
         };
         let mut texts: Vec<String> = CASES.iter().map(|c| c.0.to_string()).collect();
         texts.extend(readiness::tests::texts().map(str::to_string));
-        for r in TABLE {
+        for r in TABLE.iter() {
             let words = match r.form {
                 table::Form::Structured(m)
                 | table::Form::StructuredWith(m, ..)
