@@ -5,6 +5,7 @@
 use std::fmt::Write as _;
 
 mod details;
+mod pressure;
 pub(crate) mod starts;
 
 pub(crate) use details::details;
@@ -155,6 +156,14 @@ pub struct IncidentOut {
     /// not-ready: its lines (trouble and supporting).
     #[serde(default)]
     pub not_ready_signals: u64,
+    /// not-ready under pressure: the pods the eviction manager evicted
+    /// (distinct, the first 16).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evicted_pods: Vec<String>,
+    /// not-ready under disk pressure: what the last image garbage
+    /// collection did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_gc: Option<pressure::ImageGcOut>,
     /// certificate: when the kubelet's client certificate expires (RFC
     /// 3339), as its manager last stated it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -275,6 +284,8 @@ impl IncidentOut {
             counters: i.counters(),
             restarts: i.restarts(),
             not_ready_signals: i.not_ready_signals(),
+            evicted_pods: pressure::evicted_pods(i),
+            image_gc: pressure::image_gc(i),
             expires_at: i.cert().and_then(|c| c.expires_at).map(rfc3339),
             rotation_deadline: i.cert().and_then(|c| c.rotation_deadline).map(rfc3339),
             rotation_failures: i.cert().map_or(0, |c| c.rotation_failures),
@@ -373,6 +384,8 @@ impl IncidentOut {
             },
             IncidentKind::NotReady => DetailView::NotReady {
                 not_ready_signals: self.not_ready_signals,
+                evicted_pods: &self.evicted_pods,
+                image_gc: self.image_gc.as_ref(),
             },
             IncidentKind::HostSilent => DetailView::HostSilent {
                 last_entry_at: self.last_entry_at.as_deref(),
@@ -408,8 +421,13 @@ pub(crate) enum DetailView<'a> {
         restarts: u64,
         last_exit: Option<&'a str>,
     },
-    /// Its lines (trouble and supporting).
-    NotReady { not_ready_signals: u64 },
+    /// Its lines (trouble and supporting); under pressure the pods
+    /// evicted and the last image garbage collection.
+    NotReady {
+        not_ready_signals: u64,
+        evicted_pods: &'a [String],
+        image_gc: Option<&'a pressure::ImageGcOut>,
+    },
     /// The time its journal had reached when it stopped (RFC 3339).
     HostSilent { last_entry_at: Option<&'a str> },
     /// The nodes in it.
@@ -558,9 +576,9 @@ pub(crate) fn table(incidents: &[IncidentOut], zone: Zone) -> String {
                 DetailView::KubeletDown { restarts, .. } => {
                     (of_kind(), format!("{restarts} restarts"))
                 }
-                DetailView::NotReady { not_ready_signals } => {
-                    (of_kind(), format!("{not_ready_signals} lines"))
-                }
+                DetailView::NotReady {
+                    not_ready_signals, ..
+                } => (of_kind(), format!("{not_ready_signals} lines")),
                 DetailView::HostSilent { .. } => (of_kind(), "-".to_string()),
                 DetailView::Endpoint { nodes } => (of_kind(), format!("{} nodes", nodes.len())),
                 DetailView::Certificate {

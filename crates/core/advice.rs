@@ -275,7 +275,14 @@ fn steps_for_cause(i: &Incident, node: &str, steps: &mut Vec<String>) {
         }
         Cause::DiskPressure => {
             steps.push("df -h and df -i on the node (/, /var/lib/kubelet, /var/lib/containerd) against evictionHard nodefs.available and imagefs.available".into());
-            steps.push("crictl rmi --prune; journalctl --vacuum-size; the pods' emptyDir and log usage".into());
+            // Design 5.3: images that could not have freed it point
+            // elsewhere.
+            let gc = i.not_ready().and_then(|n| n.image_gc.as_ref()).map(|g| g.outcome);
+            if gc == Some(crate::signals::GcOutcome::NotEnough) {
+                steps.push("what fills the disk, since unused images cannot free it: du -xsh /var/lib/containerd /var/lib/kubelet/pods /var/log/pods /var/log/journal | sort -h; crictl stats (containers' writable layers)".into());
+            } else {
+                steps.push("crictl rmi --prune; journalctl --vacuum-size; the pods' emptyDir and log usage".into());
+            }
         }
         Cause::PidPressure => {
             steps.push("ps -e --no-headers | wc -l against cat /proc/sys/kernel/pid_max on the node; evictionHard pid.available".into());

@@ -211,12 +211,34 @@ fn counters_line(out: &mut String, o: &IncidentOut) {
                     .unwrap_or_default()
             );
         }
-        DetailView::NotReady { not_ready_signals } => {
+        DetailView::NotReady {
+            not_ready_signals,
+            evicted_pods,
+            image_gc,
+        } => {
             let _ = writeln!(
                 out,
                 "  not-ready lines {not_ready_signals}  not ready for {}",
                 human_duration(duration_of(o))
             );
+            if !evicted_pods.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  evicted {}",
+                    terminal_text(&evicted_pods.join(", "), 400)
+                );
+            }
+            if let Some(g) = image_gc {
+                let bytes = |b: Option<u64>| b.map_or_else(|| "?".to_string(), |b| b.to_string());
+                let _ = writeln!(
+                    out,
+                    "  image gc {} at {}  wanted {} bytes  freed or eligible {} bytes",
+                    g.outcome,
+                    terminal_text(&g.at, 40),
+                    bytes(g.wanted_bytes),
+                    bytes(g.freed_bytes)
+                );
+            }
         }
         DetailView::Certificate {
             expires_at,

@@ -125,6 +125,8 @@ fn every(
     (0..count).flat_map(|k| f(from + k * step)).collect()
 }
 
+const GC_NOT_ENOUGH: &str = r#""Image garbage collection failed multiple times in a row" err="Failed to garbage collect required amount of images. Attempted to free 3077055283 bytes, but only found 0 bytes eligible to free.""#;
+
 const CNI: &str = r#""Container runtime network not ready" networkReady="NetworkReady=false reason:NetworkPluginNotReady message:Network plugin returns error: cni plugin not initialized""#;
 
 /// The issue's six nodes, their kubelets started at `t0`.
@@ -186,6 +188,17 @@ fn six_node_lines(t0: Micros) -> Vec<(&'static str, Vec<(Micros, String)>)> {
         ]
     }));
     l.extend(chatter(t0 + 15 * min + 30 * SECOND, t0 + 20 * min));
+    // Its storm told (design 5.3): image garbage collection found nothing
+    // to delete a minute before; ten pods evicted.
+    l.push(klog('E', t0 + 9 * min, "kubelet.go:1400", GC_NOT_ENOUGH));
+    l.extend((0..10).map(|k| {
+        klog(
+            'I',
+            t0 + 10 * min + 2 * SECOND + k * 30 * SECOND,
+            "eviction_manager.go:595",
+            &format!(r#""Eviction manager: pod is evicted successfully" pod="default/web-{k}""#),
+        )
+    }));
     nodes.push(("disk-full", l));
     nodes.push(("healthy", chatter(t0 + SECOND, t0 + 20 * min)));
     nodes
@@ -337,6 +350,56 @@ fn the_six_nodes_of_the_issue() {
     let nodes = svc.query(&["nodes", "-o", "json"]);
     let nodes: serde_json::Value = serde_json::from_slice(&nodes.stdout).unwrap();
     assert_eq!(nodes["nodes"].as_array().unwrap().len(), 5, "{nodes:#}");
+    disk_storm_is_told(&svc, &stored, &mails);
+}
+
+/// The disk-pressure storm, told: its pods, the last image garbage
+/// collection, and that images could not have freed the disk (design 5.3),
+/// in the JSON, `show` and the mail.
+fn disk_storm_is_told(svc: &Service, stored: &serde_json::Value, mails: &[String]) {
+    let disk = stored
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["node"] == "disk-full")
+        .unwrap();
+    let pods: Vec<&str> = disk["evicted_pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(pods.len(), 10, "{disk:#}");
+    assert_eq!(pods[0], "default/web-0");
+    assert_eq!(disk["image_gc"]["outcome"], "not-enough", "{disk:#}");
+    assert_eq!(disk["image_gc"]["wanted_bytes"], 3_077_055_283_u64);
+    assert_eq!(disk["image_gc"]["freed_bytes"], 0);
+    let diagnosis = disk["diagnosis"].as_str().unwrap();
+    assert!(
+        diagnosis.contains("The eviction manager evicted 10 pods: default/web-0,")
+            && diagnosis.contains("could not have freed the disk"),
+        "{diagnosis}"
+    );
+    assert!(
+        disk["next_steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s.as_str().unwrap().contains("du -xsh")),
+        "{disk:#}"
+    );
+    let show = svc.query(&["show", disk["id"].as_str().unwrap()]);
+    let show = String::from_utf8_lossy(&show.stdout);
+    assert!(
+        show.contains("evicted default/web-0, default/web-1")
+            && show.contains("image gc not-enough at"),
+        "{show}"
+    );
+    let mail = mails
+        .iter()
+        .find(|m| m.contains("Subject: [kubelet-sentinel] disk-full: not ready for"))
+        .expect("the disk-pressure mail");
+    assert!(mail.contains("could not have freed the disk"), "{mail}");
 }
 
 /// One host's journal entries in export form, with their times.

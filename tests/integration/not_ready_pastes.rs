@@ -270,7 +270,9 @@ fn cases() -> Vec<Case> {
                 1,
                 "2025-12-03T17:40:58.188Z",
             )],
-            [8, 5, 2, 0, 0, 0],
+            // Recognised: the runtime's two lines and image garbage
+            // collection's first failure (design 5.3; it opens nothing).
+            [8, 5, 3, 0, 0, 0],
             0,
         ),
         // minikube's localkube: its kubelet lines are adopted by content,

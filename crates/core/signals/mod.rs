@@ -73,6 +73,12 @@ pub enum SignalKind {
     /// A pod's container started (PLEG's `ContainerStarted`, written at
     /// `--v=2` and above): the node starts pods.
     ContainerStarted,
+    // What a pressure incident tells beyond its cause (design 5.3).
+    /// The eviction manager evicted a pod (`pod is evicted successfully`).
+    PodEvicted,
+    /// Image garbage collection's result: images deleted, not enough
+    /// eligible, or a failure (and the eviction manager's own reclaim).
+    ImageGc,
     // The kernel (design 5.8): its lines are context lines, read in
     // `context`, not rows of the table; these name them as evidence of a
     // `kernel` incident.
@@ -110,6 +116,8 @@ crate::kinds::spelling!(SignalKind {
     CertExpired => "cert-expired",
     SandboxFailed => "sandbox-failed",
     ContainerStarted => "container-started",
+    PodEvicted => "pod-evicted",
+    ImageGc => "image-gc",
     KernelReadonly => "kernel-readonly",
     KernelHungTask => "kernel-hung-task",
 });
@@ -129,14 +137,14 @@ impl SignalKind {
     )]
     pub fn role(self) -> Role {
         use SignalKind::{
-            CertExpired, CertFailed, KernelHungTask, KernelReadonly, LeaseFailed, ListerMiss,
-            NotReady, NotReadySupport, RegisterFailed, SandboxFailed, StatusExhausted, StatusRetry,
-            WatchFailed,
+            CertExpired, CertFailed, ImageGc, KernelHungTask, KernelReadonly, LeaseFailed,
+            ListerMiss, NotReady, NotReadySupport, PodEvicted, RegisterFailed, SandboxFailed,
+            StatusExhausted, StatusRetry, WatchFailed,
         };
         match self {
             StatusRetry | StatusExhausted | ListerMiss | RegisterFailed | NotReady | CertFailed
             | CertExpired | SandboxFailed | KernelReadonly | KernelHungTask => Role::Trouble,
-            LeaseFailed | WatchFailed | NotReadySupport => Role::Supporting,
+            LeaseFailed | WatchFailed | NotReadySupport | PodEvicted | ImageGc => Role::Supporting,
             _ => Role::Marker,
         }
     }
@@ -146,6 +154,13 @@ impl SignalKind {
     #[must_use]
     pub fn is_not_ready(self) -> bool {
         matches!(self, SignalKind::NotReady | SignalKind::NotReadySupport)
+    }
+
+    /// What the eviction manager and image garbage collection did (design
+    /// 5.3): it joins the node's open not-ready incident, and opens none.
+    #[must_use]
+    pub fn is_eviction(self) -> bool {
+        matches!(self, SignalKind::PodEvicted | SignalKind::ImageGc)
     }
 
     /// A signal about the kubelet's client certificate (certificate
@@ -341,11 +356,13 @@ pub struct Signal {
 }
 
 mod certificate;
+mod eviction;
 mod readiness;
 mod sandbox;
 mod table;
 use SignalKind as K;
 pub use certificate::{CertTimes, cert_times, refused};
+pub use eviction::{GcOutcome, GcReport, evicted_pod, image_gc};
 pub use readiness::{classify_not_ready, only_starting, pleg_unhealthy_for, says_only_starting};
 pub use sandbox::{classify_sandbox, sandbox_pod, sandbox_specificity};
 pub use table::{Row, TABLE};
@@ -436,6 +453,7 @@ pub fn recognize(line: &Line<'_>) -> Option<Signal> {
     let (cause, endpoint) = match kind.role() {
         _ if kind == K::KubeletFatal => (Some(classify_fatal(error_text)), None),
         _ if kind.is_certificate() => certificate::cause(kind, line.message(), error_text),
+        _ if kind.is_eviction() => (None, None),
         _ if kind.is_not_ready() => (Some(classify_not_ready(line)), None),
         _ if kind == K::SandboxFailed => (Some(classify_sandbox(error_text)), None),
         Role::Marker => (None, None),
@@ -1834,7 +1852,11 @@ mod tests {
         // Each row of the table is exercised by at least one line above, so
         // a wording cannot be added without a line that shows it.
         let mut hit = vec![false; TABLE.len()];
-        let texts = CASES.iter().map(|c| c.0).chain(readiness::tests::texts());
+        let texts = CASES
+            .iter()
+            .map(|c| c.0)
+            .chain(readiness::tests::texts())
+            .chain(eviction::tests::texts());
         for text in texts {
             let line = parse_line(text);
             if let Some(r) = lookup(&line) {

@@ -128,7 +128,7 @@ pub fn sandbox_pod(text: &str) -> Option<String> {
 
 /// `name_namespace(uid)` (`format.Pod`) as `namespace/name`: neither a
 /// pod's name nor a namespace may hold `_`.
-fn legacy_pod(s: &str) -> Option<String> {
+pub(super) fn legacy_pod(s: &str) -> Option<String> {
     let s = s.split('(').next().unwrap_or(s).trim();
     match s.split_once('_') {
         Some((name, ns)) if !name.is_empty() && !ns.is_empty() => {
@@ -140,7 +140,7 @@ fn legacy_pod(s: &str) -> Option<String> {
 
 /// Pod names are DNS subdomains (and a namespace a label): nothing else
 /// in that place is one; bounded like a node's name.
-fn plausible_pod(s: &str) -> Option<String> {
+pub(super) fn plausible_pod(s: &str) -> Option<String> {
     let s = s.trim();
     (!s.is_empty()
         && s.len() <= 317

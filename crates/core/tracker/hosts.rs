@@ -82,6 +82,10 @@ pub struct Origin {
     /// 5.8), at most [`HUNG_WATCHED`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) hung: Vec<HungWatch>,
+    /// What its image garbage collection last did (design 5.3): a disk
+    /// pressure incident that opens later says it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) image_gc: Option<super::kind::ImageGc>,
 }
 
 /// Tasks a host's record follows at most (the kernel reports ten hung

@@ -59,8 +59,8 @@ pub use evidence::Evidence;
 pub use hosts::{CertWatch, HungWatch, Origin};
 pub use incident::{Ack, Anchor, IncidentOf};
 pub use kind::{
-    Attempt, ClientCert, Counters, Detail, Down, FailingPod, HungTask, Incident, KernelTrouble,
-    NodeStatus, NotReady, NpdCondition, Outage, PodSandbox, Silent,
+    Attempt, ClientCert, Counters, Detail, Down, EVICTED_KEPT, FailingPod, HungTask, ImageGc,
+    Incident, KernelTrouble, NodeStatus, NotReady, NpdCondition, Outage, PodSandbox, Silent,
 };
 pub use machine::{Member, MemberWrite};
 pub use settings::{Limits, Selector, Settings, Threshold};
@@ -366,6 +366,8 @@ impl Tracker {
             machine::certificate::line(l, h, obs, &key.subject, out);
         } else if sig.kind.is_not_ready() {
             machine::not_ready(l, h, obs, &key.subject, out);
+        } else if sig.kind.is_eviction() {
+            machine::eviction(l, h, obs, &key.subject, out);
         } else if sig.kind.is_sandbox() {
             machine::pod_sandbox::line(l, h, obs, &key.subject, out);
         } else {
@@ -655,3 +657,6 @@ mod sandbox_tests;
 
 #[cfg(test)]
 mod kernel_tests;
+
+#[cfg(test)]
+mod eviction_tests;

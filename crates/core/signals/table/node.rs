@@ -2,7 +2,9 @@
 //! the eviction manager and image garbage collection (design 5.3), pods
 //! that cannot start (design 5.6).
 
-use super::Form::{LegacyContains, LegacyPrefix, Structured, StructuredWith};
+use super::Form::{
+    LegacyBetween, LegacyContains, LegacyExact, LegacyPrefix, Structured, StructuredWith,
+};
 use super::{Row, row};
 use crate::signals::SignalKind as K;
 
@@ -109,6 +111,87 @@ pub(super) static ROWS: &[Row] = &[
     row(
         K::NotReadySupport,
         LegacyPrefix("GenericPLEG: Unable to retrieve pods: "),
+        "<=1.20",
+    ),
+    // What the eviction manager evicted and image garbage collection
+    // freed (design 5.3): they join a pressure incident.
+    row(
+        K::PodEvicted,
+        Structured("Eviction manager: pod is evicted successfully"),
+        "1.21+",
+    ),
+    row(
+        K::PodEvicted,
+        LegacyBetween("eviction manager: pod ", " is evicted successfully"),
+        "<=1.20",
+    ),
+    row(
+        K::ImageGc,
+        Structured("Image garbage collection failed multiple times in a row"),
+        "1.21+",
+    ),
+    row(
+        K::ImageGc,
+        LegacyPrefix("Image garbage collection failed multiple times in a row: "),
+        "<=1.20",
+    ),
+    row(
+        K::ImageGc,
+        Structured(
+            "Image garbage collection failed once. Stats initialization may not have completed yet",
+        ),
+        "1.21+",
+    ),
+    row(
+        K::ImageGc,
+        LegacyPrefix(
+            "Image garbage collection failed once. Stats initialization may not have completed yet: ",
+        ),
+        "<=1.20",
+    ),
+    row(
+        K::ImageGc,
+        Structured("Image garbage collection succeeded"),
+        "1.21+",
+    ),
+    row(
+        K::ImageGc,
+        LegacyExact("Image garbage collection succeeded"),
+        "<=1.20",
+    ),
+    row(
+        K::ImageGc,
+        Structured("Removing image to free bytes"),
+        "1.21+",
+    ),
+    row(
+        K::ImageGc,
+        LegacyPrefix("[imageGCManager]: Removing image "),
+        "<=1.20",
+    ),
+    row(
+        K::ImageGc,
+        Structured(
+            "Eviction manager: unexpected error when attempting to reduce resource pressure",
+        ),
+        "1.21+",
+    ),
+    row(
+        K::ImageGc,
+        LegacyPrefix("eviction manager: unexpected error when attempting to reduce "),
+        "<=1.20",
+    ),
+    row(
+        K::ImageGc,
+        Structured("Eviction manager: able to reduce resource pressure without evicting pods."),
+        "1.21+",
+    ),
+    row(
+        K::ImageGc,
+        LegacyBetween(
+            "eviction manager: able to reduce ",
+            " pressure without evicting pods.",
+        ),
         "<=1.20",
     ),
     // Pods that cannot start on a Ready node (design 5.6). One failed

@@ -22,7 +22,7 @@ pub use kernel::{HungTask, KernelTrouble, NpdCondition};
 pub use kubelet_down::Down;
 pub(crate) use kubelet_down::systemd_span;
 pub use node_status::{Counters, NodeStatus};
-pub use not_ready::NotReady;
+pub use not_ready::{EVICTED_KEPT, ImageGc, NotReady};
 pub use pod_sandbox::{Attempt, FailingPod, PodSandbox};
 
 use super::decision::{AlertKind, Alerted, Decision, Observation};
@@ -317,6 +317,8 @@ impl Incident {
         pub fn sandbox, sandbox_mut -> PodSandbox(PodSandbox);
         /// A kernel incident's record.
         pub fn kernel, kernel_mut -> Kernel(KernelTrouble);
+        /// A not-ready incident's record.
+        pub fn not_ready, not_ready_mut -> NotReady(NotReady);
     }
 
     /// The node-status counters (zeros for the other kinds, as the JSON

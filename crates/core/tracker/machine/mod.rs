@@ -20,7 +20,7 @@ pub(super) use endpoint::{Group, Outages};
 pub use endpoint::{Member, MemberWrite};
 pub(super) use host_silent::SilentWatch;
 pub(super) use kubelet_down::life;
-pub(super) use not_ready::not_ready;
+pub(super) use not_ready::{eviction, not_ready};
 pub(super) use start::Starts;
 
 use super::decision::{Decision, Observation};

@@ -3,12 +3,12 @@
 //! eviction manager under memory, disk or pid pressure. Judged on entry
 //! time alone, so `scan`, `run --once` and a following run agree.
 
-use crate::signals::{Cause, SignalKind};
+use crate::signals::{Cause, SignalKind, evicted_pod, image_gc};
 use crate::time::Micros;
 use crate::tracker::decision::{AlertKind, Decision, Observation};
 use crate::tracker::evidence::Evidence;
 use crate::tracker::hosts::Hosts;
-use crate::tracker::kind::Detail;
+use crate::tracker::kind::{Detail, ImageGc};
 use crate::tracker::ledger::Ledger;
 use crate::tracker::open::OpenKey;
 use crate::tracker::settings::Settings;
@@ -47,9 +47,17 @@ pub(in crate::tracker) fn not_ready(
             o.ready_at
                 .is_some_and(|r| r <= at && o.started_at.is_none_or(|s| r >= s))
         });
+        // What the host's image garbage collection last did since its
+        // kubelet's start (a disk under pressure: could images free it?).
+        let gc = h.get(host).and_then(|o| {
+            o.image_gc
+                .clone()
+                .filter(|g| o.started_at.is_none_or(|s| g.at >= s) && g.at <= at)
+        });
         if let Some(inc) = l.open.get_mut(&key) {
-            if let (true, Detail::NotReady(r)) = (ready, &mut inc.detail) {
-                r.ready_since_start = true;
+            if let Detail::NotReady(r) = &mut inc.detail {
+                r.ready_since_start = ready;
+                r.image_gc = gc;
             }
             if let Some(since) = since {
                 // Not ready since its first start-up line, or since PLEG
@@ -101,6 +109,50 @@ pub(in crate::tracker) fn not_ready(
         }
     }
     l.update_due(&key);
+}
+
+/// What the eviction manager evicted or image garbage collection did: the
+/// host keeps its last collection (a disk-pressure incident that opens
+/// later says it); the node's open not-ready incident takes both as
+/// evidence, with no vote for its cause. Opens nothing.
+pub(in crate::tracker) fn eviction(
+    l: &mut Ledger,
+    h: &mut Hosts,
+    obs: &Observation<'_>,
+    node: &str,
+    out: &mut Vec<Decision>,
+) {
+    let at = obs.at;
+    let host = obs.host.unwrap_or("");
+    let report = (obs.signal.kind == SignalKind::ImageGc)
+        .then(|| image_gc(obs.text))
+        .flatten();
+    let gc = report.map(|report| {
+        let origin = h.entry(host);
+        let gc = ImageGc::after(origin.image_gc.take(), at, report, obs.text);
+        origin.image_gc = Some(gc.clone());
+        h.touch(host);
+        gc
+    });
+    let key = OpenKey::new(IncidentKind::NotReady, node);
+    l.expire(&key, at, out);
+    let Some(inc) = l.open.get_mut(&key) else {
+        return;
+    };
+    if let Some(r) = inc.not_ready_mut() {
+        if let Some(gc) = gc {
+            // The incident's own, once it is newer than what it holds.
+            if r.image_gc.as_ref().is_none_or(|g| g.at <= gc.at) {
+                r.image_gc = Some(gc);
+            }
+        } else if obs.signal.kind == SignalKind::PodEvicted {
+            r.evicted(evicted_pod(obs.text), at);
+        }
+    }
+    inc.last_signal_at = inc.last_signal_at.max(at);
+    inc.timeline.add(at, obs.signal.kind.as_str());
+    inc.add_evidence(Evidence::new(at, obs.cursor, obs.signal.kind, obs.text));
+    out.push(Decision::UpdateIncident { id: inc.id.clone() });
 }
 
 /// A line of the kubelet's start-up state alone (see
