@@ -354,6 +354,16 @@ race)
   echo "I$(ts)     779 kubelet_node_status.go:493] \"Fast updating node status as it just became ready\"" >&2 ;;
 cni)
   while :; do echo "E$(ts)     779 kubelet.go:2862] $cni" >&2; sleep 5; done ;;
+sandbox)
+  # Ready, then three pods whose sandboxes fail every 2 s: the subnet is
+  # out of addresses (issue 38). No container start line (--v below 2).
+  echo "I$(ts)     779 kubelet_node_status.go:493] \"Fast updating node status as it just became ready\"" >&2
+  while :; do
+    for p in web-1 web-2 web-3; do
+      echo "E$(ts)     779 kuberuntime_manager.go:1166] \"CreatePodSandbox for pod failed\" err=\"rpc error: code = Unknown desc = failed to setup network for sandbox \\\"0123456789ab\\\": plugin type=\\\"aws-cni\\\" name=\\\"aws-cni\\\" failed (add): add cmd: failed to assign an IP address to container\" pod=\"default/$p\"" >&2
+    done
+    sleep 2
+  done ;;
 runtime)
   while :; do
     echo "E$(ts)     779 kubelet.go:2386] \"Skipping pod synchronization\" err=\"container runtime is down\"" >&2
@@ -370,7 +380,7 @@ inside mkdir -p /etc/systemd/system/kubelet.service.d
 printf '[Service]\nExecStart=\nExecStart=/usr/local/bin/nr-kubelet\n' | inside tee /etc/systemd/system/kubelet.service.d/nr.conf >/dev/null
 inside systemctl daemon-reload
 inside systemctl start containerd.service
-inside sed -i -e 's|^#not_ready_after = "3m"|not_ready_after = "10s"|' -e 's|^#group_wait = "30s"|group_wait = "0s"|' /etc/kubelet-sentinel/config.toml
+inside sed -i -e 's|^#not_ready_after = "3m"|not_ready_after = "10s"|' -e 's|^#sandbox_after = "5m"|sandbox_after = "10s"|' -e 's|^#group_wait = "30s"|group_wait = "0s"|' /etc/kubelet-sentinel/config.toml
 inside grep -q '^not_ready_after = "10s"' /etc/kubelet-sentinel/config.toml || fail "the not_ready_after edit did not apply"
 inside systemctl restart kubelet-sentinel
 # The not-ready incidents, one a line: status verdict cause alerted.
@@ -442,6 +452,23 @@ inside systemctl stop kubelet.service
 # The race never mailed: the one CNI alert is the persistent one's.
 [ "$(nr_mails | grep -c '^SUBJECT.*(cni)')" = 1 ] || fail "CNI alerts: $(nr_mails | grep '^SUBJECT')"
 not_ready | has 'startup-race cni not-alerted' || fail "the race was alerted: $(not_ready)"
+# A Ready node whose pods' sandboxes keep failing past sandbox_after (10 s
+# here): one pod-sandbox incident, persistent, ip-exhausted, three pods,
+# mailed (issue 38).
+for _ in $(seq 50); do not_ready | has '^open' || break; sleep 0.2; done
+echo sandbox | inside tee /etc/nr-mode >/dev/null
+inside systemctl start kubelet.service
+sandbox_mail() { subjects | grep 'Ready but 3 pods cannot start' | head -1; }
+for _ in $(seq 200); do [ -n "$(sandbox_mail)" ] && break; sleep 0.2; done
+[ -n "$(sandbox_mail)" ] || fail "no pod-sandbox mail: $(inside kubelet-sentinel incidents --kind pod-sandbox 2>&1) $(subjects)"
+sandbox_mail | has '(ip-exhausted)' || fail "the pod-sandbox mail's subject: $(sandbox_mail)"
+inside kubelet-sentinel incidents -o json --kind pod-sandbox | python3 -c '
+import json, sys
+i = json.load(sys.stdin)["incidents"][0]
+assert (i["verdict"], i["cause"], i["pods_failed"]) == ("persistent", "ip-exhausted", 3), i
+assert i["alerted_at"], i' || fail "the pod-sandbox incident: $(inside kubelet-sentinel incidents -o json --kind pod-sandbox)"
+inside systemctl stop kubelet.service
+ok "a Ready node whose three pods' sandboxes fail past sandbox_after: pod-sandbox, persistent, ip-exhausted, mailed ($(sandbox_mail))"
 inside rm -rf /etc/systemd/system/kubelet.service.d
 inside systemctl daemon-reload
 ok "not ready while the kubelet runs: the 6 s start-up race not mailed (its start: $start_of_race; its event: $start_event); the CNI past not_ready_after mailed ($cni_mail); containerd stopped, runtime down, its mail names the stop ($(( $(date +%s) - nr_t0 )) s)"
