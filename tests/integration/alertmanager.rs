@@ -9,7 +9,7 @@
 //! outage once, and the one left when the other is killed mid-outage
 //! neither repeats nor misses a notification.
 
-use kubelet_sentinel::Micros;
+use kubelet_sentinel::{Micros, SECOND};
 
 use crate::collector::{retry, upload};
 use crate::support::{
@@ -261,15 +261,17 @@ fn ready(at: Micros) -> (Micros, String) {
 /// An Alertmanager cluster of two gossiping on loopback, both posted to by
 /// two instances reporting the same nodes (a node's own and a
 /// collector's): an outage is one notification. The instance that sent it
-/// killed mid-outage (SIGKILL), the other sends it again to no one, misses
+/// killed mid-outage (SIGKILL), the other does not send it again, misses
 /// nothing the outage adds, and sends the resolved notice once.
 ///
 /// What Alertmanager promises a cluster, and so what is asserted: a group
 /// is notified again when its set of firing alerts grows, or, with
-/// `send_resolved`, when alerts in it resolve; the same set is never
-/// notified twice while gossip reaches the other instance within the peer
-/// timeout (here it has: the test waits for the entry to arrive before the
-/// kill).
+/// `send_resolved`, when alerts in it resolve; the same alerts firing and
+/// resolved are never notified twice while gossip reaches the other
+/// instance within the peer timeout (here it has: the test waits for the
+/// notification log entry to arrive before the kill). Alertmanager
+/// promises no more than that: an instance killed between notifying and
+/// gossiping it would have the survivor notify again.
 #[test]
 #[allow(clippy::too_many_lines)] // one scenario, in order
 fn a_cluster_notifies_once_and_its_survivor_loses_and_repeats_nothing() {
@@ -352,8 +354,9 @@ fn a_cluster_notifies_once_and_its_survivor_loses_and_repeats_nothing() {
         "n3's alert notified by the instance left",
     );
 
-    // The nodes recover: every incident resolves at once.
-    let back = kubelet_sentinel::now();
+    // The nodes recover: every incident resolves, after the last retry
+    // (the storms' lines run 1.4 s ahead of when they were written).
+    let back = kubelet_sentinel::now().max(later + 2 * SECOND);
     for (node, ip) in [("n1", 1), ("n2", 2), ("n3", 3)] {
         let file = format!("remote-10.0.0.{ip}.journal");
         upload(&journals, &file, node, &[ready(back)]);
@@ -377,15 +380,14 @@ fn a_cluster_notifies_once_and_its_survivor_loses_and_repeats_nothing() {
         all[1..].iter().all(|t| t.from == ams[survivor].url()),
         "{all:#?}"
     );
-    // No set of firing alerts notified twice (the first not again by the
-    // instance left), ...
-    let sets: Vec<&Vec<String>> = all
-        .iter()
-        .filter(|t| t.status == "firing")
-        .map(|t| &t.firing)
-        .collect();
-    for (k, set) in sets.iter().enumerate() {
-        assert!(!sets[k + 1..].contains(set), "{set:?} twice: {all:#?}");
+    // No notification told twice (the first not again by the instance
+    // left): each tells another set of firing or of resolved alerts. (As
+    // the nodes recover one by one, a set that fired before may fire again
+    // beside one resolved: that is news.) ...
+    for (k, t) in all.iter().enumerate() {
+        let same =
+            |u: &Told| (&u.status, &u.firing, &u.resolved) == (&t.status, &t.firing, &t.resolved);
+        assert!(!all[k + 1..].iter().any(same), "{t:?} twice: {all:#?}");
     }
     // ... every node's alert notified firing and resolved, ...
     let mut fired: Vec<String> = all.iter().flat_map(|t| t.firing.clone()).collect();
