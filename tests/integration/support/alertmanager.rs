@@ -56,10 +56,11 @@ impl Alertmanager {
     /// counts both among its peers.
     ///
     /// Timings are a test's: gossip every 100 ms, a full state sync every
-    /// second, 2 s to settle. The second instance waits [`PEER_TIMEOUT`]
-    /// before notifying, and then only if the notification log gossiped
-    /// from the first does not already hold that notification: that is how
-    /// a cluster notifies once.
+    /// second, 2 s to settle. The instance second in the cluster's order
+    /// (by member name, not by start) waits [`PEER_TIMEOUT`] before
+    /// notifying, and then only if the notification log gossiped from the
+    /// first does not already hold that notification: that is how a cluster
+    /// notifies once.
     pub(crate) fn cluster_pair(dir: &Path, yml: &str) -> [Self; 2] {
         let gossip = [gossip_port(), gossip_port()];
         let pair = [0, 1].map(|k| {
