@@ -3,7 +3,7 @@
 //! Split by what each part stands in for: `journal` (journal files and a
 //! namespaced journald), `service` (kubelet-sentinel itself), `smtp`
 //! (aiosmtpd and a misbehaving server), `alertmanager` (Debian's
-//! Alertmanager).
+//! Alertmanager, alone or a cluster of two, and a webhook receiver).
 
 mod alertmanager;
 mod journal;
