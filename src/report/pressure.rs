@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use sentinel_core::signals::{Cause, GcOutcome};
 use sentinel_core::time::rfc3339;
-use sentinel_core::tracker::{ImageGc, Incident};
+use sentinel_core::tracker::{ImageGc, Incident, one_line};
 
 /// What the last image garbage collection did (design 3.3 `image_gc`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -30,7 +30,7 @@ impl ImageGcOut {
             outcome: g.outcome,
             wanted_bytes: g.wanted_bytes,
             freed_bytes: g.freed_bytes,
-            text: g.text.clone(),
+            text: one_line(&g.text, 300),
         }
     }
 }

@@ -5,6 +5,8 @@
 //! Besides what happened, a signal carries the node the line names (if any)
 //! and, for trouble, the cause class its error text points at.
 
+use std::sync::LazyLock;
+
 use crate::parse::Line;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -725,6 +727,16 @@ fn between<'t>(text: &'t str, needle: &str, close: char) -> Option<&'t str> {
     Some(&rest[..rest.find(close)?])
 }
 
+/// Whether `t` holds `node` or `minion`, the words every wording that
+/// embeds a node's name has.
+fn may_name_node(t: &str) -> bool {
+    static NODE: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new("node"));
+    static MINION: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new("minion"));
+    NODE.find(t.as_bytes()).is_some() || MINION.find(t.as_bytes()).is_some()
+}
+
 /// The node a line names: `node=` first, then the wordings that embed it.
 #[allow(
     clippy::wildcard_enum_match_arm,
@@ -760,7 +772,9 @@ fn node_of(line: &Line<'_>, kind: SignalKind) -> Option<String> {
         }
     }
     let texts = [line.value("err").unwrap_or(""), msg];
-    for t in texts {
+    // Every wording below names `node` (or 2015's `minion`): a text with
+    // neither is passed over in one scan, not a dozen searches.
+    for t in texts.into_iter().filter(|t| may_name_node(t)) {
         for (needle, close) in [
             ("nodes \"", '"'),
             ("node \"", '"'),
