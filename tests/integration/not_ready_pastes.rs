@@ -199,7 +199,9 @@ fn cases() -> Vec<Case> {
         ),
         // 1.4's eviction manager: reclaim and must-evict; `no resources are
         // starved` after is its routine line, not a ready marker, and the
-        // paste ends 22 s later (under resolve_after).
+        // paste ends 22 s later (under resolve_after). Its `pod … evicted
+        // successfully` (1.4's wording, no `is`) is recognised and joins the
+        // incident without voting.
         (
             "kubernetes-kubernetes-31939.txt",
             vec![open(
@@ -209,7 +211,55 @@ fn cases() -> Vec<Case> {
                 2,
                 "2025-09-02T15:20:12.963Z",
             )],
-            [7, 7, 2, 0, 0, 0],
+            [7, 7, 3, 0, 0, 0],
+            0,
+        ),
+        // k3s in docker-compose, bare klog: legacy image garbage collection
+        // found nothing to free (`Wanted to free 11104591052 bytes, but freed
+        // 0 bytes`), then the eviction manager reclaims ephemeral-storage
+        // every 10 s with no pod to evict: disk pressure, its two reclaims
+        // and one must-evict; the GC failure opens nothing and votes for
+        // nothing. No host and no line naming the node: `unknown`.
+        (
+            "k3s-io-k3s-888.txt",
+            vec![open(
+                "unknown",
+                None,
+                "disk-pressure",
+                3,
+                "2025-10-10T09:12:24.938Z",
+            )],
+            [10, 10, 4, 0, 0, 0],
+            0,
+        ),
+        // minikube, legacy 1.14: reclaim and must-evict for
+        // ephemeral-storage; the ranking (only static pods it cannot evict)
+        // is no signal; journalctl's banner is dropped.
+        (
+            "kubernetes-minikube-4084.txt",
+            vec![open(
+                "Ahmadreza",
+                Some("Ahmadreza"),
+                "disk-pressure",
+                2,
+                "2025-04-12T09:28:14.744Z",
+            )],
+            [5, 5, 2, 0, 0, 0],
+            1,
+        ),
+        // Structured reclaim and must-evict in a French journald month
+        // (`janv.`); the pod's ContainerStarted before it is the sandbox
+        // kind's success line, recognised, no readiness line.
+        (
+            "kubernetes-kubernetes-129616.txt",
+            vec![open(
+                "qpk8s-node-033",
+                Some("qpk8s-node-033"),
+                "disk-pressure",
+                2,
+                "2025-01-06T12:44:17.658Z",
+            )],
+            [4, 4, 3, 0, 0, 0],
             0,
         ),
         // Structured ephemeral-storage reclaim: disk pressure.
@@ -574,5 +624,73 @@ fn not_ready_pastes_lose_no_line() {
             "{file}: {s:?}"
         );
         assert!(s.recognized <= s.lines, "{file}");
+    }
+}
+
+/// (file, the pods the incident lists as evicted, the last image garbage
+/// collection as (outcome, wanted bytes, freed bytes)).
+type Storm = (
+    &'static str,
+    &'static [&'static str],
+    Option<(&'static str, Option<u64>, Option<u64>)>,
+);
+
+/// The pressure pastes' storms, told (design 5.3): the pods the eviction
+/// manager says it evicted, and what image garbage collection last said
+/// before or during the incident.
+#[test]
+fn pressure_pastes_tell_their_storm() {
+    let storms: [Storm; 6] = [
+        // 1.4: `eviction manager: pod name_ns(uid) evicted successfully`,
+        // without the `is` of later releases.
+        (
+            "kubernetes-kubernetes-31939.txt",
+            &["e2e-tests-eviction-test-simple-rkrca/guaranteed-cn933"],
+            None,
+        ),
+        ("kubernetes-kubernetes-58541.txt", &[], None),
+        ("sustainable-computing-io-kepler-1799.txt", &[], None),
+        // Nothing eligible to free: deleting images could not have freed
+        // the disk.
+        (
+            "k3s-io-k3s-888.txt",
+            &[],
+            Some(("not-enough", Some(11_104_591_052), Some(0))),
+        ),
+        // The eviction manager's `attempting to delete unused images` is no
+        // result of a collection.
+        ("kubernetes-minikube-4084.txt", &[], None),
+        ("kubernetes-kubernetes-129616.txt", &[], None),
+    ];
+    let settings = Settings::default();
+    for (file, pods, gc) in storms {
+        let r = scan_path(&fixture(&format!("real-logs/{file}")), Format::Auto);
+        assert_eq!(r.incidents.len(), 1, "{file}");
+        let out = IncidentOut::new(&r.incidents[0], &settings);
+        let json = serde_json::to_value(&out).unwrap();
+        let got: Vec<&str> = json["evicted_pods"]
+            .as_array()
+            .map(|a| a.iter().map(|p| p.as_str().unwrap()).collect())
+            .unwrap_or_default();
+        assert_eq!(got, pods, "{file}: {json:#}");
+        match gc {
+            None => assert!(json.get("image_gc").is_none(), "{file}: {json:#}"),
+            Some((outcome, wanted, freed)) => {
+                let g = &json["image_gc"];
+                assert_eq!(g["outcome"], outcome, "{file}: {json:#}");
+                assert_eq!(g["wanted_bytes"].as_u64(), wanted, "{file}");
+                assert_eq!(g["freed_bytes"].as_u64(), freed, "{file}");
+            }
+        }
+        let diagnosis = json["diagnosis"].as_str().unwrap();
+        if !pods.is_empty() {
+            assert!(diagnosis.contains(pods[0]), "{file}: {diagnosis}");
+        }
+        if gc.is_some_and(|g| g.0 == "not-enough") {
+            assert!(
+                diagnosis.contains("could not have freed the disk"),
+                "{file}: {diagnosis}"
+            );
+        }
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! - `"Eviction manager: pod is evicted successfully" pod="ns/name"`
 //!   (1.21+), `eviction manager: pod name_ns(uid) is evicted successfully`
-//!   (before);
+//!   (before; 1.4 to about 1.7 without the `is`);
 //! - the periodic collection's failures (`Image garbage collection failed
 //!   multiple times in a row` / `… once. Stats initialization may not have
 //!   completed yet`, their `err` `Failed to garbage collect required amount
@@ -30,7 +30,10 @@ pub fn evicted_pod(text: &str) -> Option<String> {
         return plausible_pod(p);
     }
     let rest = line.message().strip_prefix("eviction manager: pod ")?;
-    let pod = rest.trim_end().strip_suffix(" is evicted successfully")?;
+    let rest = rest.trim_end();
+    let pod = rest
+        .strip_suffix(" is evicted successfully")
+        .or_else(|| rest.strip_suffix(" evicted successfully"))?;
     legacy_pod(pod)
 }
 
@@ -146,6 +149,11 @@ pub(super) mod tests {
         (
             "I0603 08:12:01.000000    1234 eviction_manager.go:187] eviction manager: pod web-1_default(5f0c2b4e-6a1d-11e9-8f5a-0a58ac1f0b2a) is evicted successfully",
             "default/web-1",
+        ),
+        (
+            // 1.4's wording, without the `is` (kubernetes/kubernetes#31939).
+            "I0902 15:20:14.747890   18530 eviction_manager.go:280] eviction manager: pod guaranteed-cn933_e2e-tests-eviction-test-simple-rkrca(33a5f9aa-7142-11e6-a2e9-28d2444e470d) evicted successfully",
+            "e2e-tests-eviction-test-simple-rkrca/guaranteed-cn933",
         ),
         (
             r#"{"ts":1767261600000.123,"caller":"eviction/eviction_manager.go:595","msg":"Eviction manager: pod is evicted successfully","v":0,"pod":"kube-system/coredns-1"}"#,

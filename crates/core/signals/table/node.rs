@@ -122,7 +122,9 @@ pub(super) static ROWS: &[Row] = &[
     ),
     row(
         K::PodEvicted,
-        LegacyBetween("eviction manager: pod ", " is evicted successfully"),
+        // 1.4 to about 1.7 wrote `pod name_ns(uid) evicted successfully`,
+        // without the `is` of later releases: one suffix reads both.
+        LegacyBetween("eviction manager: pod ", " evicted successfully"),
         "<=1.20",
     ),
     row(
