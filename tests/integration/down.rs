@@ -132,7 +132,9 @@ fn cases() -> Vec<Expect> {
             "node15",
             "port-in-use",
             0,
-            [13, 7, 3, 0, 6],
+            // Recognised: the three of its exit, and image garbage
+            // collection's first failure before stats (design 5.3).
+            [13, 7, 4, 0, 6],
         ),
         // /var/log/messages: "systemd:" and "kubelet:" without PIDs.
         e(
