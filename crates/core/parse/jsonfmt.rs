@@ -31,7 +31,7 @@ fn flatten(v: &Value) -> String {
 
 /// `None` when the text is not a JSON-format kubelet entry.
 #[must_use]
-pub fn parse(text: &str) -> Option<Line<'static>> {
+pub fn parse(text: &str) -> Option<Line<'_>> {
     let map: Map<String, Value> = serde_json::from_str(text.trim_end()).ok()?;
     let msg = map.get("msg")?.as_str()?.to_string();
     if !(map.contains_key("ts") || map.contains_key("caller")) {
@@ -63,7 +63,7 @@ pub fn parse(text: &str) -> Option<Line<'static>> {
         source,
         body: Body::Structured {
             msg: Cow::Owned(msg),
-            kv,
+            kv: crate::parse::Pairs::parsed(kv),
         },
     })
 }

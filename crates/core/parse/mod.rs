@@ -23,14 +23,58 @@ pub enum Severity {
 
 pub type KeyValue<'a> = (Cow<'a, str>, Cow<'a, str>);
 
+/// A structured line's key-value pairs, parsed when first asked for: most
+/// lines are read for their message alone (a line no row of the signal
+/// table names is never asked for a value).
+#[derive(Debug, Clone)]
+pub struct Pairs<'a> {
+    /// The text after the message, not yet parsed.
+    rest: &'a str,
+    parsed: std::cell::OnceCell<Vec<KeyValue<'a>>>,
+}
+
+impl<'a> Pairs<'a> {
+    /// The pairs of `rest` (the text after a structured line's message),
+    /// parsed on first use.
+    #[must_use]
+    pub fn lazy(rest: &'a str) -> Self {
+        Self {
+            rest,
+            parsed: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Pairs already parsed (the JSON format's).
+    #[must_use]
+    pub fn parsed(kv: Vec<KeyValue<'a>>) -> Self {
+        Self {
+            rest: "",
+            parsed: std::cell::OnceCell::from(kv),
+        }
+    }
+}
+
+impl<'a> std::ops::Deref for Pairs<'a> {
+    type Target = [KeyValue<'a>];
+
+    fn deref(&self) -> &Self::Target {
+        self.parsed.get_or_init(|| klog::pairs(self.rest))
+    }
+}
+
+impl PartialEq for Pairs<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Pairs<'_> {}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body<'a> {
     /// `"msg" key=value ...` (InfoS/ErrorS/logr) or a JSON-format entry; the
     /// message and values unquoted.
-    Structured {
-        msg: Cow<'a, str>,
-        kv: Vec<KeyValue<'a>>,
-    },
+    Structured { msg: Cow<'a, str>, kv: Pairs<'a> },
     /// printf-style text after the header.
     Legacy(Cow<'a, str>),
     /// No klog header and not the JSON format.

@@ -163,7 +163,7 @@ fn go_duration(text: &str) -> Option<Micros> {
 fn lower_text(line: &Line<'_>) -> String {
     let mut text = line.message().to_ascii_lowercase();
     if let crate::parse::Body::Structured { kv, .. } = &line.body {
-        for (_, v) in kv {
+        for (_, v) in kv.iter() {
             text.push(' ');
             text.push_str(&v.to_ascii_lowercase());
         }
