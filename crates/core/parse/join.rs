@@ -298,15 +298,27 @@ impl Joiner {
         }
         let m = &entry.message;
         if starts_with_header(m) || entry.record {
-            if let Some(done) = self.unhold(&key) {
-                out.push(Out::Line(done));
-            }
             let joined = Joined {
                 last_cursor: entry.cursor.clone(),
                 last_at: entry.at,
                 entry,
                 continuations: 0,
             };
+            // The stream's next line, the common case: the held line is
+            // handed on and this one takes its place, under a new sequence
+            // number; its host's list of held streams stays as it is.
+            if let Some((seq, held)) = self.pending.get_mut(&key) {
+                if host_of(&held.entry) == host_of(&joined.entry) {
+                    Self::mark(self.track, &mut self.dirty, &key);
+                    self.seq += 1;
+                    *seq = self.seq;
+                    out.push(Out::Line(std::mem::replace(held, joined)));
+                    return;
+                }
+            }
+            if let Some(done) = self.unhold(&key) {
+                out.push(Out::Line(done));
+            }
             self.hold(key, joined);
             return;
         }
