@@ -5,7 +5,7 @@ SCRATCH ?= $(CURDIR)/target/demo
 JOURNAL_REMOTE = $(firstword $(wildcard /lib/systemd/systemd-journal-remote /usr/lib/systemd/systemd-journal-remote))
 BIN := target/debug/kubelet-sentinel
 
-.PHONY: deps build demo test lint clean release assets deb rpm test-packages test-system test-fleet test-containers bench bench-deps bench-smoke bench-hosts bench-scale
+.PHONY: deps build demo test lint clean release assets deb rpm test-packages test-system test-fleet test-containers bench bench-deps bench-smoke bench-hosts bench-scale bench-busy
 
 deps:
 	@bash .ci/deps
@@ -133,10 +133,19 @@ bench-scale: bench-deps
 	cargo build --release --locked --bin kubelet-sentinel
 	bash benches/scale.sh
 
+# A busy node while following (issue 40; benches/busy.py): the kubelet at 50
+# lines/s with retry and not-ready bursts, other units at 500 lines/s, into
+# a journald namespace for BUSY_SECONDS (180) after BUSY_WARMUP (20); then
+# the kubelet quiet, then everything quiet, BUSY_QUIET_SECONDS (60) each.
+# Prints CPU, wakeups, RSS and BUSY_ROUNDS (60) alert latencies.
+bench-busy: bench-deps
+	cargo build --release --locked --bin kubelet-sentinel
+	/usr/bin/python3 benches/busy.py target/release/kubelet-sentinel $${BUSY_SECONDS:-180} $${BUSY_QUIET_SECONDS:-60} $${BUSY_WARMUP:-20} $${BUSY_ROUNDS:-60}
+
 # A bounded run of the generator and the benchmark table on a tiny journal
 # (part of `make test`): the harness keeps working; the figures mean nothing,
 # so it runs the debug build `cargo test` already made, not a release build
 # of the examples.
 bench-smoke: bench-deps
 	cargo build --workspace --bins --examples
-	BUILD=target/debug RUNS=1 SIZES=5000 COLLECTOR=5000 COLLECTOR_HOSTS=3 LATENCY_ROUNDS=5 IDLE_SECONDS=2 SERVICE_INCIDENTS=1000 NODES=500 NODES_RESOLVE=2 CRITERION=0 OUT=target/bench/smoke.md bash benches/bench.sh
+	BUILD=target/debug RUNS=1 SIZES=5000 COLLECTOR=5000 COLLECTOR_HOSTS=3 LATENCY_ROUNDS=5 IDLE_SECONDS=2 SERVICE_INCIDENTS=1000 NODES=500 NODES_RESOLVE=2 BUSY_SECONDS=5 BUSY_QUIET_SECONDS=2 BUSY_WARMUP=1 BUSY_ROUNDS=3 BUSY_SETTLE=0 CRITERION=0 OUT=target/bench/smoke.md bash benches/bench.sh

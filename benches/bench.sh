@@ -7,7 +7,8 @@
 # Environment: RUNS (5), SIZES ("100000 1000000"), COLLECTOR (1000000 entries;
 # 0 = skip) over COLLECTOR_HOSTS ("100 400 1000") hosts, one file set each,
 # LATENCY_ROUNDS (200; 0 = skip), SERVICE (1; 0 = skip), IDLE_SECONDS (30),
-# CRITERION (1), OUT (BENCHMARKS.md).
+# BUSY_SECONDS (180; 0 = skip) with BUSY_QUIET_SECONDS (60), BUSY_WARMUP (20)
+# and BUSY_ROUNDS (60), CRITERION (1), OUT (BENCHMARKS.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
@@ -117,6 +118,11 @@ if [ "${NODES:-100000}" -gt 0 ]; then
   nodes=$(/usr/bin/python3 benches/nodes.py "$bin" "${NODES:-100000}" "${NODES_RESOLVE:-20}")
 fi
 
+busy="(skipped)"
+if [ "${BUSY_SECONDS:-180}" != 0 ]; then
+  busy=$(/usr/bin/python3 benches/busy.py "$bin" "${BUSY_SECONDS:-180}" "${BUSY_QUIET_SECONDS:-60}" "${BUSY_WARMUP:-20}" "${BUSY_ROUNDS:-60}")
+fi
+
 crit=""
 if [ "$CRITERION" = 1 ]; then
   crit=$(cargo bench --quiet --bench parse -- --warm-up-time 1 --measurement-time 3 2>/dev/null \
@@ -146,6 +152,12 @@ fi
   echo
   echo '```'
   echo "$nodes"
+  echo '```'
+  echo
+  echo "A busy node while following (\`benches/busy.py\`, \`make bench-busy\`): the kubelet writing 50 lines a second (klog chatter, a burst of refused status updates and one of network-not-ready lines every 30 s) and other units 500 into a journald namespace; the service's CPU (% of one core), wakeups a second and RSS over ${BUSY_SECONDS:-180} s, the alert latency of new nodes' retries meanwhile (\`group_wait = 0\`); then the kubelet quiet with the others still writing, then everything quiet:"
+  echo
+  echo '```'
+  echo "$busy"
   echo '```'
   if [ -n "$crit" ]; then
     echo
