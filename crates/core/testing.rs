@@ -190,6 +190,32 @@ pub fn replay_following(
     r
 }
 
+/// `entries` replayed as `scan` reads them and as a following service
+/// does, which must agree (incidents and alerts); the scan's.
+///
+/// # Panics
+///
+/// When the two disagree.
+#[must_use]
+pub fn judged(entries: &[Entry], settings: &Settings, end: End) -> Replay {
+    let scan = replay(entries.to_vec(), settings, end);
+    let follow = replay_following(entries.to_vec(), settings, end);
+    assert_eq!(scan.incidents, follow.incidents);
+    assert_eq!(scan.alerts(), follow.alerts());
+    scan
+}
+
+/// The lines (ms after `t0`, in order) as one host's (`w1`) journal,
+/// [`judged`] with the default settings up to `end_ms`.
+#[must_use]
+pub fn judged_lines(t0: Micros, lines: &[(i64, String)], end_ms: i64) -> Replay {
+    let entries: Vec<Entry> = lines
+        .iter()
+        .map(|(ms, text)| unit_line(t0 + ms * 1000, "w1", text))
+        .collect();
+    judged(&entries, &Settings::default(), End::At(t0 + end_ms * 1000))
+}
+
 /// The kubelet's fatal line when swap is on (kubelet 1.33).
 pub const SWAP: &str = r#"E0715 16:24:50.000000    2425 run.go:74] "command failed" err="failed to run Kubelet: running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false. /proc/swaps contained: [Filename Type Size Used Priority /swap.img file 2009084 0 -2]""#;
 

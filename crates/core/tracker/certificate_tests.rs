@@ -2,9 +2,8 @@
 //! lines replayed through the pipeline, scan and following alike.
 
 use super::*;
-use crate::model::Entry;
 use crate::signals::Cause;
-use crate::testing::{End, Replay};
+use crate::testing::Replay;
 use crate::time::{SECOND, rfc3339};
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
@@ -50,19 +49,7 @@ const HOUSEKEEPING: &str =
 /// The lines (ms after `T0`) as one host's journal, scanned and followed:
 /// the two must agree; the scan's.
 fn judged(lines: &[(i64, String)], end_ms: i64) -> Replay {
-    let settings = Settings::default();
-    let entries = || -> Vec<Entry> {
-        lines
-            .iter()
-            .map(|(ms, text)| crate::testing::unit_line(T0 + ms * 1000, "w1", text))
-            .collect()
-    };
-    let end = End::At(T0 + end_ms * 1000);
-    let scan = crate::testing::replay(entries(), &settings, end);
-    let follow = crate::testing::replay_following(entries(), &settings, end);
-    assert_eq!(scan.incidents, follow.incidents);
-    assert_eq!(scan.alerts(), follow.alerts());
-    scan
+    crate::testing::judged_lines(T0, lines, end_ms)
 }
 
 /// `line` every `step` ms from `from` for `count` times.

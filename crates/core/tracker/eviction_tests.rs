@@ -4,9 +4,8 @@
 //! could have freed the disk.
 
 use super::*;
-use crate::model::Entry;
 use crate::signals::{Cause, GcOutcome};
-use crate::testing::{End, Replay};
+use crate::testing::Replay;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 
@@ -27,19 +26,7 @@ fn evicted(pod: &str) -> String {
 /// The lines (ms after `T0`) as one host's journal, judged as `scan`
 /// reads it and as a following service does, which must agree.
 fn judged(lines: &[(i64, String)], end_ms: i64) -> Replay {
-    let settings = Settings::default();
-    let entries = || -> Vec<Entry> {
-        lines
-            .iter()
-            .map(|(ms, text)| crate::testing::unit_line(T0 + ms * 1000, "w1", text))
-            .collect()
-    };
-    let end = End::At(T0 + end_ms * 1000);
-    let scan = crate::testing::replay(entries(), &settings, end);
-    let follow = crate::testing::replay_following(entries(), &settings, end);
-    assert_eq!(scan.incidents, follow.incidents);
-    assert_eq!(scan.alerts(), follow.alerts());
-    scan
+    crate::testing::judged_lines(T0, lines, end_ms)
 }
 
 fn at(v: &[(i64, &str)]) -> Vec<(i64, String)> {

@@ -35,13 +35,7 @@ fn kubelet(s: i64, text: &str) -> Entry {
 /// The entries (in order) scanned and followed, ended at `end_s`: the two
 /// must agree; the scan's.
 fn judged(entries: &[Entry], end_s: i64) -> Replay {
-    let settings = Settings::default();
-    let end = End::At(T0 + end_s * SECOND);
-    let scan = crate::testing::replay(entries.to_vec(), &settings, end);
-    let follow = crate::testing::replay_following(entries.to_vec(), &settings, end);
-    assert_eq!(scan.incidents, follow.incidents);
-    assert_eq!(scan.alerts(), follow.alerts());
-    scan
+    crate::testing::judged(entries, &Settings::default(), End::At(T0 + end_s * SECOND))
 }
 
 fn of(r: &Replay, kind: IncidentKind) -> Vec<&Incident> {

@@ -2,9 +2,8 @@
 //! replayed through the pipeline.
 
 use super::*;
-use crate::model::Entry;
 use crate::signals::Cause;
-use crate::testing::{End, Replay};
+use crate::testing::Replay;
 use crate::time::SECOND;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
@@ -20,30 +19,11 @@ const DISK: &str = r#"W0715 16:24:50.000000    2001 eviction_manager.go:369] "Ev
 const READY: &str = r#"I0715 16:24:50.000000    2001 kubelet_node_status.go:493] "Fast updating node status as it just became ready""#;
 const REGISTERED: &str = r#"I0715 16:24:50.000000    2001 kubelet_node_status.go:78] "Successfully registered node" node="w1""#;
 
-/// The lines (ms after `T0`) as one host's journal; with `follow`, the
-/// host's clock is also moved to every entry's time as it arrives (a
-/// following service), else only at the end (`scan`).
-fn replay(lines: &[(i64, String)], end_ms: i64, follow: bool) -> Replay {
-    let settings = Settings::default();
-    let entries: Vec<Entry> = lines
-        .iter()
-        .map(|(ms, text)| crate::testing::unit_line(T0 + ms * 1000, "w1", text))
-        .collect();
-    let end = End::At(T0 + end_ms * 1000);
-    if follow {
-        crate::testing::replay_following(entries, &settings, end)
-    } else {
-        crate::testing::replay(entries, &settings, end)
-    }
-}
-
-/// Both ways, which must agree; the scan's.
+/// The lines (ms after `T0`) as one host's journal, scanned and followed
+/// (the host's clock moved to every entry's time as it arrives): the two
+/// must agree; the scan's.
 fn judged(lines: &[(i64, String)], end_ms: i64) -> Replay {
-    let scan = replay(lines, end_ms, false);
-    let follow = replay(lines, end_ms, true);
-    assert_eq!(scan.incidents, follow.incidents);
-    assert_eq!(scan.alerts(), follow.alerts());
-    scan
+    crate::testing::judged_lines(T0, lines, end_ms)
 }
 
 /// `line` every 5 s from `from` ms for `count` times.

@@ -3,9 +3,8 @@
 //! alike.
 
 use super::*;
-use crate::model::Entry;
 use crate::signals::{Cause, SignalKind};
-use crate::testing::{End, Replay};
+use crate::testing::Replay;
 
 const T0: Micros = 1_752_596_690_000_000; // 2025-07-15T16:24:50Z
 const MINUTE: i64 = 60_000;
@@ -64,19 +63,7 @@ fn attempt_at(ms: i64, pod: &str, err: &str) -> Vec<(i64, String)> {
 /// the two must agree; the scan's.
 fn judged(mut lines: Vec<(i64, String)>, end_ms: i64) -> Replay {
     lines.sort_by_key(|(ms, _)| *ms);
-    let settings = Settings::default();
-    let entries = || -> Vec<Entry> {
-        lines
-            .iter()
-            .map(|(ms, text)| crate::testing::unit_line(T0 + ms * 1000, "w1", text))
-            .collect()
-    };
-    let end = End::At(T0 + end_ms * 1000);
-    let scan = crate::testing::replay(entries(), &settings, end);
-    let follow = crate::testing::replay_following(entries(), &settings, end);
-    assert_eq!(scan.incidents, follow.incidents);
-    assert_eq!(scan.alerts(), follow.alerts());
-    scan
+    crate::testing::judged_lines(T0, &lines, end_ms)
 }
 
 fn of_kind(r: &Replay, kind: IncidentKind) -> Vec<&Incident> {
