@@ -448,12 +448,9 @@ pub fn classify(unit: &str, from_systemd: bool, text: &str) -> Option<ContextLin
 }
 
 fn bounded(text: &str) -> String {
-    let mut end = text.len().min(TEXT_MAX);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let mut t = text[..end].trim_end().to_string();
-    if end < text.len() {
+    let kept = crate::model::cut(text, TEXT_MAX);
+    let mut t = kept.trim_end().to_string();
+    if kept.len() < text.len() {
         t.push('…');
     }
     t

@@ -19,14 +19,17 @@ pub const NAME_MAX: usize = 253;
 /// `name` cut to [`NAME_MAX`] bytes, if longer.
 #[must_use]
 pub fn bounded_name(name: &str) -> Option<&str> {
-    if name.len() <= NAME_MAX {
-        return None;
-    }
-    let mut end = NAME_MAX;
-    while !name.is_char_boundary(end) {
+    (name.len() > NAME_MAX).then(|| cut(name, NAME_MAX))
+}
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+#[must_use]
+pub fn cut(text: &str, max: usize) -> &str {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    Some(&name[..end])
+    &text[..end]
 }
 
 /// One journal entry, or one line of a saved log. Its flags are journal

@@ -73,11 +73,7 @@ pub(crate) fn hostname() -> String {
 
 /// Line and column (1-based) of a byte offset.
 fn place(text: &str, offset: usize) -> (usize, usize) {
-    let mut end = offset.min(text.len());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    let before = &text[..end];
+    let before = sentinel_core::model::cut(text, offset);
     let line = before.matches('\n').count() + 1;
     let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
     (line, column)

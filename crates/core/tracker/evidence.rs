@@ -35,12 +35,9 @@ pub struct Evidence {
 impl Evidence {
     #[must_use]
     pub fn new(at: Micros, cursor: Option<&str>, signal: SignalKind, text: &str) -> Self {
-        let mut end = text.len().min(EVIDENCE_TEXT);
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        let mut kept = text[..end].to_string();
-        if end < text.len() {
+        let kept_part = crate::model::cut(text, EVIDENCE_TEXT);
+        let mut kept = kept_part.to_string();
+        if kept_part.len() < text.len() {
             kept.push('…');
         }
         Self {

@@ -136,12 +136,9 @@ pub fn one_line(text: &str, max: usize) -> String {
         .chars()
         .map(|c| if invisible(c) { ' ' } else { c })
         .collect();
-    let mut end = flat.len().min(max);
-    while !flat.is_char_boundary(end) {
-        end -= 1;
-    }
-    if end < flat.len() {
-        format!("{}…", &flat[..end])
+    let kept = crate::model::cut(&flat, max);
+    if kept.len() < flat.len() {
+        format!("{kept}…")
     } else {
         flat
     }

@@ -83,7 +83,7 @@ impl ImageGc {
             freed_bytes: report.freed_bytes,
             // Cut, not cleaned: cleaned where it is shown (a collection
             // every few seconds in a busy journal costs a copy, no more).
-            text: cut(text, 300).to_string(),
+            text: crate::model::cut(text, 300).to_string(),
         };
         let Some(last) = last else {
             return next;
@@ -132,15 +132,6 @@ impl ImageGc {
             ),
         }
     }
-}
-
-/// `text` cut to at most `max` bytes, on a character's boundary.
-fn cut(text: &str, max: usize) -> &str {
-    let mut end = text.len().min(max);
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
 }
 
 /// Bytes as a person reads them (`2.9 GiB`); the eviction manager's
