@@ -172,7 +172,7 @@ if len(sys.argv) > 1 and sys.argv[1] == "--writer":
     writer(sys.argv[2])
     sys.exit(0)
 
-from harness import Bench, free_port, wait_for  # noqa: E402
+from harness import Bench, wait_for  # noqa: E402
 
 binary = os.path.abspath(sys.argv[1])
 busy_seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 180
@@ -295,18 +295,7 @@ def hold(phase, seconds):
 
 try:
     sock_path = bench.journald()
-    port = free_port()
-    maildir = os.path.join(work, "maildir")
-    bench.start(["/usr/bin/aiosmtpd", "-n", "-l", f"127.0.0.1:{port}", "-c", "aiosmtpd.handlers.Mailbox", maildir],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def smtp_up():
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
-                return c.recv(3) == b"220"
-        except OSError:
-            return False
-    wait_for(smtp_up, "aiosmtpd")
+    port, maildir = bench.smtpd()
     w = bench.start([sys.executable, os.path.abspath(__file__), "--writer", sock_path],
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 

@@ -46,6 +46,24 @@ class Bench:
         wait_for(lambda: os.path.exists(sock_path), "journald")
         return sock_path
 
+    def smtpd(self):
+        """Starts aiosmtpd on a free loopback port, delivering into the
+        Maildir `maildir` under the work directory; returns (port, maildir)
+        once it greets."""
+        port = free_port()
+        maildir = os.path.join(self.work, "maildir")
+        self.start(["/usr/bin/aiosmtpd", "-n", "-l", f"127.0.0.1:{port}", "-c", "aiosmtpd.handlers.Mailbox", maildir],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def up():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
+                    return c.recv(3) == b"220"
+            except OSError:
+                return False
+        wait_for(up, "aiosmtpd")
+        return port, maildir
+
     def cleanup(self):
         for p in reversed(self.procs):
             p.terminate()

@@ -12,7 +12,7 @@ Usage: latency.py BINARY [ROUNDS]
 """
 import datetime, json, os, socket, statistics, subprocess, sys, time
 
-from harness import Bench, free_port, wait_for
+from harness import Bench, wait_for
 
 binary = os.path.abspath(sys.argv[1])
 rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 200
@@ -25,17 +25,7 @@ try:
     def send(msg):
         sock.sendto(f"MESSAGE={msg}\nSYSLOG_IDENTIFIER=kubelet\n".encode(), sock_path)
     send("I0101 00:00:00.000000 1 bench.go:1] \"start\"")
-    port = free_port()
-    maildir = os.path.join(work, "maildir")
-    bench.start(["/usr/bin/aiosmtpd", "-n", "-l", f"127.0.0.1:{port}", "-c", "aiosmtpd.handlers.Mailbox", maildir],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    def smtp_up():
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as c:
-                return c.recv(3) == b"220"
-        except OSError:
-            return False
-    wait_for(smtp_up, "aiosmtpd")
+    port, maildir = bench.smtpd()
     cfg = os.path.join(work, "config.toml")
     with open(cfg, "w") as f:
         f.write(f'[journal]\nnamespace = "{name}"\nidentifiers = ["kubelet"]\nstart_at = "all"\n'
