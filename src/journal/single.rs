@@ -14,14 +14,17 @@
 //!
 //! Waiting: a following reader polls the journal's fd and its control line
 //! together ([`handle::wait`]), so a control message is answered at once.
-//! The poll still has a timeout, 50 ms while entries are coming and 1 s
-//! while the journal is quiet: journald coalesces its change notifications
-//! (appends are visible before it says so), and on a file system without
-//! inotify nothing would say so at all. That 1 s is the idle wake-up rate
-//! of this thread.
+//! The poll has a timeout of [`WAIT`] (1 s), busy or quiet: journald
+//! says a file changed at most every 250 ms (its post-change timer
+//! coalesces the appends in between), so a line is read within that of
+//! its write, and polling more often while entries come would only wake
+//! the thread more (a busy node's kubelet at 50 lines/s: 25 wakeups a
+//! second with a 50 ms poll, 4 with journald's notifications alone; the
+//! alert's latency stays well inside its 500 ms). On a file system without
+//! inotify nothing would say so at all: the timeout is then the delay.
 
 use std::sync::mpsc as std_mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use systemd::journal::{Journal, JournalWaitResult};
 use tokio::sync::mpsc;
@@ -105,16 +108,20 @@ impl Progress {
     }
 }
 
-/// How long a following reader waits for journald's change notification:
-/// briefly while entries are coming (journald coalesces its notifications,
-/// but appends are visible at once), and up to a second while the journal
-/// is quiet, so an idle service wakes about once a second.
-fn wait_time(last_entry: Instant) -> Duration {
-    if last_entry.elapsed() < Duration::from_secs(1) {
-        Duration::from_millis(50)
-    } else {
-        Duration::from_secs(1)
-    }
+/// How long a following reader waits for journald's change notification
+/// (or a control message) before it looks again anyway.
+const WAIT: Duration = Duration::from_secs(1);
+
+/// How much the files a follower has mapped may grow before it reopens its
+/// handle (see `Pump::release_mappings`).
+const REMAP_AFTER: u64 = 16 << 20;
+
+/// Bytes of files (and shared memory) this process has resident: the
+/// third field of `/proc/self/statm`, in pages.
+fn mapped_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(2)?.parse().ok()?;
+    Some(pages * rustix::param::page_size() as u64)
 }
 
 /// Where the pump is.
@@ -160,9 +167,11 @@ struct Pump<'a> {
     owe_tail: bool,
     /// The latest Sync asked.
     sync: u64,
-    last_entry: Instant,
     /// The handle was waited on once (`Journal::wait` makes its fd).
     waited: bool,
+    /// What this process had mapped (`mapped_bytes`) when the handle was
+    /// opened.
+    mapped_at_open: Option<u64>,
 }
 
 impl<'a> Pump<'a> {
@@ -191,8 +200,8 @@ impl<'a> Pump<'a> {
             sent_upto: None,
             owe_tail: true,
             sync: 0,
-            last_entry: Instant::now(),
             waited: false,
+            mapped_at_open: mapped_bytes(),
             spec,
             j,
             tx,
@@ -282,7 +291,6 @@ impl<'a> Pump<'a> {
             return false;
         }
         self.owe_tail = true;
-        self.last_entry = Instant::now();
         true
     }
 
@@ -374,7 +382,8 @@ impl<'a> Pump<'a> {
     /// the timeout). Invalidate (rotation, new files) also just means: call
     /// `next()` again, after counting what vacuum removed unread.
     fn wait(&mut self) -> Result<State, ReadError> {
-        let timeout = wait_time(self.last_entry);
+        self.release_mappings();
+        let timeout = WAIT;
         let changed = if self.waited {
             handle::wait(&mut self.j, self.ctl.fd(), timeout)
         } else {
@@ -397,6 +406,44 @@ impl<'a> Pump<'a> {
             }
         }
         Ok(State::Reading)
+    }
+
+    /// Caught up and following: when the journal files this process has
+    /// mapped grew by [`REMAP_AFTER`] since the handle was opened, opens a
+    /// new one after the last entry sent (and a new probe) and drops the
+    /// old ones with their mappings. libsystemd keeps the windows it mapped until the handle is
+    /// closed, so a follower's resident size would grow with journald's
+    /// active file (by the file's size and more: windows overlap) until
+    /// journald rotates it (64-128 MiB on a large disk). A failed open
+    /// keeps the old handle; the next wait tries again.
+    fn release_mappings(&mut self) {
+        if self.whole || !self.spec.mode.follows() {
+            return;
+        }
+        let Some(now) = mapped_bytes() else {
+            return;
+        };
+        let at_open = *self.mapped_at_open.get_or_insert(now);
+        if now.saturating_sub(at_open) < REMAP_AFTER {
+            return;
+        }
+        let Some(cursor) = self.sent_upto.clone() else {
+            return;
+        };
+        let start = Start::After(cursor.clone());
+        let Ok(j) = handle::open(&self.spec.target, &self.spec.filter, &start, self.spec.mode)
+        else {
+            return;
+        };
+        drop(std::mem::replace(&mut self.j, j));
+        // The probe's handle maps the tail it looks at after each batch.
+        if let Some(p) = Probe::open(self.spec) {
+            self.probe = Some(p);
+        }
+        self.skip_cursor = Some(cursor);
+        self.intact = Intact::new(&self.j);
+        self.waited = false;
+        self.mapped_at_open = mapped_bytes();
     }
 
     /// Handles what the reader was asked: pongs at once, a sync is noted

@@ -70,8 +70,17 @@ use sentinel_core::tracker::{Decision, Incident};
 const BATCH_ENTRIES: u64 = 20_000;
 /// Entries pushed between two looks at the shutdown token.
 const SHUTDOWN_CHECK: u64 = 64;
-/// …or this long after the previous commit, whichever comes first.
+/// …or this long after the previous commit, whichever comes first, when
+/// something of note changed (an incident, a decision, a delivery's report)…
 const BATCH_INTERVAL: Duration = Duration::from_millis(500);
+/// …or this long when only entries were read that changed nothing of note
+/// (a busy node's chatter): the cursor and the tracker's state wait, as a
+/// kill -9 meanwhile only has the restart read those entries again (the
+/// same incidents: the state is the one committed with the cursor). Each
+/// commit is a transaction and a flush, which wakes every idle thread of
+/// sled's I/O pool: at 500 ms a busy node committed twice a second for
+/// nothing a query or a restart needs sooner.
+const CURSOR_INTERVAL: Duration = Duration::from_secs(5);
 /// How soon the reader is asked to look again when a tail held back a host
 /// whose journal had just moved (see `Tracker::judge_silence_at_tail`).
 const SILENCE_RECHECK: Micros = 2 * sentinel_core::time::SECOND;
@@ -395,12 +404,27 @@ impl Ingest {
     }
 
     fn dirty(&self) -> bool {
-        self.pending.entries > 0
-            || !self.changed.is_empty()
+        self.pending.entries > 0 || self.of_note()
+    }
+
+    /// Something a query or the mailer reads changed, besides entries
+    /// read: committed within [`BATCH_INTERVAL`], the rest within
+    /// [`CURSOR_INTERVAL`].
+    fn of_note(&self) -> bool {
+        !self.changed.is_empty()
             || !self.pending.decisions.is_empty()
             || !self.pending.extra.is_empty()
             || !self.pending.covers.is_empty()
             || self.pending.state_changed
+    }
+
+    /// When the next commit is due, if anything waits for one.
+    fn commit_at(&self) -> Option<Instant> {
+        if self.of_note() {
+            Some(self.commits.last + BATCH_INTERVAL)
+        } else {
+            (self.pending.entries > 0).then(|| self.commits.last + CURSOR_INTERVAL)
+        }
     }
 
     /// Writes what changed since the last commit, and the cursor, in one
@@ -651,7 +675,7 @@ impl Ingest {
             } else {
                 None
             };
-            let commit_at = self.dirty().then(|| self.commits.last + BATCH_INTERVAL);
+            let commit_at = self.commit_at();
             let prune_at = follow.then(|| self.pruner.next());
             tokio::select! {
                 biased;
@@ -685,7 +709,7 @@ impl Ingest {
             // latency is the one thing the batch interval must not add to.
             if !self.pending.alerts.is_empty()
                 || self.pending.entries >= BATCH_ENTRIES
-                || (self.dirty() && self.commits.last.elapsed() >= BATCH_INTERVAL)
+                || self.commit_at().is_some_and(|at| at <= Instant::now())
             {
                 self.commit(Some(&ch.wake)).await?;
             }
