@@ -58,6 +58,7 @@ pub(crate) fn follow(
         start,
         mode,
         batch: FOLLOW_BATCH,
+        remap_after: single::REMAP_AFTER,
     };
     single::spawn(spec, FOLLOW_CAPACITY)
 }
@@ -101,6 +102,7 @@ pub(crate) fn read(target: &Target, filter: &EntryFilter) -> Result<Items, Sourc
         start: Start::Head,
         mode: Mode::Once,
         batch: READ_BATCH,
+        remap_after: single::REMAP_AFTER,
     };
     // Dropping the Drain drops the receiver: the thread ends at its next send.
     let reader = single::spawn(spec, READ_CAPACITY)?;

@@ -46,6 +46,9 @@ pub(crate) struct Spec {
     pub mode: Mode,
     /// Entries per batch handed over the channel.
     pub batch: usize,
+    /// A follower reopens its handles when the journal files it maps grew
+    /// by this much ([`REMAP_AFTER`]; tests make it 0: at every wait).
+    pub remap_after: u64,
 }
 
 /// An unfiltered second handle on the same journal: it tells the sequence
@@ -114,7 +117,7 @@ const WAIT: Duration = Duration::from_secs(1);
 
 /// How much the files a follower has mapped may grow before it reopens its
 /// handle (see `Pump::release_mappings`).
-const REMAP_AFTER: u64 = 16 << 20;
+pub(crate) const REMAP_AFTER: u64 = 16 << 20;
 
 /// Bytes of files (and shared memory) this process has resident: the
 /// third field of `/proc/self/statm`, in pages.
@@ -409,7 +412,7 @@ impl<'a> Pump<'a> {
     }
 
     /// Caught up and following: when the journal files this process has
-    /// mapped grew by [`REMAP_AFTER`] since the handle was opened, opens a
+    /// mapped grew by `remap_after` ([`REMAP_AFTER`]) since the handle was opened, opens a
     /// new one after the last entry sent (and a new probe) and drops the
     /// old ones with their mappings. libsystemd keeps the windows it mapped until the handle is
     /// closed, so a follower's resident size would grow with journald's
@@ -424,7 +427,7 @@ impl<'a> Pump<'a> {
             return;
         };
         let at_open = *self.mapped_at_open.get_or_insert(now);
-        if now.saturating_sub(at_open) < REMAP_AFTER {
+        if now.saturating_sub(at_open) < self.spec.remap_after {
             return;
         }
         let Some(cursor) = self.sent_upto.clone() else {
@@ -546,6 +549,7 @@ mod following {
             start: Start::Head,
             mode: Mode::Follow,
             batch: 16,
+            remap_after: REMAP_AFTER,
         };
         let mut r = spawn(spec, 4).unwrap();
         let mut next = || r.events.blocking_recv().unwrap();
@@ -561,5 +565,62 @@ mod following {
             r.events.blocking_recv().unwrap(),
             ReaderEvent::Tail { sync: 7 }
         ));
+    }
+
+    /// A follower that reopens its handles at every wait (what it does
+    /// after 16 MiB of mapped journal) reads every entry once, in order:
+    /// what was there, and what is appended after each reopen.
+    #[test]
+    fn a_follower_that_reopens_its_handles_reads_each_entry_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("t.journal");
+        let export = |from: u32, to: u32| -> Vec<u8> {
+            (from..to)
+                .flat_map(|n| {
+                    format!(
+                        "__REALTIME_TIMESTAMP={}\n_SYSTEMD_UNIT=kubelet.service\n\
+                         _HOSTNAME=n1\nMESSAGE=line {n}\n\n",
+                        1_000_000 + u64::from(n)
+                    )
+                    .into_bytes()
+                })
+                .collect()
+        };
+        super::super::handle::journal_remote(&export(0, 40), &file);
+        let spec = Spec {
+            target: Target::Files(vec![file.clone()]),
+            filter: EntryFilter::default(),
+            start: Start::Head,
+            mode: Mode::Follow,
+            batch: 16,
+            remap_after: 0,
+        };
+        let mut r = spawn(spec, 4).unwrap();
+        let mut seen = Vec::new();
+        let until_tail = |r: &mut Reader, seen: &mut Vec<String>, want: u64| loop {
+            match r.events.blocking_recv().unwrap() {
+                ReaderEvent::Entries(v) => {
+                    seen.extend(
+                        v.iter()
+                            .map(|e| String::from_utf8_lossy(&e.message).into_owned()),
+                    );
+                }
+                ReaderEvent::Tail { sync } if sync >= want => return,
+                _ => {}
+            }
+        };
+        until_tail(&mut r, &mut seen, 0);
+        for round in 1..=3u32 {
+            // A sync makes the reader wait (and reopen) and look again.
+            r.ctl
+                .send(ReaderCtl::Sync(u64::from(round) * 2 - 1))
+                .unwrap();
+            until_tail(&mut r, &mut seen, u64::from(round) * 2 - 1);
+            super::super::handle::journal_remote(&export(round * 40, round * 40 + 40), &file);
+            r.ctl.send(ReaderCtl::Sync(u64::from(round) * 2)).unwrap();
+            until_tail(&mut r, &mut seen, u64::from(round) * 2);
+        }
+        let want: Vec<String> = (0..160).map(|n| format!("line {n}")).collect();
+        assert_eq!(seen, want);
     }
 }
