@@ -284,6 +284,7 @@ impl Ingest {
                     self.changed.insert(id);
                 }
                 Decision::UpdateIncident { id } => {
+                    self.admission.touch(&id);
                     if self.admission.is_withheld(&id) {
                         self.announce_live(&id);
                     }
@@ -314,6 +315,7 @@ impl Ingest {
                 }
             }
         }
+        self.announce_followed();
     }
 
     /// Entries dated more than a day after this machine's clock are read at
