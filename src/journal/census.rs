@@ -11,7 +11,10 @@
 //! (`_SYSTEMD_UNIT=kubelet.service`, `SYSLOG_IDENTIFIER=kubelet`, …), the
 //! data object of that value keeps how many entries reference it
 //! (`n_entries`), and every one of them is in the match, so a read that
-//! walked fewer of them lost some.
+//! walked fewer of them lost some. An entry libsystemd hands on without
+//! its MESSAGE (an item skipped as bad) or with items not its own (a
+//! damaged size read the next entries' items) is not read, so not counted
+//! as walked (see `handle::read_entry`): it is a loss like a skipped one.
 //!
 //! Cost: a header read per file, then its field hash table, the field
 //! objects and the data objects of the matched fields (a few dozen small
@@ -279,9 +282,14 @@ fn walk_one(path: &Path, filter: &EntryFilter) -> Option<u64> {
             .ok()?;
         j.match_add(FIELDS[*slot], value.as_str()).ok()?;
         j.seek_head().ok()?;
+        // As the read counts: an entry whose items are not its own is
+        // not one it read (see `handle::read_entry`).
+        let mut names = super::handle::Interner::default();
         let mut walked = 0u64;
         while j.next().ok()? > 0 {
-            walked += 1;
+            if let Ok(Some(_)) = super::handle::read_entry(&mut j, &mut names) {
+                walked += 1;
+            }
         }
         short = short.max(n.saturating_sub(walked));
     }
@@ -322,8 +330,9 @@ pub(crate) fn count(files: &[PathBuf], filter: &EntryFilter, walked: &Walked) ->
     let why = |n: u64| {
         format!(
             "damaged: {n} of the kubelet's entries it records could not be read (libsystemd \
-             skipped damaged entry objects or stopped at a damaged entry array; \
-             `journalctl --verify` shows where); the rest was read"
+             skipped damaged entry objects, stopped at a damaged entry array, or read an \
+             entry without its MESSAGE or with items not its own; `journalctl --verify` \
+             shows where); the rest was read"
         )
     };
     Count::Short(match named.as_slice() {

@@ -543,19 +543,36 @@ fn may_be_evidence(m: &[u8]) -> bool {
     MARKERS.is_match(&m[m.len().min(30)..])
 }
 
-/// Reads the current entry in one pass over its fields.
-pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Entry> {
+/// Fields journald (or journal-remote, from the sender's) writes once to
+/// every entry: seen twice, the entry's items are not its own.
+const ONCE: [&[u8]; 3] = [b"_HOSTNAME", b"_SYSTEMD_UNIT", b"_BOOT_ID"];
+
+/// Reads the current entry in one pass over its fields. `None`: a damaged
+/// entry object that libsystemd reads without a word (D4): an item it
+/// skipped as bad took the entry's MESSAGE (every entry has one: the
+/// text formats refuse an entry without), or a size past its end read the
+/// next entries' items as its own (a field written once came twice). It is
+/// passed over like an entry the walk skipped, so where the census runs
+/// (see `census`) the file is named with what it lost, instead of a retry
+/// read as an empty line or as another entry's.
+pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Option<Entry>> {
     let mut e = Entry {
         at: Some(j.timestamp_usec()? as i64),
         ..Entry::default()
     };
     let mut message = None;
     let mut boot = None;
+    let mut once = [false; ONCE.len()];
     j.restart_data();
     while let Some(field) = j.enumerate_data()? {
         let Some(v) = field.value() else {
             continue;
         };
+        if let Some(k) = ONCE.iter().position(|&f| f == field.name()) {
+            if std::mem::replace(&mut once[k], true) {
+                return Ok(None);
+            }
+        }
         match field.name() {
             b"MESSAGE" => message = Some(v.to_vec()),
             b"_HOSTNAME" => e.host = Some(names.get(Slot::Host, v)),
@@ -576,11 +593,14 @@ pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
         e.host = names.host_of_boot(&boot, e.host.take());
     }
     e.from_systemd = e.pid == Some(1) && e.about_unit.is_some();
-    e.message = message.unwrap_or_default();
+    let Some(message) = message else {
+        return Ok(None);
+    };
+    e.message = message;
     if may_be_evidence(&e.message) {
         e.cursor = Some(j.cursor()?);
     }
-    Ok(e)
+    Ok(Some(e))
 }
 
 /// Waits until the journal changes, `ctl` becomes readable, or `timeout`

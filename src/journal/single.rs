@@ -252,7 +252,11 @@ impl<'a> Pump<'a> {
                     continue;
                 }
             }
-            let mut entry = read_entry(&mut self.j, &mut self.names).map_err(ReadError::Entry)?;
+            let Some(mut entry) =
+                read_entry(&mut self.j, &mut self.names).map_err(ReadError::Entry)?
+            else {
+                continue;
+            };
             if self.whole {
                 if !in_match(&self.spec.filter, &entry) {
                     continue;

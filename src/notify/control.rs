@@ -15,7 +15,7 @@
 
 use crate::store::{Hold, OutboxEntry, Silence, silencing};
 use sentinel_core::time::{Micros, Zone, human};
-use sentinel_core::tracker::{AlertKind, Incident};
+use sentinel_core::tracker::{AlertKind, Detail, Incident};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Action {
@@ -111,8 +111,37 @@ fn suppressing<'a>(i: &Incident, q: Queued, silences: &'a [Silence]) -> Option<&
 /// How often a resolved notice whose incident is open again looks again.
 const REOPENED_RECHECK: Micros = 30 * sentinel_core::time::SECOND;
 
+/// A resolved notice of an endpoint outage tells the outage as it ended,
+/// with every node it had. In a collector whose hosts upload at different
+/// times, late hosts' members join an outage after its end was read (and
+/// after its page went out: the page says the nodes known then, D27); its
+/// notice waits until its nodes have stayed the same for `settle`
+/// (`group_wait`), held by no silence with the count it saw, looked at
+/// again then. `None`: it may go (not an outage, settled, `settle` zero,
+/// or held by a silence, whose own hold is the wait).
+fn settling(e: &OutboxEntry, i: &Incident, now: Micros, settle: Micros) -> Option<Hold> {
+    let Detail::Endpoint(o) = &i.detail else {
+        return None;
+    };
+    if settle == 0 || e.kind != AlertKind::Resolved {
+        return None;
+    }
+    let nodes = Some(o.nodes.len() as u64);
+    match &e.hold {
+        Some(h) if !h.silences.is_empty() => None,
+        Some(h) if h.nodes == nodes && h.until <= now => None,
+        Some(h) if h.nodes == nodes => Some(h.clone()),
+        _ => Some(Hold {
+            until: now.saturating_add(settle),
+            silences: Vec::new(),
+            nodes,
+        }),
+    }
+}
+
 /// What to do with one outbox entry now; `q`: when its incident's entries
-/// in the same outbox were queued.
+/// in the same outbox were queued; `settle`: how long an outage's nodes
+/// stay the same before its resolved notice goes (see [`settling`]).
 #[must_use]
 pub(crate) fn decide(
     e: &OutboxEntry,
@@ -120,6 +149,7 @@ pub(crate) fn decide(
     silences: &[Silence],
     now: Micros,
     q: Queued,
+    settle: Micros,
 ) -> Action {
     if let Some(cover) = i.covered_by() {
         // An endpoint incident stands for it (design 5.2): its alert is
@@ -137,7 +167,11 @@ pub(crate) fn decide(
         return Action::Hold(Hold {
             until: now.saturating_add(REOPENED_RECHECK),
             silences: Vec::new(),
+            nodes: None,
         });
+    }
+    if let Some(hold) = settling(e, i, now, settle) {
+        return Action::Hold(hold);
     }
     if e.kind == AlertKind::Repeat {
         if let Some(a) = &i.ack {
@@ -149,6 +183,7 @@ pub(crate) fn decide(
         return Action::Hold(Hold {
             until,
             silences: holding.iter().map(|s| s.id.clone()).collect(),
+            nodes: None,
         });
     }
     if let Some(s) = suppressing(i, q, silences) {
@@ -243,6 +278,7 @@ pub(crate) fn apply(
     store: &crate::store::Store,
     entries: Vec<OutboxEntry>,
     now: Micros,
+    settle: Micros,
 ) -> Result<Applied, crate::store::StoreError> {
     if entries.is_empty() {
         return Ok((entries, Vec::new()));
@@ -264,7 +300,7 @@ pub(crate) fn apply(
             continue;
         };
         let q = queued.get(&e.incident).copied().unwrap_or_default();
-        match decide(&e, i, &silences, now, q) {
+        match decide(&e, i, &silences, now, q, settle) {
             Action::Deliver => {
                 if e.hold.as_ref().is_some_and(|h| h.silences.is_empty()) {
                     // Waited for its incident's end, held by no silence:
@@ -365,13 +401,13 @@ mod tests {
         let mut i = incident();
         let q = queued(SECOND, None);
         assert_eq!(
-            decide(&entry(AlertKind::Opened), &i, &[], SECOND, q),
+            decide(&entry(AlertKind::Opened), &i, &[], SECOND, q, 0),
             Action::Deliver
         );
         i.set_covered_by(Some("ep1".into()));
         for kind in [AlertKind::Opened, AlertKind::Repeat, AlertKind::Resolved] {
             assert!(
-                matches!(decide(&entry(kind), &i, &[], SECOND, q), Action::Drop(DropReason::Covered { endpoint }) if endpoint == "ep1"),
+                matches!(decide(&entry(kind), &i, &[], SECOND, q, 0), Action::Drop(DropReason::Covered { endpoint }) if endpoint == "ep1"),
                 "{kind:?}"
             );
         }
@@ -379,11 +415,11 @@ mod tests {
         i.alerted_at = Some(SECOND);
         i.resolved_at = Some(SECOND);
         assert_eq!(
-            decide(&entry(AlertKind::Resolved), &i, &[], SECOND, q),
+            decide(&entry(AlertKind::Resolved), &i, &[], SECOND, q, 0),
             Action::Deliver
         );
         assert!(matches!(
-            decide(&entry(AlertKind::Repeat), &i, &[], SECOND, q),
+            decide(&entry(AlertKind::Repeat), &i, &[], SECOND, q, 0),
             Action::Drop(DropReason::Covered { .. })
         ));
     }
@@ -409,7 +445,7 @@ mod tests {
         };
         let open = queued(40 * SECOND, None);
         assert!(
-            matches!(decide(&e, &i, &s, 50 * SECOND, open), Action::Hold(Hold { until, .. }) if until == 100 * SECOND)
+            matches!(decide(&e, &i, &s, 50 * SECOND, open, 0), Action::Hold(Hold { until, .. }) if until == 100 * SECOND)
         );
         // Another cause or node: not this silence's.
         assert_eq!(
@@ -418,7 +454,8 @@ mod tests {
                 &i,
                 &[silence("worker-*", Some("etcd"), 100 * SECOND)],
                 50 * SECOND,
-                open
+                open,
+                0
             ),
             Action::Deliver
         );
@@ -428,7 +465,8 @@ mod tests {
                 &i,
                 &[silence("db-*", None, 100 * SECOND)],
                 50 * SECOND,
-                open
+                open,
+                0
             ),
             Action::Deliver
         );
@@ -437,16 +475,20 @@ mod tests {
             hold: Some(Hold {
                 until: 100 * SECOND,
                 silences: vec!["s1".into()],
+                nodes: None,
             }),
             ..e.clone()
         };
-        assert_eq!(decide(&held, &i, &s, 100 * SECOND, open), Action::Deliver);
+        assert_eq!(
+            decide(&held, &i, &s, 100 * SECOND, open, 0),
+            Action::Deliver
+        );
         // Resolved meanwhile: never announced, no resolved notice.
         let mut r = i.clone();
         r.resolved_at = Some(90 * SECOND);
         let gone = queued(40 * SECOND, Some(90 * SECOND));
         assert_eq!(
-            decide(&held, &r, &s, 100 * SECOND, gone),
+            decide(&held, &r, &s, 100 * SECOND, gone, 0),
             Action::Drop(DropReason::ResolvedWhileSilenced {
                 silence: "s1".into()
             })
@@ -455,12 +497,13 @@ mod tests {
             hold: Some(Hold {
                 until: 100 * SECOND,
                 silences: vec!["s1".into()],
+                nodes: None,
             }),
             queued_at: 90 * SECOND,
             ..entry(AlertKind::Resolved)
         };
         assert_eq!(
-            decide(&notice, &r, &s, 100 * SECOND, gone),
+            decide(&notice, &r, &s, 100 * SECOND, gone, 0),
             Action::Drop(DropReason::NeverAnnounced {
                 silence: "s1".into()
             })
@@ -475,13 +518,17 @@ mod tests {
                 Queued {
                     trouble: None,
                     ..gone
-                }
+                },
+                0
             ),
             Action::Drop(DropReason::OpeningDropped)
         );
         // It had been announced before the silence: the notice goes.
         r.alerted_at = Some(SECOND);
-        assert_eq!(decide(&notice, &r, &s, 100 * SECOND, gone), Action::Deliver);
+        assert_eq!(
+            decide(&notice, &r, &s, 100 * SECOND, gone, 0),
+            Action::Deliver
+        );
     }
 
     /// S9: a silence expired early (its end moved to now) holds nothing:
@@ -497,11 +544,12 @@ mod tests {
             hold: Some(Hold {
                 until: 100 * SECOND,
                 silences: vec!["s1".into()],
+                nodes: None,
             }),
             ..entry(AlertKind::Opened)
         };
         assert_eq!(
-            decide(&held, &i, &s, 21 * SECOND, queued(10 * SECOND, None)),
+            decide(&held, &i, &s, 21 * SECOND, queued(10 * SECOND, None), 0),
             Action::Deliver
         );
         // Resolved after the expiry (and before the silence's first end):
@@ -509,12 +557,12 @@ mod tests {
         let mut r = i.clone();
         r.resolved_at = Some(50 * SECOND);
         let q = queued(10 * SECOND, Some(50 * SECOND));
-        assert_eq!(decide(&held, &r, &s, 51 * SECOND, q), Action::Deliver);
+        assert_eq!(decide(&held, &r, &s, 51 * SECOND, q, 0), Action::Deliver);
         let notice = OutboxEntry {
             queued_at: 50 * SECOND,
             ..entry(AlertKind::Resolved)
         };
-        assert_eq!(decide(&notice, &r, &s, 51 * SECOND, q), Action::Deliver);
+        assert_eq!(decide(&notice, &r, &s, 51 * SECOND, q, 0), Action::Deliver);
     }
 
     /// An alert already waiting when a silence began (its delivery
@@ -535,19 +583,21 @@ mod tests {
             hold: Some(Hold {
                 until: 40 * SECOND,
                 silences: vec!["s1".into()],
+                nodes: None,
             }),
             ..entry(AlertKind::Opened)
         };
-        assert_eq!(decide(&failing, &r, &s, 41 * SECOND, q), Action::Deliver);
+        assert_eq!(decide(&failing, &r, &s, 41 * SECOND, q, 0), Action::Deliver);
         let notice = OutboxEntry {
             queued_at: 30 * SECOND,
             hold: Some(Hold {
                 until: 40 * SECOND,
                 silences: vec!["s1".into()],
+                nodes: None,
             }),
             ..entry(AlertKind::Resolved)
         };
-        assert_eq!(decide(&notice, &r, &s, 41 * SECOND, q), Action::Deliver);
+        assert_eq!(decide(&notice, &r, &s, 41 * SECOND, q, 0), Action::Deliver);
     }
 
     #[test]
@@ -559,11 +609,18 @@ mod tests {
             comment: String::new(),
         });
         assert!(
-            matches!(decide(&entry(AlertKind::Repeat), &i, &[], 0, Queued::default()), Action::Drop(DropReason::Acknowledged { by }) if by == "bob")
+            matches!(decide(&entry(AlertKind::Repeat), &i, &[], 0, Queued::default(), 0), Action::Drop(DropReason::Acknowledged { by }) if by == "bob")
         );
         i.resolved_at = Some(0);
         assert_eq!(
-            decide(&entry(AlertKind::Resolved), &i, &[], 0, Queued::default()),
+            decide(
+                &entry(AlertKind::Resolved),
+                &i,
+                &[],
+                0,
+                Queued::default(),
+                0
+            ),
             Action::Deliver
         );
     }
@@ -577,14 +634,15 @@ mod tests {
         let q = queued(SECOND, Some(2 * SECOND));
         let e = entry(AlertKind::Resolved);
         assert_eq!(
-            decide(&e, &i, &[], 10 * SECOND, q),
+            decide(&e, &i, &[], 10 * SECOND, q, 0),
             Action::Hold(Hold {
                 until: 10 * SECOND + REOPENED_RECHECK,
-                silences: Vec::new()
+                silences: Vec::new(),
+                nodes: None,
             })
         );
         i.resolved_at = Some(60 * SECOND);
-        assert_eq!(decide(&e, &i, &[], 70 * SECOND, q), Action::Deliver);
+        assert_eq!(decide(&e, &i, &[], 70 * SECOND, q, 0), Action::Deliver);
     }
 
     #[test]
@@ -599,6 +657,58 @@ mod tests {
         assert!(!glob("*a*a*a*a*b", &"a".repeat(10_000)));
     }
 
+    /// Issue 39 (D27): an outage's resolved notice waits until its nodes
+    /// have stayed the same for `settle` (late hosts' members join it
+    /// after its end was read), then goes and tells all of them; with no
+    /// `settle` (`run --once`, `group_wait` zero) at once.
+    #[test]
+    fn an_outages_end_waits_for_its_nodes_to_settle() {
+        let outage = |n: usize| {
+            Detail::Endpoint(sentinel_core::tracker::Outage {
+                endpoint: "10.0.0.1:6443".into(),
+                nodes: (0..n).map(|k| format!("n{k}")).collect(),
+                hosts: Vec::new(),
+            })
+        };
+        let mut i = incident();
+        i.resolved_at = Some(60 * SECOND);
+        i.detail = outage(10);
+        let q = queued(SECOND, Some(2 * SECOND));
+        let settle = 5 * SECOND;
+        let hold = |until: Micros, nodes: u64| Hold {
+            until,
+            silences: Vec::new(),
+            nodes: Some(nodes),
+        };
+        let mut e = entry(AlertKind::Resolved);
+        assert_eq!(
+            decide(&e, &i, &[], 10 * SECOND, q, settle),
+            Action::Hold(hold(15 * SECOND, 10))
+        );
+        e.hold = Some(hold(15 * SECOND, 10));
+        assert_eq!(
+            decide(&e, &i, &[], 12 * SECOND, q, settle),
+            Action::Hold(hold(15 * SECOND, 10))
+        );
+        // A late member joined: it waits again.
+        i.detail = outage(11);
+        assert_eq!(
+            decide(&e, &i, &[], 15 * SECOND, q, settle),
+            Action::Hold(hold(20 * SECOND, 11))
+        );
+        e.hold = Some(hold(20 * SECOND, 11));
+        assert_eq!(decide(&e, &i, &[], 20 * SECOND, q, settle), Action::Deliver);
+        let fresh = entry(AlertKind::Resolved);
+        assert_eq!(decide(&fresh, &i, &[], 10 * SECOND, q, 0), Action::Deliver);
+        // Not an outage: no wait.
+        let mut node = incident();
+        node.resolved_at = Some(60 * SECOND);
+        assert_eq!(
+            decide(&fresh, &node, &[], 10 * SECOND, q, settle),
+            Action::Deliver
+        );
+    }
+
     /// Issue 28: the held mail says which silence held it, who set it and
     /// why, and that it was expired early (by whom, when), not the end it
     /// was set for.
@@ -608,6 +718,7 @@ mod tests {
         e.hold = Some(Hold {
             until: 50 * SECOND,
             silences: vec!["s1".into()],
+            nodes: None,
         });
         let mut s = silence("*", None, 600 * SECOND);
         s.comment = "kernel upgrade".into();

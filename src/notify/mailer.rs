@@ -176,11 +176,17 @@ impl Mailer {
             .collect())
     }
 
-    /// Silences hold entries back, acknowledgements drop reminders.
-    async fn controls(&self, entries: Vec<OutboxEntry>) -> Result<Vec<OutboxEntry>, StoreError> {
+    /// Silences hold entries back, acknowledgements drop reminders, an
+    /// outage's resolved notice waits for its nodes to settle (`settle`:
+    /// `group_wait`; none in `run --once`, which read everything).
+    async fn controls(
+        &self,
+        entries: Vec<OutboxEntry>,
+        settle: Micros,
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
         let now = (self.now)();
         let (keep, dropped) = worker::on_store(&self.store, move |s| {
-            super::control::apply(&s, entries, now)
+            super::control::apply(&s, entries, now, settle)
         })
         .await?;
         for (e, why) in dropped {
@@ -437,7 +443,12 @@ impl worker::Deliverer for Mailer {
         let mut entries = if self.transport.is_none() {
             entries
         } else {
-            self.controls(entries).await?
+            let settle = if mode == Mode::Once {
+                0
+            } else {
+                self.group_wait
+            };
+            self.controls(entries, settle).await?
         };
         self.publish_outbox(&entries);
         if self.transport.is_none() {

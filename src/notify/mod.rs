@@ -255,6 +255,7 @@ mod tests {
         held.hold = Some(crate::store::Hold {
             until: 0,
             silences: Vec::new(),
+            nodes: None,
         });
         let mut reminder = entry(2, AlertKind::Repeat, s);
         reminder.incident = held.incident.clone();

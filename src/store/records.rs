@@ -18,6 +18,11 @@ pub struct Hold {
     pub until: Micros,
     /// The silences that held it.
     pub silences: Vec<String>,
+    /// A resolved notice of an endpoint outage waiting for its nodes to
+    /// settle: how many it had when last looked at (see
+    /// `notify::control`'s `settling`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u64>,
 }
 
 /// One alert waiting in the outbox.
@@ -102,6 +107,7 @@ impl From<StoredOutboxEntry> for OutboxEntry {
                     .and_then(|e| e.split(')').next())
                     .map(|ids| ids.split(", ").map(str::to_string).collect())
                     .unwrap_or_default(),
+                nodes: None,
             })
         });
         Self {
@@ -240,6 +246,7 @@ mod tests {
             Some(Hold {
                 until: 99,
                 silences: vec!["ab12cd34ef56ab12".into(), "0011223344556677".into()],
+                nodes: None,
             })
         );
         assert_eq!(e.last_error, None);

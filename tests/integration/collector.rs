@@ -1688,6 +1688,73 @@ fn start_at_boot_is_one_rule_for_every_host_across_a_restart() {
     assert!(log.contains("a host with no cursor from"), "{log}");
 }
 
+/// Issue 39 (S14): a host whose clock is two days behind (trusted: no
+/// earlier than kubelets, not in the future) uploads its outage once, 8
+/// retries and nothing more, into a followed collector. By the wall clock
+/// its trouble is two days old; by its own clock, its newest entry, it is
+/// of now, and its lines arrived while the service followed: it is paged.
+/// A second host two days behind uploads trouble that resolved within
+/// the upload (a line two minutes later): nothing is paged for it.
+#[test]
+fn a_host_whose_clock_is_behind_is_paged_when_its_trouble_arrives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("remote");
+    std::fs::create_dir(&dir).unwrap();
+    let smtp = crate::support::Smtpd::aiosmtpd(&tmp.path().join("md"), &[]);
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &crate::support::mail_to(smtp.port, "group_wait = \"0s\"\n"),
+    );
+    svc.start();
+    wait_for(
+        Duration::from_secs(30),
+        || svc.status()["caught_up"] == true,
+        "the first catch-up",
+    );
+    let behind = kubelet_sentinel::now() - 2 * 24 * 3600 * SECOND;
+    // Each file whole at once (written aside, renamed in): the upload is
+    // read to its end before the reader catches up.
+    let rename_in = |file: &str, host: &str, lines: &[(Micros, String)]| {
+        upload(tmp.path(), file, host, lines);
+        std::fs::rename(tmp.path().join(file), dir.join(file)).unwrap();
+    };
+    rename_in("remote-hblip.journal", "hblip", &storm(behind, "hblip", 8));
+    let mut outage = storm(behind, "hbehind", 8);
+    outage.pop();
+    rename_in("remote-hbehind.journal", "hbehind", &outage);
+    let subjects = || -> Vec<String> {
+        smtp.mails()
+            .iter()
+            .map(|m| crate::support::subject(m))
+            .collect()
+    };
+    wait_for(
+        Duration::from_secs(30),
+        || subjects().iter().any(|s| s.contains("] hbehind:")),
+        "the host two days behind paged on its only upload",
+    );
+    // A page for hblip (read first) would be out by now.
+    std::thread::sleep(Duration::from_secs(1));
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    assert!(
+        !subjects().iter().any(|s| s.contains("hblip")),
+        "{:#?}\n{log}",
+        subjects()
+    );
+    let nodes: Vec<String> = svc
+        .incidents()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["node"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        nodes.contains(&"hblip".to_string()) && nodes.contains(&"hbehind".to_string()),
+        "{nodes:?}"
+    );
+}
+
 /// Issue 28 (S14): hosts whose clocks are wrong (1971, 2150) upload their
 /// trouble once and nothing more; each is paged when its lines arrive, not
 /// at an upload that may never come (their times place their lines; their

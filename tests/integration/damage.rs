@@ -223,6 +223,45 @@ fn items(b: &[u8], e: usize) -> Vec<(usize, Vec<u8>)> {
         .collect()
 }
 
+/// Issue 39 (D4): a flipped bit in a kubelet entry's MESSAGE item (its
+/// offset now past the end of the file). libsystemd reads the entry
+/// without its MESSAGE and says nothing, and the census counted it as
+/// walked: a retry was lost silently (30 became 29, exit 0, while
+/// `journalctl --verify` fails). The entry is passed over as one the walk
+/// skipped: the file is named with what it lost, exit 4.
+#[test]
+fn an_entry_that_lost_its_message_to_damage_is_named() {
+    let src = tempfile::tempdir().unwrap();
+    let intact = journal(src.path());
+    let mut b = std::fs::read(&intact).unwrap();
+    let (entries, _) = objects(&b);
+    let (item, _) = items(&b, entries[10].0)
+        .into_iter()
+        .find(|(_, payload)| payload.starts_with(b"MESSAGE=E0715"))
+        .expect("a kubelet entry's MESSAGE item");
+    b[item + 3] ^= 0x40;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("remote-h1.journal");
+    std::fs::write(&file, &b).unwrap();
+    let read_back = journalctl(&["--file", file.to_str().unwrap(), "-o", "export"]);
+    assert_eq!(
+        String::from_utf8_lossy(&read_back)
+            .matches("\nMESSAGE=")
+            .count(),
+        299,
+        "the damage costs one entry its MESSAGE, and only that"
+    );
+    let (code, err, lines) = scan(&file);
+    assert_eq!((code, lines), (Some(4), 199), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: damaged: 1 of the kubelet's entries",
+            file.display()
+        )),
+        "{err}"
+    );
+}
+
 /// M2 of the attack round: a flipped bit that costs an entry its
 /// `_HOSTNAME` item made a phantom incident for a node `unknown` (the
 /// line, "exceeds retry count", names no node). journald writes

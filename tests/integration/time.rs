@@ -1192,7 +1192,8 @@ fn a_late_upload_is_one_host_silent_incident_followed_or_scanned() {
 /// scan's, and the mails are the outage's page and its end, the lone node's page and
 /// its end, and the silent host's once: no late node is paged on its own
 /// or as a group of its own, no end goes out while members remain, the
-/// endpoint is never listed as a node.
+/// endpoint is never listed as a node, and the outage's end names all 30
+/// nodes (it waits for late members to stop joining).
 #[test]
 fn late_hosts_join_the_outage_and_page_once() {
     const MIN: Micros = 60 * SECOND;
@@ -1292,32 +1293,50 @@ fn late_hosts_join_the_outage_and_page_once() {
         };
         let s = served_with(&all, reading, false, &collector);
         assert_eq!(comparable(&s.incidents, &reference), want, "{reading:?}");
-        let subjects: Vec<String> = s
-            .mails
-            .iter()
-            .filter_map(|m| m.lines().find(|l| l.starts_with("Subject:")))
-            .map(str::to_string)
-            .collect();
-        let count = |what: &str| subjects.iter().filter(|s| s.contains(what)).count();
-        // Paged with the members known at group_wait (5 s: the 15 hosts
-        // there and those arrived by then); the others join silently.
-        assert_eq!(
-            count("] 10.0.0.1:6443 unreachable from"),
-            1,
-            "{reading:?} {subjects:#?}"
-        );
-        assert_eq!(count("10.0.0.1:6443"), 2, "{reading:?} {subjects:#?}");
-        assert_eq!(
-            count("resolved: 10.0.0.1:6443"),
-            1,
-            "{reading:?} {subjects:#?}"
-        );
-        assert_eq!(count("fleet-00"), 0, "{reading:?} {subjects:#?}");
-        assert_eq!(count("lone-0"), 2, "{reading:?} {subjects:#?}");
-        let silent = s.mails.iter().filter(|m| m.contains("host gone-0")).count();
-        assert_eq!(silent, 1, "{reading:?} {subjects:#?}");
-        assert_eq!(subjects.len(), 5, "{reading:?} {subjects:#?}");
+        late_outage_mails(&s, reading);
     }
+}
+
+/// The mails of [`late_hosts_join_the_outage_and_page_once`]'s collector.
+fn late_outage_mails(s: &Served, reading: Reading) {
+    let subjects: Vec<String> = s
+        .mails
+        .iter()
+        .filter_map(|m| m.lines().find(|l| l.starts_with("Subject:")))
+        .map(str::to_string)
+        .collect();
+    let count = |what: &str| subjects.iter().filter(|s| s.contains(what)).count();
+    // Paged with the members known at group_wait (5 s: the 15 hosts
+    // there and those arrived by then); the others join silently.
+    assert_eq!(
+        count("] 10.0.0.1:6443 unreachable from"),
+        1,
+        "{reading:?} {subjects:#?}"
+    );
+    assert_eq!(count("10.0.0.1:6443"), 2, "{reading:?} {subjects:#?}");
+    assert_eq!(
+        count("resolved: 10.0.0.1:6443"),
+        1,
+        "{reading:?} {subjects:#?}"
+    );
+    // Issue 39 (D27): its end tells the outage as it ended, all 30 nodes,
+    // not those its page knew of.
+    assert_eq!(
+        count("resolved: 10.0.0.1:6443 for 30 nodes"),
+        1,
+        "{reading:?} {subjects:#?}"
+    );
+    let end = s
+        .mails
+        .iter()
+        .find(|m| m.contains("resolved: 10.0.0.1:6443"))
+        .unwrap();
+    assert!(end.contains("30 nodes lost"), "{reading:?} {end}");
+    assert_eq!(count("fleet-00"), 0, "{reading:?} {subjects:#?}");
+    assert_eq!(count("lone-0"), 2, "{reading:?} {subjects:#?}");
+    let silent = s.mails.iter().filter(|m| m.contains("host gone-0")).count();
+    assert_eq!(silent, 1, "{reading:?} {subjects:#?}");
+    assert_eq!(subjects.len(), 5, "{reading:?} {subjects:#?}");
 }
 
 /// Issue 27 (D27), the end: five hosts' outage of half an hour ago is read

@@ -172,6 +172,13 @@ impl HostBook {
             .is_some_and(|&(first, latest)| first < latest)
     }
 
+    /// `host`'s latest line was read while following: after the reader
+    /// had first caught up, so written after the service started (however
+    /// its clock is set), not read in the catch-up of what was there.
+    pub(super) fn followed(&self, host: &str) -> bool {
+        self.read.get(host).is_some_and(|&(_, latest)| latest > 0)
+    }
+
     pub(super) fn clock_untrusted(&self, host: &str) -> bool {
         self.untrusted.contains(host)
     }

@@ -363,6 +363,20 @@ impl Pipeline {
         self.hosts.live(host)
     }
 
+    /// Where `host`'s own clock is, by its newest entry, if its latest
+    /// kubelet line was read while following (after the first catch-up):
+    /// the "now" its lines that arrive now are judged by (see
+    /// `[alert] max_age`). `None` for a host read only in the catch-up of
+    /// what was there at the start.
+    #[must_use]
+    pub fn followed_clock(&self, host: &str) -> Option<Micros> {
+        if self.hosts.followed(host) {
+            self.hosts.seen_at(host)
+        } else {
+            None
+        }
+    }
+
     /// Whether `host`'s clock cannot be trusted: the service read lines of
     /// it dated more than [`FUTURE_SLACK`] after the machine's clock, or
     /// before [`KUBELETS_BEGAN`]. Its alerts are judged by when they were

@@ -119,12 +119,40 @@ pub(super) fn split_unannounced(
     )
 }
 
+/// Whether a withheld incident whose host is followed is announced once
+/// the reader has caught up: its trouble is within `max_age` of its host's
+/// own newest entry (`host_now`, see `Pipeline::followed_clock`).
+///
+/// Why the host's clock, and only then: a line read while following was
+/// written after the service started, whatever it is dated. A host whose
+/// clock is days behind (and not before 2014, which is distrusted
+/// outright) dates its trouble of now days ago, and by the wall clock it
+/// would never be paged if it uploads its trouble once and nothing more
+/// (S14). Measured against its own newest entry, its trouble is as young
+/// as it is. A backlog uploaded late keeps its old trouble old: what ended
+/// long before the upload's end is old by the host's clock too, and what
+/// resolved within the upload is never announced (its end releases it
+/// before the reader catches up). The catch-up at the start still goes by
+/// the wall clock: there a host is not followed, and ancient history in
+/// files already there is not paged.
+pub(super) fn due_by_host_clock(
+    last_trouble_at: Micros,
+    host_now: Option<Micros>,
+    max_age: Micros,
+) -> bool {
+    host_now.is_some_and(|h| h - last_trouble_at <= max_age)
+}
+
 /// What admission remembers between alerts.
 #[derive(Debug, Default)]
 pub(super) struct Admission {
     /// Open incidents whose alert `max_age` withheld (trouble already old
     /// when read): announced at their host's next live line.
     withheld: BTreeSet<String>,
+    /// Withheld incidents that gained a line since the reader last caught
+    /// up: judged by their hosts' own clocks once it has (see
+    /// [`due_by_host_clock`]).
+    recheck: BTreeSet<String>,
     /// The announcement after the first catch-up was made.
     announced_after_catch_up: bool,
 }
@@ -132,10 +160,25 @@ pub(super) struct Admission {
 impl Admission {
     pub(super) fn withhold(&mut self, id: &str) {
         self.withheld.insert(id.to_string());
+        self.recheck.insert(id.to_string());
+    }
+
+    /// A withheld incident gained a line: judged again once caught up.
+    pub(super) fn touch(&mut self, id: &str) {
+        if self.withheld.contains(id) {
+            self.recheck.insert(id.to_string());
+        }
+    }
+
+    /// The withheld incidents to judge by their hosts' clocks now.
+    pub(super) fn take_recheck(&mut self) -> BTreeSet<String> {
+        std::mem::take(&mut self.recheck)
     }
 
     pub(super) fn withhold_all(&mut self, ids: impl IntoIterator<Item = String>) {
-        self.withheld.extend(ids);
+        for id in ids {
+            self.withhold(&id);
+        }
     }
 
     pub(super) fn is_withheld(&self, id: &str) -> bool {
@@ -145,6 +188,7 @@ impl Admission {
     /// No longer withheld (announced, resolved or forgotten).
     pub(super) fn release(&mut self, id: &str) {
         self.withheld.remove(id);
+        self.recheck.remove(id);
     }
 
     /// True the first time the reader caught up.
@@ -253,13 +297,27 @@ mod tests {
     }
 
     #[test]
+    fn a_followed_host_is_judged_by_its_own_clock() {
+        let day = 24 * HOUR;
+        // Two days behind: its trouble of now is young by its clock.
+        assert!(due_by_host_clock(100 * day, Some(100 * day + HOUR), day));
+        // A late backlog's old trouble stays old by its own clock.
+        assert!(!due_by_host_clock(100 * day, Some(102 * day), day));
+        // A host read only in the catch-up has no clock to go by.
+        assert!(!due_by_host_clock(100 * day, None, day));
+    }
+
+    #[test]
     fn withheld_incidents_and_the_first_catch_up() {
         let mut a = Admission::default();
         a.withhold("x");
         a.withhold_all(["y".to_string()]);
         assert!(a.is_withheld("x") && a.is_withheld("y"));
+        a.touch("z");
+        assert_eq!(a.take_recheck(), ["x", "y"].map(String::from).into());
+        a.touch("x");
         a.release("x");
-        assert!(!a.is_withheld("x"));
+        assert!(!a.is_withheld("x") && a.take_recheck().is_empty());
         assert!(a.first_catch_up());
         assert!(!a.first_catch_up());
     }

@@ -61,7 +61,9 @@ impl Ingest {
                     self.admission.withhold(id);
                 }
                 let next = if withhold {
-                    "announced if its trouble goes on once its host is read as it writes"
+                    "announced if, once its host's lines are read, its trouble is younger than \
+                     that by the host's own clock (a host followed since the start), or if its \
+                     trouble goes on once its host is read as it writes"
                 } else {
                     "not delivered"
                 };
@@ -140,6 +142,47 @@ impl Ingest {
             sentinel_core::time::rfc3339(inc.last_trouble_at)
         );
         self.raise_from_tracker(id, AlertKind::Opened, (self.now)());
+    }
+
+    /// Withheld incidents of followed hosts (read after the first
+    /// catch-up), once the reader has caught up (the upload that carried
+    /// them read to its end): announced if still open and their trouble is
+    /// within `max_age` of their hosts' own newest entry, however those
+    /// hosts' clocks are set (see [`admission::due_by_host_clock`]). One
+    /// that resolved within what was read was released by its end and is
+    /// not looked at.
+    pub(super) fn announce_followed(&mut self) {
+        if !self.caught_up {
+            return;
+        }
+        let max_age = self.config.alert.max_age.0;
+        for id in self.admission.take_recheck() {
+            let Some(inc) = self.pipeline.tracker().incident(&id) else {
+                continue;
+            };
+            if inc.announced || inc.resolved_at.is_some() || !self.admission.is_withheld(&id) {
+                continue;
+            }
+            let host_now = inc
+                .hosts()
+                .iter()
+                .filter_map(|h| self.pipeline.followed_clock(h))
+                .max();
+            if !admission::due_by_host_clock(inc.last_trouble_at, host_now, max_age) {
+                continue;
+            }
+            self.admission.release(&id);
+            tracing::info!(
+                incident = %id,
+                node = %inc.node,
+                "{} for node {} announced: its host was read as it uploaded, and its trouble \
+                 is younger than [alert] max_age by the host's own clock (which says {})",
+                AlertKind::Opened.words(),
+                inc.node,
+                sentinel_core::time::rfc3339(inc.last_trouble_at)
+            );
+            self.raise_from_tracker(&id, AlertKind::Opened, (self.now)());
+        }
     }
 
     /// An alert ingest raises itself (a late announcement): the facts from

@@ -293,6 +293,7 @@ impl Ingest {
                     self.changed.insert(id);
                 }
                 Decision::UpdateIncident { id } => {
+                    self.admission.touch(&id);
                     if self.admission.is_withheld(&id) {
                         self.announce_live(&id);
                     }
@@ -323,6 +324,7 @@ impl Ingest {
                 }
             }
         }
+        self.announce_followed();
     }
 
     /// Entries dated more than a day after this machine's clock are read at

@@ -335,7 +335,9 @@ impl Worker {
             if j.timestamp_usec().map_err(ReadError::Time)? >= until {
                 break;
             }
-            let mut e = read_entry(&mut j, &mut self.names).map_err(ReadError::Entry)?;
+            let Some(mut e) = read_entry(&mut j, &mut self.names).map_err(ReadError::Entry)? else {
+                continue;
+            };
             e.cursor = None;
             e.group = Some(self.names.group(key));
             if let Some(w) = self.walked.get_mut(key) {
@@ -384,7 +386,11 @@ impl Worker {
                 }
             }
             let cursor = |j: &Journal| j.cursor().map_err(ReadError::Cursor);
-            let mut entry = read_entry(&mut o.j, &mut self.names).map_err(ReadError::Entry)?;
+            let Some(mut entry) =
+                read_entry(&mut o.j, &mut self.names).map_err(ReadError::Entry)?
+            else {
+                continue;
+            };
             if o.whole {
                 if !in_match(&self.filter, &entry) {
                     continue;
@@ -492,7 +498,7 @@ impl Worker {
                 u.seek_tail().ok()?;
                 u.previous().ok().filter(|&n| n > 0)?;
                 let mut names = Interner::default();
-                read_entry(&mut u, &mut names).ok()?.host
+                read_entry(&mut u, &mut names).ok()??.host
             });
         }
         let Some(host) = o.host.clone() else {

@@ -466,9 +466,11 @@ impl worker::Deliverer for AlertmanagerTask {
             return Ok(None);
         }
         let now = (self.now)();
-        // Silences hold alerts back, acknowledgements drop reminders.
+        // Silences hold alerts back, acknowledgements drop reminders. An
+        // outage's end is posted as read: Alertmanager has the alert (and
+        // its nodes, re-posted while it fired) and groups its own notices.
         let (mut entries, dropped) = self
-            .blocking(move |s| crate::notify::control::apply(&s, entries, now))
+            .blocking(move |s| crate::notify::control::apply(&s, entries, now, 0))
             .await?;
         for (e, why) in dropped {
             tracing::info!(

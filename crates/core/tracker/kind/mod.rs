@@ -226,8 +226,24 @@ impl Incident {
     /// of this incident.
     #[must_use]
     pub fn raise(&self, kind: AlertKind, at: Micros) -> Decision {
-        let host = self.host.clone().unwrap_or_default();
-        let hosts = match &self.detail {
+        Decision::QueueAlert {
+            id: self.id.clone(),
+            kind,
+            at,
+            about: Alerted {
+                node: self.node.clone(),
+                host: self.host.clone().unwrap_or_default(),
+                hosts: self.hosts(),
+                announced: self.announced,
+            },
+        }
+    }
+
+    /// The hosts whose lines this incident is of: an endpoint incident's
+    /// members' hosts, else its own.
+    #[must_use]
+    pub fn hosts(&self) -> Vec<String> {
+        match &self.detail {
             Detail::Endpoint(o) => o.hosts.clone(),
             Detail::NodeStatus(_)
             | Detail::KubeletDown(_)
@@ -235,20 +251,7 @@ impl Incident {
             | Detail::HostSilent(_)
             | Detail::Certificate(_)
             | Detail::PodSandbox(_)
-            | Detail::Kernel(_) => {
-                vec![host.clone()]
-            }
-        };
-        Decision::QueueAlert {
-            id: self.id.clone(),
-            kind,
-            at,
-            about: Alerted {
-                node: self.node.clone(),
-                host,
-                hosts,
-                announced: self.announced,
-            },
+            | Detail::Kernel(_) => vec![self.host.clone().unwrap_or_default()],
         }
     }
 
