@@ -934,6 +934,91 @@ fn copy_in_while_following(step: i64) {
     assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
 }
 
+/// Issue 39's S19: `cp -r` and `rsync` copy a host's `remote-h.journal`
+/// before its older `remote-h@….journal` (`.` < `@`). Here journal-remote
+/// rotated the host's journal on a small tmpfs, so both files are of one
+/// sequence; the newer file is read first, then the older one appears. Its
+/// entries, all before the group's position, were never read (a handle
+/// resumed after a cursor places them before it), and at a group's end
+/// the census called them damage. Now the older file is read from its head
+/// up to the position, said in the log with its count, and the service
+/// ends with the incidents of `scan` of both files.
+#[test]
+fn an_older_rotated_file_copied_in_after_the_newer_is_read() {
+    let src = tempfile::tempdir().unwrap();
+    let mounted = run(
+        std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
+            .arg(src.path()),
+        None,
+    );
+    assert!(mounted.status.success(), "mount: {mounted:?}");
+    let unmount = scopeguard(src.path().to_path_buf());
+    let start = kubelet_sentinel::now() - 3600 * SECOND;
+    // 1 200 lines 500 ms apart (2 400 entries: journal-remote rotates the
+    // file after about 2 100 on an 8 MB filesystem), and worker-d's
+    // 10-retry storm early on, in the older file.
+    let mut lines: Vec<(Micros, String)> =
+        (0..1200).map(|k| chatter(start + k * 500_000)).collect();
+    lines.extend((0..10).map(|k| retry(start + 100 * SECOND + 250_000 + k * 400_000, "worker-d")));
+    lines.sort();
+    upload(src.path(), "remote-hx.journal", "hx", &lines);
+    let mut names: Vec<String> = std::fs::read_dir(src.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    // As `cp -r` copies them: the active file first.
+    names.sort();
+    assert!(
+        names.len() >= 2 && names[0] == "remote-hx.journal",
+        "journal-remote rotated: {names:?}"
+    );
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let copy_in = |name: &str| {
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::copy(src.path().join(name), &tmp).unwrap();
+        std::fs::rename(&tmp, dir.join(name)).unwrap();
+    };
+    copy_in(&names[0]);
+    let newer = scan_json(&[&dir.join(&names[0]).display().to_string()]);
+    let newer_lines = newer["summary"]["kubelet_lines"].as_u64().unwrap();
+    assert!(newer_lines > 0 && newer_lines < lines.len() as u64);
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(newer_lines),
+        "the newer file read",
+    );
+    for name in &names[1..] {
+        copy_in(name);
+    }
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
+        "the older file read",
+    );
+    let log = svc.log();
+    let said = log
+        .lines()
+        .find(|l| l.contains("appeared late"))
+        .unwrap_or_else(|| panic!("no word of the late entries: {log}"));
+    assert!(said.contains(&names[1]), "{said}");
+    assert!(!log.contains("damaged"), "{log}");
+    assert_eq!(svc.status()["entries_missing"].as_u64(), Some(0), "{log}");
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let scanned = scan_json(&[&dir.display().to_string()]);
+    assert_eq!(
+        scanned["summary"]["kubelet_lines"].as_u64(),
+        Some(lines.len() as u64)
+    );
+    assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
+    drop(unmount);
+}
+
 /// A host's file the service may not read is named in the log, and read
 /// once its permissions are fixed, without a restart (F15). The service
 /// runs as `nobody` here: root reads every file.
