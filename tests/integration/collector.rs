@@ -981,7 +981,12 @@ fn an_older_rotated_file_copied_in_after_the_newer_is_read() {
         std::fs::copy(src.path().join(name), &tmp).unwrap();
         std::fs::rename(&tmp, dir.join(name)).unwrap();
     };
-    copy_in(&names[0]);
+    // Copied while journal-remote still had it open: its header says
+    // online, so at the group's first end the census waits (its counts
+    // move); the final copy, offline, comes with the older files.
+    let mut active = std::fs::read(src.path().join(&names[0])).unwrap();
+    active[16] = 1;
+    std::fs::write(dir.join(&names[0]), &active).unwrap();
     let newer = scan_json(&[&dir.join(&names[0]).display().to_string()]);
     let newer_lines = newer["summary"]["kubelet_lines"].as_u64().unwrap();
     assert!(newer_lines > 0 && newer_lines < lines.len() as u64);
@@ -995,6 +1000,7 @@ fn an_older_rotated_file_copied_in_after_the_newer_is_read() {
     for name in &names[1..] {
         copy_in(name);
     }
+    copy_in(&names[0]);
     wait_for(
         Duration::from_secs(20),
         || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
@@ -1017,6 +1023,61 @@ fn an_older_rotated_file_copied_in_after_the_newer_is_read() {
     );
     assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
     drop(unmount);
+}
+
+/// Issue 39's S19, case (b): a host's journal split in time across two
+/// journal-remote runs (two sequences), the older named as rotated, with
+/// worker-d's 10-retry storm across the split. The newer file is read
+/// first; the older one's entries are read once it appears, and said. Yet
+/// the tracker takes them after the newer ones, so the storm is split
+/// into incidents of a retry or two where `scan` has one persistent
+/// incident. Left to do: re-derive the host's state from its group's
+/// merged order (see the branch's report).
+#[test]
+#[ignore = "S19 (b) is not fixed yet: late entries are read after the newer ones"]
+fn a_storm_split_across_a_late_older_file_is_one_incident() {
+    let start = kubelet_sentinel::now() - 1800 * SECOND;
+    let mut lines: Vec<(Micros, String)> = (0..200).map(|k| chatter(start + k * SECOND)).collect();
+    lines.extend(
+        (0..10).map(|k| retry(start + 30 * SECOND + 250_000 + k * 10 * SECOND, "worker-d")),
+    );
+    lines.sort();
+    let split = start + 75 * SECOND;
+    let (older, newer): (Vec<_>, Vec<_>) = lines.iter().cloned().partition(|(at, _)| *at < split);
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let src = tempfile::tempdir().unwrap();
+    let archived =
+        "remote-hx@0123456789abcdef0123456789abcdef-0000000000000001-0005e0d0d0d0d0d0.journal";
+    upload(src.path(), archived, "hx", &older);
+    upload(dir, "remote-hx.journal", "hx", &newer);
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(newer.len() as u64),
+        "the newer file read",
+    );
+    std::fs::rename(src.path().join(archived), dir.join(archived)).unwrap();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
+        "the older file read",
+    );
+    let log = svc.log();
+    assert!(log.contains("appeared late"), "{log}");
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let scanned = incidents_of(&scan_json(&[&dir.display().to_string()])["incidents"]);
+    assert_eq!(
+        scanned
+            .iter()
+            .filter(|(node, _, retries)| node == "worker-d" && *retries == 10)
+            .count(),
+        1,
+        "{scanned:?}"
+    );
+    assert_eq!(live, scanned, "{log}");
 }
 
 /// A host's file the service may not read is named in the log, and read
