@@ -1029,10 +1029,10 @@ fn an_older_rotated_file_copied_in_after_the_newer_is_read() {
 /// journal-remote runs (two sequences), the older named as rotated, with
 /// worker-d's 10-retry storm across the split. The newer file is read
 /// first; the older one's entries are read once it appears, and said. Yet
-/// the tracker takes them after the newer ones, so the storm is split
-/// into incidents of a retry or two where `scan` has one persistent
-/// incident. Left to do: re-derive the host's state from its group's
-/// merged order (see the branch's report).
+/// the tracker takes them after the newer ones, so the storm is split:
+/// two incidents of 5 retries (the report's layout gave 11 of 0–1) where
+/// `scan` has one persistent incident of 10. Left to do: re-derive the
+/// host's state from its group's merged order.
 #[test]
 #[ignore = "S19 (b) is not fixed yet: late entries are read after the newer ones"]
 fn a_storm_split_across_a_late_older_file_is_one_incident() {
