@@ -356,13 +356,25 @@ pub(crate) fn count(files: &[PathBuf], filter: &EntryFilter, walked: &Walked) ->
 /// The sequence-number ID in a journal file's header (bytes 72..88), in
 /// lower-case hex: the `s=` of its entries' cursors.
 pub(crate) fn seqnum_id(path: &Path) -> Option<String> {
+    header_id(path, 72)
+}
+
+/// The file ID in a journal file's header (bytes 24..40), in lower-case
+/// hex: the same under any name, so a file renamed by rotation
+/// (`remote-h.journal` → `remote-h@….journal`) is known as the one read.
+pub(crate) fn file_id(path: &Path) -> Option<String> {
+    header_id(path, 24)
+}
+
+/// The 16-byte ID at `at` in a journal file's header, in lower-case hex.
+fn header_id(path: &Path, at: usize) -> Option<String> {
     let f = std::fs::File::open(path).ok()?;
     let h = read_at(&f, 0, 88)?;
     if &h[..8] != b"LPKSHHRH" {
         return None;
     }
     Some(
-        h[72..88]
+        h[at..at + 16]
             .iter()
             .fold(String::with_capacity(32), |mut s, b| {
                 use std::fmt::Write as _;

@@ -934,6 +934,152 @@ fn copy_in_while_following(step: i64) {
     assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
 }
 
+/// Issue 39's S19: `cp -r` and `rsync` copy a host's `remote-h.journal`
+/// before its older `remote-h@….journal` (`.` < `@`). Here journal-remote
+/// rotated the host's journal on a small tmpfs, so both files are of one
+/// sequence; the newer file is read first, then the older one appears. Its
+/// entries, all before the group's position, were never read (a handle
+/// resumed after a cursor places them before it), and at a group's end
+/// the census called them damage. Now the older file is read from its head
+/// up to the position, said in the log with its count, and the service
+/// ends with the incidents of `scan` of both files.
+#[test]
+fn an_older_rotated_file_copied_in_after_the_newer_is_read() {
+    let src = tempfile::tempdir().unwrap();
+    let mounted = run(
+        std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
+            .arg(src.path()),
+        None,
+    );
+    assert!(mounted.status.success(), "mount: {mounted:?}");
+    let unmount = scopeguard(src.path().to_path_buf());
+    let start = kubelet_sentinel::now() - 3600 * SECOND;
+    // 1 200 lines 500 ms apart (2 400 entries: journal-remote rotates the
+    // file after about 2 100 on an 8 MB filesystem), and worker-d's
+    // 10-retry storm early on, in the older file.
+    let mut lines: Vec<(Micros, String)> =
+        (0..1200).map(|k| chatter(start + k * 500_000)).collect();
+    lines.extend((0..10).map(|k| retry(start + 100 * SECOND + 250_000 + k * 400_000, "worker-d")));
+    lines.sort();
+    upload(src.path(), "remote-hx.journal", "hx", &lines);
+    let mut names: Vec<String> = std::fs::read_dir(src.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    // As `cp -r` copies them: the active file first.
+    names.sort();
+    assert!(
+        names.len() >= 2 && names[0] == "remote-hx.journal",
+        "journal-remote rotated: {names:?}"
+    );
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let copy_in = |name: &str| {
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::copy(src.path().join(name), &tmp).unwrap();
+        std::fs::rename(&tmp, dir.join(name)).unwrap();
+    };
+    // Copied while journal-remote still had it open: its header says
+    // online, so at the group's first end the census waits (its counts
+    // move); the final copy, offline, comes with the older files.
+    let mut active = std::fs::read(src.path().join(&names[0])).unwrap();
+    active[16] = 1;
+    std::fs::write(dir.join(&names[0]), &active).unwrap();
+    let newer = scan_json(&[&dir.join(&names[0]).display().to_string()]);
+    let newer_lines = newer["summary"]["kubelet_lines"].as_u64().unwrap();
+    assert!(newer_lines > 0 && newer_lines < lines.len() as u64);
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(newer_lines),
+        "the newer file read",
+    );
+    for name in &names[1..] {
+        copy_in(name);
+    }
+    copy_in(&names[0]);
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
+        "the older file read",
+    );
+    let log = svc.log();
+    let said = log
+        .lines()
+        .find(|l| l.contains("appeared late"))
+        .unwrap_or_else(|| panic!("no word of the late entries: {log}"));
+    assert!(said.contains(&names[1]), "{said}");
+    assert!(!log.contains("damaged"), "{log}");
+    assert_eq!(svc.status()["entries_missing"].as_u64(), Some(0), "{log}");
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let scanned = scan_json(&[&dir.display().to_string()]);
+    assert_eq!(
+        scanned["summary"]["kubelet_lines"].as_u64(),
+        Some(lines.len() as u64)
+    );
+    assert_eq!(live, incidents_of(&scanned["incidents"]), "{log}");
+    drop(unmount);
+}
+
+/// Issue 39's S19, case (b): a host's journal split in time across two
+/// journal-remote runs (two sequences), the older named as rotated, with
+/// worker-d's 10-retry storm across the split. The newer file is read
+/// first; the older one's entries are read once it appears, and said. Yet
+/// the tracker takes them after the newer ones, so the storm is split:
+/// two incidents of 5 retries (the report's layout gave 11 of 0–1) where
+/// `scan` has one persistent incident of 10. Left to do: re-derive the
+/// host's state from its group's merged order.
+#[test]
+#[ignore = "S19 (b) is not fixed yet: late entries are read after the newer ones"]
+fn a_storm_split_across_a_late_older_file_is_one_incident() {
+    let start = kubelet_sentinel::now() - 1800 * SECOND;
+    let mut lines: Vec<(Micros, String)> = (0..200).map(|k| chatter(start + k * SECOND)).collect();
+    lines.extend(
+        (0..10).map(|k| retry(start + 30 * SECOND + 250_000 + k * 10 * SECOND, "worker-d")),
+    );
+    lines.sort();
+    let split = start + 75 * SECOND;
+    let (older, newer): (Vec<_>, Vec<_>) = lines.iter().cloned().partition(|(at, _)| *at < split);
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let src = tempfile::tempdir().unwrap();
+    let archived =
+        "remote-hx@0123456789abcdef0123456789abcdef-0000000000000001-0005e0d0d0d0d0d0.journal";
+    upload(src.path(), archived, "hx", &older);
+    upload(dir, "remote-hx.journal", "hx", &newer);
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(newer.len() as u64),
+        "the newer file read",
+    );
+    std::fs::rename(src.path().join(archived), dir.join(archived)).unwrap();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
+        "the older file read",
+    );
+    let log = svc.log();
+    assert!(log.contains("appeared late"), "{log}");
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let scanned = incidents_of(&scan_json(&[&dir.display().to_string()])["incidents"]);
+    assert_eq!(
+        scanned
+            .iter()
+            .filter(|(node, _, retries)| node == "worker-d" && *retries == 10)
+            .count(),
+        1,
+        "{scanned:?}"
+    );
+    assert_eq!(live, scanned, "{log}");
+}
+
 /// A host's file the service may not read is named in the log, and read
 /// once its permissions are fixed, without a restart (F15). The service
 /// runs as `nobody` here: root reads every file.

@@ -13,12 +13,12 @@ use systemd::journal::{Journal, OpenFilesOptions};
 use tokio::sync::mpsc;
 
 use super::{Done, Event, Job};
-use crate::journal::census::{Count, Walked, count, seqnum_id};
+use crate::journal::census::{Count, Walked, count, file_id, seqnum_id};
 use crate::journal::handle::{
     Intact, Interner, Start, add_terms, damaged, find_cursor, in_match, present_terms, read_entry,
     resume_whole, seek, seqnum, terms, unfiltered,
 };
-use crate::journal::protocol::{Mode, ReadError, ReaderEvent};
+use crate::journal::protocol::{Mode, ReadError, ReaderEvent, Warning};
 use crate::journal::{Entry, EntryFilter, Text};
 
 /// Handles a worker keeps open; the least recently used is closed first.
@@ -92,10 +92,11 @@ pub(super) struct Worker {
     /// Kept apart from the handles, which are closed and reopened after
     /// the group's cursor in between.
     walked: HashMap<Text, Walked>,
-    /// The sequence-number IDs of the files each group's handle was last
-    /// opened over: a file of another sequence that appears later is read
-    /// from its head up to the group's position (see `catch_up`).
-    seqs: HashMap<Text, HashSet<String>>,
+    /// The IDs of the files (their headers' file IDs, the same under any
+    /// name) each group's handle was last opened over: a file new to the
+    /// group that appears later is read from its head up to the group's
+    /// position (see `catch_up`).
+    files_read: HashMap<Text, HashSet<String>>,
     names: Interner,
 }
 
@@ -115,7 +116,7 @@ impl Worker {
             done,
             open: HashMap::new(),
             walked: HashMap::new(),
-            seqs: HashMap::new(),
+            files_read: HashMap::new(),
             names: Interner::default(),
         }
     }
@@ -138,7 +139,7 @@ impl Worker {
                 Ok(Job::Forget(key)) => {
                     self.open.remove(&key);
                     self.walked.remove(&key);
-                    self.seqs.remove(&key);
+                    self.files_read.remove(&key);
                 }
                 Err(std_mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
@@ -247,12 +248,12 @@ impl Worker {
         };
         let reuse = self.open.get(key).is_some_and(|o| o.files == files);
         let late = match (reuse, start) {
-            (false, Start::After(c)) => self.late_files(key, &files, c),
+            (false, Start::After(_)) => self.late_files(key, &files),
             _ => Vec::new(),
         };
         if !reuse {
-            let ids = files.iter().filter_map(|f| seqnum_id(f)).collect();
-            self.seqs.insert(key.clone(), ids);
+            let ids = files.iter().filter_map(|f| file_id(f)).collect();
+            self.files_read.insert(key.clone(), ids);
         }
         if let (false, Start::After(c)) = (late.is_empty(), start) {
             if let Err(stop) = self.catch_up(key, &late, c) {
@@ -301,38 +302,71 @@ impl Worker {
         done
     }
 
-    /// Files of a sequence new to the group since its handle was last
-    /// opened (another journald or journal-remote run of the same host,
-    /// copied in late), not the sequence of the position `c`.
-    fn late_files(&self, key: &Text, files: &[PathBuf], c: &str) -> Vec<PathBuf> {
-        let Some(known) = self.seqs.get(key) else {
+    /// Files new to the group since its handle was last opened (by file
+    /// ID: one renamed by rotation is no new file): another journald or
+    /// journal-remote run of the same host, or an older rotated file
+    /// copied in after the newer one (`cp -r` and `rsync` copy
+    /// `remote-h.journal` before `remote-h@….journal`: `.` < `@`).
+    fn late_files(&self, key: &Text, files: &[PathBuf]) -> Vec<PathBuf> {
+        let Some(known) = self.files_read.get(key) else {
             return Vec::new();
         };
-        let own = seqnum(c).map(|(id, _)| id.to_ascii_lowercase());
         files
             .iter()
-            .filter(|f| {
-                seqnum_id(f).is_some_and(|id| !known.contains(&id) && own.as_ref() != Some(&id))
-            })
+            .filter(|f| file_id(f).is_some_and(|id| !known.contains(&id)))
             .cloned()
             .collect()
     }
 
-    /// Reads late files of a new sequence from their head up to the time
-    /// of the group's position `c`. A handle resumed after a cursor places
-    /// files of another sequence by time (libsystemd has one position per
-    /// handle), so their entries before `c`'s time would never be read; the
-    /// group's handle reads the rest. These entries carry no cursor: the
-    /// group's position stays where it was (a cursor of theirs, older,
-    /// would move it back).
+    /// Reads each late file alone from its head up to the group's position
+    /// `c`: a handle resumed after `c` never returns what its files hold
+    /// before it (libsystemd has one position per handle). Of the
+    /// sequence of `c` (the same writer's older rotated file), the entries
+    /// numbered before `c`'s; of another sequence (placed by time), those
+    /// dated before `c`'s time. The group's handle reads the rest. These
+    /// entries carry no cursor: the group's position stays where it was
+    /// (a cursor of theirs, older, would move it back). Each file that had
+    /// any is said, with how many.
     fn catch_up(&mut self, key: &Text, files: &[PathBuf], c: &str) -> Result<(), Stop> {
         let Some(until) = realtime_of(c) else {
             return Ok(());
         };
-        let mut j = self.open_group(files, &Start::Head, true)?;
+        let own = seqnum(c);
+        for file in files {
+            let bound = match &own {
+                Some((id, n)) if seqnum_id(file).is_some_and(|f| f.eq_ignore_ascii_case(id)) => {
+                    Bound::Seqnum(*n)
+                }
+                _ => Bound::Time(until),
+            };
+            let n = self.read_late(key, file, &bound)?;
+            if n > 0 {
+                self.send(ReaderEvent::Warning(Warning::file(
+                    file.clone(),
+                    format!(
+                        "{n} entries older than what was already read of {key} appeared late \
+                         (a file copied in after a newer one): read now, after the newer ones"
+                    ),
+                )))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Self::catch_up`] of one file: the entries before `bound`, sent.
+    fn read_late(&mut self, key: &Text, file: &PathBuf, bound: &Bound) -> Result<u64, Stop> {
+        let mut j = self.open_group(std::slice::from_ref(file), &Start::Head, true)?;
         let mut batch = Vec::with_capacity(self.batch);
+        let mut n = 0u64;
         while j.next().map_err(ReadError::Next)? > 0 {
-            if j.timestamp_usec().map_err(ReadError::Time)? >= until {
+            let before = match bound {
+                Bound::Time(until) => j.timestamp_usec().map_err(ReadError::Time)? < *until,
+                Bound::Seqnum(upto) => {
+                    let c = j.cursor().map_err(ReadError::Cursor)?;
+                    seqnum(&c).is_some_and(|(_, i)| i < *upto)
+                }
+            };
+            if !before {
                 break;
             }
             let Some(mut e) = read_entry(&mut j, &mut self.names).map_err(ReadError::Entry)? else {
@@ -344,6 +378,7 @@ impl Worker {
                 w.count(&e);
             }
             batch.push(e);
+            n += 1;
             if batch.len() >= self.batch {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(self.batch));
                 self.send_entries(full)?;
@@ -352,7 +387,7 @@ impl Worker {
         if !batch.is_empty() {
             self.send_entries(batch)?;
         }
-        Ok(())
+        Ok(n)
     }
 
     /// Reads the group until its end or [`BATCHES_PER_JOB`] batches.
@@ -525,6 +560,14 @@ impl Worker {
         }
         Ok(())
     }
+}
+
+/// Where a late file's entries stop being late (see [`Worker::catch_up`]).
+enum Bound {
+    /// Of the sequence of the group's position: numbered before it.
+    Seqnum(u64),
+    /// Of another sequence: dated before it (µs).
+    Time(u64),
 }
 
 /// The time (`t=`, µs) of a cursor.
