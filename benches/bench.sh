@@ -167,10 +167,13 @@ fi
     echo "|---|---|"
     echo "$crit"
   fi
-  # The collector-scale section is written by `make bench-hosts` (benches/hosts.sh): kept as it was.
-  if [ -f "$OUT" ] && grep -q '^## Collector scale' "$OUT"; then
+  # Every `## ` section of the old file is kept as it was, in its order:
+  # the collector scale (`make bench-hosts`, benches/hosts.sh) and the
+  # sections written by hand; only the generated table above is replaced,
+  # and the history (benches/history.md) is appended anew.
+  if [ -f "$OUT" ] && grep -q '^## ' "$OUT"; then
     echo
-    awk '/^## Collector scale/{p=1; print; next} p && /^## /{p=0} p' "$OUT" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
+    awk '/^## Profiled and fixed/{p=0; next} /^## /{p=1} p' "$OUT" | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}'
   fi
   [ -f benches/history.md ] && cat benches/history.md
 } > "$tmp/out.md"

@@ -458,6 +458,11 @@ impl Coordinator {
     fn run(&mut self) -> Result<(), ReadError> {
         if self.spec.mode.follows() {
             self.start_watching()?;
+            // The directory was first looked at before the watch was set
+            // (in `spawn`): a file that appeared in between sent no event
+            // and was never read (a host's upload right after the start).
+            // A second look now that the watch stands closes that gap.
+            self.rescan();
         }
         // Nothing else sends into the channel once the threads that feed it
         // have it: when they all end, the coordinator hears of it.
