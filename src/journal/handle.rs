@@ -439,6 +439,9 @@ pub(crate) struct Interner {
     last_boot: Option<(Vec<u8>, Text)>,
     /// The group key and this batch's copy of it.
     group: Option<(Text, Text)>,
+    /// The current entry's `_BOOT_ID`, in a buffer kept between entries
+    /// (an allocation an entry otherwise).
+    boot: Vec<u8>,
 }
 
 impl Interner {
@@ -550,7 +553,7 @@ pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
         ..Entry::default()
     };
     let mut message = None;
-    let mut boot = None;
+    let mut boot = false;
     j.restart_data();
     while let Some(field) = j.enumerate_data()? {
         let Some(v) = field.value() else {
@@ -568,12 +571,18 @@ pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
             b"_PID" => e.pid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
             b"_UID" => e.uid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
             b"_TRANSPORT" => e.kernel = v == b"kernel",
-            b"_BOOT_ID" => boot = Some(v.to_vec()),
+            b"_BOOT_ID" => {
+                names.boot.clear();
+                names.boot.extend_from_slice(v);
+                boot = true;
+            }
             _ => {}
         }
     }
-    if let Some(boot) = boot {
+    if boot {
+        let boot = std::mem::take(&mut names.boot);
         e.host = names.host_of_boot(&boot, e.host.take());
+        names.boot = boot;
     }
     e.from_systemd = e.pid == Some(1) && e.about_unit.is_some();
     e.message = message.unwrap_or_default();
