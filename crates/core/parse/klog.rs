@@ -86,15 +86,16 @@ pub fn leading_time(line: &str) -> Option<WallTime> {
     header_time(line).ok().map(|(_, (_, wall))| wall)
 }
 
-/// The length of `s`'s run of characters other than `stops` (ASCII) and
-/// whitespace (`char::is_whitespace`), checked byte by byte where ASCII.
-fn till(s: &str, stops: &[u8]) -> usize {
+/// The length of `s`'s run of characters other than `]`, `:` (when
+/// `colon`) and whitespace (`char::is_whitespace`), checked byte by byte
+/// where ASCII.
+fn till(s: &str, colon: bool) -> usize {
     let b = s.as_bytes();
     let mut k = 0;
     while k < b.len() {
         let c = b[k];
         if c.is_ascii() {
-            if stops.contains(&c) || matches!(c, b'\t'..=b'\r' | b' ') {
+            if c == b']' || (colon && c == b':') || matches!(c, b'\t'..=b'\r' | b' ') {
                 return k;
             }
             k += 1;
@@ -135,12 +136,12 @@ fn header(line: &str) -> Option<(&str, Header<'_>)> {
             i = &i[digits + n..];
         }
     }
-    let file = till(i, b":]");
+    let file = till(i, true);
     if file == 0 || !i[file..].starts_with(':') {
         return None;
     }
     let after = &i[file + 1..];
-    let number = till(after, b"]");
+    let number = till(after, false);
     if number == 0 || !after[number..].starts_with(']') {
         return None;
     }
