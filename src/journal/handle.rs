@@ -546,6 +546,22 @@ fn may_be_evidence(m: &[u8]) -> bool {
     MARKERS.is_match(&m[m.len().min(30)..])
 }
 
+/// `v` as `str::parse::<u32>` reads it (an optional `+`, then only
+/// digits, no overflow), without the UTF-8 check first: every entry has
+/// a `_PID`.
+fn number(v: &[u8]) -> Option<u32> {
+    let digits = v.strip_prefix(b"+").unwrap_or(v);
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u32, |n, &b| {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(u32::from(b - b'0'))
+    })
+}
+
 /// Reads the current entry in one pass over its fields.
 pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Result<Entry> {
     let mut e = Entry {
@@ -568,8 +584,8 @@ pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
             b"UNIT" => e.about_unit = Some(names.get(Slot::AboutUnit, v)),
             b"CONTAINER_NAME" => e.container = Some(names.get(Slot::Container, v)),
             b"_LINE_BREAK" => e.cut = v == b"line-max",
-            b"_PID" => e.pid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
-            b"_UID" => e.uid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
+            b"_PID" => e.pid = number(v),
+            b"_UID" => e.uid = number(v),
             b"_TRANSPORT" => e.kernel = v == b"kernel",
             b"_BOOT_ID" => {
                 names.boot.clear();
@@ -825,6 +841,29 @@ mod tests {
             &off,
             &e(Some("chronyd.service"), None, 600, false)
         ));
+    }
+
+    #[test]
+    fn numbers_read_as_str_parse_reads_them() {
+        for v in [
+            "1",
+            "+1",
+            "0",
+            "007",
+            "4294967295",
+            "4294967296",
+            "",
+            "+",
+            "-1",
+            "+-1",
+            "1 ",
+            " 1",
+            "12a",
+            "\u{663}",
+        ] {
+            assert_eq!(super::number(v.as_bytes()), v.parse::<u32>().ok(), "{v:?}");
+        }
+        assert_eq!(super::number(b"\xff1"), None);
     }
 
     #[test]
