@@ -439,6 +439,9 @@ pub(crate) struct Interner {
     last_boot: Option<(Vec<u8>, Text)>,
     /// The group key and this batch's copy of it.
     group: Option<(Text, Text)>,
+    /// The current entry's `_BOOT_ID`, in a buffer kept between entries
+    /// (an allocation an entry otherwise).
+    boot: Vec<u8>,
 }
 
 impl Interner {
@@ -543,9 +546,26 @@ fn may_be_evidence(m: &[u8]) -> bool {
     MARKERS.is_match(&m[m.len().min(30)..])
 }
 
+/// `v` as `str::parse::<u32>` reads it (an optional `+`, then only
+/// digits, no overflow), without the UTF-8 check first: every entry has
+/// a `_PID`.
+fn number(v: &[u8]) -> Option<u32> {
+    let digits = v.strip_prefix(b"+").unwrap_or(v);
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u32, |n, &b| {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        n.checked_mul(10)?.checked_add(u32::from(b - b'0'))
+    })
+}
+
 /// Fields journald (or journal-remote, from the sender's) writes once to
-/// every entry: seen twice, the entry's items are not its own.
-const ONCE: [&[u8]; 3] = [b"_HOSTNAME", b"_SYSTEMD_UNIT", b"_BOOT_ID"];
+/// every entry (`_HOSTNAME`, `_SYSTEMD_UNIT`, `_BOOT_ID`): seen twice, the
+/// entry's items are not its own.
+const ONCE: usize = 3;
 
 /// Reads the current entry in one pass over its fields. `None`: a damaged
 /// entry object that libsystemd reads without a word (D4): an item it
@@ -561,36 +581,42 @@ pub(crate) fn read_entry(j: &mut Journal, names: &mut Interner) -> systemd::Resu
         ..Entry::default()
     };
     let mut message = None;
-    let mut boot = None;
-    let mut once = [false; ONCE.len()];
+    let mut boot = false;
+    let mut once = [false; ONCE];
     j.restart_data();
     while let Some(field) = j.enumerate_data()? {
         let Some(v) = field.value() else {
             continue;
         };
-        if let Some(k) = ONCE.iter().position(|&f| f == field.name()) {
-            if std::mem::replace(&mut once[k], true) {
-                return Ok(None);
-            }
-        }
+        // A field written once, seen again (see `ONCE`).
+        let mut again = |k: usize| std::mem::replace(&mut once[k], true);
         match field.name() {
             b"MESSAGE" => message = Some(v.to_vec()),
+            b"_HOSTNAME" if again(0) => return Ok(None),
             b"_HOSTNAME" => e.host = Some(names.get(Slot::Host, v)),
+            b"_SYSTEMD_UNIT" if again(1) => return Ok(None),
             b"_SYSTEMD_UNIT" => e.unit = Some(names.get(Slot::Unit, v)),
             b"SYSLOG_IDENTIFIER" => e.identifier = Some(names.get(Slot::Identifier, v)),
             b"_STREAM_ID" => e.stream = Some(names.get(Slot::Stream, v)),
             b"UNIT" => e.about_unit = Some(names.get(Slot::AboutUnit, v)),
             b"CONTAINER_NAME" => e.container = Some(names.get(Slot::Container, v)),
             b"_LINE_BREAK" => e.cut = v == b"line-max",
-            b"_PID" => e.pid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
-            b"_UID" => e.uid = std::str::from_utf8(v).ok().and_then(|p| p.parse().ok()),
+            b"_PID" => e.pid = number(v),
+            b"_UID" => e.uid = number(v),
             b"_TRANSPORT" => e.kernel = v == b"kernel",
-            b"_BOOT_ID" => boot = Some(v.to_vec()),
+            b"_BOOT_ID" if again(2) => return Ok(None),
+            b"_BOOT_ID" => {
+                names.boot.clear();
+                names.boot.extend_from_slice(v);
+                boot = true;
+            }
             _ => {}
         }
     }
-    if let Some(boot) = boot {
+    if boot {
+        let boot = std::mem::take(&mut names.boot);
         e.host = names.host_of_boot(&boot, e.host.take());
+        names.boot = boot;
     }
     e.from_systemd = e.pid == Some(1) && e.about_unit.is_some();
     let Some(message) = message else {
@@ -836,6 +862,29 @@ mod tests {
             &off,
             &e(Some("chronyd.service"), None, 600, false)
         ));
+    }
+
+    #[test]
+    fn numbers_read_as_str_parse_reads_them() {
+        for v in [
+            "1",
+            "+1",
+            "0",
+            "007",
+            "4294967295",
+            "4294967296",
+            "",
+            "+",
+            "-1",
+            "+-1",
+            "1 ",
+            " 1",
+            "12a",
+            "\u{663}",
+        ] {
+            assert_eq!(super::number(v.as_bytes()), v.parse::<u32>().ok(), "{v:?}");
+        }
+        assert_eq!(super::number(b"\xff1"), None);
     }
 
     #[test]

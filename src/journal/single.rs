@@ -117,7 +117,7 @@ const WAIT: Duration = Duration::from_secs(1);
 
 /// How much the files a follower has mapped may grow before it reopens its
 /// handle (see `Pump::release_mappings`).
-pub(crate) const REMAP_AFTER: u64 = 16 << 20;
+pub(crate) const REMAP_AFTER: u64 = 8 << 20;
 
 /// Bytes of files (and shared memory) this process has resident: the
 /// third field of `/proc/self/statm`, in pages.
@@ -572,7 +572,7 @@ mod following {
     }
 
     /// A follower that reopens its handles at every wait (what it does
-    /// after 16 MiB of mapped journal) reads every entry once, in order:
+    /// after 8 MiB of mapped journal) reads every entry once, in order:
     /// what was there, and what is appended after each reopen.
     #[test]
     fn a_follower_that_reopens_its_handles_reads_each_entry_once() {

@@ -17,7 +17,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::model::Entry;
+use crate::model::{Entry, Text};
 use crate::time::{Micros, SECOND};
 
 use super::klog::starts_with_header;
@@ -150,9 +150,11 @@ fn ends(held: &Joined, e: &Entry) -> bool {
         }
 }
 
-fn stream_key(e: &Entry) -> String {
+/// The entry's stream id shared, not copied: every entry asks, and the
+/// key is only copied where a stream is first held.
+fn stream_key(e: &Entry) -> Text {
     if let Some(s) = &e.stream {
-        return s.to_string();
+        return s.clone();
     }
     format!(
         "{}\u{0}{}\u{0}{}",
@@ -160,6 +162,7 @@ fn stream_key(e: &Entry) -> String {
         e.identifier.as_deref().unwrap_or(""),
         e.pid.unwrap_or(0)
     )
+    .into()
 }
 
 /// The starts of the kubelet's fatal words as cobra prints them with no
@@ -200,6 +203,13 @@ pub fn is_bare_word(m: &[u8]) -> bool {
 /// logrus (k3s), gRPC warnings, flag deprecation notices.
 #[must_use]
 pub fn is_foreign(m: &[u8]) -> bool {
+    // A klog header (`I1205 `) starts none of the forms below: no leading
+    // space, dot, slash or dash, and no key has a digit second. The
+    // common case, asked of every entry, skips the status header's
+    // UTF-8 check and its sixteen keys.
+    if starts_with_header(m) {
+        return false;
+    }
     m.starts_with(b"time=\"")
         || m.starts_with(b"WARNING: ")
         || m.starts_with(b"Flag --")
@@ -281,11 +291,12 @@ impl Joiner {
     /// Takes one kubelet entry; appends to `out` whatever is now complete.
     pub fn push(&mut self, entry: Entry, out: &mut Vec<Out>) {
         let key = stream_key(&entry);
+        let key: &str = &key;
         // The rest of a line journald cut at LineMax: whatever it starts
         // with, it goes on the same line, with no newline between.
-        if let Some((_, j)) = self.pending.get_mut(&key) {
+        if let Some((_, j)) = self.pending.get_mut(key) {
             if j.entry.cut {
-                Self::mark(self.track, &mut self.dirty, &key);
+                Self::mark(self.track, &mut self.dirty, key);
                 if j.entry.message.len() + entry.message.len() < MAX_JOINED {
                     j.entry.message.extend_from_slice(&entry.message);
                 }
@@ -307,23 +318,23 @@ impl Joiner {
             // The stream's next line, the common case: the held line is
             // handed on and this one takes its place, under a new sequence
             // number; its host's list of held streams stays as it is.
-            if let Some((seq, held)) = self.pending.get_mut(&key) {
+            if let Some((seq, held)) = self.pending.get_mut(key) {
                 if host_of(&held.entry) == host_of(&joined.entry) {
-                    Self::mark(self.track, &mut self.dirty, &key);
+                    Self::mark(self.track, &mut self.dirty, key);
                     self.seq += 1;
                     *seq = self.seq;
                     out.push(Out::Line(std::mem::replace(held, joined)));
                     return;
                 }
             }
-            if let Some(done) = self.unhold(&key) {
+            if let Some(done) = self.unhold(key) {
                 out.push(Out::Line(done));
             }
-            self.hold(key, joined);
+            self.hold(key.to_string(), joined);
             return;
         }
         if m.starts_with(b"{") || is_foreign(m) || is_bare_word(m) {
-            if let Some(done) = self.unhold(&key) {
+            if let Some(done) = self.unhold(key) {
                 out.push(Out::Line(done));
             }
             if m.starts_with(b"{\"") {
@@ -338,9 +349,9 @@ impl Joiner {
             }
             return;
         }
-        match self.pending.get_mut(&key) {
+        match self.pending.get_mut(key) {
             Some((_, j)) => {
-                Self::mark(self.track, &mut self.dirty, &key);
+                Self::mark(self.track, &mut self.dirty, key);
                 if j.entry.message.len() + m.len() < MAX_JOINED {
                     j.entry.message.push(b'\n');
                     j.entry.message.extend_from_slice(m);

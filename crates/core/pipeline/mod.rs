@@ -775,7 +775,11 @@ impl Pipeline {
         self.summary.lines += 1;
         // A paste whose markdown broke the line (`failed to run **Kubelet:
         // …**`): its words without the markup.
-        let unmarked = text.contains("**").then(|| text.replace("**", ""));
+        // Asked of every line: memchr for the rare `*`, not a substring
+        // searcher set up each time.
+        let b = text.as_bytes();
+        let starred = memchr::memchr_iter(b'*', b).any(|k| b.get(k + 1) == Some(&b'*'));
+        let unmarked = starred.then(|| text.replace("**", ""));
         let Some(sig) = signals::recognize(&line).or_else(|| {
             unmarked
                 .as_deref()
