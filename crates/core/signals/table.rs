@@ -98,28 +98,49 @@ struct Index {
     /// dozen comparisons.
     lengths: Vec<[u64; 4]>,
     legacy: Vec<usize>,
+    /// The words each legacy row needs in a line (its prefix, its whole
+    /// text, what it contains; by its place in `legacy`, `None` for a row
+    /// without one), found in one pass over the line by `needles`: a
+    /// legacy line tried every row, each `contains` building a searcher
+    /// (a tenth of a 400-host collector's consumer).
+    legacy_needle: Vec<Option<usize>>,
+    needles: aho_corasick::AhoCorasick,
     fatal: Vec<usize>,
 }
 
 static INDEX: LazyLock<Index> = LazyLock::new(|| {
-    let mut index = Index {
-        structured: BTreeMap::new(),
-        lengths: Vec::new(),
-        legacy: Vec::new(),
-        fatal: Vec::new(),
-    };
+    let mut structured: BTreeMap<&'static str, Vec<usize>> = BTreeMap::new();
+    let (mut legacy, mut legacy_needle, mut words, mut fatal) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for (i, r) in TABLE.iter().enumerate() {
         match r.form {
             Structured(m) | StructuredWith(m, ..) | ClientCert(m) => {
-                index.structured.entry(m).or_default().push(i);
+                structured.entry(m).or_default().push(i);
             }
-            LegacyPrefix(_) | LegacyExact(_) | LegacyContains(_) | LegacyNodeNotFound
-            | LegacyBetween(..) => {
-                index.legacy.push(i);
+            LegacyPrefix(w) | LegacyExact(w) | LegacyContains(w) | LegacyBetween(w, _) => {
+                legacy.push(i);
+                let n = words.iter().position(|&x| x == w).unwrap_or_else(|| {
+                    words.push(w);
+                    words.len() - 1
+                });
+                legacy_needle.push((n < NEEDLES_MAX).then_some(n));
             }
-            FatalSeverity => index.fatal.push(i),
+            LegacyNodeNotFound => {
+                legacy.push(i);
+                legacy_needle.push(None);
+            }
+            FatalSeverity => fatal.push(i),
         }
     }
+    let mut index = Index {
+        structured,
+        lengths: Vec::new(),
+        legacy,
+        legacy_needle,
+        needles: aho_corasick::AhoCorasick::new(&words[..words.len().min(NEEDLES_MAX)])
+            .expect("the table's words"),
+        fatal,
+    };
     for m in index.structured.keys() {
         if index.lengths.len() <= m.len() {
             index.lengths.resize(m.len() + 1, [0; 4]);
@@ -129,6 +150,18 @@ static INDEX: LazyLock<Index> = LazyLock::new(|| {
     }
     index
 });
+
+/// Legacy rows' words found in one pass (a bit each); rows past it are
+/// always tried.
+const NEEDLES_MAX: usize = 128;
+
+/// The legacy rows' words `m` holds, a bit each (see [`Index::needles`]).
+fn needles_in(index: &Index, m: &str) -> u128 {
+    index
+        .needles
+        .find_overlapping_iter(m)
+        .fold(0, |seen, found| seen | 1 << found.pattern().as_usize())
+}
 
 /// The first byte of `m`, 0 for an empty one (as [`Index::lengths`] files it).
 fn first_byte(m: &str) -> u8 {
@@ -151,7 +184,14 @@ pub(super) fn find(line: &Line<'_>) -> Option<&'static Row> {
             .flatten()
             .and_then(|r| first(r))
     } else {
-        first(&index.legacy)
+        let seen = needles_in(index, line.message());
+        index
+            .legacy
+            .iter()
+            .zip(&index.legacy_needle)
+            .filter(|(_, n)| n.is_none_or(|n| seen & 1 << n != 0))
+            .map(|(&i, _)| i)
+            .find(|&i| matches(TABLE[i].form, line))
     };
     let fatal = (line.severity == Some(crate::parse::Severity::Fatal))
         .then(|| first(&index.fatal))
