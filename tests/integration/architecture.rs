@@ -84,6 +84,8 @@ const CORE_CRATES: &[&str] = &[
     "serde_json",
     "nom",
     "memchr",
+    // memchr's sibling: many words in one pass over a line, no I/O.
+    "aho_corasick",
     "thiserror",
     "proptest",
 ];
