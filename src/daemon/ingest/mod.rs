@@ -71,15 +71,16 @@ const BATCH_ENTRIES: u64 = 20_000;
 /// Entries pushed between two looks at the shutdown token.
 const SHUTDOWN_CHECK: u64 = 64;
 /// …or this long after the previous commit, whichever comes first, when
-/// something of note changed (an incident, a decision, a delivery's report)…
+/// something of note changed (an incident, a decision, a delivery's
+/// report) or while catching up…
 const BATCH_INTERVAL: Duration = Duration::from_millis(500);
-/// …or this long when only entries were read that changed nothing of note
-/// (a busy node's chatter): the cursor and the tracker's state wait, as a
-/// kill -9 meanwhile only has the restart read those entries again (the
-/// same incidents: the state is the one committed with the cursor). Each
-/// commit is a transaction and a flush, which wakes every idle thread of
-/// sled's I/O pool: at 500 ms a busy node committed twice a second for
-/// nothing a query or a restart needs sooner.
+/// …or this long, once caught up, when only entries were read that changed
+/// nothing of note (a busy node's chatter): the cursor and the tracker's
+/// state wait, as a kill -9 meanwhile only has the restart read those
+/// entries again (the same incidents: the state is the one committed with
+/// the cursor). Each commit is a transaction and a flush, which wakes every
+/// idle thread of sled's I/O pool: at 500 ms a busy node committed twice a
+/// second for nothing a query or a restart needs sooner.
 const CURSOR_INTERVAL: Duration = Duration::from_secs(5);
 /// How soon the reader is asked to look again when a tail held back a host
 /// whose journal had just moved (see `Tracker::judge_silence_at_tail`).
@@ -422,7 +423,9 @@ impl Ingest {
 
     /// When the next commit is due, if anything waits for one.
     fn commit_at(&self) -> Option<Instant> {
-        if self.of_note() {
+        // Catching up, the entries read are progress `status` shows (and a
+        // restart need not read again): each interval's are committed.
+        if self.of_note() || (!self.caught_up && self.pending.entries > 0) {
             Some(self.commits.last + BATCH_INTERVAL)
         } else {
             (self.pending.entries > 0).then(|| self.commits.last + CURSOR_INTERVAL)
