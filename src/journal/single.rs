@@ -390,12 +390,11 @@ impl<'a> Pump<'a> {
     /// `next()` again, after counting what vacuum removed unread.
     fn wait(&mut self) -> Result<State, ReadError> {
         self.release_mappings();
-        let timeout = WAIT;
         let changed = if self.waited {
-            handle::wait(&mut self.j, self.ctl.fd(), timeout)
+            handle::wait(&mut self.j, self.ctl.fd(), WAIT)
         } else {
             self.waited = true;
-            self.j.wait(Some(timeout))
+            self.j.wait(Some(WAIT))
         }
         .map_err(ReadError::Wait)?;
         if matches!(changed, JournalWaitResult::Invalidate) {
@@ -416,13 +415,14 @@ impl<'a> Pump<'a> {
     }
 
     /// Caught up and following: when the journal files this process has
-    /// mapped grew by `remap_after` ([`REMAP_AFTER`]) since the handle was opened, opens a
-    /// new one after the last entry sent (and a new probe) and drops the
-    /// old ones with their mappings. libsystemd keeps the windows it mapped until the handle is
-    /// closed, so a follower's resident size would grow with journald's
-    /// active file (by the file's size and more: windows overlap) until
-    /// journald rotates it (64-128 MiB on a large disk). A failed open
-    /// keeps the old handle; the next wait tries again.
+    /// mapped grew by `remap_after` ([`REMAP_AFTER`]) since the handle was
+    /// opened, opens a new one after the last entry sent (and a new probe)
+    /// and drops the old ones with their mappings. libsystemd keeps the
+    /// windows it mapped until the handle is closed, so a follower's
+    /// resident size would grow with journald's active file (by the file's
+    /// size and more: windows overlap) until journald rotates it (64-128
+    /// MiB on a large disk). A failed open keeps the old handle; the next
+    /// wait tries again.
     fn release_mappings(&mut self) {
         if self.whole || !self.spec.mode.follows() {
             return;

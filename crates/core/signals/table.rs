@@ -97,38 +97,32 @@ struct Index {
     /// those miss on their length and first byte alone, before the map's
     /// dozen comparisons.
     lengths: Vec<[u64; 4]>,
-    legacy: Vec<usize>,
-    /// The words each legacy row needs in a line (its prefix, its whole
-    /// text, what it contains; by its place in `legacy`, `None` for a row
-    /// without one), found in one pass over the line by `needles`: a
+    /// The legacy rows, each with the word it needs in a line (its
+    /// prefix, its whole text, what it contains; a pattern of `needles`,
+    /// `None` for a row without one), found in one pass over the line: a
     /// legacy line tried every row, each `contains` building a searcher
     /// (a tenth of a 400-host collector's consumer).
-    legacy_needle: Vec<Option<usize>>,
+    legacy: Vec<(usize, Option<usize>)>,
     needles: aho_corasick::AhoCorasick,
     fatal: Vec<usize>,
 }
 
 static INDEX: LazyLock<Index> = LazyLock::new(|| {
     let mut structured: BTreeMap<&'static str, Vec<usize>> = BTreeMap::new();
-    let (mut legacy, mut legacy_needle, mut words, mut fatal) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut legacy, mut words, mut fatal) = (Vec::new(), Vec::new(), Vec::new());
     for (i, r) in TABLE.iter().enumerate() {
         match r.form {
             Structured(m) | StructuredWith(m, ..) | ClientCert(m) => {
                 structured.entry(m).or_default().push(i);
             }
             LegacyPrefix(w) | LegacyExact(w) | LegacyContains(w) | LegacyBetween(w, _) => {
-                legacy.push(i);
                 let n = words.iter().position(|&x| x == w).unwrap_or_else(|| {
                     words.push(w);
                     words.len() - 1
                 });
-                legacy_needle.push((n < NEEDLES_MAX).then_some(n));
+                legacy.push((i, (n < NEEDLES_MAX).then_some(n)));
             }
-            LegacyNodeNotFound => {
-                legacy.push(i);
-                legacy_needle.push(None);
-            }
+            LegacyNodeNotFound => legacy.push((i, None)),
             FatalSeverity => fatal.push(i),
         }
     }
@@ -136,7 +130,6 @@ static INDEX: LazyLock<Index> = LazyLock::new(|| {
         structured,
         lengths: Vec::new(),
         legacy,
-        legacy_needle,
         needles: aho_corasick::AhoCorasick::new(&words[..words.len().min(NEEDLES_MAX)])
             .expect("the table's words"),
         fatal,
@@ -188,9 +181,8 @@ pub(super) fn find(line: &Line<'_>) -> Option<&'static Row> {
         index
             .legacy
             .iter()
-            .zip(&index.legacy_needle)
             .filter(|(_, n)| n.is_none_or(|n| seen & 1 << n != 0))
-            .map(|(&i, _)| i)
+            .map(|&(i, _)| i)
             .find(|&i| matches(TABLE[i].form, line))
     };
     let fatal = (line.severity == Some(crate::parse::Severity::Fatal))

@@ -425,11 +425,12 @@ impl Ingest {
     fn commit_at(&self) -> Option<Instant> {
         // Catching up, the entries read are progress `status` shows (and a
         // restart need not read again): each interval's are committed.
-        if self.of_note() || (!self.caught_up && self.pending.entries > 0) {
-            Some(self.commits.last + BATCH_INTERVAL)
+        let wait = if self.of_note() || !self.caught_up {
+            BATCH_INTERVAL
         } else {
-            (self.pending.entries > 0).then(|| self.commits.last + CURSOR_INTERVAL)
-        }
+            CURSOR_INTERVAL
+        };
+        self.dirty().then(|| self.commits.last + wait)
     }
 
     /// Writes what changed since the last commit, and the cursor, in one

