@@ -353,6 +353,34 @@ pub enum Item {
 pub struct Position {
     pub cursor: Option<String>,
     pub groups: std::collections::BTreeMap<String, String>,
+    /// A collector's groups: the files each was read over (see
+    /// [`GroupFiles`]), kept with the cursors so that a file that appears
+    /// while the service is stopped is found late at the next start.
+    pub files: std::collections::BTreeMap<String, GroupFiles>,
+}
+
+/// The files a collector's group (one host) was read over, by their
+/// headers' file IDs (the same under any name): a file of the group whose
+/// ID is not here appeared later, and its entries older than the group's
+/// cursor are read from its head (an older rotated file copied in after
+/// the newer one). `late`: such a file being read, and how many of its
+/// entries were taken, so that a restart in the middle goes on after them
+/// (none read twice, none never).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GroupFiles {
+    pub ids: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub late: Option<LateRead>,
+}
+
+/// A late file partly read (see [`GroupFiles`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LateRead {
+    /// Its header's file ID.
+    pub file: String,
+    /// Its entries taken (those the reader hands on: read and named by
+    /// the match, older than the group's position).
+    pub taken: u64,
 }
 
 impl Position {

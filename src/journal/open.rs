@@ -41,6 +41,7 @@ pub(crate) fn follow(
             starts: Starts {
                 known: position.groups.clone(),
                 legacy: position.cursor.clone(),
+                files: position.files.clone(),
                 first: Some(first),
             },
             mode,
@@ -142,8 +143,13 @@ impl Iterator for Drain {
                 return Some(Ok(Item::Entry(e)));
             }
             match self.rx.blocking_recv()? {
-                ReaderEvent::Entries(v) => self.buf.extend(v),
-                ReaderEvent::Tail { .. } | ReaderEvent::Pong(_) | ReaderEvent::Lost(_) => {}
+                ReaderEvent::Entries(v) | ReaderEvent::Late { entries: v, .. } => {
+                    self.buf.extend(v);
+                }
+                ReaderEvent::Tail { .. }
+                | ReaderEvent::Pong(_)
+                | ReaderEvent::Lost(_)
+                | ReaderEvent::Files { .. } => {}
                 ReaderEvent::Activity { host, at } => {
                     return Some(Ok(Item::Activity { host, at }));
                 }

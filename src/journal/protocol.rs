@@ -21,6 +21,25 @@ use super::Entry;
 #[derive(Debug)]
 pub enum ReaderEvent {
     Entries(Vec<Entry>),
+    /// A collector's group's entries from a file that appeared after the
+    /// group was read past them (see [`sentinel_core::model::GroupFiles`]):
+    /// they carry no cursor; the consumer counts them taken of `file`.
+    Late {
+        group: sentinel_core::model::Text,
+        /// The file's header file ID.
+        file: String,
+        entries: Vec<Entry>,
+        /// Of the file's entries, how many were taken up to the last of
+        /// these.
+        taken: u64,
+    },
+    /// A collector's group is now read over the files `ids` (after any
+    /// late file among them was read to the group's position): kept with
+    /// the group's cursor.
+    Files {
+        group: sentinel_core::model::Text,
+        ids: Vec<String>,
+    },
     /// At the end of the journal: every entry written before was sent.
     /// `sync` is the latest [`ReaderCtl::Sync`] this answers (0: none).
     Tail {

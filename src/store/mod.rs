@@ -17,6 +17,7 @@
 //! | `meta` | `schema` | `3` (`2`: one flat incident for every kind; `1`: open incidents and hosts inside `state` too; `migrate.rs` moves them) | whoever opens the store first (a migration) |
 //! | | `cursor` | the journal cursor of the last entry whose effects are committed | ingest (commit, source switch) |
 //! | | `cursor/GROUP` | the same, per group of a collector's files (one host each) | ingest (commit, source switch) |
+//! | | `files/GROUP` | JSON [`GroupFiles`]: the file IDs the group was read over, and a late file partly read (so one that appears while the service is stopped is read at the next start, and one read partly goes on) | ingest (commit, source switch) |
 //! | | `source` | the journal the cursors belong to ([`crate::journal::source_id`]) | ingest (source switch at start) |
 //! | | `left/SOURCE` | JSON: where a journal read before was left (its cursors and origin), for a switch back to it; at most 16 (see `source.rs`) | ingest (source switch at start) |
 //! | | `origin` | JSON [`ReadFrom`]: where a host (or journal) with no cursor starts in that journal, `[journal] start_at` taken once at its first start | ingest (source switch at start; once for a store from before it was kept) |
@@ -54,6 +55,7 @@ use std::path::{Path, PathBuf};
 use encoding::{decode, to_json, to_record};
 use keys::{by_time_key, member_key, member_prefix, node_key};
 use open::unreadable;
+use source::files_key;
 
 use serde::{Deserialize, Serialize};
 use sled::Transactional;
@@ -195,6 +197,8 @@ pub struct Batch {
     pub cursor: Option<String>,
     /// Cursors of a collector's groups that moved.
     pub group_cursors: Vec<(String, String)>,
+    /// The files of a collector's groups, where they changed.
+    pub group_files: Vec<(String, sentinel_core::model::GroupFiles)>,
     /// The serialized [`PipelineState`].
     pub state: Option<Vec<u8>>,
     /// Incidents opened, changed or resolved in the batch.
@@ -220,6 +224,7 @@ impl Batch {
     pub fn is_empty(&self) -> bool {
         self.cursor.is_none()
             && self.group_cursors.is_empty()
+            && self.group_files.is_empty()
             && self.state.is_none()
             && self.incidents.is_empty()
             && self.origins.is_empty()
@@ -369,6 +374,7 @@ impl Store {
                 String::from_utf8_lossy(&v).into_owned(),
             );
         }
+        let files = self.group_files()?;
         // A damaged state is set aside: the service starts from its
         // cursor with the tracker's bookkeeping afresh (the open incidents
         // and the hosts' records are records of their own).
@@ -416,7 +422,11 @@ impl Store {
             None => None,
         };
         Ok(Loaded {
-            position: sentinel_core::model::Position { cursor, groups },
+            position: sentinel_core::model::Position {
+                cursor,
+                groups,
+                files,
+            },
             source,
             origin,
             state,
@@ -499,6 +509,11 @@ impl Store {
             .map(|(h, o)| (h.as_bytes().to_vec(), o.as_ref().map(to_json)))
             .collect();
         let members = self.member_changes(&batch.members)?;
+        let group_files: Vec<(Vec<u8>, Vec<u8>)> = batch
+            .group_files
+            .iter()
+            .map(|(g, f)| (files_key(g), to_json(f)))
+            .collect();
         let start_writes = self.start_changes(&batch.starts)?;
         let held: Vec<KeyChange> = batch
             .held
@@ -574,6 +589,9 @@ impl Store {
                     }
                     for (g, c) in &batch.group_cursors {
                         meta.insert(format!("cursor/{g}").as_bytes(), c.as_bytes())?;
+                    }
+                    for (k, v) in &group_files {
+                        meta.insert(k.as_slice(), v.as_slice())?;
                     }
                     Ok::<(), ConflictableTransactionError<()>>(())
                 },

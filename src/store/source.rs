@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use sled::Transactional;
 use sled::transaction::{ConflictableTransactionError, TransactionError};
 
-use sentinel_core::model::Position;
+use sentinel_core::model::{GroupFiles, Position};
 use sentinel_core::tracker::{Incident, Settings};
 
 use super::encoding::{decode, to_json, to_record};
@@ -29,9 +29,18 @@ struct LeftAt {
     cursor: Option<String>,
     #[serde(default)]
     groups: BTreeMap<String, String>,
+    #[serde(default)]
+    files: BTreeMap<String, GroupFiles>,
     origin: ReadFrom,
     /// The order journals were left in.
     seq: u64,
+}
+
+/// `meta` keys of a collector's groups' files: `files/GROUP`.
+const FILES: &[u8] = b"files/";
+
+pub(super) fn files_key(group: &str) -> Vec<u8> {
+    [FILES, group.as_bytes()].concat()
 }
 
 fn left_key(source: &[u8]) -> Vec<u8> {
@@ -60,20 +69,7 @@ impl Store {
         if closed.is_some() {
             // The transactional view has no scans; this process holds the
             // store's lock, so the keys cannot change in between.
-            let mut was = Position::default();
-            for kv in self.meta.scan_prefix(b"cursor") {
-                let (k, v) = kv.map_err(|e| self.err(e))?;
-                let v = String::from_utf8_lossy(&v).into_owned();
-                match k.strip_prefix(b"cursor/") {
-                    Some(g) => {
-                        was.groups
-                            .insert(String::from_utf8_lossy(g).into_owned(), v);
-                    }
-                    None if &*k == b"cursor" => was.cursor = Some(v),
-                    None => {}
-                }
-                forget.push(k);
-            }
+            let was = self.position_to_leave(&mut forget)?;
             // The held lines and the endpoint groups go with the state
             // they belong to.
             for kv in self.meta.scan_prefix(HELD) {
@@ -107,6 +103,7 @@ impl Store {
                 let at = LeftAt {
                     cursor: was.cursor,
                     groups: was.groups,
+                    files: was.files,
                     origin: was_from,
                     seq,
                 };
@@ -147,6 +144,9 @@ impl Store {
                         for (g, c) in &b.groups {
                             meta.insert(format!("cursor/{g}").as_bytes(), c.as_bytes())?;
                         }
+                        for (g, f) in &b.files {
+                            meta.insert(files_key(g), to_json(f))?;
+                        }
                     }
                     if !delta.is_empty() {
                         let mut stats: Stats = meta
@@ -168,10 +168,52 @@ impl Store {
                 Position {
                     cursor: b.cursor,
                     groups: b.groups,
+                    files: b.files,
                 },
                 b.origin,
             )
         }))
+    }
+
+    /// The files of each collector's group, as committed (see
+    /// [`GroupFiles`]).
+    pub(super) fn group_files(&self) -> Result<BTreeMap<String, GroupFiles>, StoreError> {
+        let mut files = BTreeMap::new();
+        for kv in self.meta.scan_prefix(FILES) {
+            let (k, v) = kv.map_err(|e| self.err(e))?;
+            if let Some(f) = self.readable::<GroupFiles>(&self.meta, &k, &v)? {
+                files.insert(String::from_utf8_lossy(&k[FILES.len()..]).into_owned(), f);
+            }
+        }
+        Ok(files)
+    }
+
+    /// The cursors and files of the journal being left, their keys added
+    /// to `forget`.
+    fn position_to_leave(&self, forget: &mut Vec<sled::IVec>) -> Result<Position, StoreError> {
+        let mut was = Position::default();
+        for kv in self.meta.scan_prefix(b"cursor") {
+            let (k, v) = kv.map_err(|e| self.err(e))?;
+            let v = String::from_utf8_lossy(&v).into_owned();
+            match k.strip_prefix(b"cursor/") {
+                Some(g) => {
+                    was.groups
+                        .insert(String::from_utf8_lossy(g).into_owned(), v);
+                }
+                None if &*k == b"cursor" => was.cursor = Some(v),
+                None => {}
+            }
+            forget.push(k);
+        }
+        for kv in self.meta.scan_prefix(FILES) {
+            let (k, v) = kv.map_err(|e| self.err(e))?;
+            if let Ok(f) = decode::<GroupFiles>(&v) {
+                was.files
+                    .insert(String::from_utf8_lossy(&k[FILES.len()..]).into_owned(), f);
+            }
+            forget.push(k);
+        }
+        Ok(was)
     }
 }
 
@@ -194,6 +236,14 @@ mod tests {
             .unwrap();
         at("ca");
         s.meta.insert("cursor/h1", &b"ca-h1"[..]).unwrap();
+        let h1_files = GroupFiles {
+            ids: vec!["f1".into()],
+            late: Some(sentinel_core::model::LateRead {
+                file: "f0".into(),
+                taken: 3,
+            }),
+        };
+        s.meta.insert(files_key("h1"), to_json(&h1_files)).unwrap();
         assert_eq!(
             s.switch_source("b", ReadFrom::Head, Some(&[]), &settings)
                 .unwrap(),
@@ -201,6 +251,7 @@ mod tests {
             "b was never read"
         );
         assert_eq!(s.meta.get("cursor").unwrap(), None);
+        assert_eq!(s.meta.get(files_key("h1")).unwrap(), None);
         at("cb");
         let (back, from) = s
             .switch_source("a", ReadFrom::Head, Some(&[]), &settings)
@@ -208,6 +259,12 @@ mod tests {
             .unwrap();
         assert_eq!(back.cursor.as_deref(), Some("ca"));
         assert_eq!(back.groups.get("h1").map(String::as_str), Some("ca-h1"));
+        assert_eq!(
+            back.files.get("h1"),
+            Some(&h1_files),
+            "the files go with the cursors"
+        );
+        assert!(s.meta.get(files_key("h1")).unwrap().is_some());
         assert_eq!(from, ReadFrom::Since(7));
         assert_eq!(s.meta.get("cursor").unwrap().as_deref(), Some(&b"ca"[..]));
         assert_eq!(s.meta.scan_prefix(LEFT).count(), 1, "b is kept, a is not");

@@ -1080,6 +1080,65 @@ fn a_storm_split_across_a_late_older_file_is_one_incident() {
     assert_eq!(live, scanned, "{log}");
 }
 
+/// S19 across a stop: the files each host was read over are kept with its
+/// cursor, so an older file copied in while the service is stopped is
+/// found late at the next start and read up to the host's position (it
+/// was lost: a worker knew a group's files only while it ran). worker-d's
+/// storm is in the older file only; the service ends with `scan`'s
+/// incidents and every line counted once.
+#[test]
+fn an_older_file_copied_in_while_the_service_is_stopped_is_read_at_the_next_start() {
+    let start = kubelet_sentinel::now() - 1800 * SECOND;
+    let mut lines: Vec<(Micros, String)> = (0..200).map(|k| chatter(start + k * SECOND)).collect();
+    lines
+        .extend((0..10).map(|k| retry(start + 10 * SECOND + 250_000 + k * 5 * SECOND, "worker-d")));
+    lines.sort();
+    let split = start + 75 * SECOND;
+    let (older, newer): (Vec<_>, Vec<_>) = lines.iter().cloned().partition(|(at, _)| *at < split);
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let src = tempfile::tempdir().unwrap();
+    let archived =
+        "remote-hx@0123456789abcdef0123456789abcdef-0000000000000001-0005e0d0d0d0d0d0.journal";
+    upload(src.path(), archived, "hx", &older);
+    upload(dir, "remote-hx.journal", "hx", &newer);
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(newer.len() as u64),
+        "the newer file read",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0), "{}", svc.log());
+    std::fs::rename(src.path().join(archived), dir.join(archived)).unwrap();
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
+        "the older file read after the restart",
+    );
+    let log = svc.log();
+    assert!(log.contains("appeared late"), "{log}");
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let scanned = incidents_of(&scan_json(&[&dir.display().to_string()])["incidents"]);
+    assert!(
+        scanned
+            .iter()
+            .any(|(node, _, retries)| node == "worker-d" && *retries == 10),
+        "{scanned:?}"
+    );
+    assert_eq!(live, scanned, "{log}");
+    // A third start reads nothing again.
+    svc.start();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        svc.status()["kubelet_lines"].as_u64(),
+        Some(lines.len() as u64)
+    );
+    assert_eq!(svc.signal("TERM"), Some(0), "{}", svc.log());
+}
+
 /// A host's file the service may not read is named in the log, and read
 /// once its permissions are fixed, without a restart (F15). The service
 /// runs as `nobody` here: root reads every file.

@@ -61,7 +61,7 @@ use crate::status::StatusSnapshot;
 use crate::status::{AckError, AckRequest, Acknowledged, Command, ReloadOutcome};
 use crate::status::{DeliveryReport, Now};
 use crate::store::{Batch, OutboxEntry, Stats, StatsDelta, Store, StoreError};
-use sentinel_core::model::Position;
+use sentinel_core::model::{GroupFiles, LateRead, Position};
 use sentinel_core::pipeline::{Changes, Pipeline};
 use sentinel_core::time::Micros;
 use sentinel_core::tracker::{Decision, Incident};
@@ -116,6 +116,8 @@ struct Pending {
     stats: StatsDelta,
     /// Groups whose cursor moved since the last commit.
     moved_groups: BTreeSet<String>,
+    /// Groups whose files (or late file's progress) changed since.
+    files_changed: BTreeSet<String>,
     /// Entries read since the last commit.
     entries: u64,
 }
@@ -239,7 +241,12 @@ impl Ingest {
     /// was pushed is committed with its cursor, the rest is read again at
     /// the next start, so a slow batch (a large outage) never holds the
     /// exit.
-    fn entries(&mut self, entries: Vec<sentinel_core::model::Entry>, shutdown: &CancellationToken) {
+    /// Returns how many were taken.
+    fn entries(
+        &mut self,
+        entries: Vec<sentinel_core::model::Entry>,
+        shutdown: &CancellationToken,
+    ) -> u64 {
         self.pipeline.set_now((self.now)());
         let refused = self.pipeline.summary().hosts_refused;
         let given_way = self.pipeline.summary().hosts_given_way;
@@ -265,6 +272,26 @@ impl Ingest {
         self.pipeline.stamp_arrivals((self.now)());
         self.pending.entries += n;
         self.caught_up = false;
+        n
+    }
+
+    /// A batch of a late file's entries (see `GroupFiles`): taken as any,
+    /// and how far into the file they reach kept with the next commit.
+    fn late_entries(
+        &mut self,
+        group: &str,
+        late: LateRead,
+        entries: Vec<sentinel_core::model::Entry>,
+        shutdown: &CancellationToken,
+    ) {
+        let sent = entries.len() as u64;
+        let n = self.entries(entries, shutdown);
+        let g = self.position.files.entry(group.to_string()).or_default();
+        g.late = Some(LateRead {
+            taken: late.taken - (sent - n),
+            ..late
+        });
+        self.pending.files_changed.insert(group.to_string());
     }
 
     /// Turns the tracker's decisions into incident writes and alerts.
@@ -489,9 +516,14 @@ impl Ingest {
             .into_iter()
             .filter_map(|g| self.position.groups.get(&g).map(|c| (g, c.clone())))
             .collect();
+        let group_files = std::mem::take(&mut self.pending.files_changed)
+            .into_iter()
+            .filter_map(|g| self.position.files.get(&g).map(|f| (g, f.clone())))
+            .collect();
         let batch = Batch {
             cursor: self.position.cursor.clone(),
             group_cursors,
+            group_files,
             state: Some(state),
             incidents,
             origins,
@@ -737,6 +769,22 @@ impl Ingest {
             Some(ReaderEvent::Entries(v)) => {
                 self.entries(v, shutdown);
                 self.supervisor.healthy();
+            }
+            Some(ReaderEvent::Late {
+                group,
+                file,
+                entries,
+                taken,
+            }) => {
+                self.late_entries(&group, LateRead { file, taken }, entries, shutdown);
+                self.supervisor.healthy();
+            }
+            Some(ReaderEvent::Files { group, ids }) => {
+                self.position
+                    .files
+                    .insert(group.to_string(), GroupFiles { ids, late: None });
+                self.pending.files_changed.insert(group.to_string());
+                self.pending.entries += 1;
             }
             Some(ReaderEvent::Tail { sync }) => {
                 self.caught_up = true;

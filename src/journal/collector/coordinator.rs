@@ -35,6 +35,7 @@ use super::{Done, Event, Job, Spec};
 use crate::journal::handle::{Start, Unreadable};
 use crate::journal::protocol::{ReadError, Reader, ReaderCtl, ReaderEvent, Warning};
 use crate::journal::{SourceError, Text};
+use sentinel_core::model::GroupFiles;
 
 /// Workers at most, whatever the number of cores.
 pub(super) const MAX_WORKERS: usize = 4;
@@ -62,6 +63,8 @@ struct Group {
     /// created, a permission was missing). `None` while it reads fine.
     retry_at: Option<Instant>,
     failures: u32,
+    /// The files it was read over as committed, for its first job.
+    known: Option<GroupFiles>,
 }
 
 /// Starts the collector reader. Returns once the directory was looked at:
@@ -250,6 +253,7 @@ impl Coordinator {
     fn add_group(&mut self, key: String, files: Vec<PathBuf>) {
         let start = self.spec.starts.start_of(&key);
         let worker = self.worker_of(&key);
+        let known = self.spec.starts.files.get(&key).cloned();
         self.todo.insert(key.clone());
         self.groups.insert(
             key,
@@ -265,6 +269,7 @@ impl Coordinator {
                 last_read: None,
                 retry_at: None,
                 failures: 0,
+                known,
             },
         );
     }
@@ -381,6 +386,7 @@ impl Coordinator {
                 files: g.files.clone(),
                 start,
                 check_loss: std::mem::take(&mut g.check_loss),
+                known: g.known.take(),
             };
             if self.jobs[g.worker].send(job).is_ok() {
                 g.running = true;

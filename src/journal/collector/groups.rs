@@ -17,6 +17,9 @@ pub(crate) struct Starts {
     /// A cursor from before groups were read apart (one handle over the
     /// whole directory): every group resumes after its time.
     pub legacy: Option<String>,
+    /// The files each group was read over, as committed (see
+    /// [`sentinel_core::model::GroupFiles`]).
+    pub files: BTreeMap<String, sentinel_core::model::GroupFiles>,
     /// Where a group with no cursor begins (the service: `start_at` as
     /// the store kept it; `scan`: the head), whether it is there at the
     /// start or appears later: one rule, so a restart reads a group no

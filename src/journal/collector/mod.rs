@@ -56,6 +56,9 @@ enum Job {
         /// Files went away since the group was last read: count what was
         /// removed unread.
         check_loss: bool,
+        /// The files the group was read over as committed: its first job
+        /// after a start (see [`sentinel_core::model::GroupFiles`]).
+        known: Option<sentinel_core::model::GroupFiles>,
     },
     Forget(Text),
 }
@@ -83,3 +86,6 @@ enum Event {
     /// The consumer dropped its control line.
     Gone,
 }
+
+#[cfg(test)]
+mod late_tests;

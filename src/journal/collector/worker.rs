@@ -20,6 +20,7 @@ use crate::journal::handle::{
 };
 use crate::journal::protocol::{Mode, ReadError, ReaderEvent, Warning};
 use crate::journal::{Entry, EntryFilter, Text};
+use sentinel_core::model::{GroupFiles, LateRead};
 
 /// Handles a worker keeps open; the least recently used is closed first.
 const OPEN_PER_WORKER: usize = 16;
@@ -97,6 +98,10 @@ pub(super) struct Worker {
     /// group that appears later is read from its head up to the group's
     /// position (see `catch_up`).
     files_read: HashMap<Text, HashSet<String>>,
+    /// A late file partly read, per group: how many of its entries were
+    /// sent (as committed at the start, then as sent), so that a read that
+    /// failed or a restart goes on after them.
+    late_taken: HashMap<Text, LateRead>,
     names: Interner,
 }
 
@@ -117,6 +122,7 @@ impl Worker {
             open: HashMap::new(),
             walked: HashMap::new(),
             files_read: HashMap::new(),
+            late_taken: HashMap::new(),
             names: Interner::default(),
         }
     }
@@ -129,7 +135,11 @@ impl Worker {
                     files,
                     start,
                     check_loss,
+                    known,
                 }) => {
+                    if let Some(k) = known {
+                        self.resume_files(&key, k);
+                    }
                     let done = self.read(&key, files, &start, check_loss);
                     let closed = done.closed;
                     if self.done.send(Event::Done(done)).is_err() || closed {
@@ -140,6 +150,7 @@ impl Worker {
                     self.open.remove(&key);
                     self.walked.remove(&key);
                     self.files_read.remove(&key);
+                    self.late_taken.remove(&key);
                 }
                 Err(std_mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
@@ -247,18 +258,8 @@ impl Worker {
             closed: false,
         };
         let reuse = self.open.get(key).is_some_and(|o| o.files == files);
-        let mut late = Vec::new();
         if !reuse {
-            // Each file's header read once: for what is late, and kept.
-            let ids: Vec<Option<String>> = files.iter().map(|f| file_id(f)).collect();
-            if let Start::After(_) = start {
-                late = self.late_files(key, &files, &ids);
-            }
-            self.files_read
-                .insert(key.clone(), ids.into_iter().flatten().collect());
-        }
-        if let (false, Start::After(c)) = (late.is_empty(), start) {
-            if let Err(stop) = self.catch_up(key, &late, c) {
+            if let Err(stop) = self.look_at_files(key, &files, start) {
                 done.stopped(stop);
                 return done;
             }
@@ -304,22 +305,63 @@ impl Worker {
         done
     }
 
-    /// Files new to the group since its handle was last opened (by file
-    /// ID: one renamed by rotation is no new file): another journald or
-    /// journal-remote run of the same host, or an older rotated file
-    /// copied in after the newer one (`cp -r` and `rsync` copy
-    /// `remote-h.journal` before `remote-h@….journal`: `.` < `@`).
-    /// `ids`: the files' IDs, in their order.
-    fn late_files(&self, key: &Text, files: &[PathBuf], ids: &[Option<String>]) -> Vec<PathBuf> {
-        let Some(known) = self.files_read.get(key) else {
-            return Vec::new();
-        };
-        files
-            .iter()
-            .zip(ids)
-            .filter(|(_, id)| id.as_ref().is_some_and(|id| !known.contains(id)))
-            .map(|(f, _)| f.clone())
-            .collect()
+    /// The files a group was read over as committed (its first job after
+    /// a start): what this worker knows of them, unless it read the group
+    /// since.
+    fn resume_files(&mut self, key: &Text, known: GroupFiles) {
+        if self.files_read.contains_key(key) {
+            return;
+        }
+        self.files_read
+            .insert(key.clone(), known.ids.into_iter().collect());
+        if let Some(l) = known.late {
+            self.late_taken.insert(key.clone(), l);
+        }
+    }
+
+    /// Before a new handle on the group: its files' IDs (each header read
+    /// once). A file new to it since (by file ID: one renamed by rotation
+    /// is no new file; one that appeared while the service was stopped is,
+    /// the IDs being committed) is read from its head up to the group's
+    /// position: another journald or journal-remote run of the same host,
+    /// or an older rotated file copied in after the newer one (`cp -r` and
+    /// `rsync` copy `remote-h.journal` before `remote-h@….journal`: `.` <
+    /// `@`). Each file read so is told to the consumer with the group's
+    /// IDs, then the set the group has now, if it changed: kept with the
+    /// cursors, in order with the entries.
+    fn look_at_files(&mut self, key: &Text, files: &[PathBuf], start: &Start) -> Result<(), Stop> {
+        let ids: Vec<Option<String>> = files.iter().map(|f| file_id(f)).collect();
+        if let (Start::After(c), Some(known)) = (start, self.files_read.get(key)) {
+            let late: Vec<(PathBuf, String)> = files
+                .iter()
+                .zip(&ids)
+                .filter_map(|(f, id)| Some((f.clone(), id.clone()?)))
+                .filter(|(_, id)| !known.contains(id))
+                .collect();
+            if !late.is_empty() {
+                self.catch_up(key, &late, c)?;
+            }
+        }
+        let now: HashSet<String> = ids.into_iter().flatten().collect();
+        if self.files_read.get(key) != Some(&now) {
+            self.files_read.insert(key.clone(), now);
+            self.tell_files(key)?;
+        }
+        Ok(())
+    }
+
+    /// The group's file IDs, to be kept with its cursor.
+    fn tell_files(&self, key: &Text) -> Result<(), Stop> {
+        let mut ids: Vec<String> = self
+            .files_read
+            .get(key)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default();
+        ids.sort_unstable();
+        self.send(ReaderEvent::Files {
+            group: key.clone(),
+            ids,
+        })
     }
 
     /// Reads each late file alone from its head up to the group's position
@@ -330,20 +372,26 @@ impl Worker {
     /// dated before `c`'s time. The group's handle reads the rest. These
     /// entries carry no cursor: the group's position stays where it was
     /// (a cursor of theirs, older, would move it back). Each file that had
-    /// any is said, with how many.
-    fn catch_up(&mut self, key: &Text, files: &[PathBuf], c: &str) -> Result<(), Stop> {
+    /// any is said, with how many. Each file read joins the group's IDs
+    /// (told), so a restart after it reads it no more.
+    fn catch_up(&mut self, key: &Text, files: &[(PathBuf, String)], c: &str) -> Result<(), Stop> {
         let Some(until) = realtime_of(c) else {
             return Ok(());
         };
         let own = seqnum(c);
-        for file in files {
+        for (file, id) in files {
             let bound = match &own {
                 Some((id, n)) if seqnum_id(file).is_some_and(|f| f.eq_ignore_ascii_case(id)) => {
                     Bound::Seqnum(*n)
                 }
                 _ => Bound::Time(until),
             };
-            let n = self.read_late(key, file, &bound)?;
+            let n = self.read_late(key, file, id, &bound)?;
+            self.late_taken.remove(key);
+            if let Some(known) = self.files_read.get_mut(key) {
+                known.insert(id.clone());
+            }
+            self.tell_files(key)?;
             if n > 0 {
                 self.send(ReaderEvent::Warning(Warning::file(
                     file.clone(),
@@ -357,10 +405,24 @@ impl Worker {
         Ok(())
     }
 
-    /// [`Self::catch_up`] of one file: the entries before `bound`, sent.
-    fn read_late(&mut self, key: &Text, file: &PathBuf, bound: &Bound) -> Result<u64, Stop> {
+    /// [`Self::catch_up`] of one file (its header's ID `id`): the entries
+    /// before `bound`, sent; those sent before (see `late_taken`) are
+    /// passed over. Returns how many were sent now.
+    fn read_late(
+        &mut self,
+        key: &Text,
+        file: &PathBuf,
+        id: &str,
+        bound: &Bound,
+    ) -> Result<u64, Stop> {
         let mut j = self.open_group(std::slice::from_ref(file), &Start::Head, true)?;
         let mut batch = Vec::with_capacity(self.batch);
+        let passed = self
+            .late_taken
+            .get(key)
+            .filter(|l| l.file == id)
+            .map_or(0, |l| l.taken);
+        let mut taken = 0u64;
         let mut n = 0u64;
         while j.next().map_err(ReadError::Next)? > 0 {
             let before = match bound {
@@ -376,6 +438,10 @@ impl Worker {
             let Some(mut e) = read_entry(&mut j, &mut self.names).map_err(ReadError::Entry)? else {
                 continue;
             };
+            taken += 1;
+            if taken <= passed {
+                continue;
+            }
             e.cursor = None;
             e.group = Some(self.names.group(key));
             if let Some(w) = self.walked.get_mut(key) {
@@ -385,13 +451,38 @@ impl Worker {
             n += 1;
             if batch.len() >= self.batch {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(self.batch));
-                self.send_entries(full)?;
+                self.send_late(key, id, full, taken)?;
             }
         }
         if !batch.is_empty() {
-            self.send_entries(batch)?;
+            self.send_late(key, id, batch, taken)?;
         }
         Ok(n)
+    }
+
+    /// A batch of a late file's entries; `taken`: of the file, up to the
+    /// batch's last.
+    fn send_late(
+        &mut self,
+        key: &Text,
+        id: &str,
+        entries: Vec<Entry>,
+        taken: u64,
+    ) -> Result<(), Stop> {
+        self.names.new_batch();
+        self.late_taken.insert(
+            key.clone(),
+            LateRead {
+                file: id.to_string(),
+                taken,
+            },
+        );
+        self.send(ReaderEvent::Late {
+            group: key.clone(),
+            file: id.to_string(),
+            entries,
+            taken,
+        })
     }
 
     /// Reads the group until its end or [`BATCHES_PER_JOB`] batches.
