@@ -46,6 +46,13 @@ const GIVE_UP: u32 = 3;
 const SWEEP: Duration = Duration::from_secs(5);
 /// How often a following reader looks for its directory until it exists.
 const APPEAR: Duration = Duration::from_secs(1);
+/// A host whose files appear while following is first read once they
+/// have not changed for this long (a file of it still being written
+/// counts as a change)...
+const SETTLE: Duration = Duration::from_secs(2);
+/// ... or this long after it appeared, whichever comes first (a host that
+/// journal-remote writes for from the start).
+const SETTLE_MAX: Duration = Duration::from_secs(30);
 
 #[allow(clippy::struct_excessive_bools)] // independent flags of one group
 struct Group {
@@ -65,6 +72,9 @@ struct Group {
     failures: u32,
     /// The files it was read over as committed, for its first job.
     known: Option<GroupFiles>,
+    /// Appeared while following, never read yet: its first read waits
+    /// for its files to settle ([`SETTLE`]), at the latest until then.
+    settle_by: Option<Instant>,
 }
 
 /// Starts the collector reader. Returns once the directory was looked at:
@@ -102,7 +112,7 @@ pub(crate) fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> 
         .name("journal".into())
         .spawn(move || {
             let mut c = Coordinator::new(spec, groups, &unreadable, tx, (events_tx, events));
-            c.incomplete_left = incomplete;
+            c.incomplete_left = incomplete.any;
             if let Err(e) = c.run() {
                 let _ = c.tx.blocking_send(ReaderEvent::Failed(e));
             }
@@ -238,7 +248,7 @@ impl Coordinator {
             warnings: WarnBudget::new(),
         };
         for (key, files) in found {
-            c.add_group(key, files);
+            c.add_group(key, files, false);
         }
         c.warn_unreadable(unreadable);
         c
@@ -250,11 +260,19 @@ impl Coordinator {
         (h % self.jobs.len().max(1) as u64) as usize
     }
 
-    fn add_group(&mut self, key: String, files: Vec<PathBuf>) {
+    /// `appeared`: found after the first look. Copying a host's files in
+    /// (`cp -r`, `rsync`) writes `remote-h.journal` before its older
+    /// `remote-h@….journal` (`.` < `@`): read at once, the newer file's
+    /// entries would be taken before the older ones, and trouble spanning
+    /// both would be split in two (S19). Its files are read together once
+    /// they settle, in their time order, as `scan` reads them.
+    fn add_group(&mut self, key: String, files: Vec<PathBuf>, appeared: bool) {
         let start = self.spec.starts.start_of(&key);
+        let settles = appeared && self.spec.mode.follows() && !matches!(start, Start::After(_));
         let worker = self.worker_of(&key);
         let known = self.spec.starts.files.get(&key).cloned();
         self.todo.insert(key.clone());
+        let settling = settles.then(|| key.clone());
         self.groups.insert(
             key,
             Group {
@@ -270,8 +288,28 @@ impl Coordinator {
                 retry_at: None,
                 failures: 0,
                 known,
+                settle_by: settles.then(|| Instant::now() + SETTLE_MAX),
             },
         );
+        if let Some(key) = settling {
+            self.settle(&key);
+        }
+    }
+
+    /// Holds a group that settles (see [`Self::add_group`]) until its files
+    /// have been still for [`SETTLE`], and no later than its `settle_by`.
+    fn settle(&mut self, key: &str) {
+        let Some(g) = self.groups.get_mut(key) else {
+            return;
+        };
+        let Some(by) = g.settle_by.filter(|_| g.last_read.is_none() && !g.running) else {
+            return;
+        };
+        let at = (Instant::now() + SETTLE).min(by);
+        if let Some(old) = g.retry_at.replace(at) {
+            self.retries.remove(&(old, key.to_string()));
+        }
+        self.retries.insert((at, key.to_string()));
     }
 
     fn warn_unreadable(&mut self, unreadable: &[Unreadable]) {
@@ -301,7 +339,7 @@ impl Coordinator {
     /// Looks at the directory again: new groups, new and removed files.
     fn rescan(&mut self) {
         let (found, unreadable, incomplete) = discover_all(&self.spec.dir);
-        self.incomplete_left = incomplete;
+        self.incomplete_left = incomplete.any;
         self.links = found.values().flatten().any(|p| p.is_symlink());
         self.warn_unreadable(&unreadable);
         let gone: Vec<String> = self
@@ -329,11 +367,15 @@ impl Coordinator {
                         }
                         g.files = files;
                         g.dirty = true;
-                        self.todo.insert(key);
+                        self.todo.insert(key.clone());
+                        self.settle(&key);
                     }
                 }
-                None => self.add_group(key, files),
+                None => self.add_group(key, files, true),
             }
+        }
+        for key in &incomplete.groups {
+            self.settle(key);
         }
     }
 

@@ -245,8 +245,10 @@ pub fn discover(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>)
 }
 
 /// [`discover`], and whether some file was left for being incomplete.
-pub(super) fn discover_all(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>, bool) {
-    let mut incomplete = false;
+pub(super) fn discover_all(
+    dir: &Path,
+) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>, Incomplete) {
+    let mut incomplete = Incomplete::default();
     let mut groups: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     let mut unreadable = Vec::new();
     let mut found: Vec<PathBuf> = dirs_of(dir)
@@ -272,7 +274,8 @@ pub(super) fn discover_all(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<U
             continue;
         }
         if matches!(header_machine_id(&p), Header::Incomplete) {
-            incomplete = true;
+            incomplete.any = true;
+            incomplete.groups.extend(group_key(dir, &p));
             continue;
         }
         let Some(key) = group_key(dir, &p) else {
@@ -292,6 +295,16 @@ pub(super) fn discover_all(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<U
     }
     unreadable.sort_by(|a, b| a.path.cmp(&b.path));
     (groups, unreadable, incomplete)
+}
+
+/// Files left at a look for being still written (see
+/// [`Header::Incomplete`]).
+#[derive(Debug, Default)]
+pub(super) struct Incomplete {
+    pub any: bool,
+    /// The groups they are of, where their names tell it (journal-remote's
+    /// `remote-HOST`, a machine's directory).
+    pub groups: std::collections::BTreeSet<String>,
 }
 
 /// What changes when a group's files are written: size and modification
