@@ -6,7 +6,7 @@
 //! incidents as `scan` of the final directory (and as reading the files
 //! through one handle, where nothing is late).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use kubelet_sentinel::{Micros, SECOND};
 
@@ -1025,6 +1025,52 @@ fn an_older_rotated_file_copied_in_after_the_newer_is_read() {
     drop(unmount);
 }
 
+/// A followed collector directory (`remote`, empty) mailing an aiosmtpd
+/// server at once (`group_wait` 0), after its first catch-up.
+fn followed_with_mail() -> (tempfile::TempDir, PathBuf, crate::support::Smtpd, Service) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("remote");
+    std::fs::create_dir(&dir).unwrap();
+    let smtp = crate::support::Smtpd::aiosmtpd(&tmp.path().join("md"), &[]);
+    let mut svc = Service::new(
+        &format!("directory = \"{}\"", dir.display()),
+        &crate::support::mail_to(smtp.port, "group_wait = \"0s\"\n"),
+    );
+    svc.start();
+    wait_for(
+        Duration::from_secs(30),
+        || svc.status()["caught_up"] == true,
+        "the first catch-up",
+    );
+    (tmp, dir, smtp, svc)
+}
+
+/// Host hx's older file as journal-remote names a rotated one (S19).
+const HX_ARCHIVED: &str =
+    "remote-hx@0123456789abcdef0123456789abcdef-0000000000000001-0005e0d0d0d0d0d0.journal";
+
+/// Host hx's journal half an hour ago: 200 lines a second apart and
+/// worker-d's 10 retries from `storm` seconds in, `every` seconds apart;
+/// written as two files split at 75 s into `src` (the older,
+/// [`HX_ARCHIVED`]) and `newer_dir` (`remote-hx.journal`). Returns the
+/// lines and how many the newer file has.
+fn hx_split(src: &Path, newer_dir: &Path, storm: i64, every: i64) -> (Vec<(Micros, String)>, u64) {
+    let start = kubelet_sentinel::now() - 1800 * SECOND;
+    let mut lines: Vec<(Micros, String)> = (0..200).map(|k| chatter(start + k * SECOND)).collect();
+    lines.extend((0..10).map(|k| {
+        retry(
+            start + storm * SECOND + 250_000 + k * every * SECOND,
+            "worker-d",
+        )
+    }));
+    lines.sort();
+    let split = start + 75 * SECOND;
+    let (older, newer): (Vec<_>, Vec<_>) = lines.iter().cloned().partition(|(at, _)| *at < split);
+    upload(src, HX_ARCHIVED, "hx", &older);
+    upload(newer_dir, "remote-hx.journal", "hx", &newer);
+    (lines, newer.len() as u64)
+}
+
 /// Issue 39's S19, case (b): a host's journal split in time across two
 /// journal-remote runs (two sequences), the older named as rotated, with
 /// worker-d's 10-retry storm across the split. The newer file is read
@@ -1038,29 +1084,18 @@ fn an_older_rotated_file_copied_in_after_the_newer_is_read() {
             after the newer ones (a host that appears settles first, see \
             a_host_copied_in_newer_file_first_is_read_in_time_order_and_paged_once)"]
 fn a_storm_split_across_a_late_older_file_is_one_incident() {
-    let start = kubelet_sentinel::now() - 1800 * SECOND;
-    let mut lines: Vec<(Micros, String)> = (0..200).map(|k| chatter(start + k * SECOND)).collect();
-    lines.extend(
-        (0..10).map(|k| retry(start + 30 * SECOND + 250_000 + k * 10 * SECOND, "worker-d")),
-    );
-    lines.sort();
-    let split = start + 75 * SECOND;
-    let (older, newer): (Vec<_>, Vec<_>) = lines.iter().cloned().partition(|(at, _)| *at < split);
     let journals = tempfile::tempdir().unwrap();
     let dir = journals.path();
     let src = tempfile::tempdir().unwrap();
-    let archived =
-        "remote-hx@0123456789abcdef0123456789abcdef-0000000000000001-0005e0d0d0d0d0d0.journal";
-    upload(src.path(), archived, "hx", &older);
-    upload(dir, "remote-hx.journal", "hx", &newer);
+    let (lines, newer) = hx_split(src.path(), dir, 30, 10);
     let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
     svc.start();
     wait_for(
         Duration::from_secs(20),
-        || svc.status()["kubelet_lines"].as_u64() == Some(newer.len() as u64),
+        || svc.status()["kubelet_lines"].as_u64() == Some(newer),
         "the newer file read",
     );
-    std::fs::rename(src.path().join(archived), dir.join(archived)).unwrap();
+    std::fs::rename(src.path().join(HX_ARCHIVED), dir.join(HX_ARCHIVED)).unwrap();
     wait_for(
         Duration::from_secs(20),
         || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
@@ -1091,37 +1126,13 @@ fn a_storm_split_across_a_late_older_file_is_one_incident() {
 /// gives (it was two incidents of five retries, and no page).
 #[test]
 fn a_host_copied_in_newer_file_first_is_read_in_time_order_and_paged_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("remote");
-    std::fs::create_dir(&dir).unwrap();
-    let smtp = crate::support::Smtpd::aiosmtpd(&tmp.path().join("md"), &[]);
-    let mut svc = Service::new(
-        &format!("directory = \"{}\"", dir.display()),
-        &crate::support::mail_to(smtp.port, "group_wait = \"0s\"\n"),
-    );
-    svc.start();
-    wait_for(
-        Duration::from_secs(30),
-        || svc.status()["caught_up"] == true,
-        "the first catch-up",
-    );
-    let start = kubelet_sentinel::now() - 1800 * SECOND;
-    let mut lines: Vec<(Micros, String)> = (0..200).map(|k| chatter(start + k * SECOND)).collect();
-    lines.extend(
-        (0..10).map(|k| retry(start + 30 * SECOND + 250_000 + k * 10 * SECOND, "worker-d")),
-    );
-    lines.sort();
-    let split = start + 75 * SECOND;
-    let (older, newer): (Vec<_>, Vec<_>) = lines.iter().cloned().partition(|(at, _)| *at < split);
+    let (tmp, dir, smtp, mut svc) = followed_with_mail();
     let src = tmp.path().join("src");
     std::fs::create_dir(&src).unwrap();
-    let archived =
-        "remote-hx@0123456789abcdef0123456789abcdef-0000000000000001-0005e0d0d0d0d0d0.journal";
-    upload(&src, archived, "hx", &older);
-    upload(&src, "remote-hx.journal", "hx", &newer);
+    let (lines, _) = hx_split(&src, &src, 30, 10);
     std::fs::rename(src.join("remote-hx.journal"), dir.join("remote-hx.journal")).unwrap();
     std::thread::sleep(Duration::from_secs(1));
-    std::fs::rename(src.join(archived), dir.join(archived)).unwrap();
+    std::fs::rename(src.join(HX_ARCHIVED), dir.join(HX_ARCHIVED)).unwrap();
     wait_for(
         Duration::from_secs(20),
         || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
@@ -1170,29 +1181,19 @@ fn a_host_copied_in_newer_file_first_is_read_in_time_order_and_paged_once() {
 /// incidents and every line counted once.
 #[test]
 fn an_older_file_copied_in_while_the_service_is_stopped_is_read_at_the_next_start() {
-    let start = kubelet_sentinel::now() - 1800 * SECOND;
-    let mut lines: Vec<(Micros, String)> = (0..200).map(|k| chatter(start + k * SECOND)).collect();
-    lines
-        .extend((0..10).map(|k| retry(start + 10 * SECOND + 250_000 + k * 5 * SECOND, "worker-d")));
-    lines.sort();
-    let split = start + 75 * SECOND;
-    let (older, newer): (Vec<_>, Vec<_>) = lines.iter().cloned().partition(|(at, _)| *at < split);
     let journals = tempfile::tempdir().unwrap();
     let dir = journals.path();
     let src = tempfile::tempdir().unwrap();
-    let archived =
-        "remote-hx@0123456789abcdef0123456789abcdef-0000000000000001-0005e0d0d0d0d0d0.journal";
-    upload(src.path(), archived, "hx", &older);
-    upload(dir, "remote-hx.journal", "hx", &newer);
+    let (lines, newer) = hx_split(src.path(), dir, 10, 5);
     let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
     svc.start();
     wait_for(
         Duration::from_secs(20),
-        || svc.status()["kubelet_lines"].as_u64() == Some(newer.len() as u64),
+        || svc.status()["kubelet_lines"].as_u64() == Some(newer),
         "the newer file read",
     );
     assert_eq!(svc.signal("TERM"), Some(0), "{}", svc.log());
-    std::fs::rename(src.path().join(archived), dir.join(archived)).unwrap();
+    std::fs::rename(src.path().join(HX_ARCHIVED), dir.join(HX_ARCHIVED)).unwrap();
     svc.start();
     wait_for(
         Duration::from_secs(20),
@@ -1984,20 +1985,7 @@ fn start_at_boot_is_one_rule_for_every_host_across_a_restart() {
 /// the upload (a line two minutes later): nothing is paged for it.
 #[test]
 fn a_host_whose_clock_is_behind_is_paged_when_its_trouble_arrives() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("remote");
-    std::fs::create_dir(&dir).unwrap();
-    let smtp = crate::support::Smtpd::aiosmtpd(&tmp.path().join("md"), &[]);
-    let mut svc = Service::new(
-        &format!("directory = \"{}\"", dir.display()),
-        &crate::support::mail_to(smtp.port, "group_wait = \"0s\"\n"),
-    );
-    svc.start();
-    wait_for(
-        Duration::from_secs(30),
-        || svc.status()["caught_up"] == true,
-        "the first catch-up",
-    );
+    let (tmp, dir, smtp, mut svc) = followed_with_mail();
     let behind = kubelet_sentinel::now() - 2 * 24 * 3600 * SECOND;
     // Each file whole at once (written aside, renamed in): the upload is
     // read to its end before the reader catches up.
@@ -2050,15 +2038,7 @@ fn a_host_whose_clock_is_behind_is_paged_when_its_trouble_arrives() {
 /// (the wrong clocks are no members of one) and each node is paged.
 #[test]
 fn hosts_with_wrong_clocks_are_paged_when_their_trouble_arrives() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("remote");
-    std::fs::create_dir(&dir).unwrap();
-    let smtp = crate::support::Smtpd::aiosmtpd(&tmp.path().join("md"), &[]);
-    let mut svc = Service::new(
-        &format!("directory = \"{}\"", dir.display()),
-        &crate::support::mail_to(smtp.port, "group_wait = \"0s\"\n"),
-    );
-    svc.start();
+    let (_tmp, dir, smtp, mut svc) = followed_with_mail();
     let y1971 = chrono::DateTime::parse_from_rfc3339("1971-03-01T10:00:00Z")
         .unwrap()
         .timestamp_micros();
