@@ -46,6 +46,7 @@ pub(crate) fn follow(
             },
             mode,
             batch: FOLLOW_BATCH,
+            split: None,
         };
         return collector::spawn(spec, FOLLOW_CAPACITY);
     }
@@ -87,6 +88,7 @@ pub(crate) fn read(target: &Target, filter: &EntryFilter) -> Result<Items, Sourc
             },
             mode: Mode::Once,
             batch: READ_BATCH,
+            split: Some(collector::split::CHUNK_BYTES),
         };
         let reader = collector::spawn(spec, READ_CAPACITY)?;
         // Unreadable files come as warnings, in order with the entries.

@@ -216,12 +216,17 @@ impl Coordinator {
         let mut workers = Vec::new();
         for w in 0..n {
             let (job_tx, job_rx) = std_mpsc::channel();
-            let (filter, mode, batch) = (spec.filter.clone(), spec.mode, spec.batch);
+            let (filter, mode, batch, split) =
+                (spec.filter.clone(), spec.mode, spec.batch, spec.split);
             let (tx, done) = (tx.clone(), events_tx.clone());
             // Handles are created, used and dropped on the worker's thread.
             let spawned = std::thread::Builder::new()
                 .name(format!("journal-{w}"))
-                .spawn(move || Worker::new(filter, mode, batch, tx, done).run(&job_rx));
+                .spawn(move || {
+                    let mut w = Worker::new(filter, mode, batch, tx, done);
+                    w.split = split;
+                    w.run(&job_rx);
+                });
             if let Ok(h) = spawned {
                 jobs.push(job_tx);
                 workers.push(h);

@@ -47,6 +47,7 @@ fn read_once(dir: &Path, starts: Starts) -> Read {
         starts,
         mode: Mode::Once,
         batch: 4,
+        split: None,
     };
     let mut r = spawn(spec, 4).unwrap();
     let mut out = Read::default();

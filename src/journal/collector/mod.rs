@@ -23,6 +23,7 @@
 
 mod coordinator;
 mod groups;
+pub(crate) mod split;
 mod warnings;
 mod watch;
 mod worker;
@@ -45,6 +46,9 @@ pub(crate) struct Spec {
     pub starts: Starts,
     pub mode: Mode,
     pub batch: usize,
+    /// A group of many files whose times follow each other is read on two
+    /// threads, in chunks of this many bytes (`scan`: see `split`).
+    pub split: Option<u64>,
 }
 
 /// What the coordinator gives a worker.

@@ -87,6 +87,9 @@ pub(super) struct Worker {
     pub(super) batch: usize,
     pub(super) tx: mpsc::Sender<ReaderEvent>,
     pub(super) done: std_mpsc::Sender<Event>,
+    /// A one-time read from the head may read a group of many files on two
+    /// threads (see [`super::split`]), in chunks of this many bytes: `scan`.
+    pub(super) split: Option<u64>,
     open: HashMap<Text, OpenGroup>,
     /// Groups read from their head and not yet to their end: what was
     /// walked, compared at the end with what the files record (`census`).
@@ -119,6 +122,7 @@ impl Worker {
             batch,
             tx,
             done,
+            split: None,
             open: HashMap::new(),
             walked: HashMap::new(),
             files_read: HashMap::new(),
@@ -258,6 +262,12 @@ impl Worker {
             closed: false,
         };
         let reuse = self.open.get(key).is_some_and(|o| o.files == files);
+        if let (Some(bytes), false, Start::Head) = (self.split, reuse, start) {
+            if let Some(chunks) = super::split::chunks(&files, bytes) {
+                self.read_split(key, &files, chunks, &mut done);
+                return done;
+            }
+        }
         if !reuse {
             if let Err(stop) = self.look_at_files(key, &files, start) {
                 done.stopped(stop);
@@ -303,6 +313,78 @@ impl Worker {
             done.stopped(stop);
         }
         done
+    }
+
+    /// [`Self::read`] of a group read once from its head, cut into
+    /// `chunks` that follow each other (see [`super::split`]): each read
+    /// by a worker of its own on a thread of its own, the next while the
+    /// current one's batches are handed on, in order. What concerns the
+    /// whole group (its files, its activity) is told once.
+    fn read_split(
+        &mut self,
+        key: &Text,
+        files: &[PathBuf],
+        chunks: Vec<Vec<PathBuf>>,
+        done: &mut Done,
+    ) {
+        if let Err(stop) = self.look_at_files(key, files, &Start::Head) {
+            done.stopped(stop);
+            return;
+        }
+        let (filter, batch, n) = (&self.filter, self.batch, chunks.len());
+        std::thread::scope(|s| {
+            let spawn = |files: Vec<PathBuf>| {
+                let (tx, rx) = mpsc::channel(super::split::CHUNK_BATCHES);
+                let (filter, key) = (filter.clone(), key.clone());
+                // Made on its thread: a handle stays where it was opened.
+                let read = s.spawn(move || {
+                    let (unused, _) = std_mpsc::channel();
+                    let mut w = Worker::new(filter, Mode::Once, batch, tx, unused);
+                    let mut start = Start::Head;
+                    loop {
+                        let d = w.read(&key, files.clone(), &start, false);
+                        match (&d.cursor, d.at_end || d.error.is_some() || d.closed) {
+                            (Some(c), false) => start = Start::After(c.clone()),
+                            _ => return d,
+                        }
+                    }
+                });
+                (read, rx)
+            };
+            let mut chunks = chunks.into_iter().enumerate();
+            let mut flight: std::collections::VecDeque<_> = chunks
+                .by_ref()
+                .take(2)
+                .map(|(k, f)| (k, spawn(f)))
+                .collect();
+            while let Some((k, (read, mut rx))) = flight.pop_front() {
+                while let Some(ev) = rx.blocking_recv() {
+                    let ev = match ev {
+                        ReaderEvent::Entries(v) => {
+                            if let Some(c) = v.last().and_then(|e| e.cursor.clone()) {
+                                done.cursor = Some(c);
+                            }
+                            ReaderEvent::Entries(v)
+                        }
+                        // The group's files were told; its activity is the
+                        // last chunk's (the newest files).
+                        ReaderEvent::Files { .. } => continue,
+                        ReaderEvent::Activity { .. } if k + 1 < n => continue,
+                        other => other,
+                    };
+                    if let Err(stop) = self.send(ev) {
+                        done.stopped(stop);
+                        return;
+                    }
+                }
+                let d = read.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+                if let Some(e) = d.error {
+                    done.error = Some(e);
+                    return;
+                }
+                flight.extend(chunks.next().map(|(k, f)| (k, spawn(f))));
+            }
+        });
     }
 
     /// The files a group was read over as committed (its first job after
