@@ -15,8 +15,9 @@
 //! process, or once its host's journal is [`STREAM_QUIET`] past it, and a
 //! following service waits out the same quiet in the host's journal time.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
+use crate::keyed::HostMap;
 use crate::model::{Entry, Text};
 use crate::time::{Micros, SECOND};
 
@@ -74,14 +75,14 @@ pub struct Joiner {
     /// the state: a collector catching up holds a line for every host it
     /// has read, and the whole map at every commit grew with the hosts.
     #[serde(skip_serializing)]
-    pending: BTreeMap<String, (u64, Joined)>,
+    pending: HostMap<String, (u64, Joined)>,
     seq: u64,
     /// The keys of `pending` by host: derived from it, so not stored.
     #[serde(skip)]
-    by_host: BTreeMap<String, Vec<String>>,
+    by_host: HostMap<String, Vec<String>>,
     /// The streams whose held line changed since the last `take_writes`.
     #[serde(skip)]
-    dirty: BTreeSet<String>,
+    dirty: HostMap<String, ()>,
     /// Whether changes are kept for `take_writes` (the service's; a
     /// one-time read has nobody to take them, and they would grow with
     /// the streams of its journal).
@@ -106,7 +107,7 @@ impl From<HeldLines> for Joiner {
             ..Joiner::default()
         };
         for (key, (seq, held)) in h.pending {
-            j.dirty.insert(key.clone());
+            j.dirty.insert(key.clone(), ());
             j.hold_as(key, seq, held);
         }
         j
@@ -374,9 +375,9 @@ impl Joiner {
     }
 
     /// Notes that the line held for `key` changed (when changes are kept).
-    fn mark(track: bool, dirty: &mut BTreeSet<String>, key: &str) {
-        if track && !dirty.contains(key) {
-            dirty.insert(key.to_string());
+    fn mark(track: bool, dirty: &mut HostMap<String, ()>, key: &str) {
+        if track {
+            dirty.get_or_insert_with(key, || key.to_string(), || ());
         }
     }
 
@@ -387,9 +388,12 @@ impl Joiner {
     }
 
     fn hold_as(&mut self, key: String, seq: u64, joined: Joined) {
-        let host = host_of(&joined.entry).to_string();
+        let host = joined.entry.host.clone();
+        let host = host.as_deref().unwrap_or("");
         if self.pending.insert(key.clone(), (seq, joined)).is_none() {
-            self.by_host.entry(host).or_default().push(key);
+            self.by_host
+                .get_or_insert_with(host, || host.to_string(), Vec::new)
+                .push(key);
         }
     }
 
@@ -455,9 +459,10 @@ impl Joiner {
     pub fn flush(&mut self, out: &mut Vec<Out>) {
         let pending = std::mem::take(&mut self.pending);
         if self.track {
-            self.dirty.extend(pending.keys().cloned());
+            self.dirty.extend(pending.keys().map(|k| (k.clone(), ())));
         }
-        let mut held: Vec<(u64, Joined)> = pending.into_values().collect();
+        let mut held: Vec<(u64, Joined)> =
+            pending.into_sorted().into_iter().map(|(_, v)| v).collect();
         self.by_host.clear();
         held.sort_by_key(|(seq, _)| *seq);
         out.extend(held.into_iter().map(|(_, j)| Out::Line(j)));
@@ -477,8 +482,9 @@ impl Joiner {
     /// [`Joiner::track_writes`]), to store: one record a stream.
     pub fn take_writes(&mut self) -> Vec<HeldWrite> {
         std::mem::take(&mut self.dirty)
+            .into_sorted()
             .into_iter()
-            .map(|k| {
+            .map(|(k, ())| {
                 let held = self.pending.get(&k).cloned();
                 (k, held)
             })
