@@ -17,15 +17,26 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// No slot found yet.
 const NONE: usize = usize::MAX;
 
+/// Emptied slots kept for their keys, beyond the slots in use, before
+/// they are given up (see [`HostMap::remove`]).
+const KEPT_EMPTY: usize = 64;
+
 /// A map from host names (`K`: `String` or `Text`) to `V`, iterated in key
 /// order like a `BTreeMap` (see the module's doc).
+///
+/// A key removed keeps its slot (and its place in the index) for a while:
+/// a stream's held line is handed on and the next one held under the same
+/// key, entry after entry, with no search of the index and no new key.
 pub struct HostMap<K, V> {
-    /// Each key's slot, in key order.
+    /// Each key's slot, in key order (emptied ones too).
     index: BTreeMap<K, usize>,
-    /// The values, with their keys; `None`: free (listed in `free`).
-    slots: Vec<Option<(K, V)>>,
+    /// The keys and their values; `None`: emptied (still indexed), or free
+    /// (listed in `free`, no longer indexed).
+    slots: Vec<(K, Option<V>)>,
     free: Vec<usize>,
-    /// The slot found last ([`NONE`]: none); a hint, so relaxed.
+    /// Indexed slots emptied.
+    empty: usize,
+    /// The indexed slot found last ([`NONE`]: none); a hint, so relaxed.
     last: AtomicUsize,
 }
 
@@ -35,6 +46,7 @@ impl<K, V> Default for HostMap<K, V> {
             index: BTreeMap::new(),
             slots: Vec::new(),
             free: Vec::new(),
+            empty: 0,
             last: AtomicUsize::new(NONE),
         }
     }
@@ -46,11 +58,11 @@ impl<K: Ord + Borrow<str> + Clone, V> HostMap<K, V> {
         Self::default()
     }
 
-    /// `host`'s slot: the last one found when it is `host`'s, else from
-    /// the index.
+    /// `host`'s indexed slot (emptied or not): the last one found when it
+    /// is `host`'s, else from the index.
     fn slot(&self, host: &str) -> Option<usize> {
         let last = self.last.load(Ordering::Relaxed);
-        if let Some(Some((k, _))) = self.slots.get(last) {
+        if let Some((k, _)) = self.slots.get(last) {
             if k.borrow() == host {
                 return Some(last);
             }
@@ -61,21 +73,29 @@ impl<K: Ord + Borrow<str> + Clone, V> HostMap<K, V> {
     }
 
     pub fn get(&self, host: &str) -> Option<&V> {
-        let i = self.slot(host)?;
-        self.slots[i].as_ref().map(|(_, v)| v)
+        self.slots[self.slot(host)?].1.as_ref()
     }
 
     pub fn get_mut(&mut self, host: &str) -> Option<&mut V> {
         let i = self.slot(host)?;
-        self.slots[i].as_mut().map(|(_, v)| v)
+        self.slots[i].1.as_mut()
     }
 
     pub fn contains_key(&self, host: &str) -> bool {
-        self.slot(host).is_some()
+        self.get(host).is_some()
+    }
+
+    /// Sets the value of an indexed slot; returns the one it had.
+    fn fill(&mut self, i: usize, value: V) -> Option<V> {
+        let old = self.slots[i].1.replace(value);
+        if old.is_none() {
+            self.empty -= 1;
+        }
+        old
     }
 
     /// `host`'s value, made by `make` (with the key from `key`) if it has
-    /// none: the key is made only then.
+    /// none: the key is made only when `host` has no slot.
     pub fn get_or_insert_with(
         &mut self,
         host: &str,
@@ -83,22 +103,48 @@ impl<K: Ord + Borrow<str> + Clone, V> HostMap<K, V> {
         make: impl FnOnce() -> V,
     ) -> &mut V {
         let i = match self.slot(host) {
-            Some(i) => i,
+            Some(i) => {
+                if self.slots[i].1.is_none() {
+                    self.fill(i, make());
+                }
+                i
+            }
             None => self.put(key(), make()),
         };
-        match &mut self.slots[i] {
-            Some((_, v)) => v,
-            None => unreachable!("an indexed slot holds a value"),
+        match &mut self.slots[i].1 {
+            Some(v) => v,
+            None => unreachable!("the slot was filled"),
+        }
+    }
+
+    /// Sets `host`'s value (the key from `key`, made only when `host` has
+    /// no slot); returns the one it had.
+    pub fn insert_with(&mut self, host: &str, key: impl FnOnce() -> K, value: V) -> Option<V> {
+        if let Some(i) = self.slot(host) {
+            self.fill(i, value)
+        } else {
+            self.put(key(), value);
+            None
+        }
+    }
+
+    /// Sets `key`'s value; returns the one it had.
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        if let Some(i) = self.slot(key.borrow()) {
+            self.fill(i, value)
+        } else {
+            self.put(key, value);
+            None
         }
     }
 
     /// Puts a new key's value in a free slot; returns the slot.
     fn put(&mut self, key: K, value: V) -> usize {
         let i = if let Some(i) = self.free.pop() {
-            self.slots[i] = Some((key.clone(), value));
+            self.slots[i] = (key.clone(), Some(value));
             i
         } else {
-            self.slots.push(Some((key.clone(), value)));
+            self.slots.push((key.clone(), Some(value)));
             self.slots.len() - 1
         };
         self.index.insert(key, i);
@@ -106,30 +152,39 @@ impl<K: Ord + Borrow<str> + Clone, V> HostMap<K, V> {
         i
     }
 
-    /// Sets `key`'s value; returns the one it had.
-    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
-        if let Some(i) = self.slot(key.borrow()) {
-            self.slots[i]
-                .as_mut()
-                .map(|(_, v)| std::mem::replace(v, value))
-        } else {
-            self.put(key, value);
-            None
+    /// Takes `host`'s value out; its slot stays, emptied, for the next
+    /// value of the same key, until more than [`KEPT_EMPTY`] beyond those
+    /// in use are: then every emptied slot is given up.
+    pub fn remove(&mut self, host: &str) -> Option<V> {
+        let i = self.slot(host)?;
+        let v = self.slots[i].1.take()?;
+        self.empty += 1;
+        if self.empty > self.len() + KEPT_EMPTY {
+            self.give_up_empty();
         }
+        Some(v)
     }
 
-    pub fn remove(&mut self, host: &str) -> Option<V> {
-        let i = self.index.remove(host)?;
-        self.free.push(i);
-        self.slots[i].take().map(|(_, v)| v)
+    fn give_up_empty(&mut self) {
+        let slots = &self.slots;
+        let free = &mut self.free;
+        self.index.retain(|_, &mut i| {
+            let kept = slots[i].1.is_some();
+            if !kept {
+                free.push(i);
+            }
+            kept
+        });
+        self.empty = 0;
+        self.last.store(NONE, Ordering::Relaxed);
     }
 
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.index.len() - self.empty
     }
 
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.len() == 0
     }
 
     pub fn clear(&mut self) {
@@ -140,11 +195,11 @@ impl<K: Ord + Borrow<str> + Clone, V> HostMap<K, V> {
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.index
             .iter()
-            .filter_map(|(k, &i)| self.slots[i].as_ref().map(|(_, v)| (k, v)))
+            .filter_map(|(k, &i)| self.slots[i].1.as_ref().map(|v| (k, v)))
     }
 
     pub fn keys(&self) -> impl Iterator<Item = &K> {
-        self.index.keys()
+        self.iter().map(|(k, _)| k)
     }
 
     pub fn values(&self) -> impl Iterator<Item = &V> {
@@ -153,26 +208,23 @@ impl<K: Ord + Borrow<str> + Clone, V> HostMap<K, V> {
 
     /// Key by key, in key order.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = (&K, &mut V)> {
-        let mut values: Vec<Option<&mut V>> = self
-            .slots
-            .iter_mut()
-            .map(|s| s.as_mut().map(|(_, v)| v))
-            .collect();
+        let mut values: Vec<Option<&mut V>> =
+            self.slots.iter_mut().map(|(_, v)| v.as_mut()).collect();
         self.index
             .iter()
             .filter_map(move |(k, &i)| values[i].take().map(|v| (k, v)))
     }
 
     pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
-        self.slots.iter_mut().flatten().map(|(_, v)| v)
+        self.slots.iter_mut().filter_map(|(_, v)| v.as_mut())
     }
 
     /// The pairs, in key order.
     pub fn into_sorted(mut self) -> Vec<(K, V)> {
         let index = std::mem::take(&mut self.index);
         index
-            .into_values()
-            .filter_map(|i| self.slots[i].take())
+            .into_iter()
+            .filter_map(|(k, i)| self.slots[i].1.take().map(|v| (k, v)))
             .collect()
     }
 
@@ -210,6 +262,7 @@ impl<K: Ord + Borrow<str> + Clone, V: Clone> Clone for HostMap<K, V> {
             index: self.index.clone(),
             slots: self.slots.clone(),
             free: self.free.clone(),
+            empty: self.empty,
             last: AtomicUsize::new(self.last.load(Ordering::Relaxed)),
         }
     }
@@ -269,5 +322,26 @@ mod tests {
         );
         assert_eq!(m, m.clone());
         assert_eq!(format!("{m:?}"), r#"{"a": 10, "d": 40}"#);
+    }
+
+    #[test]
+    fn an_emptied_slot_keeps_its_key_until_too_many_are_empty() {
+        let mut m: HostMap<String, u32> = HostMap::new();
+        m.insert("a".into(), 1);
+        assert_eq!(m.remove("a"), Some(1));
+        assert_eq!(m.remove("a"), None);
+        assert!(m.is_empty() && !m.contains_key("a"));
+        assert_eq!(m.insert_with("a", || unreachable!(), 2), None);
+        assert_eq!(m.len(), 1);
+        for n in 0..200u32 {
+            let k = format!("k{n}");
+            m.insert(k.clone(), n);
+            assert_eq!(m.remove(&k), Some(n));
+        }
+        assert!(m.index.len() <= 1 + 1 + KEPT_EMPTY + 1);
+        assert_eq!(m.iter().collect::<Vec<_>>(), [(&"a".to_string(), &2)]);
+        m.insert("k7".into(), 7);
+        assert_eq!(m.keys().collect::<Vec<_>>(), ["a", "k7"]);
+        assert_eq!(m.len(), 2);
     }
 }
