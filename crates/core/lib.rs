@@ -55,6 +55,7 @@
 pub mod advice;
 pub mod context;
 pub mod defaults;
+pub mod keyed;
 pub mod kinds;
 pub mod model;
 pub mod parse;

@@ -520,7 +520,17 @@ pub async fn run(
         AlertmanagerTask::new(store.clone(), &config, am_tx, reports_tx, edges.now.clone()),
     );
     if mode == Mode::Once {
-        return run_once(ingest, source.clone(), reader, channels, delivery, &stop).await;
+        // Boxed: the ingest it holds (the pipeline's maps of hosts) is
+        // past clippy's large-future bound on the stack.
+        return Box::pin(run_once(
+            ingest,
+            source.clone(),
+            reader,
+            channels,
+            delivery,
+            &stop,
+        ))
+        .await;
     }
     let (mailer, alertmanager) = delivery;
     // The query socket and the metrics listener, before READY=1: whoever is

@@ -50,7 +50,7 @@ const FLOORS: &[&[&str]] = &[
 
 /// The core's floors, bottom first.
 const CORE_FLOORS: &[&[&str]] = &[
-    &["time"],
+    &["time", "keyed"],
     &["defaults"],
     &["kinds", "model"],
     &["parse"],

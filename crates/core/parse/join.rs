@@ -15,8 +15,9 @@
 //! process, or once its host's journal is [`STREAM_QUIET`] past it, and a
 //! following service waits out the same quiet in the host's journal time.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
+use crate::keyed::HostMap;
 use crate::model::{Entry, Text};
 use crate::time::{Micros, SECOND};
 
@@ -74,14 +75,14 @@ pub struct Joiner {
     /// the state: a collector catching up holds a line for every host it
     /// has read, and the whole map at every commit grew with the hosts.
     #[serde(skip_serializing)]
-    pending: BTreeMap<String, (u64, Joined)>,
+    pending: HostMap<Text, (u64, Joined)>,
     seq: u64,
     /// The keys of `pending` by host: derived from it, so not stored.
     #[serde(skip)]
-    by_host: BTreeMap<String, Vec<String>>,
+    by_host: HostMap<Text, Vec<Text>>,
     /// The streams whose held line changed since the last `take_writes`.
     #[serde(skip)]
-    dirty: BTreeSet<String>,
+    dirty: HostMap<String, ()>,
     /// Whether changes are kept for `take_writes` (the service's; a
     /// one-time read has nobody to take them, and they would grow with
     /// the streams of its journal).
@@ -106,8 +107,8 @@ impl From<HeldLines> for Joiner {
             ..Joiner::default()
         };
         for (key, (seq, held)) in h.pending {
-            j.dirty.insert(key.clone());
-            j.hold_as(key, seq, held);
+            j.dirty.insert(key.clone(), ());
+            j.hold_as(key.into(), seq, held);
         }
         j
     }
@@ -290,8 +291,8 @@ impl Joiner {
 
     /// Takes one kubelet entry; appends to `out` whatever is now complete.
     pub fn push(&mut self, entry: Entry, out: &mut Vec<Out>) {
-        let key = stream_key(&entry);
-        let key: &str = &key;
+        let stream = stream_key(&entry);
+        let key: &str = &stream;
         // The rest of a line journald cut at LineMax: whatever it starts
         // with, it goes on the same line, with no newline between.
         if let Some((_, j)) = self.pending.get_mut(key) {
@@ -330,7 +331,7 @@ impl Joiner {
             if let Some(done) = self.unhold(key) {
                 out.push(Out::Line(done));
             }
-            self.hold(key.to_string(), joined);
+            self.hold(stream.clone(), joined);
             return;
         }
         if m.starts_with(b"{") || is_foreign(m) || is_bare_word(m) {
@@ -374,22 +375,25 @@ impl Joiner {
     }
 
     /// Notes that the line held for `key` changed (when changes are kept).
-    fn mark(track: bool, dirty: &mut BTreeSet<String>, key: &str) {
-        if track && !dirty.contains(key) {
-            dirty.insert(key.to_string());
+    fn mark(track: bool, dirty: &mut HostMap<String, ()>, key: &str) {
+        if track {
+            dirty.get_or_insert_with(key, || key.to_string(), || ());
         }
     }
 
-    fn hold(&mut self, key: String, joined: Joined) {
+    fn hold(&mut self, key: Text, joined: Joined) {
         Self::mark(self.track, &mut self.dirty, &key);
         self.seq += 1;
         self.hold_as(key, self.seq, joined);
     }
 
-    fn hold_as(&mut self, key: String, seq: u64, joined: Joined) {
-        let host = host_of(&joined.entry).to_string();
+    fn hold_as(&mut self, key: Text, seq: u64, joined: Joined) {
+        let host = joined.entry.host.clone();
+        let host = host.as_deref().unwrap_or("");
         if self.pending.insert(key.clone(), (seq, joined)).is_none() {
-            self.by_host.entry(host).or_default().push(key);
+            self.by_host
+                .get_or_insert_with(host, || host.into(), Vec::new)
+                .push(key);
         }
     }
 
@@ -398,7 +402,7 @@ impl Joiner {
         Self::mark(self.track, &mut self.dirty, key);
         let host = host_of(&j.entry);
         if let Some(keys) = self.by_host.get_mut(host) {
-            keys.retain(|k| k != key);
+            keys.retain(|k| &**k != key);
             if keys.is_empty() {
                 self.by_host.remove(host);
             }
@@ -411,7 +415,7 @@ impl Joiner {
         let Some(keys) = self.by_host.get(host) else {
             return;
         };
-        let mut done: Vec<(u64, String)> = keys
+        let mut done: Vec<(u64, Text)> = keys
             .iter()
             .filter_map(|k| {
                 let (seq, j) = self.pending.get(k)?;
@@ -447,7 +451,7 @@ impl Joiner {
             keys.iter()
                 .filter_map(|k| Some(self.pending.get(k)?.1.ended_at()))
                 .min()
-                .map(|end| (h.as_str(), end))
+                .map(|end| (&**h, end))
         })
     }
 
@@ -455,9 +459,11 @@ impl Joiner {
     pub fn flush(&mut self, out: &mut Vec<Out>) {
         let pending = std::mem::take(&mut self.pending);
         if self.track {
-            self.dirty.extend(pending.keys().cloned());
+            self.dirty
+                .extend(pending.keys().map(|k| (k.to_string(), ())));
         }
-        let mut held: Vec<(u64, Joined)> = pending.into_values().collect();
+        let mut held: Vec<(u64, Joined)> =
+            pending.into_sorted().into_iter().map(|(_, v)| v).collect();
         self.by_host.clear();
         held.sort_by_key(|(seq, _)| *seq);
         out.extend(held.into_iter().map(|(_, j)| Out::Line(j)));
@@ -477,8 +483,9 @@ impl Joiner {
     /// [`Joiner::track_writes`]), to store: one record a stream.
     pub fn take_writes(&mut self) -> Vec<HeldWrite> {
         std::mem::take(&mut self.dirty)
+            .into_sorted()
             .into_iter()
-            .map(|k| {
+            .map(|(k, ())| {
                 let held = self.pending.get(&k).cloned();
                 (k, held)
             })
@@ -490,7 +497,7 @@ impl Joiner {
     pub fn restore(&mut self, held: Vec<(String, (u64, Joined))>) {
         for (key, (seq, line)) in held {
             if !self.pending.contains_key(&key) {
-                self.hold_as(key, seq, line);
+                self.hold_as(key.into(), seq, line);
             }
         }
     }

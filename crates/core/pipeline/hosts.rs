@@ -4,8 +4,7 @@
 //! entry is read (admitted?), while it is dated (believed?), and after
 //! (how far its host's clock got).
 
-use std::collections::{BTreeMap, BTreeSet};
-
+use crate::keyed::HostMap;
 use crate::model::Text;
 use crate::time::Micros;
 use crate::tracker::Tracker;
@@ -45,17 +44,17 @@ struct HostClock {
 #[derive(Debug, Default)]
 pub(super) struct HostBook {
     /// Each host's clock.
-    clocks: BTreeMap<Text, HostClock>,
+    clocks: HostMap<Text, HostClock>,
     /// Counts batches, to tell which hosts a batch carried.
     batch: u64,
     /// Entries dated after this are not believed (see [`HostBook::set_now`]).
     horizon: Option<Micros>,
     /// Every host read, with the number of [`HostBook::caught_up`] calls
     /// before its first and before its latest entry (see [`HostBook::live`]).
-    read: BTreeMap<Text, (u64, u64)>,
+    read: HostMap<Text, (u64, u64)>,
     catch_ups: u64,
     /// Hosts whose clock cannot be trusted.
-    untrusted: BTreeSet<Text>,
+    untrusted: HostMap<Text, ()>,
     /// Past `[fleet] max_hosts` by records: the fleet's time when the idle
     /// hosts' records were last forgotten, and the records left (all
     /// active then) — looked at again when either moved, not at every
@@ -180,23 +179,27 @@ impl HostBook {
     }
 
     pub(super) fn clock_untrusted(&self, host: &str) -> bool {
-        self.untrusted.contains(host)
+        self.untrusted.contains_key(host)
     }
 
     pub(super) fn distrust(&mut self, host: Text) {
-        if !self.untrusted.contains(&host) {
-            self.untrusted.insert(host);
+        if !self.untrusted.contains_key(&host) {
+            self.untrusted.insert(host, ());
         }
     }
 
     /// Moves `host`'s clock to `at` (if later); returns where it is.
     pub(super) fn tick(&mut self, host: &Text, at: Micros) -> Micros {
         let batch = self.batch;
-        let clock = self.clocks.entry(host.clone()).or_insert(HostClock {
-            seen_at: at,
-            arrived_at: None,
-            batch,
-        });
+        let clock = self.clocks.get_or_insert_with(
+            host,
+            || host.clone(),
+            || HostClock {
+                seen_at: at,
+                arrived_at: None,
+                batch,
+            },
+        );
         clock.seen_at = clock.seen_at.max(at);
         clock.batch = batch;
         clock.seen_at

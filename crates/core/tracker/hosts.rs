@@ -3,13 +3,14 @@
 //! derived from them. Below the ledger and the machines, which read and
 //! change them.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
 use super::evidence::Evidence;
 use super::kind::Incident;
 use super::start::Start;
+use crate::keyed::HostMap;
 use crate::time::Micros;
 
 /// What one kubelet (one host) told us lately. Persisted one record a host
@@ -145,7 +146,7 @@ impl Origin {
 /// The hosts' records and the index of registrations derived from them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Hosts {
-    origins: BTreeMap<String, Origin>,
+    origins: HostMap<String, Origin>,
     /// When each node last registered, in states written before
     /// registrations moved to [`Origin::registration`]; read, never written.
     registered_at: BTreeMap<String, Micros>,
@@ -154,7 +155,7 @@ pub(crate) struct Hosts {
     /// a pass over every host.
     registrations: BTreeMap<String, BTreeMap<String, Micros>>,
     /// Hosts whose [`Origin`] changed since [`Hosts::take_dirty`].
-    dirty: BTreeSet<String>,
+    dirty: HostMap<String, ()>,
 }
 
 impl Hosts {
@@ -175,7 +176,7 @@ impl Hosts {
     pub(crate) fn restore(&mut self, origins: impl IntoIterator<Item = (String, Origin)>) {
         self.origins.extend(origins);
         self.registrations.clear();
-        for (h, o) in &self.origins {
+        for (h, o) in self.origins.iter() {
             if let Some((n, t)) = &o.registration {
                 self.registrations
                     .entry(n.clone())
@@ -187,7 +188,7 @@ impl Hosts {
 
     /// Takes every record out (moving a store of the earlier layout).
     pub(crate) fn take_all(&mut self) -> Vec<(String, Origin)> {
-        std::mem::take(&mut self.origins).into_iter().collect()
+        std::mem::take(&mut self.origins).into_sorted()
     }
 
     pub(crate) fn get(&self, host: &str) -> Option<&Origin> {
@@ -205,14 +206,14 @@ impl Hosts {
     /// `host`'s record, made if it has none; [`Hosts::touch`] it when it
     /// changes.
     pub(crate) fn entry(&mut self, host: &str) -> &mut Origin {
-        self.origins.entry(host.to_string()).or_default()
+        self.origins
+            .get_or_insert_with(host, || host.to_string(), Origin::default)
     }
 
     /// `host`'s record changed: written at the next commit.
     pub(crate) fn touch(&mut self, host: &str) {
-        if !self.dirty.contains(host) {
-            self.dirty.insert(host.to_string());
-        }
+        self.dirty
+            .get_or_insert_with(host, || host.to_string(), || ());
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&String, &Origin)> {
@@ -262,7 +263,7 @@ impl Hosts {
         if let Some((node, _)) = self.origins.remove(host).and_then(|o| o.registration) {
             self.unregister(&node, host);
         }
-        self.dirty.insert(host.to_string());
+        self.dirty.insert(host.to_string(), ());
     }
 
     /// Takes `host`'s registration of `node` out of the index (it
@@ -280,8 +281,9 @@ impl Hosts {
     /// host's record was forgotten.
     pub(crate) fn take_dirty(&mut self) -> Vec<(String, Option<Origin>)> {
         std::mem::take(&mut self.dirty)
+            .into_sorted()
             .into_iter()
-            .map(|h| {
+            .map(|(h, ())| {
                 let o = self.origins.get(&h).cloned();
                 (h, o)
             })

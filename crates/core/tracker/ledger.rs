@@ -6,13 +6,12 @@
 //! decided here, for every kind alike (the kind says what waits, see
 //! [`IncidentKind::held_by`]); what its lines do is its machine's.
 
-use std::collections::BTreeMap;
-
 use super::decision::{AlertKind, Decision};
 use super::kind::Incident;
 use super::open::{Open, OpenKey};
 use super::settings::Settings;
 use super::terms::{IncidentKind, Resolution};
+use crate::keyed::HostMap;
 use crate::time::Micros;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -23,7 +22,7 @@ pub(super) struct Ledger {
     pub(super) open: Open,
     /// Per host: none of its open incidents resolves on quiet before this
     /// (derived; may be early, never late).
-    due: BTreeMap<String, Micros>,
+    due: HostMap<String, Micros>,
     /// Resolved and not yet taken by the caller.
     pub(super) resolved: Vec<Incident>,
     /// Forgotten and not yet taken by the caller.
@@ -79,10 +78,11 @@ impl Ledger {
     }
 
     pub(super) fn recompute_due(&mut self) {
-        let mut due: BTreeMap<String, Micros> = BTreeMap::new();
+        let mut due: HostMap<String, Micros> = HostMap::new();
         for i in self.open.values() {
             if let Some(at) = self.due_of(i) {
-                let d = due.entry(host_key(i)).or_insert(Micros::MAX);
+                let host = i.host.as_deref().unwrap_or_default();
+                let d = due.get_or_insert_with(host, || host.to_string(), || Micros::MAX);
                 *d = (*d).min(at);
             }
         }
@@ -91,8 +91,12 @@ impl Ledger {
 
     /// `host` has an incident due by `at`.
     pub(super) fn due_by(&mut self, host: String, at: Micros) {
-        let d = self.due.entry(host).or_insert(at);
-        *d = (*d).min(at);
+        match self.due.get_mut(&host) {
+            Some(d) => *d = (*d).min(at),
+            None => {
+                self.due.insert(host, at);
+            }
+        }
     }
 
     pub(super) fn update_due(&mut self, key: &OpenKey) {

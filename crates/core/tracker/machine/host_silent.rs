@@ -35,8 +35,7 @@
 //!   same gap make none of each other silent; one host alone is never
 //!   silent.
 
-use std::collections::BTreeSet;
-
+use crate::keyed::HostMap;
 use crate::signals::SignalKind;
 use crate::time::Micros;
 use crate::tracker::decision::{AlertKind, Decision};
@@ -51,7 +50,7 @@ use crate::tracker::terms::{IncidentKind, Resolution};
 pub(in crate::tracker) struct SilentWatch {
     /// Hosts whose journal moved since silence was last judged at a tail:
     /// not judged there, their upload may go on.
-    moved: BTreeSet<String>,
+    moved: HostMap<String, ()>,
     /// The source is a collector's directory (hosts read apart): only
     /// there are hosts judged silent.
     fleet: bool,
@@ -145,9 +144,8 @@ impl SilentWatch {
             None
         };
         hosts.touch(host);
-        if !self.moved.contains(host) {
-            self.moved.insert(host.to_string());
-        }
+        self.moved
+            .get_or_insert_with(host, || host.to_string(), || ());
         let after = l.settings.silent_after;
         let fleet = self.fleet_newest;
         // Only a host that kept writing moves the fleet's time on: one
@@ -200,7 +198,7 @@ impl SilentWatch {
         out: &mut Vec<Decision>,
     ) {
         self.moved.clear();
-        self.judge(l, hosts, &BTreeSet::new(), out);
+        self.judge(l, hosts, &HostMap::new(), out);
     }
 
     /// As [`Tracker::judge_silence`], at a following reader's tail: a host
@@ -226,7 +224,7 @@ impl SilentWatch {
         &self,
         l: &mut Ledger,
         hosts: &Hosts,
-        moved: &BTreeSet<String>,
+        moved: &HostMap<String, ()>,
         out: &mut Vec<Decision>,
     ) -> bool {
         let after = l.settings.silent_after;
@@ -244,7 +242,7 @@ impl SilentWatch {
                         .contains_key(&OpenKey::new(IncidentKind::HostSilent, h))
             })
             .map(|(h, t)| (h.clone(), t))
-            .partition(|(h, _)| moved.contains(h));
+            .partition(|(h, _)| moved.contains_key(h));
         for (h, t) in silent {
             Self::open_silent(l, hosts, &h, t, out);
         }
