@@ -289,7 +289,8 @@ async fn resume(
         tracing::warn!(
             closed = ids.len(),
             "the journal changed: the store's position was in {old}, the config reads {source}. \
-             Its cursors are not applied to {source}: every host in it is read from {from}{}",
+             The old journal's cursors are kept aside (for a change back), not applied to \
+             {source}: every host in it is read from {from}{}",
             if ids.is_empty() {
                 String::new()
             } else {

@@ -260,6 +260,33 @@ fn test_email(config: &Path) -> (Option<i32>, String, String) {
     )
 }
 
+/// The README's `check-config && test-email` right after saving mail
+/// settings into a running service's config (first-hour recheck): the
+/// service applies the saved file within a moment, and `test-email` waits
+/// for that before it says anything of the service. It said "the running
+/// service cannot send yet … systemctl restart" when it asked first.
+#[test]
+fn test_email_right_after_saving_the_config_waits_for_the_service() {
+    let journal = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::aiosmtpd(&journal.path().join("md"), &[]);
+    let mut svc =
+        crate::support::Service::new(&format!("directory = \"{}\"", journal.path().display()), "");
+    svc.start();
+    crate::support::wait_for(
+        std::time::Duration::from_secs(20),
+        || svc.status()["caught_up"] == true,
+        "the service up",
+    );
+    let mut config = std::fs::read_to_string(svc.config()).unwrap();
+    config.push_str(&crate::support::mail_to(smtp.port, ""));
+    std::fs::write(svc.config(), config).unwrap();
+    let (code, out, err) = test_email(&svc.config());
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("test alert sent"), "{out}");
+    assert!(!out.contains("cannot send yet"), "{out}\n{}", svc.log());
+    assert_eq!(smtp.mails().len(), 1);
+}
+
 #[test]
 fn test_email_plain_and_refused() {
     let dir = tempfile::tempdir().unwrap();

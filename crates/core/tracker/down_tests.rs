@@ -168,6 +168,31 @@ fn a_requested_stop_gives_none_and_ends_an_open_one() {
     assert_eq!(r.incidents[0].verdict(&r.settings), Verdict::Transient);
 }
 
+/// `systemctl stop` while a crash-looping kubelet waits to be restarted
+/// (first-hour recheck): systemd says `Stopped` 256 ms after the failed
+/// exit, with no `Scheduled restart job` between (its own restart always
+/// says that first). A stop that was asked for: the incident ends
+/// `stopped`, and nothing says systemd gave up (it was judged failed and
+/// paged twice: "systemd gave up", then "still failing").
+#[test]
+fn a_stop_while_a_crash_loop_waits_to_restart_was_asked_for() {
+    let mut lines = crash_loop(4);
+    lines.truncate(lines.len() - 2);
+    let last = lines.last().map_or(0, |(t, _)| *t);
+    lines.push((last + 256, STOPPED.to_string()));
+    let r = replay(&lines, last + 600_000);
+    assert_eq!(r.incidents.len(), 1, "{:#?}", r.incidents);
+    let i = &r.incidents[0];
+    assert_eq!(i.resolution, Some(Resolution::Stopped));
+    assert!(i.down().is_some_and(|d| d.gave_up_at.is_none()), "{i:#?}");
+    assert_ne!(i.verdict(&r.settings), Verdict::Failed);
+    assert!(
+        !r.alert_kinds().contains(&AlertKind::Repeat),
+        "{:?}",
+        r.alert_kinds()
+    );
+}
+
 #[test]
 fn node_ready_ends_it_and_node_status_incidents_are_apart() {
     let mut lines = crash_loop(1);

@@ -93,22 +93,44 @@ pub(crate) fn test_email(
         Ok(to) => {
             let _ = writeln!(out, "test alert sent: {to} (it says it was sent by {who})");
             // This process read the config and the password itself; say so
-            // when the running service cannot send with what it has.
+            // when the running service cannot send with what it has. A
+            // config saved a moment ago is being applied (the service
+            // watches the file): its answer is waited for a few seconds.
             let socket = PathBuf::from(&config.api.socket);
-            if let Ok(s) = api::ask::<StatusOut>(&socket, &Request::Status) {
-                if let Some(off @ Delivery::Disabled { .. }) = &s.mail {
-                    let _ = writeln!(
-                        out,
-                        "note: the running service cannot send yet: mail {off} \
-                         (systemctl restart kubelet-sentinel loads the password and the config)",
-                    );
-                }
+            if let Some(off) = service_mail_off(&socket) {
+                let _ = writeln!(
+                    out,
+                    "note: the running service cannot send yet: mail {off} \
+                     (systemctl restart kubelet-sentinel loads the password and the config)",
+                );
             }
             Exit::Ok
         }
         Err(e) => {
             let _ = writeln!(err, "kubelet-sentinel: test alert not sent: {e}");
             Exit::Failure
+        }
+    }
+}
+
+/// How long a running service may take to apply a config saved just
+/// before `test-email` (its watcher waits for the writes to settle).
+const APPLY_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The running service's mail delivery when it is disabled, still so after
+/// [`APPLY_WAIT`]; `None` when it can send or no service answers.
+fn service_mail_off(socket: &std::path::Path) -> Option<Delivery> {
+    let until = std::time::Instant::now() + APPLY_WAIT;
+    loop {
+        let s = api::ask::<StatusOut>(socket, &Request::Status).ok()?;
+        match s.mail {
+            Some(off @ Delivery::Disabled { .. }) if std::time::Instant::now() >= until => {
+                return Some(off);
+            }
+            Some(Delivery::Disabled { .. }) => {
+                std::thread::sleep(std::time::Duration::from_millis(200));
+            }
+            _ => return None,
         }
     }
 }

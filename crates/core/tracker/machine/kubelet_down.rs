@@ -44,7 +44,11 @@ pub(in crate::tracker) fn life(
     let evidence = Evidence::new(at, obs.cursor, sig.kind, obs.text).with_cause(sig.cause);
     match sig.kind {
         SignalKind::KubeletStopping | SignalKind::KubeletStopped => {
-            let asked = pending.is_none() && !restarting;
+            // systemd's own restart after a failed exit says so first
+            // (`Scheduled restart job`, `holdoff time over`): a stop with
+            // none since the exit is a stop job, asked for while the unit
+            // waited to restart (`systemctl stop` during a crash loop).
+            let asked = !restarting;
             stopped(l, h, obs, &key, asked, evidence, out);
             return;
         }
@@ -96,7 +100,7 @@ fn held_by_down() -> impl Iterator<Item = IncidentKind> {
 }
 
 /// systemd stops the kubelet (`Stopping`, `Stopped`): a stop that was
-/// `asked` for (no failed exit or restart before it) ends the node's
+/// `asked` for (no restart of systemd's under way) ends the node's
 /// kubelet-down incident and those it holds; one that is part of a
 /// restart joins the open incident.
 fn stopped(
