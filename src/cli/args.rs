@@ -46,8 +46,10 @@ impl From<Exit> for ExitCode {
     about = "Tells the kubelet's harmless start-up race from real trouble, and alerts on it",
     long_about = "kubelet-sentinel reads the kubelet's journal, recognises its trouble (status \
                   update retries, lister misses, failed registrations; a kubelet that crash-loops \
-                  or that systemd gave up on; a node not ready while its kubelet runs; one API \
-                  endpoint lost by many nodes; a collector's host gone silent), groups it into \
+                  or that systemd gave up on; a node not ready while its kubelet runs; a Ready \
+                  node whose pod sandboxes keep failing; the client certificate near expiry or \
+                  its rotation refused; the kernel's read-only file systems and hung tasks; one \
+                  API endpoint lost by many nodes; a collector's host gone silent), groups it into \
                   per-node incidents with the other units that explain them, tells the harmless \
                   start-up race from real trouble (API server unreachable, Node deleted, \
                   credentials expired), and alerts by email or Alertmanager."
@@ -196,8 +198,9 @@ pub struct IncidentsArgs {
     /// systemd), not-ready (the node not ready while its kubelet runs: the
     /// CNI, the runtime, PLEG, pressure), pod-sandbox (a Ready node whose pods' sandboxes keep
     /// failing: no IP address left, the CNI, the runtime), certificate (the kubelet's client
-    /// certificate near expiry or its rotation refused), host-silent (a collector's host that
-    /// stopped writing) or endpoint (one API endpoint lost by several nodes at once).
+    /// certificate near expiry or its rotation refused), kernel (a file system made read-only,
+    /// tasks hung: the kernel's own lines), host-silent (a collector's host that stopped
+    /// writing) or endpoint (one API endpoint lost by several nodes at once).
     #[arg(long, value_parser = spelled::<IncidentKind>())]
     pub kind: Option<IncidentKind>,
     /// Only incidents with this verdict.

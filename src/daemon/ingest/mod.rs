@@ -32,6 +32,7 @@
 mod acks;
 mod admission;
 mod alerts;
+mod cadence;
 mod deliveries;
 mod events;
 mod prune;
@@ -42,7 +43,6 @@ mod supervise;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -70,18 +70,6 @@ use sentinel_core::tracker::{Decision, Incident};
 const BATCH_ENTRIES: u64 = 20_000;
 /// Entries pushed between two looks at the shutdown token.
 const SHUTDOWN_CHECK: u64 = 64;
-/// …or this long after the previous commit, whichever comes first, when
-/// something of note changed (an incident, a decision, a delivery's
-/// report) or while catching up…
-const BATCH_INTERVAL: Duration = Duration::from_millis(500);
-/// …or this long, once caught up, when only entries were read that changed
-/// nothing of note (a busy node's chatter): the cursor and the tracker's
-/// state wait, as a kill -9 meanwhile only has the restart read those
-/// entries again (the same incidents: the state is the one committed with
-/// the cursor). Each commit is a transaction and a flush, which wakes every
-/// idle thread of sled's I/O pool: at 500 ms a busy node committed twice a
-/// second for nothing a query or a restart needs sooner.
-const CURSOR_INTERVAL: Duration = Duration::from_secs(5);
 /// How soon the reader is asked to look again when a tail held back a host
 /// whose journal had just moved (see `Tracker::judge_silence_at_tail`).
 const SILENCE_RECHECK: Micros = 2 * sentinel_core::time::SECOND;
@@ -113,6 +101,9 @@ struct Pending {
     announced: BTreeSet<String>,
     /// The tracker's state changed outside a batch (a delivery recorded).
     state_changed: bool,
+    /// An incident opened, resolved, was forgotten or covered, or an alert
+    /// was queued, since the last commit (not only updates).
+    marked: bool,
     stats: StatsDelta,
     /// Groups whose cursor moved since the last commit.
     moved_groups: BTreeSet<String>,
@@ -314,6 +305,9 @@ impl Ingest {
             }
         }
         let gone: BTreeSet<String> = gone.into_iter().map(str::to_string).collect();
+        self.pending.marked |= decisions
+            .iter()
+            .any(|d| !matches!(d, Decision::UpdateIncident { .. }));
         for d in decisions {
             match d {
                 Decision::OpenIncident { id } => {
@@ -433,33 +427,6 @@ impl Ingest {
         }
     }
 
-    fn dirty(&self) -> bool {
-        self.pending.entries > 0 || self.of_note()
-    }
-
-    /// Something a query or the mailer reads changed, besides entries
-    /// read: committed within [`BATCH_INTERVAL`], the rest within
-    /// [`CURSOR_INTERVAL`].
-    fn of_note(&self) -> bool {
-        !self.changed.is_empty()
-            || !self.pending.decisions.is_empty()
-            || !self.pending.extra.is_empty()
-            || !self.pending.covers.is_empty()
-            || self.pending.state_changed
-    }
-
-    /// When the next commit is due, if anything waits for one.
-    fn commit_at(&self) -> Option<Instant> {
-        // Catching up, the entries read are progress `status` shows (and a
-        // restart need not read again): each interval's are committed.
-        let wait = if self.of_note() || !self.caught_up {
-            BATCH_INTERVAL
-        } else {
-            CURSOR_INTERVAL
-        };
-        self.dirty().then(|| self.commits.last + wait)
-    }
-
     /// Writes what changed since the last commit, and the cursor, in one
     /// transaction. Only after it returns is the batch's effect durable, and
     /// only then is the mailer woken.
@@ -550,6 +517,7 @@ impl Ingest {
         self.changed.clear();
         self.pending.announced.clear();
         self.pending.state_changed = false;
+        self.pending.marked = false;
         self.pending.entries = 0;
         self.commits.last = Instant::now();
         self.commits.count += 1;
