@@ -293,10 +293,27 @@ fn subject_of(incidents: &[&Incident], kind: AlertKind, shared: Option<(&str, Ca
             _ => format!(
                 "[kubelet-sentinel] {}: {}{}",
                 group_nodes(incidents),
-                group(incidents).map_or("incidents", KindWords::group_words),
+                group_what(incidents),
                 group_cause(incidents)
             ),
         }
+    }
+}
+
+/// What a group's subject says it is: its kind's words for several nodes
+/// ("kubelets down"); for one node's incidents, how many of which kind
+/// ("2 kubelet-down incidents"), never words of a fleet.
+fn group_what(incidents: &[&Incident]) -> String {
+    let one_node = incidents.iter().all(|i| i.node == incidents[0].node);
+    match (one_node, group(incidents)) {
+        (false, Some(w)) => w.group_words().to_string(),
+        (false, None) => "incidents".to_string(),
+        (true, Some(_)) => format!(
+            "{} {} incidents",
+            incidents.len(),
+            incidents[0].kind().as_str()
+        ),
+        (true, None) => format!("{} incidents", incidents.len()),
     }
 }
 

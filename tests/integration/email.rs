@@ -167,6 +167,14 @@ fn a_group_mail_says_what_the_history_says() {
     );
     assert!(!r.text.contains("nodes at once"), "{}", r.text);
     assert!(!r.text.contains("API server first"), "{}", r.text);
+    // Its subject counts the node's incidents; it said "node status
+    // retries", words of several nodes (the recheck's "kubelets down").
+    assert!(
+        r.subject
+            .starts_with("[kubelet-sentinel] n1: 2 node-status incidents ("),
+        "{}",
+        r.subject
+    );
 }
 
 #[test]
