@@ -350,7 +350,7 @@ fn reading_from(
 ) -> String {
     let from = match origin {
         ReadFrom::Head => "its beginning".to_string(),
-        ReadFrom::Since(t) => sentinel_core::time::rfc3339(t),
+        ReadFrom::Since(t) => sentinel_core::time::human(t, sentinel_core::time::Zone::Utc),
     };
     if !position.is_empty() {
         let rest = if collector {

@@ -139,7 +139,7 @@ impl Ingest {
             "{} for node {} announced: its host's trouble is live (the host's clock says {})",
             AlertKind::Opened.words(),
             inc.node,
-            sentinel_core::time::rfc3339(inc.last_trouble_at)
+            sentinel_core::time::human(inc.last_trouble_at, sentinel_core::time::Zone::Utc)
         );
         self.raise_from_tracker(id, AlertKind::Opened, (self.now)());
     }
@@ -179,7 +179,7 @@ impl Ingest {
                  is younger than [alert] max_age by the host's own clock (which says {})",
                 AlertKind::Opened.words(),
                 inc.node,
-                sentinel_core::time::rfc3339(inc.last_trouble_at)
+                sentinel_core::time::human(inc.last_trouble_at, sentinel_core::time::Zone::Utc)
             );
             self.raise_from_tracker(&id, AlertKind::Opened, (self.now)());
         }
