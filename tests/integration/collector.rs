@@ -79,9 +79,12 @@ fn storm(start: Micros, node: &str, n: i64) -> Vec<(Micros, String)> {
     v
 }
 
+/// An incident as these tests compare them: node, opening, retries.
+type Seen = (String, String, u64);
+
 /// `(node, opened_at, retries)` of every incident, sorted.
-fn incidents_of(v: &serde_json::Value) -> Vec<(String, String, u64)> {
-    let mut out: Vec<(String, String, u64)> = v
+fn incidents_of(v: &serde_json::Value) -> Vec<Seen> {
+    let mut out: Vec<Seen> = v
         .as_array()
         .unwrap()
         .iter()
@@ -1071,6 +1074,40 @@ fn hx_split(src: &Path, newer_dir: &Path, storm: i64, every: i64) -> (Vec<(Micro
     (lines, newer.len() as u64)
 }
 
+/// hx's service on `dir`, started and through its newer file (`newer`
+/// lines).
+fn hx_service(dir: &Path, newer: u64) -> Service {
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(newer),
+        "the newer file read",
+    );
+    svc
+}
+
+/// Once `svc` has read all `total` lines (`what`) and said a file came
+/// late, stopped: its incidents and `scan`'s of `dir`, and its log.
+fn late_read_then_scan(
+    svc: &mut Service,
+    dir: &Path,
+    total: usize,
+    what: &str,
+) -> (Vec<Seen>, Vec<Seen>, String) {
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(total as u64),
+        what,
+    );
+    let log = svc.log();
+    assert!(log.contains("appeared late"), "{log}");
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let scanned = incidents_of(&scan_json(&[&dir.display().to_string()])["incidents"]);
+    (live, scanned, log)
+}
+
 /// Issue 39's S19, case (b): a host's journal split in time across two
 /// journal-remote runs (two sequences), the older named as rotated, with
 /// worker-d's 10-retry storm across the split. The newer file is read
@@ -1088,24 +1125,10 @@ fn a_storm_split_across_a_late_older_file_is_one_incident() {
     let dir = journals.path();
     let src = tempfile::tempdir().unwrap();
     let (lines, newer) = hx_split(src.path(), dir, 30, 10);
-    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
-    svc.start();
-    wait_for(
-        Duration::from_secs(20),
-        || svc.status()["kubelet_lines"].as_u64() == Some(newer),
-        "the newer file read",
-    );
+    let mut svc = hx_service(dir, newer);
     std::fs::rename(src.path().join(HX_ARCHIVED), dir.join(HX_ARCHIVED)).unwrap();
-    wait_for(
-        Duration::from_secs(20),
-        || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
-        "the older file read",
-    );
-    let log = svc.log();
-    assert!(log.contains("appeared late"), "{log}");
-    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
-    let live = incidents_of(&svc.incidents());
-    let scanned = incidents_of(&scan_json(&[&dir.display().to_string()])["incidents"]);
+    let (live, scanned, log) =
+        late_read_then_scan(&mut svc, dir, lines.len(), "the older file read");
     assert_eq!(
         scanned
             .iter()
@@ -1138,12 +1161,7 @@ fn a_host_copied_in_newer_file_first_is_read_in_time_order_and_paged_once() {
         || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
         "both files read",
     );
-    let subjects = || -> Vec<String> {
-        smtp.mails()
-            .iter()
-            .map(|m| crate::support::subject(m))
-            .collect()
-    };
+    let subjects = || smtp.subjects();
     wait_for(
         Duration::from_secs(20),
         || subjects().iter().any(|s| s.contains("worker-d")),
@@ -1185,26 +1203,16 @@ fn an_older_file_copied_in_while_the_service_is_stopped_is_read_at_the_next_star
     let dir = journals.path();
     let src = tempfile::tempdir().unwrap();
     let (lines, newer) = hx_split(src.path(), dir, 10, 5);
-    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
-    svc.start();
-    wait_for(
-        Duration::from_secs(20),
-        || svc.status()["kubelet_lines"].as_u64() == Some(newer),
-        "the newer file read",
-    );
+    let mut svc = hx_service(dir, newer);
     assert_eq!(svc.signal("TERM"), Some(0), "{}", svc.log());
     std::fs::rename(src.path().join(HX_ARCHIVED), dir.join(HX_ARCHIVED)).unwrap();
     svc.start();
-    wait_for(
-        Duration::from_secs(20),
-        || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
+    let (live, scanned, log) = late_read_then_scan(
+        &mut svc,
+        dir,
+        lines.len(),
         "the older file read after the restart",
     );
-    let log = svc.log();
-    assert!(log.contains("appeared late"), "{log}");
-    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
-    let live = incidents_of(&svc.incidents());
-    let scanned = incidents_of(&scan_json(&[&dir.display().to_string()])["incidents"]);
     assert!(
         scanned
             .iter()
@@ -1212,9 +1220,13 @@ fn an_older_file_copied_in_while_the_service_is_stopped_is_read_at_the_next_star
         "{scanned:?}"
     );
     assert_eq!(live, scanned, "{log}");
-    // A third start reads nothing again.
+    // A third start reads nothing again: once caught up, the count holds.
     svc.start();
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["caught_up"] == true,
+        "the third start caught up",
+    );
     assert_eq!(
         svc.status()["kubelet_lines"].as_u64(),
         Some(lines.len() as u64)
@@ -1997,12 +2009,7 @@ fn a_host_whose_clock_is_behind_is_paged_when_its_trouble_arrives() {
     let mut outage = storm(behind, "hbehind", 8);
     outage.pop();
     rename_in("remote-hbehind.journal", "hbehind", &outage);
-    let subjects = || -> Vec<String> {
-        smtp.mails()
-            .iter()
-            .map(|m| crate::support::subject(m))
-            .collect()
-    };
+    let subjects = || smtp.subjects();
     wait_for(
         Duration::from_secs(30),
         || subjects().iter().any(|s| s.contains("] hbehind:")),

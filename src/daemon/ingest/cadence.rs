@@ -28,8 +28,10 @@ const CURSOR_INTERVAL: Duration = Duration::from_secs(5);
 const UPDATE_INTERVAL: Duration = Duration::from_secs(2);
 
 impl Ingest {
+    /// Anything to commit: entries read (a cursor moved), a group's files
+    /// told, or something of note.
     pub(super) fn dirty(&self) -> bool {
-        self.pending.entries > 0 || self.of_note()
+        self.pending.entries > 0 || !self.pending.files_changed.is_empty() || self.of_note()
     }
 
     /// Something a query or the mailer reads changed, besides entries

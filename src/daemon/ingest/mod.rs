@@ -752,7 +752,6 @@ impl Ingest {
                     .files
                     .insert(group.to_string(), GroupFiles { ids, late: None });
                 self.pending.files_changed.insert(group.to_string());
-                self.pending.entries += 1;
             }
             Some(ReaderEvent::Tail { sync }) => {
                 self.caught_up = true;

@@ -100,6 +100,11 @@ impl Smtpd {
     pub(crate) fn mails(&self) -> Vec<String> {
         mails_in(&self.maildir)
     }
+
+    /// The subjects of the mails received, in the order they came.
+    pub(crate) fn subjects(&self) -> Vec<String> {
+        self.mails().iter().map(|m| subject(m)).collect()
+    }
 }
 
 pub(crate) fn mails_in(maildir: &Path) -> Vec<String> {
