@@ -48,18 +48,10 @@ impl Place {
             realtime: hex("t")?,
         })
     }
-
-    /// Strictly before `o` in every order that applies to both (libsystemd
-    /// compares by sequence number within one sequence, by monotonic time
-    /// within one boot, else by wall-clock time).
-    fn before(&self, o: &Self) -> bool {
-        (self.seqnum_id != o.seqnum_id || self.seqnum < o.seqnum)
-            && (self.boot != o.boot || self.monotonic < o.monotonic)
-            && self.realtime < o.realtime
-    }
 }
 
 /// A file's first and last entries, and its size.
+#[derive(Clone)]
 struct Span {
     file: PathBuf,
     head: Place,
@@ -101,10 +93,8 @@ pub(super) fn chunks(files: &[PathBuf], bytes: u64) -> Option<Vec<Vec<PathBuf>>>
     }
     let mut spans = files.iter().map(span).collect::<Option<Vec<Span>>>()?;
     spans.sort_by_key(|s| s.head.realtime);
-    for (i, a) in spans.iter().enumerate() {
-        if spans[i + 1..].iter().any(|b| !a.tail.before(&b.head)) {
-            return None;
-        }
+    if !in_order(&spans) {
+        return None;
     }
     let mut out: Vec<Vec<PathBuf>> = Vec::new();
     let mut size = 0;
@@ -119,6 +109,40 @@ pub(super) fn chunks(files: &[PathBuf], bytes: u64) -> Option<Vec<Vec<PathBuf>>>
         }
     }
     (out.len() > 1).then_some(out)
+}
+
+/// Whether every file's last entry comes strictly before every later
+/// file's first in each order libsystemd merges by that applies to both
+/// (by sequence number within one sequence, by monotonic time within one
+/// boot, always by wall-clock time): each head is compared with the
+/// latest tail so far of all files, of its sequence and of its boot (one
+/// pass; each pair of files would be quadratic in a machine's hundreds of
+/// archived files).
+fn in_order(spans: &[Span]) -> bool {
+    use std::collections::HashMap;
+    let mut realtime: Option<u64> = None;
+    let mut seqnum: HashMap<&str, u64> = HashMap::new();
+    let mut monotonic: HashMap<&str, u64> = HashMap::new();
+    for s in spans {
+        let h = &s.head;
+        if realtime.is_some_and(|t| t >= h.realtime)
+            || seqnum
+                .get(h.seqnum_id.as_str())
+                .is_some_and(|&n| n >= h.seqnum)
+            || monotonic
+                .get(h.boot.as_str())
+                .is_some_and(|&m| m >= h.monotonic)
+        {
+            return false;
+        }
+        let t = &s.tail;
+        realtime = realtime.max(Some(t.realtime));
+        let n = seqnum.entry(t.seqnum_id.as_str()).or_default();
+        *n = (*n).max(t.seqnum);
+        let m = monotonic.entry(t.boot.as_str()).or_default();
+        *m = (*m).max(t.monotonic);
+    }
+    true
 }
 
 #[cfg(test)]
@@ -224,17 +248,39 @@ mod tests {
         assert!(Place::of_cursor("s=abc;i=1f").is_none());
     }
 
-    /// Before in every order that applies: one sequence by its numbers,
-    /// one boot by monotonic time, always by wall-clock time.
+    /// Files in order in every order that applies: one sequence by its
+    /// numbers, one boot by monotonic time, always by wall-clock time;
+    /// also against a file before the one just before.
     #[test]
-    fn before_holds_in_every_order_that_applies() {
-        let a = place("s1", 5, "b1", 100, 1_000);
-        assert!(a.before(&place("s2", 1, "b2", 1, 2_000)));
-        assert!(a.before(&place("s1", 6, "b1", 101, 1_001)));
+    fn files_are_in_order_in_every_order_that_applies() {
+        let file = |head: Place, tail: Place| Span {
+            file: PathBuf::new(),
+            head,
+            tail,
+            bytes: 0,
+        };
+        let a = file(
+            place("s1", 1, "b1", 10, 500),
+            place("s1", 5, "b1", 100, 1_000),
+        );
+        let after = |p: Place| in_order(&[a.clone(), file(p.clone(), p)]);
+        assert!(after(place("s2", 1, "b2", 1, 2_000)));
+        assert!(after(place("s1", 6, "b1", 101, 1_001)));
         // The clock went back between them: not told apart safely.
-        assert!(!a.before(&place("s2", 1, "b2", 1, 999)));
+        assert!(!after(place("s2", 1, "b2", 1, 999)));
         // One sequence numbered backwards, one boot's time backwards.
-        assert!(!a.before(&place("s1", 4, "b2", 1, 2_000)));
-        assert!(!a.before(&place("s2", 1, "b1", 99, 2_000)));
+        assert!(!after(place("s1", 4, "b2", 1, 2_000)));
+        assert!(!after(place("s2", 1, "b1", 99, 2_000)));
+        // a's sequence again after another one, numbered before a's end.
+        let b = file(
+            place("s2", 1, "b2", 1, 2_000),
+            place("s2", 9, "b2", 9, 3_000),
+        );
+        let c = file(
+            place("s1", 3, "b3", 1, 4_000),
+            place("s1", 9, "b3", 9, 5_000),
+        );
+        assert!(in_order(&[a.clone(), b.clone()]) && in_order(&[b.clone(), c.clone()]));
+        assert!(!in_order(&[a, b, c]));
     }
 }
