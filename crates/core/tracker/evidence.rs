@@ -18,6 +18,9 @@ use crate::time::Micros;
 pub(crate) const EVIDENCE_HEAD: usize = 8;
 pub(crate) const EVIDENCE_HEAD_MARKERS: usize = 4;
 pub(crate) const EVIDENCE_TAIL: usize = 8;
+/// At most this many of the last lines are markers: a crash loop's
+/// restarts after the trouble never push its last trouble lines out.
+pub(crate) const EVIDENCE_TAIL_MARKERS: usize = 4;
 /// Longest evidence text kept, in bytes.
 pub(crate) const EVIDENCE_TEXT: usize = 2000;
 
@@ -91,8 +94,17 @@ pub(crate) fn keep(
         head.push(e);
         return;
     }
+    let marker = e.is_marker();
     tail.push_back(e);
-    if tail.len() > EVIDENCE_TAIL {
+    let over_markers =
+        marker && tail.iter().filter(|t| t.is_marker()).count() > EVIDENCE_TAIL_MARKERS;
+    if over_markers {
+        // The oldest marker gives way, not a trouble line.
+        if let Some(p) = tail.iter().position(Evidence::is_marker) {
+            tail.remove(p);
+            *dropped += 1;
+        }
+    } else if tail.len() > EVIDENCE_TAIL {
         tail.pop_front();
         *dropped += 1;
     }

@@ -285,6 +285,54 @@ fn failed_registrations_count_toward_the_threshold() {
     assert_eq!(r.alerts().len(), 1);
 }
 
+/// The first-hour recheck's mail: a node-status incident, then the kubelet
+/// crash-looping a while after its last retry (its restarts are markers of
+/// the node). The mail said three ends: its time line ran to the last
+/// restart, the diagnosis to the last retry, and its last evidence was the
+/// threshold's crossing (the restarts had pushed every later retry out of
+/// the kept lines).
+#[test]
+fn markers_after_the_trouble_neither_extend_it_nor_push_its_last_lines_out() {
+    let mut lines: Vec<(i64, &str, String)> = (0..12)
+        .map(|n| (n * 200, "w2", REFUSED.to_string()))
+        .collect();
+    let last_retry = 11 * 200;
+    for e in crate::testing::crash_loop(T0 + 5_000_000, "w2", 8) {
+        let at = e.at.unwrap();
+        lines.push((
+            (at - T0) / 1000,
+            "w2",
+            String::from_utf8(e.message).unwrap(),
+        ));
+    }
+    let lines: Vec<Line<'_>> = lines
+        .iter()
+        .map(|(ms, h, t)| (*ms, *h, t.as_str()))
+        .collect();
+    let r = replay(&lines, 200_000);
+    let i = r
+        .incidents
+        .iter()
+        .find(|i| i.kind() == IncidentKind::NodeStatus)
+        .unwrap();
+    assert_eq!(i.counters().retries, 12);
+    assert_eq!(i.last_trouble_at, T0 + last_retry * 1000);
+    // Its trouble ended with its last retry, whatever came after.
+    assert_eq!(i.last_signal_at, i.last_trouble_at, "{i:#?}");
+    let last = i.last_evidence().unwrap();
+    assert_eq!(
+        (last.at, last.signal),
+        (T0 + last_retry * 1000, SignalKind::StatusRetry)
+    );
+    // The restarts are still kept, and the lines stay bounded.
+    assert!(
+        i.evidence_tail
+            .iter()
+            .any(|e| e.signal.role() == Role::Marker)
+    );
+    assert!(i.evidence().count() <= evidence::EVIDENCE_HEAD + evidence::EVIDENCE_TAIL);
+}
+
 #[test]
 fn evidence_is_bounded_in_a_retry_storm() {
     let lines: Vec<Line<'_>> = (0..5000).map(|n| (n * 10, "w2", REFUSED)).collect();

@@ -109,8 +109,12 @@ fn marker(
     let ready = obs.signal.kind == SignalKind::NodeReady;
     if let Some(inc) = l.open.get_mut(key) {
         inc.add_evidence(evidence.clone());
-        inc.last_signal_at = inc.last_signal_at.max(at);
+        // A marker is kept as evidence but is not trouble: the kubelet
+        // restarting after the last retry does not make the trouble last
+        // longer (the recheck's mail ran its time line to the last restart
+        // while its diagnosis ended at the last retry). Ready ends it.
         if ready {
+            inc.last_signal_at = inc.last_signal_at.max(at);
             l.resolve(key, at, Resolution::NodeReady, out);
         } else {
             out.push(Decision::UpdateIncident { id: inc.id.clone() });
