@@ -134,45 +134,44 @@ impl Mailer {
     }
 
     /// A group's entries by the route their incident's mail takes, and
-    /// within a route by outage: the API endpoint the errors name and the
-    /// cause, so thirty nodes losing one endpoint are one mail and a lone
-    /// node with another cause or endpoint is a page of its own. Each part
-    /// comes with its entries' incidents as read (`None`: pruned since).
+    /// within a route by kind and outage: the API endpoint the errors name
+    /// and the cause, so thirty nodes losing one endpoint are one mail and
+    /// a lone node with another cause or endpoint is a page of its own;
+    /// one node's incidents are one mail whatever their kinds
+    /// ([`outbox::mail_parts`]). Each part comes with its entries'
+    /// incidents as read (`None`: pruned since).
     async fn split_by_route(&self, group: Vec<OutboxEntry>) -> Result<Vec<Part>, StoreError> {
-        type Key = (
-            Option<usize>,
-            Option<IncidentKind>,
-            Option<String>,
-            Option<Cause>,
-        );
+        type Key<'a> = (Option<IncidentKind>, Option<&'a str>, Option<Cause>);
         let found = self.incidents_of(&group).await?;
-        let mut parts: Vec<(Key, Vec<OutboxEntry>, Vec<Option<Incident>>)> = Vec::new();
-        for (e, i) in group.into_iter().zip(found) {
-            let route = i.as_ref().and_then(|i| {
-                self.routes
-                    .iter()
-                    .position(|r| r.matches(i.kind(), &i.node, i.cause()))
-            });
-            // One kind a mail: a host gone silent is not a node's retries.
-            let key: Key = (
-                route,
-                i.as_ref().map(Incident::kind),
-                i.as_ref()
-                    .and_then(|i| i.api_endpoint().map(str::to_string)),
-                i.as_ref().map(Incident::cause),
-            );
-            // In the order the group's first alerts were raised.
-            match parts.iter_mut().find(|(k, _, _)| *k == key) {
-                Some((_, v, f)) => {
-                    v.push(e);
-                    f.push(i);
-                }
-                None => parts.push((key, vec![e], vec![i])),
-            }
-        }
+        let keys: Vec<(Option<usize>, Option<&str>, Key)> = found
+            .iter()
+            .map(|i| {
+                let route = i.as_ref().and_then(|i| {
+                    self.routes
+                        .iter()
+                        .position(|r| r.matches(i.kind(), &i.node, i.cause()))
+                });
+                let key: Key = (
+                    i.as_ref().map(Incident::kind),
+                    i.as_ref().and_then(Incident::api_endpoint),
+                    i.as_ref().map(Incident::cause),
+                );
+                (route, i.as_ref().map(|i| i.node.as_str()), key)
+            })
+            .collect();
+        let parts = outbox::mail_parts(&keys);
+        let routes: Vec<Option<usize>> = parts.iter().map(|p| keys[p[0]].0).collect();
+        drop(keys);
+        let mut slots: Vec<Option<(OutboxEntry, Option<Incident>)>> =
+            group.into_iter().zip(found).map(Some).collect();
         Ok(parts
             .into_iter()
-            .map(|((r, _, _, _), v, f)| (r, v, f))
+            .zip(routes)
+            .map(|(p, route)| {
+                let (v, f): (Vec<OutboxEntry>, Vec<Option<Incident>>) =
+                    p.into_iter().filter_map(|i| slots[i].take()).unzip();
+                (route, v, f)
+            })
             .collect())
     }
 

@@ -138,3 +138,77 @@ pub(crate) fn backoff(attempts: u32, max: Micros, seed: u64) -> Micros {
     let jitter = (z % (base as u64 / 4 + 1)) as Micros;
     (base + jitter).min(max)
 }
+
+/// Which of a group's entries share a mail, as lists of their indexes in
+/// the order each list's first entry came. `keys[i]` is entry `i`'s route,
+/// its incident's node (`None`: the incident was pruned) and what else
+/// must match to share a mail (its kind, API endpoint and cause: thirty
+/// nodes losing one endpoint are one mail, a lone node with another cause
+/// or endpoint a page of its own, a host gone silent is not a node's
+/// retries). One node's incidents of a route are one mail whatever their
+/// kinds: its status retries and its kubelet's crash loop raised within
+/// `group_wait` are one story, as the design promises (the recheck's two
+/// mails about n1 seconds apart).
+#[must_use]
+pub(crate) fn mail_parts<K: PartialEq>(
+    keys: &[(Option<usize>, Option<&str>, K)],
+) -> Vec<Vec<usize>> {
+    let mut parts: Vec<Vec<usize>> = Vec::new();
+    for (i, (route, _, key)) in keys.iter().enumerate() {
+        match parts
+            .iter_mut()
+            .find(|p| keys[p[0]].0 == *route && keys[p[0]].2 == *key)
+        {
+            Some(p) => p.push(i),
+            None => parts.push(vec![i]),
+        }
+    }
+    // A part of one node joins an earlier part of that node alone.
+    let one_node = |p: &[usize]| -> Option<(Option<usize>, &str)> {
+        let node = keys[p[0]].1?;
+        p.iter()
+            .all(|&i| keys[i].1 == Some(node))
+            .then_some((keys[p[0]].0, node))
+    };
+    let mut merged: Vec<Vec<usize>> = Vec::with_capacity(parts.len());
+    for p in parts {
+        let target = one_node(&p).and_then(|n| merged.iter().position(|m| one_node(m) == Some(n)));
+        match target {
+            Some(t) => {
+                merged[t].extend(p);
+                merged[t].sort_unstable();
+            }
+            None => merged.push(p),
+        }
+    }
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mail_parts;
+
+    #[test]
+    fn one_nodes_incidents_share_a_mail_and_a_fleets_split_by_kind() {
+        // (route, node, kind/endpoint/cause)
+        let keys = [
+            (None, Some("n1"), "status/api"),
+            (None, Some("n2"), "status/api"),
+            (None, Some("n3"), "down/cgroup"),
+            (None, Some("n3"), "status/api-other"),
+            (Some(0), Some("n3"), "silent"),
+            (None, None, "pruned"),
+            (None, Some("n4"), "silent"),
+        ];
+        assert_eq!(
+            mail_parts(&keys),
+            [vec![0, 1], vec![2, 3], vec![4], vec![5], vec![6]]
+        );
+        // The recheck's n1: its retries and its crash loop, one mail.
+        let n1 = [
+            (None, Some("n1"), "status/api"),
+            (None, Some("n1"), "down/cgroup"),
+        ];
+        assert_eq!(mail_parts(&n1), [vec![0, 1]]);
+    }
+}

@@ -356,7 +356,8 @@ fn group_table(
     };
     let _ = writeln!(text, "{lead}\n");
     html.push_str(&format!("<p>{}</p>\n", html_escape(&lead)));
-    // The count column's name: the mailer groups one kind a mail.
+    // The count column's name: its kind's, or "count" for one node's
+    // incidents of several kinds.
     let count_label = group(incidents).map_or("count", KindWords::count_label);
     html.push_str(&format!("<table border=\"1\" cellpadding=\"4\" cellspacing=\"0\">\n<tr><th>node</th><th>host</th><th>status</th><th>verdict</th><th>cause</th><th>{count_label}</th><th>since</th></tr>\n"));
     let _ = writeln!(

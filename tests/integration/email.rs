@@ -933,6 +933,74 @@ fn a_crash_looping_kubelet_mails_its_cause_and_restarts() {
     assert_eq!(down[0]["status"], "resolved", "{inc:#}");
 }
 
+/// The first-hour recheck's n1: its status retries, then its kubelet
+/// crash-looping seconds later, within `group_wait`: one mail about n1
+/// (the design: alerts raised within `group_wait` are one email), not one
+/// per kind.
+#[test]
+fn one_nodes_retries_and_crash_loop_within_group_wait_are_one_mail() {
+    let j = Journald::start("n1both");
+    let dir = tempfile::tempdir().unwrap();
+    let smtp = Smtpd::aiosmtpd(&dir.path().join("md"), &[]);
+    let mut svc = Service::new(
+        &format!(
+            "namespace = \"{}\"\nidentifiers = [\"kubelet\", \"systemd\"]",
+            j.name
+        ),
+        &format!(
+            "[incidents]\nresolve_after = \"60s\"\n[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"5s\"\nretry_max = \"1s\"\n[alert.smtp]\nhost = \"127.0.0.1\"\nport = {}\ntls = \"none\"\ntimeout = \"2s\"\n",
+            smtp.port
+        ),
+    );
+    svc.start();
+    let now = chrono::Utc::now().format("%m%d %H:%M:%S%.6f");
+    j.kubelet(&[format!(
+        r#"I{now}    4242 kubelet_node_status.go:75] "Successfully registered node" node="n1""#
+    )]);
+    j.kubelet(&(0..8).map(|_| refused_line("n1")).collect::<Vec<_>>());
+    let systemd = |m: &str| {
+        j.send(&[
+            ("MESSAGE", m),
+            ("SYSLOG_IDENTIFIER", "systemd"),
+            ("UNIT", "kubelet.service"),
+        ]);
+    };
+    systemd("kubelet.service: Main process exited, code=exited, status=1/FAILURE");
+    for k in 1..=5 {
+        systemd(&format!(
+            "kubelet.service: Scheduled restart job, restart counter is at {k}."
+        ));
+        systemd("Started kubelet.service - kubelet: The Kubernetes Node Agent.");
+        let now = chrono::Utc::now().format("%m%d %H:%M:%S%.6f");
+        j.kubelet(&[format!(
+            r#"E{now}    4243 run.go:74] "command failed" err="failed to run Kubelet: running with swap on is not supported, please disable swap! or set --fail-swap-on flag to false.""#
+        )]);
+        systemd("kubelet.service: Main process exited, code=exited, status=1/FAILURE");
+    }
+    wait_for(
+        Duration::from_secs(20),
+        || !smtp.mails().is_empty(),
+        "the alert mail",
+    );
+    svc.settled();
+    let subjects = smtp.subjects();
+    assert_eq!(subjects.len(), 1, "{subjects:#?}");
+    assert_eq!(
+        subjects[0],
+        "[kubelet-sentinel] n1: 2 incidents (api-unreachable, swap)"
+    );
+    let body = &smtp.mails()[0];
+    assert!(
+        body.contains("2 incidents of node n1 raised together"),
+        "{body}"
+    );
+    assert!(
+        body.contains("running with swap on is not supported"),
+        "{body}"
+    );
+    assert!(body.contains("connection refused"), "{body}");
+}
+
 /// Issue 19: a collector where four hosts lose one API endpoint within
 /// seconds and one fails alone against another: one mail for the outage,
 /// naming the endpoint, the cause and the count and listing the nodes,
