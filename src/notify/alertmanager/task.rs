@@ -155,6 +155,9 @@ pub(crate) struct AlertmanagerTask {
     tls: Option<Arc<rustls::ClientConfig>>,
     settings: Settings,
     retry_max: Micros,
+    /// How long an outage's nodes stay the same before its end is posted
+    /// (`[alert] group_wait`, as the mailer waits; D27).
+    settle: Micros,
     stats: DeliveryStats,
     publish: watch::Sender<DeliveryStats>,
     reports: mpsc::UnboundedSender<DeliveryReport>,
@@ -185,6 +188,7 @@ impl AlertmanagerTask {
             tls: None,
             settings: Settings::default(),
             retry_max: 0,
+            settle: 0,
             stats: DeliveryStats::default(),
             publish,
             reports,
@@ -418,6 +422,7 @@ impl worker::Deliverer for AlertmanagerTask {
         self.cfg = config.alert.alertmanager.clone();
         self.settings = config.tracker_settings();
         self.retry_max = config.alert.retry_max.0;
+        self.settle = config.alert.group_wait.0;
         self.endpoints.clone_from(&self.cfg.urls);
         self.tls = None;
         self.lanes = None;
@@ -467,10 +472,14 @@ impl worker::Deliverer for AlertmanagerTask {
         }
         let now = (self.now)();
         // Silences hold alerts back, acknowledgements drop reminders. An
-        // outage's end is posted as read: Alertmanager has the alert (and
-        // its nodes, re-posted while it fired) and groups its own notices.
+        // outage's end waits until its nodes have stayed the same for
+        // `group_wait`, as the mail does: late hosts' members join it after
+        // its end was read, and Alertmanager's resolved notice shows the
+        // annotations of the alert as last posted (D27); `run --once` read
+        // everything.
+        let settle = if mode == Mode::Once { 0 } else { self.settle };
         let (mut entries, dropped) = self
-            .blocking(move |s| crate::notify::control::apply(&s, entries, now, 0))
+            .blocking(move |s| crate::notify::control::apply(&s, entries, now, settle))
             .await?;
         for (e, why) in dropped {
             tracing::info!(
