@@ -1191,6 +1191,105 @@ fn a_host_copied_in_newer_file_first_is_read_in_time_order_and_paged_once() {
     );
 }
 
+/// A host synced into a followed collector by `rsync` across a rotation:
+/// its `remote-hx.journal` was read; journal-remote then wrote more to it,
+/// renamed it to `remote-hx@….journal` and began a new
+/// `remote-hx.journal`; the next sync copies the new active file first
+/// (over the old one's path) and the archived one a second later, with
+/// worker-d's 10-retry storm across all three parts. Every line is read
+/// once, and the storm is one incident of 10, as `scan` gives.
+#[test]
+fn a_host_rotated_and_synced_newer_file_first_loses_nothing_and_splits_nothing() {
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let src = tempfile::tempdir().unwrap();
+    let start = kubelet_sentinel::now() - 1800 * SECOND;
+    let mut lines: Vec<(Micros, String)> = (0..200).map(|k| chatter(start + k * SECOND)).collect();
+    lines.extend(
+        (0..10).map(|k| retry(start + 30 * SECOND + 250_000 + k * 10 * SECOND, "worker-d")),
+    );
+    lines.sort();
+    let part = |from: i64, to: i64| -> Vec<(Micros, String)> {
+        lines
+            .iter()
+            .filter(|(at, _)| *at >= start + from * SECOND && *at < start + to * SECOND)
+            .cloned()
+            .collect()
+    };
+    let (first, second, third) = (part(0, 60), part(60, 90), part(90, 1000));
+    upload(dir, "remote-hx.journal", "hx", &first);
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(first.len() as u64),
+        "the first part read",
+    );
+    // journal-remote goes on in the same file, then rotates it.
+    let archived = src.path().join(HX_ARCHIVED);
+    std::fs::copy(dir.join("remote-hx.journal"), &archived).unwrap();
+    upload(src.path(), HX_ARCHIVED, "hx", &second);
+    upload(src.path(), "remote-hx.journal", "hx", &third);
+    // The sync: the newer file first, over the old one's path.
+    std::fs::rename(
+        src.path().join("remote-hx.journal"),
+        dir.join("remote-hx.journal"),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    std::fs::rename(&archived, dir.join(HX_ARCHIVED)).unwrap();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),
+        "every part read",
+    );
+    let log = svc.log();
+    assert_eq!(svc.signal("TERM"), Some(0), "{log}");
+    let live = incidents_of(&svc.incidents());
+    let scanned = incidents_of(&scan_json(&[&dir.display().to_string()])["incidents"]);
+    assert_eq!(
+        scanned
+            .iter()
+            .filter(|(node, _, retries)| node == "worker-d" && *retries == 10)
+            .count(),
+        1,
+        "{scanned:?}"
+    );
+    assert_eq!(live, scanned, "{log}");
+}
+
+/// A host's journal synced into a followed collector the way `rsync` (or
+/// a copy then `mv`) updates a file: the grown copy is written elsewhere
+/// and renamed over the one read. The handle on the replaced file never
+/// saw the new entries: they were read only at the next start. They are
+/// read while following (once the host's files settle).
+#[test]
+fn a_file_replaced_under_its_name_by_a_sync_is_read_while_following() {
+    let journals = tempfile::tempdir().unwrap();
+    let dir = journals.path();
+    let src = tempfile::tempdir().unwrap();
+    let start = kubelet_sentinel::now() - 1800 * SECOND;
+    let lines: Vec<(Micros, String)> = (0..200).map(|k| chatter(start + k * SECOND)).collect();
+    upload(dir, "remote-hx.journal", "hx", &lines[..100]);
+    let mut svc = Service::new(&format!("directory = \"{}\"", dir.display()), "");
+    svc.start();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(100),
+        "the first part read",
+    );
+    let copy = src.path().join("remote-hx.journal");
+    std::fs::copy(dir.join("remote-hx.journal"), &copy).unwrap();
+    upload(src.path(), "remote-hx.journal", "hx", &lines[100..]);
+    std::fs::rename(&copy, dir.join("remote-hx.journal")).unwrap();
+    wait_for(
+        Duration::from_secs(20),
+        || svc.status()["kubelet_lines"].as_u64() == Some(200),
+        "the synced file's new entries read",
+    );
+    assert_eq!(svc.signal("TERM"), Some(0), "{}", svc.log());
+}
+
 /// S19 across a stop: the files each host was read over are kept with its
 /// cursor, so an older file copied in while the service is stopped is
 /// found late at the next start and read up to the host's position (it

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::groups::{dirs_of, discover_all, group_key, stamp};
+use super::groups::{dirs_of, discover_all, group_key, identities, stamp};
 use super::warnings::WarnBudget;
 use super::watch::{Changes, Watch};
 use super::worker::Worker;
@@ -57,6 +57,9 @@ const SETTLE_MAX: Duration = Duration::from_secs(30);
 #[allow(clippy::struct_excessive_bools)] // independent flags of one group
 struct Group {
     files: Vec<PathBuf>,
+    /// Which file each of `files` names (see [`identities`]), as last
+    /// looked at.
+    ids: Vec<(u64, u64)>,
     /// Where the group was last read to.
     cursor: Option<String>,
     start: Start,
@@ -72,8 +75,9 @@ struct Group {
     failures: u32,
     /// The files it was read over as committed, for its first job.
     known: Option<GroupFiles>,
-    /// Appeared while following, never read yet: its first read waits
-    /// for its files to settle ([`SETTLE`]), at the latest until then.
+    /// Appeared while following, or a file of it came or was replaced
+    /// under its name, and not read since: its next read waits for its
+    /// files to settle ([`SETTLE`]), at the latest until then.
     settle_by: Option<Instant>,
 }
 
@@ -281,6 +285,7 @@ impl Coordinator {
         self.groups.insert(
             key,
             Group {
+                ids: identities(&files),
                 files,
                 cursor: None,
                 start,
@@ -301,13 +306,14 @@ impl Coordinator {
         }
     }
 
-    /// Holds a group that settles (see [`Self::add_group`]) until its files
-    /// have been still for [`SETTLE`], and no later than its `settle_by`.
+    /// Holds a group that settles (see [`Self::add_group`],
+    /// [`Self::came`]) until its files have been still for [`SETTLE`], and
+    /// no later than its `settle_by`; one being read, once that read ends.
     fn settle(&mut self, key: &str) {
         let Some(g) = self.groups.get_mut(key) else {
             return;
         };
-        let Some(by) = g.settle_by.filter(|_| g.last_read.is_none() && !g.running) else {
+        let Some(by) = g.settle_by.filter(|_| !g.running) else {
             return;
         };
         let at = (Instant::now() + SETTLE).min(by);
@@ -315,6 +321,23 @@ impl Coordinator {
             self.retries.remove(&(old, key.to_string()));
         }
         self.retries.insert((at, key.to_string()));
+    }
+
+    /// A file came to a group already there, or one of its files was
+    /// replaced under its name: how `rsync` and `cp` bring a rotated host,
+    /// the newer `remote-h.journal` (over the one read) before the older
+    /// `remote-h@….journal` that holds what was written after the last
+    /// sync. Read at once, the newer entries would be taken first and the
+    /// older file's new ones never (they are before the group's position);
+    /// so the group waits for its files to settle, as a new one does.
+    fn came(&mut self, key: &str) {
+        if !self.spec.mode.follows() {
+            return;
+        }
+        if let Some(g) = self.groups.get_mut(key) {
+            g.settle_by
+                .get_or_insert_with(|| Instant::now() + SETTLE_MAX);
+        }
     }
 
     fn warn_unreadable(&mut self, unreadable: &[Unreadable]) {
@@ -366,13 +389,24 @@ impl Coordinator {
         for (key, files) in found {
             match self.groups.get_mut(&key) {
                 Some(g) => {
-                    if g.files != files {
+                    let ids = identities(&files);
+                    if g.files != files || g.ids != ids {
                         if g.files.iter().any(|f| !files.contains(f)) {
                             g.check_loss = true;
                         }
+                        let came = files.iter().zip(&ids).any(|(f, id)| {
+                            g.files
+                                .iter()
+                                .position(|old| old == f)
+                                .is_none_or(|i| g.ids.get(i) != Some(id))
+                        });
+                        g.ids = ids;
                         g.files = files;
                         g.dirty = true;
                         self.todo.insert(key.clone());
+                        if came {
+                            self.came(&key);
+                        }
                         self.settle(&key);
                     }
                 }
@@ -387,14 +421,27 @@ impl Coordinator {
     /// Marks the groups whose files changed (or that were read lately:
     /// their handle may see appends the stamp does not) as dirty.
     fn sweep(&mut self, recent: Duration) {
+        let mut replaced = Vec::new();
         for (key, g) in &mut self.groups {
             if g.running || g.dirty || g.retry_at.is_some() {
                 continue;
             }
-            if stamp(&g.files) != g.stamp || g.last_read.is_some_and(|t| t.elapsed() < recent) {
+            let moved = stamp(&g.files) != g.stamp;
+            if moved || g.last_read.is_some_and(|t| t.elapsed() < recent) {
                 g.dirty = true;
                 self.todo.insert(key.clone());
             }
+            if moved {
+                let ids = identities(&g.files);
+                if ids != g.ids {
+                    g.ids = ids;
+                    replaced.push(key.clone());
+                }
+            }
+        }
+        for key in replaced {
+            self.came(&key);
+            self.settle(&key);
         }
     }
 
@@ -428,6 +475,7 @@ impl Coordinator {
                 Some(c) => Start::After(c.clone()),
                 None => g.start.clone(),
             };
+            g.settle_by = None;
             let job = Job::Read {
                 key: Text::from(key),
                 files: g.files.clone(),
@@ -494,6 +542,10 @@ impl Coordinator {
             // Also when marked again while it was read.
             if g.dirty {
                 self.todo.insert(d.key.to_string());
+            }
+            // A file came while it was read: it waits for them to settle.
+            if g.settle_by.is_some() {
+                self.settle(&d.key);
             }
         }
         true
@@ -680,7 +732,15 @@ impl Coordinator {
                     // A file the group does not have yet (one that was
                     // incomplete): looked at with the others.
                     Some(g) if g.files.contains(&path) => {
-                        if g.retry_at.is_none() {
+                        let ids = identities(&g.files);
+                        if ids != g.ids {
+                            // Replaced under its name: as a file that came.
+                            g.ids = ids;
+                            g.dirty = true;
+                            self.todo.insert(key.clone());
+                            self.came(&key);
+                            self.settle(&key);
+                        } else if g.retry_at.is_none() {
                             g.dirty = true;
                             self.todo.insert(key);
                         }

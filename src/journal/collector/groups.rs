@@ -317,12 +317,24 @@ pub(super) fn stamp(files: &[PathBuf]) -> u64 {
         .fold(0u64, |acc, m| {
             acc.wrapping_mul(31)
                 .wrapping_add(m.size())
+                .wrapping_add(m.ino().wrapping_mul(0x9e37_79b9))
                 .wrapping_add(m.mtime_nsec() as u64)
                 .wrapping_add((m.mtime() as u64).wrapping_mul(1_000_000_007))
         })
 }
 
-#[cfg(test)]
+/// Which file each path names now (its device and inode; zeros for one
+/// that cannot be looked at): a sync tool (`rsync`, a copy then `mv`)
+/// replaces a file under the same name, which a handle opened on the old
+/// one never sees.
+#[must_use]
+pub(super) fn identities(files: &[PathBuf]) -> Vec<(u64, u64)> {
+    files
+        .iter()
+        .map(|f| std::fs::metadata(f).map_or((0, 0), |m| (m.dev(), m.ino())))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,9 @@ const BATCHES_PER_JOB: usize = 16;
 struct OpenGroup {
     j: Journal,
     files: Vec<PathBuf>,
+    /// Which file each of `files` named when the handle was opened: one
+    /// replaced under its name since (a sync tool's copy) is reopened.
+    ids: Vec<(u64, u64)>,
     last_used: Instant,
     intact: Intact,
     /// Read without the match (libsystemd gave up on a file through it).
@@ -241,12 +244,14 @@ impl Worker {
                 self.send(ReaderEvent::Lost(lost))?;
             }
         }
+        let ids = super::groups::identities(&files);
         let j = self.open_group(&files, start, true)?;
         Ok(OpenGroup {
             intact: Intact::new(&j),
             whole: false,
             j,
             files,
+            ids,
             last_used: Instant::now(),
             host: None,
             reached: None,
@@ -261,7 +266,10 @@ impl Worker {
             error: None,
             closed: false,
         };
-        let reuse = self.open.get(key).is_some_and(|o| o.files == files);
+        let reuse = self
+            .open
+            .get(key)
+            .is_some_and(|o| o.files == files && o.ids == super::groups::identities(&files));
         if let (Some(bytes), false, Start::Head) = (self.split, reuse, start) {
             if let Some(chunks) = super::split::chunks(&files, bytes) {
                 self.read_split(key, &files, chunks, &mut done);
