@@ -1200,6 +1200,36 @@ fn a_host_copied_in_newer_file_first_is_read_in_time_order_and_paged_once() {
 /// once, and the storm is one incident of 10, as `scan` gives.
 #[test]
 fn a_host_rotated_and_synced_newer_file_first_loses_nothing_and_splits_nothing() {
+    synced_rotation(|archived, into| {
+        std::thread::sleep(Duration::from_secs(1));
+        std::fs::rename(archived, into).unwrap();
+    });
+}
+
+/// [`a_host_rotated_and_synced_newer_file_first_loses_nothing_and_splits_nothing`]
+/// with the archived file copied as `rsync` copies it, under a temporary
+/// name beside it (`.NAME.XXXXXX`) for 4 s, longer than a host's files
+/// settle (2 s), then renamed: the host waits while it is written (its
+/// new entries were behind the host's position once the newer file was
+/// read, and were never read).
+#[test]
+fn a_rotated_hosts_archived_file_still_being_synced_is_waited_for() {
+    synced_rotation(|archived, into| {
+        let bytes = std::fs::read(archived).unwrap();
+        let temp = into.with_file_name(format!(".{HX_ARCHIVED}.Ab3xYz"));
+        let mut f = std::fs::File::create(&temp).unwrap();
+        for chunk in bytes.chunks(bytes.len().div_ceil(8)) {
+            std::io::Write::write_all(&mut f, chunk).unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+        }
+        drop(f);
+        std::fs::rename(&temp, into).unwrap();
+    });
+}
+
+/// The scenario of the two tests above; `sync_archived(from, to)` brings
+/// the archived file in after the newer one.
+fn synced_rotation(sync_archived: impl Fn(&Path, &Path)) {
     let journals = tempfile::tempdir().unwrap();
     let dir = journals.path();
     let src = tempfile::tempdir().unwrap();
@@ -1236,8 +1266,7 @@ fn a_host_rotated_and_synced_newer_file_first_loses_nothing_and_splits_nothing()
         dir.join("remote-hx.journal"),
     )
     .unwrap();
-    std::thread::sleep(Duration::from_secs(1));
-    std::fs::rename(&archived, dir.join(HX_ARCHIVED)).unwrap();
+    sync_archived(&archived, &dir.join(HX_ARCHIVED));
     wait_for(
         Duration::from_secs(20),
         || svc.status()["kubelet_lines"].as_u64() == Some(lines.len() as u64),

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::groups::{dirs_of, discover_all, group_key, identities, stamp};
+use super::groups::{dirs_of, discover_all, group_key, identities, stamp, sync_temp_target};
 use super::warnings::WarnBudget;
 use super::watch::{Changes, Watch};
 use super::worker::Worker;
@@ -414,6 +414,7 @@ impl Coordinator {
             }
         }
         for key in &incomplete.groups {
+            self.came(key);
             self.settle(key);
         }
     }
@@ -726,7 +727,19 @@ impl Coordinator {
             let Some(dir) = self.watch.as_ref().and_then(|w| w.dirs.get(&wd)) else {
                 continue;
             };
-            let path = dir.join(name);
+            let path = dir.join(&name);
+            // A file copied in under a temporary name (rsync): its group
+            // waits while it is written.
+            let copying = name
+                .to_str()
+                .and_then(sync_temp_target)
+                .and_then(|t| group_key(&self.spec.dir, &dir.join(t)))
+                .filter(|k| self.groups.contains_key(k));
+            if let Some(key) = copying {
+                self.came(&key);
+                self.settle(&key);
+                continue;
+            }
             if let Some(key) = group_key(&self.spec.dir, &path) {
                 match self.groups.get_mut(&key) {
                     // A file the group does not have yet (one that was

@@ -43,6 +43,17 @@ fn is_journal(name: &str) -> bool {
     name.ends_with(".journal") || name.ends_with(".journal~")
 }
 
+/// The journal file a sync tool is copying in under a temporary name:
+/// `rsync` writes `.NAME.XXXXXX` beside `NAME` and renames it when done.
+/// Its group waits for it as for a file copied in place (see
+/// `Incomplete`).
+pub(super) fn sync_temp_target(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix('.')?;
+    let (target, suffix) = rest.rsplit_once('.')?;
+    (suffix.len() == 6 && suffix.bytes().all(|b| b.is_ascii_alphanumeric()) && is_journal(target))
+        .then_some(target)
+}
+
 /// A journal file shorter than its header says, modified this recently, is
 /// still being written (copied in).
 const STILL_WRITTEN: Duration = Duration::from_secs(10);
@@ -270,7 +281,15 @@ pub(super) fn discover_all(
             Err(_) if p.is_symlink() => continue,
             Err(_) => {}
         }
-        if !is_journal(&p.file_name().unwrap_or_default().to_string_lossy()) {
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        if let Some(target) = sync_temp_target(&name) {
+            incomplete.any = true;
+            incomplete
+                .groups
+                .extend(group_key(dir, &p.with_file_name(target)));
+            continue;
+        }
+        if !is_journal(&name) {
             continue;
         }
         if matches!(header_machine_id(&p), Header::Incomplete) {
@@ -338,6 +357,22 @@ pub(super) fn identities(files: &[PathBuf]) -> Vec<(u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_sync_tools_temporary_file_names_its_journal() {
+        assert_eq!(
+            sync_temp_target(".remote-h@0001-0002.journal.Ab3xYz"),
+            Some("remote-h@0001-0002.journal")
+        );
+        assert_eq!(
+            sync_temp_target(".remote-h.journal.q1w2e3"),
+            Some("remote-h.journal")
+        );
+        assert_eq!(sync_temp_target("remote-h.journal"), None);
+        assert_eq!(sync_temp_target(".remote-h.journal"), None);
+        assert_eq!(sync_temp_target(".notes.txt.Ab3xYz"), None);
+        assert_eq!(sync_temp_target(".remote-h.journal.toolong1"), None);
+    }
 
     #[test]
     fn files_group_by_writer() {
