@@ -164,6 +164,49 @@ fn header_machine_id(path: &Path) -> Header {
     }))
 }
 
+/// What a journal file's header says of its end, and which file it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Ends {
+    /// Its file ID (bytes 24..40), in lower-case hex.
+    pub id: String,
+    /// `tail_entry_seqnum` (bytes 160..168): the newest entry's number.
+    pub tail_seqnum: u64,
+    /// `tail_entry_realtime` (bytes 192..200), when there is one.
+    pub tail_realtime: Option<sentinel_core::time::Micros>,
+    /// The file read (device, inode), as [`identities`] says.
+    pub identity: (u64, u64),
+}
+
+/// [`Ends`] of the file at `path`: one open, one read of its header.
+/// `None`: no journal file, or a header too old to have these fields.
+pub(super) fn header_ends(path: &Path) -> Option<Ends> {
+    use std::io::Read as _;
+    let mut f = std::fs::File::open(path).ok()?;
+    let m = f.metadata().ok()?;
+    let mut head = [0u8; 200];
+    f.read_exact(&mut head).ok()?;
+    if &head[..8] != b"LPKSHHRH" {
+        return None;
+    }
+    let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap_or_default());
+    if word(88) < 200 {
+        return None;
+    }
+    let id = head[24..40]
+        .iter()
+        .fold(String::with_capacity(32), |mut s, b| {
+            use std::fmt::Write as _;
+            let _ = write!(s, "{b:02x}");
+            s
+        });
+    Some(Ends {
+        id,
+        tail_seqnum: word(160),
+        tail_realtime: i64::try_from(word(192)).ok().filter(|&t| t > 0),
+        identity: (m.dev(), m.ino()),
+    })
+}
+
 /// The newest entry's time in a journal file's header
 /// (`tail_entry_realtime`, bytes 192..200), of any unit: journald and
 /// journal-remote update it with every entry appended. `None`: no entry,

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use systemd::journal::{Journal, OpenFilesOptions};
 use tokio::sync::mpsc;
 
+use super::groups::{Ends, header_ends};
 use super::{Done, Event, Job};
 use crate::journal::census::{Count, Walked, count, file_id, seqnum_id};
 use crate::journal::handle::{
@@ -108,7 +109,38 @@ pub(super) struct Worker {
     /// sent (as committed at the start, then as sent), so that a read that
     /// failed or a restart goes on after them.
     late_taken: HashMap<Text, LateRead>,
+    /// Following: for each group's file (by file ID), which file held it
+    /// and its newest entry's number, as last read through a handle (also
+    /// for a while after it is gone: [`COVERED_ABSENT`]). A copy of it
+    /// that comes back under another inode with more entries (a host's
+    /// rotated file synced after its newer one) has those entries read to
+    /// the group's position (see `look_at_files`): the handle never saw
+    /// them, and they are before its position.
+    covered: HashMap<Text, HashMap<String, Covered>>,
     names: Interner,
+}
+
+/// See [`Worker::covered`].
+#[derive(Debug, Clone, Copy)]
+struct Covered {
+    identity: (u64, u64),
+    tail_seqnum: u64,
+    noted: Instant,
+}
+
+/// Files of a group no longer there whose [`Covered`] is kept, the most
+/// recently noted first: a synced host's file is gone (its name taken by
+/// the newer file) until its rotated copy comes; older ones are
+/// forgotten.
+const COVERED_ABSENT: usize = 16;
+
+/// A file read alone up to the group's position (see
+/// [`Worker::catch_up`]): new to the group, or (`after`) a known one's
+/// entries numbered after that.
+struct LateFile {
+    path: PathBuf,
+    id: String,
+    after: Option<u64>,
 }
 
 impl Worker {
@@ -130,6 +162,7 @@ impl Worker {
             walked: HashMap::new(),
             files_read: HashMap::new(),
             late_taken: HashMap::new(),
+            covered: HashMap::new(),
             names: Interner::default(),
         }
     }
@@ -158,6 +191,7 @@ impl Worker {
                     self.walked.remove(&key);
                     self.files_read.remove(&key);
                     self.late_taken.remove(&key);
+                    self.covered.remove(&key);
                 }
                 Err(std_mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
@@ -313,6 +347,7 @@ impl Worker {
         if let Some(w) = pass.walked.take() {
             self.walked.insert(key.clone(), w);
         }
+        self.note_covered(key, &o);
         // A failed handle is dropped; one whose consumer left is kept.
         if !matches!(pumped, Err(Stop::Failed(_))) {
             self.open.insert(key.clone(), o);
@@ -420,13 +455,37 @@ impl Worker {
     /// IDs, then the set the group has now, if it changed: kept with the
     /// cursors, in order with the entries.
     fn look_at_files(&mut self, key: &Text, files: &[PathBuf], start: &Start) -> Result<(), Stop> {
-        let ids: Vec<Option<String>> = files.iter().map(|f| file_id(f)).collect();
+        let ends: Vec<Option<Ends>> = files.iter().map(|f| header_ends(f)).collect();
+        let ids: Vec<Option<String>> = files
+            .iter()
+            .zip(&ends)
+            .map(|(f, e)| e.as_ref().map(|e| e.id.clone()).or_else(|| file_id(f)))
+            .collect();
         if let (Start::After(c), Some(known)) = (start, self.files_read.get(key)) {
-            let late: Vec<(PathBuf, String)> = files
+            let covered = self.covered.get(key);
+            let late: Vec<LateFile> = files
                 .iter()
                 .zip(&ids)
-                .filter_map(|(f, id)| Some((f.clone(), id.clone()?)))
-                .filter(|(_, id)| !known.contains(id))
+                .zip(&ends)
+                .filter_map(|((f, id), e)| {
+                    let id = id.clone()?;
+                    if !known.contains(&id) && !covered.is_some_and(|c| c.contains_key(&id)) {
+                        return Some(LateFile {
+                            path: f.clone(),
+                            id,
+                            after: None,
+                        });
+                    }
+                    // Known, in another file now, with more entries.
+                    let (was, e) = (covered?.get(&id)?, e.as_ref()?);
+                    (e.identity != was.identity && e.tail_seqnum > was.tail_seqnum).then(|| {
+                        LateFile {
+                            path: f.clone(),
+                            id,
+                            after: Some(was.tail_seqnum),
+                        }
+                    })
+                })
                 .collect();
             if !late.is_empty() {
                 self.catch_up(key, &late, c)?;
@@ -464,19 +523,34 @@ impl Worker {
     /// (a cursor of theirs, older, would move it back). Each file that had
     /// any is said, with how many. Each file read joins the group's IDs
     /// (told), so a restart after it reads it no more.
-    fn catch_up(&mut self, key: &Text, files: &[(PathBuf, String)], c: &str) -> Result<(), Stop> {
+    fn catch_up(&mut self, key: &Text, files: &[LateFile], c: &str) -> Result<(), Stop> {
         let Some(until) = realtime_of(c) else {
             return Ok(());
         };
         let own = seqnum(c);
-        for (file, id) in files {
+        for LateFile {
+            path: file,
+            id,
+            after,
+        } in files
+        {
             let bound = match &own {
                 Some((id, n)) if seqnum_id(file).is_some_and(|f| f.eq_ignore_ascii_case(id)) => {
                     Bound::Seqnum(*n)
                 }
                 _ => Bound::Time(until),
             };
-            let n = self.read_late(key, file, id, &bound)?;
+            let n = self.read_late(key, file, id, &bound, *after)?;
+            if let Some(e) = header_ends(file) {
+                self.covered.entry(key.clone()).or_default().insert(
+                    e.id,
+                    Covered {
+                        identity: e.identity,
+                        tail_seqnum: e.tail_seqnum,
+                        noted: Instant::now(),
+                    },
+                );
+            }
             self.late_taken.remove(key);
             if let Some(known) = self.files_read.get_mut(key) {
                 known.insert(id.clone());
@@ -496,14 +570,16 @@ impl Worker {
     }
 
     /// [`Self::catch_up`] of one file (its header's ID `id`): the entries
-    /// before `bound`, sent; those sent before (see `late_taken`) are
-    /// passed over. Returns how many were sent now.
+    /// before `bound` (and numbered after `after`, if given), sent; those
+    /// sent before (see `late_taken`) are passed over. Returns how many
+    /// were sent now.
     fn read_late(
         &mut self,
         key: &Text,
         file: &PathBuf,
         id: &str,
         bound: &Bound,
+        after: Option<u64>,
     ) -> Result<u64, Stop> {
         let mut j = self.open_group(std::slice::from_ref(file), &Start::Head, true)?;
         let mut batch = Vec::with_capacity(self.batch);
@@ -524,6 +600,12 @@ impl Worker {
             };
             if !before {
                 break;
+            }
+            if let Some(after) = after {
+                let c = j.cursor().map_err(ReadError::Cursor)?;
+                if seqnum(&c).is_none_or(|(_, i)| i <= after) {
+                    continue;
+                }
             }
             let Some(mut e) = read_entry(&mut j, &mut self.names).map_err(ReadError::Entry)? else {
                 continue;
@@ -694,6 +776,42 @@ impl Worker {
         }
         self.counted(pass, &o.files)?;
         self.tell_activity(o)
+    }
+
+    /// Following: each file the handle `o` holds, as far as it goes now
+    /// (see [`Self::covered`]). A file replaced under its name since the
+    /// handle was opened is another file: not noted.
+    fn note_covered(&mut self, key: &Text, o: &OpenGroup) {
+        if !self.mode.follows() {
+            return;
+        }
+        let noted = self.covered.entry(key.clone()).or_default();
+        let now = Instant::now();
+        let mut present = HashSet::new();
+        for (f, held) in o.files.iter().zip(&o.ids) {
+            if let Some(e) = header_ends(f).filter(|e| e.identity == *held) {
+                present.insert(e.id.clone());
+                noted.insert(
+                    e.id,
+                    Covered {
+                        identity: e.identity,
+                        tail_seqnum: e.tail_seqnum,
+                        noted: now,
+                    },
+                );
+            }
+        }
+        while noted.len() > present.len() + COVERED_ABSENT {
+            let oldest = noted
+                .iter()
+                .filter(|(id, _)| !present.contains(*id))
+                .min_by_key(|(_, c)| c.noted)
+                .map(|(id, _)| id.clone());
+            match oldest {
+                Some(id) => noted.remove(&id),
+                None => break,
+            };
+        }
     }
 
     /// At the group's end: how far its files reach, any unit (their
