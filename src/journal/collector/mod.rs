@@ -22,6 +22,7 @@
 //! `Sync` makes it look at every group again first.
 
 mod coordinator;
+mod covered;
 mod groups;
 pub(crate) mod split;
 mod warnings;

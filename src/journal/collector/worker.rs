@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use systemd::journal::{Journal, OpenFilesOptions};
 use tokio::sync::mpsc;
 
+use super::covered::Covers;
 use super::groups::{Ends, header_ends};
 use super::{Done, Event, Job};
 use crate::journal::census::{Count, Walked, count, file_id, seqnum_id};
@@ -111,28 +112,14 @@ pub(super) struct Worker {
     late_taken: HashMap<Text, LateRead>,
     /// Following: for each group's file (by file ID), which file held it
     /// and its newest entry's number, as last read through a handle (also
-    /// for a while after it is gone: [`COVERED_ABSENT`]). A copy of it
+    /// for a while after it is gone: see [`Covers`]). A copy of it
     /// that comes back under another inode with more entries (a host's
     /// rotated file synced after its newer one) has those entries read to
     /// the group's position (see `look_at_files`): the handle never saw
     /// them, and they are before its position.
-    covered: HashMap<Text, HashMap<String, Covered>>,
+    covered: Covers,
     names: Interner,
 }
-
-/// See [`Worker::covered`].
-#[derive(Debug, Clone, Copy)]
-struct Covered {
-    identity: (u64, u64),
-    tail_seqnum: u64,
-    noted: Instant,
-}
-
-/// Files of a group no longer there whose [`Covered`] is kept, the most
-/// recently noted first: a synced host's file is gone (its name taken by
-/// the newer file) until its rotated copy comes; older ones are
-/// forgotten.
-const COVERED_ABSENT: usize = 16;
 
 /// A file read alone up to the group's position (see
 /// [`Worker::catch_up`]): new to the group, or (`after`) a known one's
@@ -162,7 +149,7 @@ impl Worker {
             walked: HashMap::new(),
             files_read: HashMap::new(),
             late_taken: HashMap::new(),
-            covered: HashMap::new(),
+            covered: Covers::default(),
             names: Interner::default(),
         }
     }
@@ -191,7 +178,7 @@ impl Worker {
                     self.walked.remove(&key);
                     self.files_read.remove(&key);
                     self.late_taken.remove(&key);
-                    self.covered.remove(&key);
+                    self.covered.forget(&key);
                 }
                 Err(std_mpsc::RecvTimeoutError::Timeout) => {}
                 Err(std_mpsc::RecvTimeoutError::Disconnected) => return,
@@ -347,7 +334,9 @@ impl Worker {
         if let Some(w) = pass.walked.take() {
             self.walked.insert(key.clone(), w);
         }
-        self.note_covered(key, &o);
+        if self.mode.follows() {
+            self.covered.note(key, &o.files, &o.ids);
+        }
         // A failed handle is dropped; one whose consumer left is kept.
         if !matches!(pumped, Err(Stop::Failed(_))) {
             self.open.insert(key.clone(), o);
@@ -462,14 +451,13 @@ impl Worker {
             .map(|(f, e)| e.as_ref().map(|e| e.id.clone()).or_else(|| file_id(f)))
             .collect();
         if let (Start::After(c), Some(known)) = (start, self.files_read.get(key)) {
-            let covered = self.covered.get(key);
             let late: Vec<LateFile> = files
                 .iter()
                 .zip(&ids)
                 .zip(&ends)
                 .filter_map(|((f, id), e)| {
                     let id = id.clone()?;
-                    if !known.contains(&id) && !covered.is_some_and(|c| c.contains_key(&id)) {
+                    if !known.contains(&id) && !self.covered.knows(key, &id) {
                         return Some(LateFile {
                             path: f.clone(),
                             id,
@@ -477,13 +465,11 @@ impl Worker {
                         });
                     }
                     // Known, in another file now, with more entries.
-                    let (was, e) = (covered?.get(&id)?, e.as_ref()?);
-                    (e.identity != was.identity && e.tail_seqnum > was.tail_seqnum).then(|| {
-                        LateFile {
-                            path: f.clone(),
-                            id,
-                            after: Some(was.tail_seqnum),
-                        }
+                    let after = self.covered.grown(key, &id, e.as_ref()?)?;
+                    Some(LateFile {
+                        path: f.clone(),
+                        id,
+                        after: Some(after),
                     })
                 })
                 .collect();
@@ -542,14 +528,7 @@ impl Worker {
             };
             let n = self.read_late(key, file, id, &bound, *after)?;
             if let Some(e) = header_ends(file) {
-                self.covered.entry(key.clone()).or_default().insert(
-                    e.id,
-                    Covered {
-                        identity: e.identity,
-                        tail_seqnum: e.tail_seqnum,
-                        noted: Instant::now(),
-                    },
-                );
+                self.covered.note_one(key, e);
             }
             self.late_taken.remove(key);
             if let Some(known) = self.files_read.get_mut(key) {
@@ -776,42 +755,6 @@ impl Worker {
         }
         self.counted(pass, &o.files)?;
         self.tell_activity(o)
-    }
-
-    /// Following: each file the handle `o` holds, as far as it goes now
-    /// (see [`Self::covered`]). A file replaced under its name since the
-    /// handle was opened is another file: not noted.
-    fn note_covered(&mut self, key: &Text, o: &OpenGroup) {
-        if !self.mode.follows() {
-            return;
-        }
-        let noted = self.covered.entry(key.clone()).or_default();
-        let now = Instant::now();
-        let mut present = HashSet::new();
-        for (f, held) in o.files.iter().zip(&o.ids) {
-            if let Some(e) = header_ends(f).filter(|e| e.identity == *held) {
-                present.insert(e.id.clone());
-                noted.insert(
-                    e.id,
-                    Covered {
-                        identity: e.identity,
-                        tail_seqnum: e.tail_seqnum,
-                        noted: now,
-                    },
-                );
-            }
-        }
-        while noted.len() > present.len() + COVERED_ABSENT {
-            let oldest = noted
-                .iter()
-                .filter(|(id, _)| !present.contains(*id))
-                .min_by_key(|(_, c)| c.noted)
-                .map(|(id, _)| id.clone());
-            match oldest {
-                Some(id) => noted.remove(&id),
-                None => break,
-            };
-        }
     }
 
     /// At the group's end: how far its files reach, any unit (their
