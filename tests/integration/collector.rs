@@ -1048,6 +1048,19 @@ fn followed_with_mail() -> (tempfile::TempDir, PathBuf, crate::support::Smtpd, S
     (tmp, dir, smtp, svc)
 }
 
+/// `scan`'s worker-d storm of the S19 tests: one incident of its 10
+/// retries.
+fn one_storm_of_ten(scanned: &[Seen]) {
+    assert_eq!(
+        scanned
+            .iter()
+            .filter(|(node, _, retries)| node == "worker-d" && *retries == 10)
+            .count(),
+        1,
+        "{scanned:?}"
+    );
+}
+
 /// Host hx's older file as journal-remote names a rotated one (S19).
 const HX_ARCHIVED: &str =
     "remote-hx@0123456789abcdef0123456789abcdef-0000000000000001-0005e0d0d0d0d0d0.journal";
@@ -1129,14 +1142,7 @@ fn a_storm_split_across_a_late_older_file_is_one_incident() {
     std::fs::rename(src.path().join(HX_ARCHIVED), dir.join(HX_ARCHIVED)).unwrap();
     let (live, scanned, log) =
         late_read_then_scan(&mut svc, dir, lines.len(), "the older file read");
-    assert_eq!(
-        scanned
-            .iter()
-            .filter(|(node, _, retries)| node == "worker-d" && *retries == 10)
-            .count(),
-        1,
-        "{scanned:?}"
-    );
+    one_storm_of_ten(&scanned);
     assert_eq!(live, scanned, "{log}");
 }
 
@@ -1300,14 +1306,7 @@ fn synced_rotation(sync_archived: impl Fn(&Path, &Path)) -> (Vec<Seen>, Vec<Seen
     assert_eq!(svc.signal("TERM"), Some(0), "{log}");
     let live = incidents_of(&svc.incidents());
     let scanned = incidents_of(&scan_json(&[&dir.display().to_string()])["incidents"]);
-    assert_eq!(
-        scanned
-            .iter()
-            .filter(|(node, _, retries)| node == "worker-d" && *retries == 10)
-            .count(),
-        1,
-        "{scanned:?}"
-    );
+    one_storm_of_ten(&scanned);
     (live, scanned, log)
 }
 

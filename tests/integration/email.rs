@@ -852,6 +852,21 @@ fn a_mail_too_big_for_the_server_goes_shorter_not_again() {
     assert_eq!(svc.signal("TERM"), Some(0));
 }
 
+/// A service on `j` reading the kubelet's lines and systemd's (which come
+/// from this process, not PID 1: read by their identifier, as saved logs
+/// are), mailing to `port`.
+fn unit_mail_service(j: &Journald, port: u16, resolve_after: &str, group_wait: &str) -> Service {
+    Service::new(
+        &format!(
+            "namespace = \"{}\"\nidentifiers = [\"kubelet\", \"systemd\"]",
+            j.name
+        ),
+        &format!(
+            "[incidents]\nresolve_after = \"{resolve_after}\"\n[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"{group_wait}\"\nretry_max = \"1s\"\n[alert.smtp]\nhost = \"127.0.0.1\"\nport = {port}\ntls = \"none\"\ntimeout = \"2s\"\n"
+        ),
+    )
+}
+
 /// Issue 20: a kubelet that dies on swap at every start, restarted by
 /// systemd, through a real journald: one kubelet-down alert naming the
 /// cause and the restarts, then its resolved notice once it stays up.
@@ -860,18 +875,7 @@ fn a_crash_looping_kubelet_mails_its_cause_and_restarts() {
     let j = Journald::start("down");
     let dir = tempfile::tempdir().unwrap();
     let smtp = Smtpd::aiosmtpd(&dir.path().join("md"), &[]);
-    // systemd's lines come from this process, not PID 1: the service reads
-    // them by their identifier, as it reads saved logs.
-    let mut svc = Service::new(
-        &format!(
-            "namespace = \"{}\"\nidentifiers = [\"kubelet\", \"systemd\"]",
-            j.name
-        ),
-        &format!(
-            "[incidents]\nresolve_after = \"3s\"\n[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"0s\"\nretry_max = \"1s\"\n[alert.smtp]\nhost = \"127.0.0.1\"\nport = {}\ntls = \"none\"\ntimeout = \"2s\"\n",
-            smtp.port
-        ),
-    );
+    let mut svc = unit_mail_service(&j, smtp.port, "3s", "0s");
     svc.start();
     let systemd = |m: &str| {
         j.send(&[
@@ -942,16 +946,7 @@ fn one_nodes_retries_and_crash_loop_within_group_wait_are_one_mail() {
     let j = Journald::start("n1both");
     let dir = tempfile::tempdir().unwrap();
     let smtp = Smtpd::aiosmtpd(&dir.path().join("md"), &[]);
-    let mut svc = Service::new(
-        &format!(
-            "namespace = \"{}\"\nidentifiers = [\"kubelet\", \"systemd\"]",
-            j.name
-        ),
-        &format!(
-            "[incidents]\nresolve_after = \"60s\"\n[alert]\nto = [\"oncall@example.com\"]\ngroup_wait = \"5s\"\nretry_max = \"1s\"\n[alert.smtp]\nhost = \"127.0.0.1\"\nport = {}\ntls = \"none\"\ntimeout = \"2s\"\n",
-            smtp.port
-        ),
-    );
+    let mut svc = unit_mail_service(&j, smtp.port, "60s", "5s");
     svc.start();
     let now = chrono::Utc::now().format("%m%d %H:%M:%S%.6f");
     j.kubelet(&[format!(
