@@ -67,6 +67,14 @@ impl Start {
     }
 }
 
+/// The time (`t=`, µs) of a cursor.
+pub(crate) fn realtime_of(cursor: &str) -> Option<u64> {
+    cursor
+        .split(';')
+        .find_map(|p| p.strip_prefix("t="))
+        .and_then(|t| u64::from_str_radix(t, 16).ok())
+}
+
 /// `s=` (sequence number id) and `i=` (sequence number) of a cursor.
 pub(crate) fn seqnum(cursor: &str) -> Option<(String, u64)> {
     let mut id = None;

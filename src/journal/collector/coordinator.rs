@@ -307,8 +307,10 @@ impl Coordinator {
     }
 
     /// Holds a group that settles (see [`Self::add_group`],
-    /// [`Self::came`]) until its files have been still for [`SETTLE`], and
-    /// no later than its `settle_by`; one being read, once that read ends.
+    /// [`Self::came`]) until no file of it has come, gone, been replaced or
+    /// been copied in for [`SETTLE`] (appends to its files do not count),
+    /// and no later than its `settle_by`; one being read, once that read
+    /// ends. A group failing to read keeps its backoff if that is later.
     fn settle(&mut self, key: &str) {
         let Some(g) = self.groups.get_mut(key) else {
             return;
@@ -316,20 +318,25 @@ impl Coordinator {
         let Some(by) = g.settle_by.filter(|_| !g.running) else {
             return;
         };
-        let at = (Instant::now() + SETTLE).min(by);
+        let mut at = (Instant::now() + SETTLE).min(by);
+        if g.failures > 0 {
+            // A group failing to read keeps its backoff.
+            at = at.max(g.retry_at.unwrap_or(at));
+        }
         if let Some(old) = g.retry_at.replace(at) {
             self.retries.remove(&(old, key.to_string()));
         }
         self.retries.insert((at, key.to_string()));
     }
 
-    /// A file came to a group already there, or one of its files was
-    /// replaced under its name: how `rsync` and `cp` bring a rotated host,
-    /// the newer `remote-h.journal` (over the one read) before the older
-    /// `remote-h@….journal` that holds what was written after the last
-    /// sync. Read at once, the newer entries would be taken first and the
-    /// older file's new ones never (they are before the group's position);
-    /// so the group waits for its files to settle, as a new one does.
+    /// A file came to a group already there, one of its files was replaced
+    /// under its name, or one is being copied in: how `rsync` and `cp`
+    /// bring a rotated host, the newer `remote-h.journal` (over the one
+    /// read) before the older `remote-h@….journal` that holds what was
+    /// written after the last sync. Read at once, the newer entries would
+    /// be taken first, and the older file's new ones only late, after
+    /// them (see the worker's `covered`); so the group waits for its files
+    /// to settle, as a new one does.
     fn came(&mut self, key: &str) {
         if !self.spec.mode.follows() {
             return;
@@ -744,16 +751,9 @@ impl Coordinator {
                 match self.groups.get_mut(&key) {
                     // A file the group does not have yet (one that was
                     // incomplete): looked at with the others.
+                    // (A file replaced under its name is a move: rescanned.)
                     Some(g) if g.files.contains(&path) => {
-                        let ids = identities(&g.files);
-                        if ids != g.ids {
-                            // Replaced under its name: as a file that came.
-                            g.ids = ids;
-                            g.dirty = true;
-                            self.todo.insert(key.clone());
-                            self.came(&key);
-                            self.settle(&key);
-                        } else if g.retry_at.is_none() {
+                        if g.retry_at.is_none() {
                             g.dirty = true;
                             self.todo.insert(key);
                         }

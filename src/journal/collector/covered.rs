@@ -4,11 +4,12 @@
 //! behind the group's position. Following only; in memory.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use super::groups::{Ends, header_ends};
 use crate::journal::Text;
+use crate::journal::handle::{realtime_of as realtime, seqnum};
 
 /// Files of a group no longer there that are remembered, the most recently
 /// noted first: a synced host's file is gone (its name taken by the newer
@@ -32,24 +33,45 @@ pub(super) struct Covers {
 
 impl Covers {
     /// After a read through a handle over `files`, which held `ids` (see
-    /// `groups::identities`): each as far as it goes now. A file replaced
-    /// under its name since the handle was opened is another file: not
-    /// noted.
-    pub(super) fn note(&mut self, key: &Text, files: &[PathBuf], ids: &[(u64, u64)]) {
+    /// `groups::identities`), to `done` (the position's cursor; `at_end`:
+    /// to the group's end): how far each file was read. To the end, all
+    /// of it; short of it, a file of the position's sequence up to the
+    /// position, one of another sequence whose newest entry is older than
+    /// the position all of it, any other not noted (its last note stays).
+    /// A file replaced under its name since the handle was opened is
+    /// another file: not noted.
+    pub(super) fn note(
+        &mut self,
+        key: &Text,
+        files: &[PathBuf],
+        ids: &[(u64, u64)],
+        done: Option<&str>,
+        at_end: bool,
+    ) {
         let noted = self.groups.entry(key.clone()).or_default();
         let now = Instant::now();
+        let pos = done.and_then(|c| Some((seqnum(c)?, realtime(c)?)));
         let mut present = HashSet::new();
         for (f, held) in files.iter().zip(ids) {
-            if let Some(e) = header_ends(f).filter(|e| e.identity == *held) {
-                present.insert(e.id.clone());
-                noted.insert(
-                    e.id,
-                    Covered {
-                        identity: e.identity,
-                        tail_seqnum: e.tail_seqnum,
-                        noted: now,
-                    },
-                );
+            let Some(e) = header_ends(f).filter(|e| e.identity == *held) else {
+                continue;
+            };
+            present.insert(e.id.clone());
+            let read = match &pos {
+                _ if at_end => Some(e.tail_seqnum),
+                Some(((sid, n), _)) if sid.eq_ignore_ascii_case(&e.seqnum_id) => {
+                    Some(e.tail_seqnum.min(*n))
+                }
+                Some((_, t))
+                    if e.tail_realtime
+                        .is_some_and(|r| u64::try_from(r).is_ok_and(|r| r < *t)) =>
+                {
+                    Some(e.tail_seqnum)
+                }
+                _ => None,
+            };
+            if let Some(read) = read {
+                note_at(noted, e, read, now);
             }
         }
         while noted.len() > present.len() + ABSENT_KEPT {
@@ -65,16 +87,24 @@ impl Covers {
         }
     }
 
-    /// One file read whole to the group's position (a late one).
-    pub(super) fn note_one(&mut self, key: &Text, e: Ends) {
-        self.groups.entry(key.clone()).or_default().insert(
-            e.id,
-            Covered {
-                identity: e.identity,
-                tail_seqnum: e.tail_seqnum,
-                noted: Instant::now(),
-            },
-        );
+    /// One file read late, as `e` says it was before (noted only if it is
+    /// still that file: one replaced meanwhile is another).
+    pub(super) fn note_late(&mut self, key: &Text, file: &Path, e: Ends) {
+        if header_ends(file).is_some_and(|now| now.identity == e.identity) {
+            let tail = e.tail_seqnum;
+            note_at(
+                self.groups.entry(key.clone()).or_default(),
+                e,
+                tail,
+                Instant::now(),
+            );
+        }
+    }
+
+    /// The IDs of the group's files remembered (those there and those
+    /// gone lately): read, so never read again from their head as new.
+    pub(super) fn ids(&self, key: &Text) -> impl Iterator<Item = &String> {
+        self.groups.get(key).into_iter().flat_map(HashMap::keys)
     }
 
     /// Whether file `id` of the group was read (and is remembered).
@@ -92,4 +122,20 @@ impl Covers {
     pub(super) fn forget(&mut self, key: &Text) {
         self.groups.remove(key);
     }
+}
+
+/// Notes file `e` as read to entry `read`: never less than noted before
+/// (an older, shorter copy of it read since does not unread the rest).
+fn note_at(noted: &mut HashMap<String, Covered>, e: Ends, read: u64, now: Instant) {
+    let tail_seqnum = noted
+        .get(&e.id)
+        .map_or(read, |was| was.tail_seqnum.max(read));
+    noted.insert(
+        e.id,
+        Covered {
+            identity: e.identity,
+            tail_seqnum,
+            noted: now,
+        },
+    );
 }

@@ -169,6 +169,9 @@ fn header_machine_id(path: &Path) -> Header {
 pub(super) struct Ends {
     /// Its file ID (bytes 24..40), in lower-case hex.
     pub id: String,
+    /// `seqnum_id` (bytes 72..88), in lower-case hex: the `s=` of its
+    /// entries' cursors.
+    pub seqnum_id: String,
     /// `tail_entry_seqnum` (bytes 160..168): the newest entry's number.
     pub tail_seqnum: u64,
     /// `tail_entry_realtime` (bytes 192..200), when there is one.
@@ -192,15 +195,18 @@ pub(super) fn header_ends(path: &Path) -> Option<Ends> {
     if word(88) < 200 {
         return None;
     }
-    let id = head[24..40]
-        .iter()
-        .fold(String::with_capacity(32), |mut s, b| {
-            use std::fmt::Write as _;
-            let _ = write!(s, "{b:02x}");
-            s
-        });
+    let hex = |at: usize| {
+        head[at..at + 16]
+            .iter()
+            .fold(String::with_capacity(32), |mut s, b| {
+                use std::fmt::Write as _;
+                let _ = write!(s, "{b:02x}");
+                s
+            })
+    };
     Some(Ends {
-        id,
+        id: hex(24),
+        seqnum_id: hex(72),
         tail_seqnum: word(160),
         tail_realtime: i64::try_from(word(192)).ok().filter(|&t| t > 0),
         identity: (m.dev(), m.ino()),
@@ -329,10 +335,16 @@ pub(super) fn discover_all(
         }
         let name = p.file_name().unwrap_or_default().to_string_lossy();
         if let Some(target) = sync_temp_target(&name) {
-            incomplete.any = true;
-            incomplete
-                .groups
-                .extend(group_key(dir, &p.with_file_name(target)));
+            // One left behind (a sync killed) holds nothing.
+            let recent = std::fs::metadata(&p)
+                .and_then(|m| m.modified())
+                .is_ok_and(|t| t.elapsed().unwrap_or_default() < STILL_WRITTEN);
+            if recent {
+                incomplete.any = true;
+                incomplete
+                    .groups
+                    .extend(group_key(dir, &p.with_file_name(target)));
+            }
             continue;
         }
         if !is_journal(&name) {

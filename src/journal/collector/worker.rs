@@ -18,7 +18,7 @@ use super::{Done, Event, Job};
 use crate::journal::census::{Count, Walked, count, file_id, seqnum_id};
 use crate::journal::handle::{
     Intact, Interner, Start, add_terms, damaged, find_cursor, in_match, present_terms, read_entry,
-    resume_whole, seek, seqnum, terms, unfiltered,
+    realtime_of, resume_whole, seek, seqnum, terms, unfiltered,
 };
 use crate::journal::protocol::{Mode, ReadError, ReaderEvent, Warning};
 use crate::journal::{Entry, EntryFilter, Text};
@@ -128,6 +128,8 @@ struct LateFile {
     path: PathBuf,
     id: String,
     after: Option<u64>,
+    /// Its header as it was when judged late.
+    ends: Option<Ends>,
 }
 
 impl Worker {
@@ -265,8 +267,15 @@ impl Worker {
                 self.send(ReaderEvent::Lost(lost))?;
             }
         }
-        let ids = super::groups::identities(&files);
+        let mut ids = super::groups::identities(&files);
         let j = self.open_group(&files, start, true)?;
+        // A file replaced while it was opened: which one the handle holds
+        // is not known, so it is none (reopened next time, not noted).
+        for (id, now) in ids.iter_mut().zip(super::groups::identities(&files)) {
+            if *id != now {
+                *id = (0, 0);
+            }
+        }
         Ok(OpenGroup {
             intact: Intact::new(&j),
             whole: false,
@@ -335,7 +344,9 @@ impl Worker {
             self.walked.insert(key.clone(), w);
         }
         if self.mode.follows() {
-            self.covered.note(key, &o.files, &o.ids);
+            let at_end = done.at_end && pumped.is_ok();
+            let pos = done.cursor.as_deref();
+            self.covered.note(key, &o.files, &o.ids, pos, at_end);
         }
         // A failed handle is dropped; one whose consumer left is kept.
         if !matches!(pumped, Err(Stop::Failed(_))) {
@@ -462,6 +473,7 @@ impl Worker {
                             path: f.clone(),
                             id,
                             after: None,
+                            ends: e.clone(),
                         });
                     }
                     // Known, in another file now, with more entries.
@@ -470,6 +482,7 @@ impl Worker {
                         path: f.clone(),
                         id,
                         after: Some(after),
+                        ends: e.clone(),
                     })
                 })
                 .collect();
@@ -477,7 +490,13 @@ impl Worker {
                 self.catch_up(key, &late, c)?;
             }
         }
-        let now: HashSet<String> = ids.into_iter().flatten().collect();
+        // With the files gone lately: kept with the cursor, so that one
+        // back after a restart is not read again from its head as new.
+        let now: HashSet<String> = ids
+            .into_iter()
+            .flatten()
+            .chain(self.covered.ids(key).cloned())
+            .collect();
         if self.files_read.get(key) != Some(&now) {
             self.files_read.insert(key.clone(), now);
             self.tell_files(key)?;
@@ -518,6 +537,7 @@ impl Worker {
             path: file,
             id,
             after,
+            ends,
         } in files
         {
             let bound = match &own {
@@ -526,9 +546,20 @@ impl Worker {
                 }
                 _ => Bound::Time(until),
             };
-            let n = self.read_late(key, file, id, &bound, *after)?;
-            if let Some(e) = header_ends(file) {
-                self.covered.note_one(key, e);
+            if let (Some(a), Bound::Seqnum(upto)) = (after, &bound) {
+                if a + 1 >= *upto {
+                    // Nothing of it between what was read and the
+                    // position (an active file synced again).
+                    if let Some(e) = ends {
+                        self.covered.note_late(key, file, e.clone());
+                    }
+                    continue;
+                }
+            }
+            let from = after.zip(ends.as_ref().map(|e| e.seqnum_id.as_str()));
+            let n = self.read_late(key, file, id, &bound, from)?;
+            if let Some(e) = ends {
+                self.covered.note_late(key, file, e.clone());
             }
             self.late_taken.remove(key);
             if let Some(known) = self.files_read.get_mut(key) {
@@ -558,9 +589,20 @@ impl Worker {
         file: &PathBuf,
         id: &str,
         bound: &Bound,
-        after: Option<u64>,
+        after: Option<(u64, &str)>,
     ) -> Result<u64, Stop> {
         let mut j = self.open_group(std::slice::from_ref(file), &Start::Head, true)?;
+        if let Some((a, sid)) = after {
+            // Straight to the first entry not read (a cursor of its
+            // sequence and number only); from the head if refused.
+            if j.seek_cursor(format!("s={sid};i={:x}", a + 1)).is_err() {
+                j.seek_head().map_err(|source| ReadError::Seek {
+                    cursor: None,
+                    source,
+                })?;
+            }
+        }
+        let after = after.map(|(a, _)| a);
         let mut batch = Vec::with_capacity(self.batch);
         let passed = self
             .late_taken
@@ -814,12 +856,4 @@ enum Bound {
     Seqnum(u64),
     /// Of another sequence: dated before it (µs).
     Time(u64),
-}
-
-/// The time (`t=`, µs) of a cursor.
-fn realtime_of(cursor: &str) -> Option<u64> {
-    cursor
-        .split(';')
-        .find_map(|p| p.strip_prefix("t="))
-        .and_then(|t| u64::from_str_radix(t, 16).ok())
 }
