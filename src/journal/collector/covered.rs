@@ -4,8 +4,7 @@
 //! behind the group's position. Following only; in memory.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::Path;
 
 use super::groups::{Ends, header_ends};
 use crate::journal::Text;
@@ -22,19 +21,22 @@ struct Covered {
     identity: (u64, u64),
     /// Its newest entry's number then.
     tail_seqnum: u64,
-    noted: Instant,
+    /// When noted, in notes made (the latest is the highest).
+    noted: u64,
 }
 
 /// Per group, per file ID: see the module doc.
 #[derive(Debug, Default)]
 pub(super) struct Covers {
     groups: HashMap<Text, HashMap<String, Covered>>,
+    notes: u64,
 }
 
 impl Covers {
-    /// After a read through a handle over `files`, which held `ids` (see
-    /// `groups::identities`), to `done` (the position's cursor; `at_end`:
-    /// to the group's end): how far each file was read. To the end, all
+    /// After a read through a handle whose files held `ids` (see
+    /// `groups::identities`) and whose headers now say `ends` (in the same
+    /// order), to `done` (the position's cursor; `at_end`: to the group's
+    /// end): how far each file was read. To the end, all
     /// of it; short of it, a file of the position's sequence up to the
     /// position, one of another sequence whose newest entry is older than
     /// the position all of it, any other not noted (its last note stays).
@@ -43,17 +45,18 @@ impl Covers {
     pub(super) fn note(
         &mut self,
         key: &Text,
-        files: &[PathBuf],
         ids: &[(u64, u64)],
+        ends: &[Option<Ends>],
         done: Option<&str>,
         at_end: bool,
     ) {
         let noted = self.groups.entry(key.clone()).or_default();
-        let now = Instant::now();
+        self.notes += 1;
+        let now = self.notes;
         let pos = done.and_then(|c| Some((seqnum(c)?, realtime(c)?)));
         let mut present = HashSet::new();
-        for (f, held) in files.iter().zip(ids) {
-            let Some(e) = header_ends(f).filter(|e| e.identity == *held) else {
+        for (held, e) in ids.iter().zip(ends) {
+            let Some(e) = e.clone().filter(|e| e.identity == *held) else {
                 continue;
             };
             present.insert(e.id.clone());
@@ -92,12 +95,9 @@ impl Covers {
     pub(super) fn note_late(&mut self, key: &Text, file: &Path, e: Ends) {
         if header_ends(file).is_some_and(|now| now.identity == e.identity) {
             let tail = e.tail_seqnum;
-            note_at(
-                self.groups.entry(key.clone()).or_default(),
-                e,
-                tail,
-                Instant::now(),
-            );
+            self.notes += 1;
+            let now = self.notes;
+            note_at(self.groups.entry(key.clone()).or_default(), e, tail, now);
         }
     }
 
@@ -126,7 +126,7 @@ impl Covers {
 
 /// Notes file `e` as read to entry `read`: never less than noted before
 /// (an older, shorter copy of it read since does not unread the rest).
-fn note_at(noted: &mut HashMap<String, Covered>, e: Ends, read: u64, now: Instant) {
+fn note_at(noted: &mut HashMap<String, Covered>, e: Ends, read: u64, now: u64) {
     let tail_seqnum = noted
         .get(&e.id)
         .map_or(read, |was| was.tail_seqnum.max(read));
@@ -138,4 +138,81 @@ fn note_at(noted: &mut HashMap<String, Covered>, e: Ends, read: u64, now: Instan
             noted: now,
         },
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ends(id: &str, sid: &str, tail: u64, at: i64, inode: u64) -> Ends {
+        Ends {
+            id: id.into(),
+            seqnum_id: sid.into(),
+            tail_seqnum: tail,
+            tail_realtime: Some(at),
+            identity: (1, inode),
+        }
+    }
+
+    /// How far a job read each file: to the end, all; short of it, a file
+    /// of the position's sequence to the position, one of another
+    /// sequence all of it if older than the position, else its last note
+    /// (a job stopped after its batches had its unread entries counted as
+    /// read, and their copy never caught up).
+    #[test]
+    fn a_job_short_of_the_end_notes_what_it_read() {
+        let key = Text::from("remote-h");
+        let mut c = Covers::default();
+        let a = ends("a", "s1", 100, 1_000, 10);
+        let b = ends("b", "s2", 40, 5_000, 20);
+        let ids = [(1, 10), (1, 20)];
+        // Short of the end, the position at a's entry 50 (time 900).
+        let pos = "s=s1;i=32;b=0;m=0;t=384;x=0";
+        c.note(
+            &key,
+            &ids,
+            &[Some(a.clone()), Some(b.clone())],
+            Some(pos),
+            false,
+        );
+        let grown = |c: &Covers, e: &Ends| c.grown(&key, &e.id, e);
+        // a's copy in another inode with 120 entries: 51.. are unread.
+        assert_eq!(grown(&c, &ends("a", "s1", 120, 1_100, 11)), Some(50));
+        // b (another sequence, newer than the position): not noted.
+        assert!(!c.knows(&key, "b"));
+        // To the end: all of both.
+        c.note(&key, &ids, &[Some(a.clone()), Some(b)], None, true);
+        assert_eq!(grown(&c, &ends("a", "s1", 120, 1_100, 11)), Some(100));
+        assert_eq!(grown(&c, &ends("b", "s2", 41, 5_100, 21)), Some(40));
+        // The same inode, or no more entries: nothing to catch up.
+        assert_eq!(grown(&c, &ends("a", "s1", 120, 1_100, 10)), None);
+        assert_eq!(grown(&c, &ends("a", "s1", 100, 1_000, 11)), None);
+        // A shorter, older copy read since does not unread the rest.
+        let short = ends("a", "s1", 60, 800, 12);
+        c.note(&key, &[(1, 12)], &[Some(short)], None, true);
+        assert_eq!(grown(&c, &ends("a", "s1", 120, 1_100, 13)), Some(100));
+        // A file replaced while the handle was opened is not noted.
+        c.note(
+            &key,
+            &[(0, 0)],
+            &[Some(ends("z", "s9", 5, 1, 30))],
+            None,
+            true,
+        );
+        assert!(!c.knows(&key, "z"));
+    }
+
+    /// Files gone are remembered up to a bound, the latest noted kept.
+    #[test]
+    fn files_gone_are_remembered_up_to_a_bound() {
+        let key = Text::from("remote-h");
+        let mut c = Covers::default();
+        for k in 0..40u64 {
+            let e = ends(&format!("f{k}"), "s", k + 1, 1, 100 + k);
+            c.note(&key, &[(1, 100 + k)], &[Some(e)], None, true);
+        }
+        assert_eq!(c.ids(&key).count(), 1 + ABSENT_KEPT);
+        assert!(c.knows(&key, "f39") && c.knows(&key, "f23"));
+        assert!(!c.knows(&key, "f22"));
+    }
 }

@@ -213,26 +213,6 @@ pub(super) fn header_ends(path: &Path) -> Option<Ends> {
     })
 }
 
-/// The newest entry's time in a journal file's header
-/// (`tail_entry_realtime`, bytes 192..200), of any unit: journald and
-/// journal-remote update it with every entry appended. `None`: no entry,
-/// or no such header.
-pub(super) fn header_tail_realtime(path: &Path) -> Option<sentinel_core::time::Micros> {
-    use std::io::Read as _;
-    let mut head = [0u8; 200];
-    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
-    if &head[..8] != b"LPKSHHRH" {
-        return None;
-    }
-    let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap_or_default());
-    // header_size: an older, shorter header has no such field.
-    if word(88) < 200 {
-        return None;
-    }
-    let t = i64::try_from(word(192)).ok()?;
-    (t > 0).then_some(t)
-}
-
 /// The sequence-number ID in a journal file's header (bytes 72..88, after
 /// the tail entry's boot ID), in hex: the `s=` of its entries' cursors.
 fn header_seqnum_id(path: &Path) -> Option<String> {

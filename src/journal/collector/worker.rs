@@ -343,10 +343,11 @@ impl Worker {
         if let Some(w) = pass.walked.take() {
             self.walked.insert(key.clone(), w);
         }
-        if self.mode.follows() {
-            let at_end = done.at_end && pumped.is_ok();
+        // Read to the end, `finish` noted it (with the headers it reads).
+        if self.mode.follows() && !(done.at_end && pumped.is_ok()) {
+            let ends: Vec<Option<Ends>> = o.files.iter().map(|f| header_ends(f)).collect();
             let pos = done.cursor.as_deref();
-            self.covered.note(key, &o.files, &o.ids, pos, at_end);
+            self.covered.note(key, &o.ids, &ends, pos, false);
         }
         // A failed handle is dropped; one whose consumer left is kept.
         if !matches!(pumped, Err(Stop::Failed(_))) {
@@ -796,19 +797,18 @@ impl Worker {
             done.cursor = o.j.cursor().ok();
         }
         self.counted(pass, &o.files)?;
-        self.tell_activity(o)
+        let ends: Vec<Option<Ends>> = o.files.iter().map(|f| header_ends(f)).collect();
+        if self.mode.follows() {
+            self.covered.note(pass.key, &o.ids, &ends, None, true);
+        }
+        self.tell_activity(o, &ends)
     }
 
     /// At the group's end: how far its files reach, any unit (their
-    /// headers: a few bytes a file), if that moved. A healthy host whose
-    /// kubelet is quiet still writes, and is not silent.
-    fn tell_activity(&self, o: &mut OpenGroup) -> Result<(), Stop> {
-        let Some(at) = o
-            .files
-            .iter()
-            .filter_map(|f| super::groups::header_tail_realtime(f))
-            .max()
-        else {
+    /// headers, `ends`: a few bytes a file), if that moved. A healthy host
+    /// whose kubelet is quiet still writes, and is not silent.
+    fn tell_activity(&self, o: &mut OpenGroup, ends: &[Option<Ends>]) -> Result<(), Stop> {
+        let Some(at) = ends.iter().flatten().filter_map(|e| e.tail_realtime).max() else {
             return Ok(());
         };
         if o.reached.is_some_and(|r| r >= at) {
