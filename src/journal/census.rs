@@ -373,15 +373,18 @@ fn header_id(path: &Path, at: usize) -> Option<String> {
     if &h[..8] != b"LPKSHHRH" {
         return None;
     }
-    Some(
-        h[at..at + 16]
-            .iter()
-            .fold(String::with_capacity(32), |mut s, b| {
-                use std::fmt::Write as _;
-                let _ = write!(s, "{b:02x}");
-                s
-            }),
-    )
+    Some(hex(&h[at..at + 16]))
+}
+
+/// Bytes in lower-case hex, as journal IDs are written in cursors.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
+            use std::fmt::Write as _;
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use super::groups::{dirs_of, discover_all, group_key, identities, stamp, sync_temp_target};
+use super::groups::{Look, dirs_of, discover_all, group_key, identities, stamp, sync_temp_target};
 use super::warnings::WarnBudget;
 use super::watch::{Changes, Watch};
 use super::worker::Worker;
@@ -84,8 +84,9 @@ struct Group {
 /// Starts the collector reader. Returns once the directory was looked at:
 /// an error when it holds no journal file this process may read.
 pub(crate) fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> {
-    let (groups, unreadable, incomplete) = discover_all(&spec.dir);
-    if groups.is_empty() {
+    let look = discover_all(&spec.dir);
+    let unreadable = &look.unreadable;
+    if look.groups.is_empty() {
         let message = match unreadable.first() {
             Some(u) => format!(
                 "no readable journal files: {} (and {} more)",
@@ -115,8 +116,9 @@ pub(crate) fn spawn(spec: Spec, capacity: usize) -> Result<Reader, SourceError> 
     let handle = std::thread::Builder::new()
         .name("journal".into())
         .spawn(move || {
-            let mut c = Coordinator::new(spec, groups, &unreadable, tx, (events_tx, events));
-            c.incomplete_left = incomplete.any;
+            let incomplete = look.incomplete.any;
+            let mut c = Coordinator::new(spec, look, tx, (events_tx, events));
+            c.incomplete_left = incomplete;
             if let Err(e) = c.run() {
                 let _ = c.tx.blocking_send(ReaderEvent::Failed(e));
             }
@@ -207,8 +209,7 @@ impl Coordinator {
 
     fn new(
         spec: Spec,
-        found: BTreeMap<String, Vec<PathBuf>>,
-        unreadable: &[Unreadable],
+        mut look: Look,
         tx: mpsc::Sender<ReaderEvent>,
         events: (std_mpsc::Sender<Event>, std_mpsc::Receiver<Event>),
     ) -> Self {
@@ -256,10 +257,11 @@ impl Coordinator {
             said_sweeping: None,
             warnings: WarnBudget::new(),
         };
-        for (key, files) in found {
-            c.add_group(key, files, false);
+        for (key, files) in std::mem::take(&mut look.groups) {
+            let ids = look.ids_of(&files);
+            c.add_group(key, files, ids, false);
         }
-        c.warn_unreadable(unreadable);
+        c.warn_unreadable(&look.unreadable);
         c
     }
 
@@ -275,7 +277,13 @@ impl Coordinator {
     /// entries would be taken before the older ones, and trouble spanning
     /// both would be split in two (S19). Its files are read together once
     /// they settle, in their time order, as `scan` reads them.
-    fn add_group(&mut self, key: String, files: Vec<PathBuf>, appeared: bool) {
+    fn add_group(
+        &mut self,
+        key: String,
+        files: Vec<PathBuf>,
+        ids: Vec<(u64, u64)>,
+        appeared: bool,
+    ) {
         let start = self.spec.starts.start_of(&key);
         let settles = appeared && self.spec.mode.follows() && !matches!(start, Start::After(_));
         let worker = self.worker_of(&key);
@@ -285,7 +293,7 @@ impl Coordinator {
         self.groups.insert(
             key,
             Group {
-                ids: identities(&files),
+                ids,
                 files,
                 cursor: None,
                 start,
@@ -373,14 +381,14 @@ impl Coordinator {
 
     /// Looks at the directory again: new groups, new and removed files.
     fn rescan(&mut self) {
-        let (found, unreadable, incomplete) = discover_all(&self.spec.dir);
-        self.incomplete_left = incomplete.any;
-        self.links = found.values().flatten().any(|p| p.is_symlink());
-        self.warn_unreadable(&unreadable);
+        let mut look = discover_all(&self.spec.dir);
+        self.incomplete_left = look.incomplete.any;
+        self.links = look.groups.values().flatten().any(|p| p.is_symlink());
+        self.warn_unreadable(&look.unreadable);
         let gone: Vec<String> = self
             .groups
             .keys()
-            .filter(|k| !found.contains_key(*k))
+            .filter(|k| !look.groups.contains_key(*k))
             .cloned()
             .collect();
         for key in gone {
@@ -393,10 +401,10 @@ impl Coordinator {
                 }
             }
         }
-        for (key, files) in found {
+        for (key, files) in std::mem::take(&mut look.groups) {
+            let ids = look.ids_of(&files);
             match self.groups.get_mut(&key) {
                 Some(g) => {
-                    let ids = identities(&files);
                     if g.files != files || g.ids != ids {
                         if g.files.iter().any(|f| !files.contains(f)) {
                             g.check_loss = true;
@@ -417,9 +425,10 @@ impl Coordinator {
                         self.settle(&key);
                     }
                 }
-                None => self.add_group(key, files, true),
+                None => self.add_group(key, files, ids, true),
             }
         }
+        let incomplete = look.incomplete;
         for key in &incomplete.groups {
             self.came(key);
             self.settle(key);

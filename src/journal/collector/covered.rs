@@ -53,7 +53,7 @@ impl Covers {
         let noted = self.groups.entry(key.clone()).or_default();
         self.notes += 1;
         let now = self.notes;
-        let pos = done.and_then(|c| Some((seqnum(c)?, realtime(c)?)));
+        let pos = done.and_then(|c| Some((seqnum(c)?, i64::try_from(realtime(c)?).ok()?)));
         let mut present = HashSet::new();
         for (held, e) in ids.iter().zip(ends) {
             let Some(e) = e.clone().filter(|e| e.identity == *held) else {
@@ -65,12 +65,7 @@ impl Covers {
                 Some(((sid, n), _)) if sid.eq_ignore_ascii_case(&e.seqnum_id) => {
                     Some(e.tail_seqnum.min(*n))
                 }
-                Some((_, t))
-                    if e.tail_realtime
-                        .is_some_and(|r| u64::try_from(r).is_ok_and(|r| r < *t)) =>
-                {
-                    Some(e.tail_seqnum)
-                }
+                Some((_, t)) if e.tail_realtime.is_some_and(|r| r < *t) => Some(e.tail_seqnum),
                 _ => None,
             };
             if let Some(read) = read {

@@ -2,11 +2,12 @@
 //! key), which files the directory holds, which of them cannot be read yet,
 //! and where each group starts.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::journal::census::{hex, seqnum_id};
 use crate::journal::handle::{Start, Unreadable, group_name, seqnum};
 
 /// Where each group starts.
@@ -157,11 +158,7 @@ fn header_machine_id(path: &Path) -> Header {
     if id.iter().all(|&b| b == 0) {
         return Header::NoMachineId;
     }
-    Header::MachineId(id.iter().fold(String::with_capacity(32), |mut s, b| {
-        use std::fmt::Write as _;
-        let _ = write!(s, "{b:02x}");
-        s
-    }))
+    Header::MachineId(hex(id))
 }
 
 /// What a journal file's header says of its end, and which file it is.
@@ -195,42 +192,13 @@ pub(super) fn header_ends(path: &Path) -> Option<Ends> {
     if word(88) < 200 {
         return None;
     }
-    let hex = |at: usize| {
-        head[at..at + 16]
-            .iter()
-            .fold(String::with_capacity(32), |mut s, b| {
-                use std::fmt::Write as _;
-                let _ = write!(s, "{b:02x}");
-                s
-            })
-    };
     Some(Ends {
-        id: hex(24),
-        seqnum_id: hex(72),
+        id: hex(&head[24..40]),
+        seqnum_id: hex(&head[72..88]),
         tail_seqnum: word(160),
         tail_realtime: i64::try_from(word(192)).ok().filter(|&t| t > 0),
         identity: (m.dev(), m.ino()),
     })
-}
-
-/// The sequence-number ID in a journal file's header (bytes 72..88, after
-/// the tail entry's boot ID), in hex: the `s=` of its entries' cursors.
-fn header_seqnum_id(path: &Path) -> Option<String> {
-    use std::io::Read as _;
-    let mut head = [0u8; 88];
-    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
-    if &head[..8] != b"LPKSHHRH" {
-        return None;
-    }
-    Some(
-        head[72..88]
-            .iter()
-            .fold(String::with_capacity(32), |mut s, b| {
-                use std::fmt::Write as _;
-                let _ = write!(s, "{b:02x}");
-                s
-            }),
-    )
 }
 
 /// Whether a single cursor can be this directory's: one from before its
@@ -247,7 +215,7 @@ pub(crate) fn holds_cursor(dir: &Path, cursor: &str) -> bool {
         .0
         .values()
         .flatten()
-        .any(|f| header_seqnum_id(f).is_some_and(|s| s.eq_ignore_ascii_case(&id)))
+        .any(|f| seqnum_id(f).is_some_and(|s| s.eq_ignore_ascii_case(&id)))
 }
 
 /// The directory and its subdirectories (one level, as libsystemd reads a
@@ -281,17 +249,37 @@ pub(super) fn dirs_of(dir: &Path) -> Vec<PathBuf> {
 /// dangling link not at all.
 #[must_use]
 pub fn discover(dir: &Path) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>) {
-    let (groups, unreadable, _) = discover_all(dir);
-    (groups, unreadable)
+    let look = discover_all(dir);
+    (look.groups, look.unreadable)
 }
 
-/// [`discover`], and whether some file was left for being incomplete.
-pub(super) fn discover_all(
-    dir: &Path,
-) -> (BTreeMap<String, Vec<PathBuf>>, Vec<Unreadable>, Incomplete) {
+/// What one look at a collector's directory found (see [`discover_all`]).
+pub(super) struct Look {
+    pub groups: BTreeMap<String, Vec<PathBuf>>,
+    pub unreadable: Vec<Unreadable>,
+    /// Whether some file was left for being incomplete.
+    pub incomplete: Incomplete,
+    /// Which file each path of `groups` names (device, inode), from the
+    /// look's own `stat`: see [`identities`].
+    pub ids: HashMap<PathBuf, (u64, u64)>,
+}
+
+impl Look {
+    /// [`identities`] of `files`, as the look saw them.
+    pub(super) fn ids_of(&self, files: &[PathBuf]) -> Vec<(u64, u64)> {
+        files
+            .iter()
+            .map(|f| self.ids.get(f).copied().unwrap_or_default())
+            .collect()
+    }
+}
+
+/// [`discover`], with what the coordinator needs besides.
+pub(super) fn discover_all(dir: &Path) -> Look {
     let mut incomplete = Incomplete::default();
     let mut groups: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     let mut unreadable = Vec::new();
+    let mut ids = HashMap::new();
     let mut found: Vec<PathBuf> = dirs_of(dir)
         .iter()
         .filter_map(|d| std::fs::read_dir(d).ok())
@@ -302,7 +290,8 @@ pub(super) fn discover_all(
     found.sort_by_cached_key(|p| (p.is_symlink(), p.clone()));
     let mut seen = std::collections::HashSet::new();
     for p in found {
-        match std::fs::metadata(&p) {
+        let meta = std::fs::metadata(&p);
+        match &meta {
             Ok(m) if m.is_file() => {
                 if !seen.insert((m.dev(), m.ino())) {
                     continue;
@@ -313,12 +302,14 @@ pub(super) fn discover_all(
             Err(_) if p.is_symlink() => continue,
             Err(_) => {}
         }
+        let meta = meta.ok();
         let name = p.file_name().unwrap_or_default().to_string_lossy();
         if let Some(target) = sync_temp_target(&name) {
             // One left behind (a sync killed) holds nothing.
-            let recent = std::fs::metadata(&p)
-                .and_then(|m| m.modified())
-                .is_ok_and(|t| t.elapsed().unwrap_or_default() < STILL_WRITTEN);
+            let recent = meta
+                .as_ref()
+                .and_then(|m| m.modified().ok())
+                .is_some_and(|t| t.elapsed().unwrap_or_default() < STILL_WRITTEN);
             if recent {
                 incomplete.any = true;
                 incomplete
@@ -339,7 +330,12 @@ pub(super) fn discover_all(
             continue;
         };
         match std::fs::File::open(&p) {
-            Ok(_) => groups.entry(key).or_default().push(p),
+            Ok(_) => {
+                if let Some(m) = &meta {
+                    ids.insert(p.clone(), (m.dev(), m.ino()));
+                }
+                groups.entry(key).or_default().push(p);
+            }
             Err(error) => unreadable.push(Unreadable {
                 group: std::fs::metadata(&p).ok().and_then(|m| group_name(m.gid())),
                 path: p,
@@ -351,7 +347,12 @@ pub(super) fn discover_all(
         files.sort();
     }
     unreadable.sort_by(|a, b| a.path.cmp(&b.path));
-    (groups, unreadable, incomplete)
+    Look {
+        groups,
+        unreadable,
+        incomplete,
+        ids,
+    }
 }
 
 /// Files left at a look for being still written (see

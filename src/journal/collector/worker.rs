@@ -5,7 +5,7 @@
 //! so memory and open files stay flat in the number of hosts.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
@@ -469,20 +469,16 @@ impl Worker {
                 .zip(&ends)
                 .filter_map(|((f, id), e)| {
                     let id = id.clone()?;
-                    if !known.contains(&id) && !self.covered.knows(key, &id) {
-                        return Some(LateFile {
-                            path: f.clone(),
-                            id,
-                            after: None,
-                            ends: e.clone(),
-                        });
-                    }
-                    // Known, in another file now, with more entries.
-                    let after = self.covered.grown(key, &id, e.as_ref()?)?;
+                    let after = if known.contains(&id) || self.covered.knows(key, &id) {
+                        // Known, in another file now, with more entries.
+                        Some(self.covered.grown(key, &id, e.as_ref()?)?)
+                    } else {
+                        None
+                    };
                     Some(LateFile {
                         path: f.clone(),
                         id,
-                        after: Some(after),
+                        after,
                         ends: e.clone(),
                     })
                 })
@@ -541,41 +537,48 @@ impl Worker {
             ends,
         } in files
         {
+            let file_seqnum_id = match ends {
+                Some(e) => Some(e.seqnum_id.clone()),
+                None => seqnum_id(file),
+            };
             let bound = match &own {
-                Some((id, n)) if seqnum_id(file).is_some_and(|f| f.eq_ignore_ascii_case(id)) => {
+                Some((id, n)) if file_seqnum_id.is_some_and(|f| f.eq_ignore_ascii_case(id)) => {
                     Bound::Seqnum(*n)
                 }
                 _ => Bound::Time(until),
             };
-            if let (Some(a), Bound::Seqnum(upto)) = (after, &bound) {
-                if a + 1 >= *upto {
-                    // Nothing of it between what was read and the
-                    // position (an active file synced again).
-                    if let Some(e) = ends {
-                        self.covered.note_late(key, file, e.clone());
-                    }
-                    continue;
-                }
+            // Nothing of it between what was read and the position (an
+            // active file synced again): not walked.
+            let empty = matches!((after, &bound), (Some(a), Bound::Seqnum(upto)) if a + 1 >= *upto);
+            if !empty {
+                let from = after.zip(ends.as_ref().map(|e| e.seqnum_id.as_str()));
+                let n = self.read_late(key, file, id, &bound, from)?;
+                self.late_read(key, file, id, n)?;
             }
-            let from = after.zip(ends.as_ref().map(|e| e.seqnum_id.as_str()));
-            let n = self.read_late(key, file, id, &bound, from)?;
+            // Noted once read (a read that failed is tried again).
             if let Some(e) = ends {
                 self.covered.note_late(key, file, e.clone());
             }
-            self.late_taken.remove(key);
-            if let Some(known) = self.files_read.get_mut(key) {
-                known.insert(id.clone());
-            }
-            self.tell_files(key)?;
-            if n > 0 {
-                self.send(ReaderEvent::Warning(Warning::file(
-                    file.clone(),
-                    format!(
-                        "{n} entries older than what was already read of {key} appeared late \
+        }
+        Ok(())
+    }
+
+    /// After a late file was read (`n` entries sent): its group knows it
+    /// (told), and the log says so if it had any.
+    fn late_read(&mut self, key: &Text, file: &Path, id: &str, n: u64) -> Result<(), Stop> {
+        self.late_taken.remove(key);
+        if let Some(known) = self.files_read.get_mut(key) {
+            known.insert(id.to_string());
+        }
+        self.tell_files(key)?;
+        if n > 0 {
+            self.send(ReaderEvent::Warning(Warning::file(
+                file.to_path_buf(),
+                format!(
+                    "{n} entries older than what was already read of {key} appeared late \
                          (a file copied in after a newer one): read now, after the newer ones"
-                    ),
-                )))?;
-            }
+                ),
+            )))?;
         }
         Ok(())
     }
