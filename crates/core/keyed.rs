@@ -12,6 +12,7 @@
 use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// No slot found yet.
@@ -38,6 +39,10 @@ pub struct HostMap<K, V> {
     empty: usize,
     /// The indexed slot found last ([`NONE`]: none); a hint, so relaxed.
     last: AtomicUsize,
+    /// The key looked for last and not indexed (a host with no value in
+    /// this map is asked again entry after entry): answered with one
+    /// comparison until a key is added. Its buffer is reused.
+    missed: Mutex<Option<String>>,
 }
 
 impl<K, V> Default for HostMap<K, V> {
@@ -48,6 +53,7 @@ impl<K, V> Default for HostMap<K, V> {
             free: Vec::new(),
             empty: 0,
             last: AtomicUsize::new(NONE),
+            missed: Mutex::new(None),
         }
     }
 }
@@ -67,7 +73,22 @@ impl<K: Ord + Borrow<str> + Clone, V> HostMap<K, V> {
                 return Some(last);
             }
         }
-        let i = *self.index.get(host)?;
+        // Poisoned only by a panic between lock and unlock, where nothing
+        // panics: the cache is then passed by.
+        let mut missed = self.missed.try_lock().ok();
+        if let Some(m) = &missed
+            && m.as_deref() == Some(host)
+        {
+            return None;
+        }
+        let Some(&i) = self.index.get(host) else {
+            if let Some(m) = &mut missed {
+                let buf = m.get_or_insert_with(String::new);
+                buf.clear();
+                buf.push_str(host);
+            }
+            return None;
+        };
         self.last.store(i, Ordering::Relaxed);
         Some(i)
     }
@@ -149,6 +170,9 @@ impl<K: Ord + Borrow<str> + Clone, V> HostMap<K, V> {
         };
         self.index.insert(key, i);
         self.last.store(i, Ordering::Relaxed);
+        if let Ok(mut m) = self.missed.lock() {
+            *m = None;
+        }
         i
     }
 
@@ -264,6 +288,7 @@ impl<K: Ord + Borrow<str> + Clone, V: Clone> Clone for HostMap<K, V> {
             free: self.free.clone(),
             empty: self.empty,
             last: AtomicUsize::new(self.last.load(Ordering::Relaxed)),
+            missed: Mutex::new(None),
         }
     }
 }
@@ -322,6 +347,31 @@ mod tests {
         );
         assert_eq!(m, m.clone());
         assert_eq!(format!("{m:?}"), r#"{"a": 10, "d": 40}"#);
+    }
+
+    /// A key asked for and missing is remembered as missing, and found
+    /// once it is added, whichever way.
+    #[test]
+    fn a_missing_key_is_found_once_added() {
+        let mut m: HostMap<String, u32> = HostMap::new();
+        m.insert("a".into(), 1);
+        for _ in 0..3 {
+            assert_eq!(m.get("b"), None);
+        }
+        assert_eq!(m.get("a"), Some(&1));
+        assert_eq!(m.get("b"), None);
+        *m.get_or_insert_with("b", || "b".into(), || 0) += 2;
+        assert_eq!(m.get("b"), Some(&2));
+        assert_eq!(m.get("c"), None);
+        m.extend([("c".to_string(), 3)]);
+        assert_eq!(m.get("c"), Some(&3));
+        assert_eq!(m.get("d"), None);
+        m.insert_with("d", || "d".into(), 4);
+        assert_eq!(m.get("d"), Some(&4));
+        assert_eq!(m.remove("d"), Some(4));
+        assert_eq!(m.get("d"), None);
+        m.insert("d".into(), 5);
+        assert_eq!(m.get("d"), Some(&5));
     }
 
     #[test]

@@ -35,6 +35,10 @@
 //! counted), the single reader while following (the system journal's
 //! active file is always online). The layout is systemd's
 //! `src/libsystemd/sd-journal/journal-def.h`.
+//!
+//! The same tables tell a one-time read which terms it need not ask for
+//! ([`covered_by`]): an identifier whose every entry, by the data
+//! objects' own lists of entries, is also a kubelet unit's.
 
 use std::collections::HashMap;
 use std::os::unix::fs::FileExt as _;
@@ -56,6 +60,17 @@ const COMPACT: u32 = 1 << 4;
 const ONLINE: u8 = 1;
 const OBJECT_DATA: u8 = 1;
 const OBJECT_FIELD: u8 = 2;
+const OBJECT_ENTRY_ARRAY: u8 = 6;
+/// `DataObject`: the first entry referencing it (inline), the chain of
+/// entry arrays holding the rest, and how many there are in all.
+const DATA_ENTRY: usize = 40;
+const DATA_ENTRY_ARRAY: usize = 48;
+const DATA_N_ENTRIES: usize = 56;
+/// `EntryArrayObject`: the next array of the chain, then the items.
+const ARRAY_NEXT: usize = 16;
+const ARRAY_ITEMS: usize = 24;
+/// The entries of one value followed at most (a damaged count).
+const ENTRIES_MAX: u64 = 1 << 26;
 /// Any of the object compression flags (XZ, LZ4, ZSTD).
 const COMPRESSED: u8 = 0b111;
 /// Objects followed along one chain at most (a loop in damaged data).
@@ -135,6 +150,22 @@ fn read_at(f: &std::fs::File, at: u64, len: usize) -> Option<Vec<u8>> {
     Some(buf)
 }
 
+/// Up to `len` bytes at `at`: fewer where the file ends.
+fn read_upto(f: &std::fs::File, at: u64, len: usize) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; len];
+    let mut got = 0;
+    while got < len {
+        match f.read_at(&mut buf[got..], at + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+    buf.truncate(got);
+    Some(buf)
+}
+
 fn header(f: &std::fs::File) -> Option<Header> {
     let h = read_at(f, 0, HEADER_LEN)?;
     if &h[..8] != b"LPKSHHRH" {
@@ -160,66 +191,228 @@ fn object(f: &std::fs::File, at: u64, len: usize) -> Option<(u8, u8, Vec<u8>)> {
     if at == 0 || at % 8 != 0 {
         return None;
     }
-    let head = read_at(f, at, 16)?;
-    let size = usize::try_from(le64(&head, 8)).ok()?;
-    if size < 16 {
+    // One read: an object is mostly shorter than `len`, and what follows
+    // it is cut off.
+    let mut body = read_upto(f, at, len.max(16))?;
+    let size = usize::try_from(le64(&body, 8)).ok()?;
+    if size < 16 || body.len() < size.min(len) {
         return None;
     }
-    let body = read_at(f, at, size.min(len))?;
-    Some((head[0], head[1], body))
+    body.truncate(size.min(len));
+    Some((body[0], body[1], body))
+}
+
+/// A journal file not being written, for the small reads below.
+struct Tables {
+    f: std::fs::File,
+    compact: bool,
+    field_table: (u64, u64),
+}
+
+impl Tables {
+    /// `None` when `path` is no journal file, or one being written (its
+    /// tables move).
+    fn offline(path: &Path) -> Option<Self> {
+        let f = std::fs::File::open(path).ok()?;
+        let h = header(&f)?;
+        (!h.online).then_some(Self {
+            f,
+            compact: h.compact,
+            field_table: h.field_table,
+        })
+    }
+
+    /// Every data object of each field `want` takes: the field's name, the
+    /// object's offset and its first bytes. `None` when a table or a chain
+    /// cannot be followed.
+    fn each_data(
+        &self,
+        want: impl Fn(&[u8]) -> bool,
+        mut visit: impl FnMut(&[u8], u64, &[u8]),
+    ) -> Option<()> {
+        let (table_at, table_len) = self.field_table;
+        let table = read_at(
+            &self.f,
+            table_at,
+            usize::try_from(table_len).ok()?.min(1 << 20),
+        )?;
+        for bucket in table.chunks_exact(16) {
+            let mut field_at = le64(bucket, 0);
+            for _ in 0..CHAIN_MAX {
+                if field_at == 0 {
+                    break;
+                }
+                let (kind, _, field) = object(&self.f, field_at, 40 + 64)?;
+                if kind != OBJECT_FIELD {
+                    return None;
+                }
+                let name = field.get(40..).unwrap_or_default();
+                if want(name) {
+                    let mut data_at = le64(&field, 32);
+                    for _ in 0..CHAIN_MAX {
+                        if data_at == 0 {
+                            break;
+                        }
+                        let (kind, _, data) = object(&self.f, data_at, self.payload_at() + 256)?;
+                        if kind != OBJECT_DATA {
+                            return None;
+                        }
+                        visit(name, data_at, &data);
+                        data_at = le64(&data, 32);
+                    }
+                }
+                field_at = le64(&field, 24);
+            }
+        }
+        Some(())
+    }
+
+    fn payload_at(&self) -> usize {
+        if self.compact { 72 } else { 64 }
+    }
+
+    /// The value of data object `data` of field `name`; `None` when it is
+    /// compressed or longer than was read.
+    fn value<'d>(&self, name: &[u8], data: &'d [u8]) -> Option<&'d [u8]> {
+        if data[1] & COMPRESSED != 0 || usize::try_from(le64(data, 8)).ok()? != data.len() {
+            return None;
+        }
+        data.get(self.payload_at()..)?
+            .strip_prefix(name)?
+            .strip_prefix(b"=")
+    }
+
+    /// The offsets of the entries referencing the data object `data`, in
+    /// the file's order: its inline entry, then its chain of entry arrays.
+    /// `None` when the chain cannot be followed, comes short of the
+    /// object's count, or is out of order (damage).
+    fn entries(&self, data: &[u8]) -> Option<Vec<u64>> {
+        let n = le64(data, DATA_N_ENTRIES);
+        if n == 0 || n > ENTRIES_MAX {
+            return (n == 0).then(Vec::new);
+        }
+        // What the count says is room only: a damaged one claims more.
+        let mut out = Vec::with_capacity(usize::try_from(n.min(1 << 16)).ok()?);
+        out.push(le64(data, DATA_ENTRY));
+        let mut array_at = le64(data, DATA_ENTRY_ARRAY);
+        let item = if self.compact { 4 } else { 8 };
+        while (out.len() as u64) < n {
+            if array_at == 0 || array_at % 8 != 0 {
+                return None;
+            }
+            let head = read_at(&self.f, array_at, ARRAY_ITEMS)?;
+            let size = usize::try_from(le64(&head, 8)).ok()?;
+            if head[0] != OBJECT_ENTRY_ARRAY || size < ARRAY_ITEMS {
+                return None;
+            }
+            let left = usize::try_from(n).ok()? - out.len();
+            let len = ((size - ARRAY_ITEMS) / item).min(left) * item;
+            if len == 0 {
+                return None;
+            }
+            let items = read_at(&self.f, array_at + ARRAY_ITEMS as u64, len)?;
+            for i in items.chunks_exact(item) {
+                let at = if self.compact {
+                    u64::from(u32::from_le_bytes(i.try_into().ok()?))
+                } else {
+                    le64(i, 0)
+                };
+                if at == 0 || out.last().is_some_and(|&l| l >= at) {
+                    return None;
+                }
+                out.push(at);
+            }
+            array_at = le64(&head, ARRAY_NEXT);
+        }
+        Some(out)
+    }
 }
 
 /// One file's `n_entries` of the data objects `FIELD=value` for the values
 /// of the filter, added to `held`. `None` when the file is being written
 /// (its counts move) or its tables cannot be followed.
 fn file_holds(path: &Path, wanted: &[Vec<String>; 3], held: &mut Held) -> Option<()> {
-    let f = std::fs::File::open(path).ok()?;
-    let h = header(&f)?;
-    if h.online {
-        return None;
-    }
-    let (table_at, table_len) = h.field_table;
-    let table = read_at(&f, table_at, usize::try_from(table_len).ok()?.min(1 << 20))?;
-    let payload_at = if h.compact { 72 } else { 64 };
-    for bucket in table.chunks_exact(16) {
-        let mut field_at = le64(bucket, 0);
-        for _ in 0..CHAIN_MAX {
-            if field_at == 0 {
-                break;
-            }
-            let (kind, _, field) = object(&f, field_at, 40 + 64)?;
-            if kind != OBJECT_FIELD {
-                return None;
-            }
-            let name = field.get(40..).unwrap_or_default();
-            if let Some(slot) = FIELDS.iter().position(|n| n.as_bytes() == name)
-                && !wanted[slot].is_empty()
+    let t = Tables::offline(path)?;
+    let slot = |name: &[u8]| {
+        FIELDS
+            .iter()
+            .position(|n| n.as_bytes() == name)
+            .filter(|&s| !wanted[s].is_empty())
+    };
+    t.each_data(
+        |name| slot(name).is_some(),
+        |name, _, data| {
+            let Some(s) = slot(name) else { return };
+            if let Some(v) = t.value(name, data)
+                && let Some(w) = wanted[s].iter().find(|w| w.as_bytes() == v)
             {
-                let mut data_at = le64(&field, 32);
-                for _ in 0..CHAIN_MAX {
-                    if data_at == 0 {
-                        break;
-                    }
-                    let (kind, flags, data) = object(&f, data_at, payload_at + 256)?;
-                    if kind != OBJECT_DATA {
-                        return None;
-                    }
-                    let payload = data.get(payload_at..).unwrap_or_default();
-                    let value = payload
-                        .strip_prefix(name)
-                        .and_then(|p| p.strip_prefix(b"="));
-                    if let Some(v) = value.filter(|_| flags & COMPRESSED == 0)
-                        && let Some(w) = wanted[slot].iter().find(|w| w.as_bytes() == v)
-                    {
-                        *held.by.entry((slot, w.clone())).or_default() += le64(&data, 56);
-                    }
-                    data_at = le64(&data, 32);
-                }
+                *held.by.entry((s, w.clone())).or_default() += le64(data, DATA_N_ENTRIES);
             }
-            field_at = le64(&field, 24);
+        },
+    )
+}
+
+/// Whether every entry of `files` with `field=value` also has one of
+/// `covers` (each a field and a value): then a match with `covers` reads
+/// what it adds. Only files not being written can say (their entries do
+/// not grow meanwhile); `false` whenever one cannot.
+pub(crate) fn covered_by(
+    files: &[PathBuf],
+    (field, value): (&str, &str),
+    covers: &[(&str, &str)],
+) -> bool {
+    files.iter().all(|p| {
+        let Some(t) = Tables::offline(p) else {
+            return false;
+        };
+        // The data objects of the term and of each cover, by position:
+        // 0 the term, 1.. the covers.
+        let mut found: Vec<Option<Vec<u8>>> = vec![None; covers.len() + 1];
+        let mut unknown = false;
+        let wanted = |name: &[u8]| {
+            name == field.as_bytes() || covers.iter().any(|(f, _)| f.as_bytes() == name)
+        };
+        let walked = t.each_data(wanted, |name, _, data| {
+            let Some(v) = t.value(name, data) else {
+                // A value that cannot be told could be one of ours.
+                unknown = true;
+                return;
+            };
+            let at = std::iter::once((field, value))
+                .chain(covers.iter().copied())
+                .position(|(f, w)| f.as_bytes() == name && w.as_bytes() == v);
+            if let Some(i) = at {
+                found[i] = Some(data.to_vec());
+            }
+        });
+        if walked.is_none() || unknown {
+            return false;
         }
-    }
-    Some(())
+        let Some(term) = &found[0] else {
+            // No entry of the file has it.
+            return true;
+        };
+        let Some(term) = t.entries(term) else {
+            return false;
+        };
+        let mut lists = Vec::new();
+        for d in found[1..].iter().flatten() {
+            let Some(l) = t.entries(d) else {
+                return false;
+            };
+            lists.push(l);
+        }
+        // Both sides ascend: one pass, a position in each cover.
+        let mut at = vec![0usize; lists.len()];
+        term.iter().all(|&e| {
+            lists.iter().zip(at.iter_mut()).any(|(l, i)| {
+                while l.get(*i).is_some_and(|&x| x < e) {
+                    *i += 1;
+                }
+                l.get(*i) == Some(&e)
+            })
+        })
+    })
 }
 
 /// What `files` hold of the filter's single-field terms. `None` when one
@@ -418,5 +611,112 @@ mod tests {
         walked.count(&entry("crio.service", "kubelet"));
         assert_eq!(held.missing(&walked), 0);
         assert_eq!(Held::default().missing(&walked), 0);
+    }
+
+    /// `n` kubelet entries (`_SYSTEMD_UNIT=kubelet.service`,
+    /// `SYSLOG_IDENTIFIER=kubelet`) between other units' lines, as export
+    /// bytes; `stray` more of the identifier under another unit.
+    fn export(n: usize, stray: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        for i in 0..n {
+            out.extend(format!(
+                "__REALTIME_TIMESTAMP={}\n_SYSTEMD_UNIT=kubelet.service\nSYSLOG_IDENTIFIER=kubelet\nMESSAGE=k {i}\n\n\
+                 __REALTIME_TIMESTAMP={}\n_SYSTEMD_UNIT=cron.service\nSYSLOG_IDENTIFIER=CRON\nMESSAGE=c {i}\n\n",
+                2 * i + 1,
+                2 * i + 2
+            ).bytes());
+        }
+        for i in 0..stray {
+            out.extend(format!(
+                "__REALTIME_TIMESTAMP={}\n_SYSTEMD_UNIT=my-kubelet.service\nSYSLOG_IDENTIFIER=kubelet\nMESSAGE=s {i}\n\n",
+                2 * n + i + 1
+            ).bytes());
+        }
+        out
+    }
+
+    /// Written by journal-remote, compact (its default) or not.
+    fn written(dir: &Path, name: &str, export: &[u8], compact: bool) -> PathBuf {
+        let file = dir.join(name);
+        let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
+            .arg(format!("--output={}", file.display()))
+            .arg("-")
+            .env("SYSTEMD_JOURNAL_COMPACT", if compact { "1" } else { "0" })
+            .stdin(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), export).unwrap();
+        assert!(child.wait().unwrap().success());
+        file
+    }
+
+    const TERM: (&str, &str) = ("SYSLOG_IDENTIFIER", "kubelet");
+    const UNIT: &[(&str, &str)] = &[("_SYSTEMD_UNIT", "kubelet.service")];
+
+    /// An identifier whose entries are all the unit's is covered, over
+    /// several entry arrays and either item width; one entry of it under
+    /// another unit, in any file, and it is not; nor with no cover at all.
+    #[test]
+    fn an_identifier_is_covered_only_when_every_entry_of_it_is_the_units() {
+        let dir = tempfile::tempdir().unwrap();
+        for compact in [true, false] {
+            let tag = if compact { "c" } else { "r" };
+            let all = written(
+                dir.path(),
+                &format!("{tag}-all.journal"),
+                &export(300, 0),
+                compact,
+            );
+            let compact_flag = |p: &Path| {
+                let f = std::fs::File::open(p).unwrap();
+                header(&f).unwrap().compact
+            };
+            assert_eq!(compact_flag(&all), compact);
+            assert!(covered_by(std::slice::from_ref(&all), TERM, UNIT));
+            let stray = written(
+                dir.path(),
+                &format!("{tag}-stray.journal"),
+                &export(300, 1),
+                compact,
+            );
+            assert!(!covered_by(std::slice::from_ref(&stray), TERM, UNIT));
+            assert!(!covered_by(&[all.clone(), stray], TERM, UNIT));
+            assert!(!covered_by(std::slice::from_ref(&all), TERM, &[]));
+            // A file without the identifier says nothing against it.
+            let none = written(
+                dir.path(),
+                &format!("{tag}-none.journal"),
+                b"__REALTIME_TIMESTAMP=1\nMESSAGE=x\n\n",
+                compact,
+            );
+            assert!(covered_by(&[all, none], TERM, UNIT));
+        }
+    }
+
+    /// A file being written can gain an entry of the identifier alone
+    /// while it is read: never covered. Damage anywhere gives an answer,
+    /// never a panic or a hang, and a file cut short is not covered.
+    #[test]
+    fn a_file_being_written_or_damaged_is_not_proof() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = written(dir.path(), "t.journal", &export(200, 0), true);
+        let bytes = std::fs::read(&file).unwrap();
+        let mut online = bytes.clone();
+        online[STATE] = ONLINE;
+        std::fs::write(&file, &online).unwrap();
+        assert!(!covered_by(std::slice::from_ref(&file), TERM, UNIT));
+        let len = bytes.len();
+        for at in (HEADER_LEN..len).step_by(len / 997) {
+            let mut bad = bytes.clone();
+            bad[at] ^= 0xa5;
+            std::fs::write(&file, &bad).unwrap();
+            let _ = covered_by(std::slice::from_ref(&file), TERM, UNIT);
+        }
+        // The tail cut off: the arrays end short of the counts.
+        // tail_object_offset: where the last object begins.
+        let tail = usize::try_from(le64(&bytes, 136)).map_or(len, |u| u.min(len));
+        std::fs::write(&file, &bytes[..tail * 2 / 3]).unwrap();
+        assert!(!covered_by(std::slice::from_ref(&file), TERM, UNIT));
     }
 }

@@ -214,7 +214,7 @@ impl Worker {
             let terms = if self.mode.follows() {
                 terms(&self.filter)
             } else {
-                present_terms(&mut j, &self.filter)
+                present_terms(&mut j, &self.filter, Some(files))
             };
             add_terms(&mut j, &terms).map_err(ReadError::Matches)?;
         }
