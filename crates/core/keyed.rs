@@ -66,13 +66,25 @@ impl<K: Ord + Borrow<str> + Clone, V> HostMap<K, V> {
 
     /// `host`'s indexed slot (emptied or not): the last one found when it
     /// is `host`'s, else from the index.
+    #[inline]
     fn slot(&self, host: &str) -> Option<usize> {
         let last = self.last.load(Ordering::Relaxed);
         if let Some((k, _)) = self.slots.get(last) {
-            if k.borrow() == host {
+            let k: &str = k.borrow();
+            // The same shared text (an entry's interned host) needs no
+            // comparison of its bytes.
+            if std::ptr::eq(k, host) || k == host {
                 return Some(last);
             }
         }
+        self.look_up(host)
+    }
+
+    /// [`Self::slot`] past the last slot found: out of line, so the
+    /// common case is a few instructions where it is asked.
+    #[cold]
+    #[inline(never)]
+    fn look_up(&self, host: &str) -> Option<usize> {
         // Poisoned only by a panic between lock and unlock, where nothing
         // panics: the cache is then passed by.
         let mut missed = self.missed.try_lock().ok();
