@@ -182,7 +182,7 @@ impl<K: Ord + Borrow<str> + Clone, V> HostMap<K, V> {
         };
         self.index.insert(key, i);
         self.last.store(i, Ordering::Relaxed);
-        if let Ok(mut m) = self.missed.lock() {
+        if let Ok(m) = self.missed.get_mut() {
             *m = None;
         }
         i

@@ -50,12 +50,18 @@ use super::{Entry, EntryFilter, Text};
 /// Header offsets.
 const INCOMPATIBLE_FLAGS: usize = 12;
 const STATE: usize = 16;
+const FILE_ID: usize = 24;
+const DATA_HASH_TABLE_OFFSET: usize = 104;
+const DATA_HASH_TABLE_SIZE: usize = 112;
 const FIELD_HASH_TABLE_OFFSET: usize = 120;
+const N_OBJECTS: usize = 144;
 const FIELD_HASH_TABLE_SIZE: usize = 128;
 const HEADER_LEN: usize = 160;
 /// `HEADER_INCOMPATIBLE_COMPACT`: data objects carry two more le32 fields
 /// before their payload.
 const COMPACT: u32 = 1 << 4;
+/// `HEADER_INCOMPATIBLE_KEYED_HASH`.
+const KEYED_HASH: u32 = 1 << 2;
 /// `STATE_ONLINE`: a file being written, whose counts move.
 const ONLINE: u8 = 1;
 const OBJECT_DATA: u8 = 1;
@@ -69,8 +75,9 @@ const DATA_N_ENTRIES: usize = 56;
 /// `EntryArrayObject`: the next array of the chain, then the items.
 const ARRAY_NEXT: usize = 16;
 const ARRAY_ITEMS: usize = 24;
-/// The entries of one value followed at most (a damaged count).
-const ENTRIES_MAX: u64 = 1 << 26;
+/// The entries of one value followed at most (32 MiB of offsets): a
+/// value with more is not looked at.
+const ENTRIES_MAX: u64 = 1 << 22;
 /// Any of the object compression flags (XZ, LZ4, ZSTD).
 const COMPRESSED: u8 = 0b111;
 /// Objects followed along one chain at most (a loop in damaged data).
@@ -136,6 +143,13 @@ struct Header {
     compact: bool,
     online: bool,
     field_table: (u64, u64),
+    /// The data hash table, and the key of its hash when it has one
+    /// (`HEADER_INCOMPATIBLE_KEYED_HASH`: SipHash-2-4 keyed by the file
+    /// ID; older files hash with Jenkins' lookup3, not done here).
+    data_table: (u64, u64),
+    key: Option<[u8; 16]>,
+    /// Objects in the file: no walk of its tables visits more.
+    objects: u64,
 }
 
 fn le64(b: &[u8], at: usize) -> u64 {
@@ -183,6 +197,14 @@ fn header(f: &std::fs::File) -> Option<Header> {
             le64(&h, FIELD_HASH_TABLE_OFFSET),
             le64(&h, FIELD_HASH_TABLE_SIZE),
         ),
+        data_table: (
+            le64(&h, DATA_HASH_TABLE_OFFSET),
+            le64(&h, DATA_HASH_TABLE_SIZE),
+        ),
+        key: (incompatible & KEYED_HASH != 0)
+            .then(|| h[FILE_ID..FILE_ID + 16].try_into().ok())
+            .flatten(),
+        objects: le64(&h, N_OBJECTS),
     })
 }
 
@@ -205,8 +227,9 @@ fn object(f: &std::fs::File, at: u64, len: usize) -> Option<(u8, u8, Vec<u8>)> {
 /// A journal file not being written, for the small reads below.
 struct Tables {
     f: std::fs::File,
-    compact: bool,
-    field_table: (u64, u64),
+    h: Header,
+    /// The file's length: nothing read lies past it.
+    len: u64,
 }
 
 impl Tables {
@@ -214,47 +237,50 @@ impl Tables {
     /// tables move).
     fn offline(path: &Path) -> Option<Self> {
         let f = std::fs::File::open(path).ok()?;
+        let len = f.metadata().ok()?.len();
         let h = header(&f)?;
-        (!h.online).then_some(Self {
-            f,
-            compact: h.compact,
-            field_table: h.field_table,
-        })
+        (!h.online).then_some(Self { f, h, len })
+    }
+
+    fn payload_at(&self) -> usize {
+        if self.h.compact { 72 } else { 64 }
     }
 
     /// Every data object of each field `want` takes: the field's name, the
     /// object's offset and its first bytes. `None` when a table or a chain
-    /// cannot be followed.
+    /// cannot be followed, or the walk visits more objects than the file
+    /// has (a loop in damaged data).
     fn each_data(
         &self,
         want: impl Fn(&[u8]) -> bool,
         mut visit: impl FnMut(&[u8], u64, &[u8]),
     ) -> Option<()> {
-        let (table_at, table_len) = self.field_table;
+        let (table_at, table_len) = self.h.field_table;
         let table = read_at(
             &self.f,
             table_at,
-            usize::try_from(table_len).ok()?.min(1 << 20),
+            usize::try_from(table_len.min(self.len)).ok()?,
         )?;
+        let mut budget = self.h.objects;
+        let mut take = || {
+            budget = budget.checked_sub(1)?;
+            Some(())
+        };
         for bucket in table.chunks_exact(16) {
             let mut field_at = le64(bucket, 0);
-            for _ in 0..CHAIN_MAX {
-                if field_at == 0 {
-                    break;
-                }
+            while field_at != 0 {
+                take()?;
                 let (kind, _, field) = object(&self.f, field_at, 40 + 64)?;
-                if kind != OBJECT_FIELD {
+                if kind != OBJECT_FIELD || field.len() < 40 {
                     return None;
                 }
-                let name = field.get(40..).unwrap_or_default();
+                let name = &field[40..];
                 if want(name) {
                     let mut data_at = le64(&field, 32);
-                    for _ in 0..CHAIN_MAX {
-                        if data_at == 0 {
-                            break;
-                        }
+                    while data_at != 0 {
+                        take()?;
                         let (kind, _, data) = object(&self.f, data_at, self.payload_at() + 256)?;
-                        if kind != OBJECT_DATA {
+                        if kind != OBJECT_DATA || data.len() < self.payload_at() {
                             return None;
                         }
                         visit(name, data_at, &data);
@@ -265,10 +291,6 @@ impl Tables {
             }
         }
         Some(())
-    }
-
-    fn payload_at(&self) -> usize {
-        if self.compact { 72 } else { 64 }
     }
 
     /// The value of data object `data` of field `name`; `None` when it is
@@ -282,42 +304,97 @@ impl Tables {
             .strip_prefix(b"=")
     }
 
+    /// The data object libsystemd matches `payload` (`FIELD=value`) with:
+    /// the first on its hash's chain of the data hash table with that hash
+    /// and payload (`journal_file_find_data_object_with_hash`). Absent: no
+    /// entry of the file has it. Unknown when that cannot be told here: an unkeyed hash, a compressed candidate, an object
+    /// libsystemd would refuse, a chain too long.
+    fn find_data(&self, payload: &[u8]) -> Found {
+        self.look_for(payload).unwrap_or(Found::Unknown)
+    }
+
+    fn look_for(&self, payload: &[u8]) -> Option<Found> {
+        #[allow(deprecated)] // std's SipHasher is SipHash-2-4, as systemd's.
+        let hash = {
+            use std::hash::Hasher as _;
+            let key = self.h.key?;
+            let mut h = std::hash::SipHasher::new_with_keys(le64(&key, 0), le64(&key, 8));
+            h.write(payload);
+            h.finish()
+        };
+        let (table_at, table_len) = self.h.data_table;
+        let buckets = table_len / 16;
+        if buckets == 0 {
+            return None;
+        }
+        let bucket = read_at(&self.f, table_at + (hash % buckets) * 16, 16)?;
+        let mut at = le64(&bucket, 0);
+        let whole = self.payload_at() + payload.len();
+        for _ in 0..CHAIN_MAX {
+            if at == 0 {
+                return Some(Found::Absent);
+            }
+            let (kind, flags, data) = object(&self.f, at, whole)?;
+            if kind != OBJECT_DATA || data.len() < self.payload_at() || !data_valid(&data) {
+                return None;
+            }
+            if le64(&data, 16) == hash {
+                if flags & COMPRESSED != 0 {
+                    return None;
+                }
+                if le64(&data, 8) == whole as u64 && &data[self.payload_at()..] == payload {
+                    return Some(Found::Data(data));
+                }
+            }
+            at = le64(&data, 24);
+        }
+        None
+    }
+
     /// The offsets of the entries referencing the data object `data`, in
     /// the file's order: its inline entry, then its chain of entry arrays.
     /// `None` when the chain cannot be followed, comes short of the
-    /// object's count, or is out of order (damage).
+    /// object's count, is out of order, or would not pass libsystemd's
+    /// checks of an object (damage).
     fn entries(&self, data: &[u8]) -> Option<Vec<u64>> {
+        let item: u64 = if self.h.compact { 4 } else { 8 };
         let n = le64(data, DATA_N_ENTRIES);
-        if n == 0 || n > ENTRIES_MAX {
-            return (n == 0).then(Vec::new);
+        if n == 0 {
+            return Some(Vec::new());
         }
-        // What the count says is room only: a damaged one claims more.
+        if n > ENTRIES_MAX || n > self.len / item {
+            return None;
+        }
         let mut out = Vec::with_capacity(usize::try_from(n.min(1 << 16)).ok()?);
         out.push(le64(data, DATA_ENTRY));
         let mut array_at = le64(data, DATA_ENTRY_ARRAY);
-        let item = if self.compact { 4 } else { 8 };
         while (out.len() as u64) < n {
             if array_at == 0 || array_at % 8 != 0 {
                 return None;
             }
             let head = read_at(&self.f, array_at, ARRAY_ITEMS)?;
-            let size = usize::try_from(le64(&head, 8)).ok()?;
-            if head[0] != OBJECT_ENTRY_ARRAY || size < ARRAY_ITEMS {
+            let size = le64(&head, 8);
+            let room = size.checked_sub(ARRAY_ITEMS as u64)?;
+            // As libsystemd's `check_object`: whole items, at least one,
+            // within the file, and an aligned next.
+            if head[0] != OBJECT_ENTRY_ARRAY
+                || room == 0
+                || room % item != 0
+                || array_at.checked_add(size)? > self.len
+                || le64(&head, ARRAY_NEXT) % 8 != 0
+            {
                 return None;
             }
-            let left = usize::try_from(n).ok()? - out.len();
-            let len = ((size - ARRAY_ITEMS) / item).min(left) * item;
-            if len == 0 {
-                return None;
-            }
+            let left = n - out.len() as u64;
+            let len = usize::try_from((room / item).min(left) * item).ok()?;
             let items = read_at(&self.f, array_at + ARRAY_ITEMS as u64, len)?;
-            for i in items.chunks_exact(item) {
-                let at = if self.compact {
+            for i in items.chunks_exact(usize::try_from(item).ok()?) {
+                let at = if self.h.compact {
                     u64::from(u32::from_le_bytes(i.try_into().ok()?))
                 } else {
                     le64(i, 0)
                 };
-                if at == 0 || out.last().is_some_and(|&l| l >= at) {
+                if at == 0 || at % 8 != 0 || out.last().is_some_and(|&l| l >= at) {
                     return None;
                 }
                 out.push(at);
@@ -326,6 +403,22 @@ impl Tables {
         }
         Some(out)
     }
+}
+
+/// A value's data object in a file, as [`Tables::find_data`] looks for it.
+enum Found {
+    Data(Vec<u8>),
+    Absent,
+    Unknown,
+}
+
+/// libsystemd's `check_object` of a data object (its own fields): an
+/// entry and a count both or neither, every offset aligned.
+fn data_valid(data: &[u8]) -> bool {
+    (le64(data, DATA_ENTRY) == 0) == (le64(data, DATA_N_ENTRIES) == 0)
+        && [24, 32, DATA_ENTRY, DATA_ENTRY_ARRAY]
+            .iter()
+            .all(|&at| le64(data, at) % 8 == 0)
 }
 
 /// One file's `n_entries` of the data objects `FIELD=value` for the values
@@ -354,53 +447,39 @@ fn file_holds(path: &Path, wanted: &[Vec<String>; 3], held: &mut Held) -> Option
 
 /// Whether every entry of `files` with `field=value` also has one of
 /// `covers` (each a field and a value): then a match with `covers` reads
-/// what it adds. Only files not being written can say (their entries do
-/// not grow meanwhile); `false` whenever one cannot.
+/// what it adds, from the head of the files. Each value's data object is
+/// found as libsystemd finds it (the data hash table), and its list of
+/// entries read as libsystemd walks it. Only files not being written can
+/// say (their entries do not grow meanwhile); `false` whenever one cannot.
 pub(crate) fn covered_by(
     files: &[PathBuf],
     (field, value): (&str, &str),
     covers: &[(&str, &str)],
 ) -> bool {
+    let payload = |f: &str, v: &str| format!("{f}={v}").into_bytes();
     files.iter().all(|p| {
         let Some(t) = Tables::offline(p) else {
             return false;
         };
-        // The data objects of the term and of each cover, by position:
-        // 0 the term, 1.. the covers.
-        let mut found: Vec<Option<Vec<u8>>> = vec![None; covers.len() + 1];
-        let mut unknown = false;
-        let wanted = |name: &[u8]| {
-            name == field.as_bytes() || covers.iter().any(|(f, _)| f.as_bytes() == name)
-        };
-        let walked = t.each_data(wanted, |name, _, data| {
-            let Some(v) = t.value(name, data) else {
-                // A value that cannot be told could be one of ours.
-                unknown = true;
-                return;
-            };
-            let at = std::iter::once((field, value))
-                .chain(covers.iter().copied())
-                .position(|(f, w)| f.as_bytes() == name && w.as_bytes() == v);
-            if let Some(i) = at {
-                found[i] = Some(data.to_vec());
-            }
-        });
-        if walked.is_none() || unknown {
-            return false;
-        }
-        let Some(term) = &found[0] else {
+        let term = match t.find_data(&payload(field, value)) {
+            Found::Data(d) => d,
             // No entry of the file has it.
-            return true;
+            Found::Absent => return true,
+            Found::Unknown => return false,
         };
-        let Some(term) = t.entries(term) else {
+        let Some(term) = t.entries(&term) else {
             return false;
         };
         let mut lists = Vec::new();
-        for d in found[1..].iter().flatten() {
-            let Some(l) = t.entries(d) else {
-                return false;
-            };
-            lists.push(l);
+        for (f, v) in covers {
+            match t.find_data(&payload(f, v)) {
+                Found::Data(d) => match t.entries(&d) {
+                    Some(l) => lists.push(l),
+                    None => return false,
+                },
+                Found::Absent => {}
+                Found::Unknown => return false,
+            }
         }
         // Both sides ascend: one pass, a position in each cover.
         let mut at = vec![0usize; lists.len()];
@@ -637,11 +716,17 @@ mod tests {
 
     /// Written by journal-remote, compact (its default) or not.
     fn written(dir: &Path, name: &str, export: &[u8], compact: bool) -> PathBuf {
+        written_with(dir, name, export, compact, true)
+    }
+
+    /// …and with a keyed hash (the default) or Jenkins' (older files).
+    fn written_with(dir: &Path, name: &str, export: &[u8], compact: bool, keyed: bool) -> PathBuf {
         let file = dir.join(name);
         let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
             .arg(format!("--output={}", file.display()))
             .arg("-")
             .env("SYSTEMD_JOURNAL_COMPACT", if compact { "1" } else { "0" })
+            .env("SYSTEMD_JOURNAL_KEYED_HASH", if keyed { "1" } else { "0" })
             .stdin(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -692,6 +777,43 @@ mod tests {
             );
             assert!(covered_by(&[all, none], TERM, UNIT));
         }
+    }
+
+    /// The data object is found as libsystemd finds it, by its keyed hash:
+    /// the same object the field's chain leads to. A file hashed the older
+    /// way cannot be looked up here: never covered.
+    #[test]
+    fn the_value_is_found_by_its_hash_as_libsystemd_finds_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = written(dir.path(), "k.journal", &export(50, 0), true);
+        let t = Tables::offline(&file).unwrap();
+        let mut walked = None;
+        t.each_data(
+            |name| name == b"SYSLOG_IDENTIFIER",
+            |name, at, data| {
+                if t.value(name, data) == Some(b"kubelet".as_slice()) {
+                    walked = Some((at, data.to_vec()));
+                }
+            },
+        )
+        .unwrap();
+        let (_, walked) = walked.unwrap();
+        let Found::Data(found) = t.find_data(b"SYSLOG_IDENTIFIER=kubelet") else {
+            panic!("not found by its hash");
+        };
+        assert_eq!(found[..t.payload_at()], walked[..t.payload_at()]);
+        assert_eq!(t.entries(&found).unwrap().len(), 50);
+        assert!(matches!(
+            t.find_data(b"SYSLOG_IDENTIFIER=kubelex"),
+            Found::Absent
+        ));
+        let old = written_with(dir.path(), "j.journal", &export(50, 0), true, false);
+        let old_t = Tables::offline(&old).unwrap();
+        assert!(matches!(
+            old_t.find_data(b"SYSLOG_IDENTIFIER=kubelet"),
+            Found::Unknown
+        ));
+        assert!(!covered_by(&[old], TERM, UNIT));
     }
 
     /// A file being written can gain an entry of the identifier alone

@@ -141,8 +141,8 @@ pub(crate) fn open(
     let terms = if mode.follows() {
         terms(filter)
     } else {
-        let files = match t {
-            Target::Files(fs) => Some(fs.as_slice()),
+        let files = match (t, start) {
+            (Target::Files(fs), Start::Head) => Some(fs.as_slice()),
             _ => None,
         };
         present_terms(&mut j, filter, files)
@@ -374,13 +374,17 @@ pub(crate) fn terms(f: &EntryFilter) -> Vec<Term<'_>> {
 /// writing later. Where a field's values cannot all be told, every term
 /// stays.
 ///
-/// Given the handle's `files`, an identifier's or a container's term is
-/// dropped too where each of its entries in them is one of a kubelet
-/// unit's (`SYSLOG_IDENTIFIER=kubelet` under `kubelet.service`, the usual
-/// case): libsystemd walks each term's own list of entries for every
-/// entry it hands on, so a second term over the same entries costs about
-/// a tenth of the read. [`census::covered_by`] proves it from the files'
-/// lists, which only files no longer written keep still.
+/// Given the handle's `files` (a read from their head), an identifier's
+/// or a container's term is dropped too where each of its entries in them
+/// is one of a kubelet unit's (`SYSLOG_IDENTIFIER=kubelet` under
+/// `kubelet.service`, the usual case): libsystemd walks each term's own
+/// list of entries for every entry it hands on, so a second term over the
+/// same entries costs about a tenth of the read.
+/// [`super::census::covered_by`] proves it from the files' lists, which
+/// only files no longer written keep still. Not for a read placed by time
+/// or cursor: libsystemd places each term by bisecting its own list, and
+/// where the times in a file do not rise (a clock set back) two lists
+/// can place the read apart.
 pub(crate) fn present_terms<'f>(
     j: &mut Journal,
     f: &'f EntryFilter,

@@ -214,7 +214,11 @@ impl Worker {
             let terms = if self.mode.follows() {
                 terms(&self.filter)
             } else {
-                present_terms(&mut j, &self.filter, Some(files))
+                present_terms(
+                    &mut j,
+                    &self.filter,
+                    matches!(start, Start::Head).then_some(files),
+                )
             };
             add_terms(&mut j, &terms).map_err(ReadError::Matches)?;
         }
