@@ -54,8 +54,8 @@ const FILE_ID: usize = 24;
 const DATA_HASH_TABLE_OFFSET: usize = 104;
 const DATA_HASH_TABLE_SIZE: usize = 112;
 const FIELD_HASH_TABLE_OFFSET: usize = 120;
-const N_OBJECTS: usize = 144;
 const FIELD_HASH_TABLE_SIZE: usize = 128;
+const N_OBJECTS: usize = 144;
 const HEADER_LEN: usize = 160;
 /// `HEADER_INCOMPATIBLE_COMPACT`: data objects carry two more le32 fields
 /// before their payload.
@@ -722,17 +722,15 @@ mod tests {
     /// …and with a keyed hash (the default) or Jenkins' (older files).
     fn written_with(dir: &Path, name: &str, export: &[u8], compact: bool, keyed: bool) -> PathBuf {
         let file = dir.join(name);
-        let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
-            .arg(format!("--output={}", file.display()))
-            .arg("-")
-            .env("SYSTEMD_JOURNAL_COMPACT", if compact { "1" } else { "0" })
-            .env("SYSTEMD_JOURNAL_KEYED_HASH", if keyed { "1" } else { "0" })
-            .stdin(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), export).unwrap();
-        assert!(child.wait().unwrap().success());
+        let flag = |b: bool| if b { "1" } else { "0" };
+        crate::journal::handle::journal_remote_with(
+            export,
+            &file,
+            &[
+                ("SYSTEMD_JOURNAL_COMPACT", flag(compact)),
+                ("SYSTEMD_JOURNAL_KEYED_HASH", flag(keyed)),
+            ],
+        );
         file
     }
 

@@ -956,9 +956,17 @@ mod tests {
 /// Writes export-format bytes into `file` with systemd-journal-remote (tests).
 #[cfg(test)]
 pub(super) fn journal_remote(export: &[u8], file: &std::path::Path) {
+    journal_remote_with(export, file, &[]);
+}
+
+/// [`journal_remote`] with environment variables (the file's format:
+/// `SYSTEMD_JOURNAL_COMPACT`, `SYSTEMD_JOURNAL_KEYED_HASH`).
+#[cfg(test)]
+pub(super) fn journal_remote_with(export: &[u8], file: &std::path::Path, env: &[(&str, &str)]) {
     let mut child = std::process::Command::new("/lib/systemd/systemd-journal-remote")
         .arg(format!("--output={}", file.display()))
         .arg("-")
+        .envs(env.iter().copied())
         .stdin(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
