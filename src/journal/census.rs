@@ -246,14 +246,14 @@ impl Tables {
         if self.h.compact { 72 } else { 64 }
     }
 
-    /// Every data object of each field `want` takes: the field's name, the
-    /// object's offset and its first bytes. `None` when a table or a chain
+    /// Every data object of each field `want` takes: the field's name and
+    /// the object's first bytes. `None` when a table or a chain
     /// cannot be followed, or the walk visits more objects than the file
     /// has (a loop in damaged data).
     fn each_data(
         &self,
         want: impl Fn(&[u8]) -> bool,
-        mut visit: impl FnMut(&[u8], u64, &[u8]),
+        mut visit: impl FnMut(&[u8], &[u8]),
     ) -> Option<()> {
         let (table_at, table_len) = self.h.field_table;
         let table = read_at(
@@ -283,7 +283,7 @@ impl Tables {
                         if kind != OBJECT_DATA || data.len() < self.payload_at() {
                             return None;
                         }
-                        visit(name, data_at, &data);
+                        visit(name, &data);
                         data_at = le64(&data, 32);
                     }
                 }
@@ -307,8 +307,9 @@ impl Tables {
     /// The data object libsystemd matches `payload` (`FIELD=value`) with:
     /// the first on its hash's chain of the data hash table with that hash
     /// and payload (`journal_file_find_data_object_with_hash`). Absent: no
-    /// entry of the file has it. Unknown when that cannot be told here: an unkeyed hash, a compressed candidate, an object
-    /// libsystemd would refuse, a chain too long.
+    /// entry of the file has it. Unknown when that cannot be told here: an
+    /// unkeyed hash, a compressed candidate, an object libsystemd would
+    /// refuse, a chain too long.
     fn find_data(&self, payload: &[u8]) -> Found {
         self.look_for(payload).unwrap_or(Found::Unknown)
     }
@@ -434,7 +435,7 @@ fn file_holds(path: &Path, wanted: &[Vec<String>; 3], held: &mut Held) -> Option
     };
     t.each_data(
         |name| slot(name).is_some(),
-        |name, _, data| {
+        |name, data| {
             let Some(s) = slot(name) else { return };
             if let Some(v) = t.value(name, data)
                 && let Some(w) = wanted[s].iter().find(|w| w.as_bytes() == v)
@@ -788,14 +789,14 @@ mod tests {
         let mut walked = None;
         t.each_data(
             |name| name == b"SYSLOG_IDENTIFIER",
-            |name, at, data| {
+            |name, data| {
                 if t.value(name, data) == Some(b"kubelet".as_slice()) {
-                    walked = Some((at, data.to_vec()));
+                    walked = Some(data.to_vec());
                 }
             },
         )
         .unwrap();
-        let (_, walked) = walked.unwrap();
+        let walked = walked.unwrap();
         let Found::Data(found) = t.find_data(b"SYSLOG_IDENTIFIER=kubelet") else {
             panic!("not found by its hash");
         };

@@ -337,7 +337,7 @@ pub(super) fn discover_all(dir: &Path) -> Look {
                 groups.entry(key).or_default().push(p);
             }
             Err(error) => unreadable.push(Unreadable {
-                group: std::fs::metadata(&p).ok().and_then(|m| group_name(m.gid())),
+                group: meta.as_ref().and_then(|m| group_name(m.gid())),
                 path: p,
                 error,
             }),
